@@ -1,0 +1,97 @@
+/**
+ * Settings are read once at start into a frozen object. A bad value stops the
+ * process before anything listens, naming the variable, so a typo in a
+ * ConfigMap is a crash-loop with a clear log line rather than a silent default.
+ */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  /** Postgres to use; undefined starts the embedded server. */
+  readonly databaseUrl: string | undefined;
+  readonly embeddedPgDir: string;
+  /** 0 picks a free port. */
+  readonly embeddedPgPort: number;
+  readonly demoData: boolean;
+  readonly simulator: boolean;
+  readonly allowUwsFallback: boolean;
+  readonly logLevel: LogLevel;
+  readonly logPretty: boolean;
+  readonly maxBodyBytes: number;
+  readonly pgPoolMax: number;
+  readonly pgConnectTimeoutMs: number;
+  readonly pgStatementTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, rule: string) {
+    super(`${variable}: ${rule}`);
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(1|true|on|yes)$/i.test(raw)) return true;
+  if (/^(0|false|off|no)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be on or off, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function databaseUrl(env: Env): string | undefined {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// URL');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must be a postgres:// URL, got protocol "${url.protocol}"`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const url = databaseUrl(env);
+  const embedded = url === undefined;
+  const auth = oneOf(env, 'AUTH', 'off', ['off', 'on']);
+  if (auth === 'on') throw new ConfigError('AUTH', 'API keys are not available in this build yet; use AUTH=off');
+  return Object.freeze({
+    host: env.HOST || '0.0.0.0',
+    port: int(env, 'PORT', 8080, 0, 65535),
+    databaseUrl: url,
+    embeddedPgDir: env.EMBEDDED_PG_DIR || '.data/pg',
+    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
+    demoData: bool(env, 'DEMO_DATA', embedded),
+    simulator: bool(env, 'SIMULATOR', embedded),
+    allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false),
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
+    logPretty: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['json', 'pretty'] as const) === 'pretty',
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
+    pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
+    pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),
+  });
+}

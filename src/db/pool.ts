@@ -1,0 +1,49 @@
+import pg from 'pg';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+
+// bigint columns hold IDs the interface types as integers; every one fits a
+// double, and returning strings would leak into the JSON.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+
+export function createPool(url: string, config: Config, log: Logger): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: config.pgPoolMax,
+    connectionTimeoutMillis: config.pgConnectTimeoutMs,
+    statement_timeout: config.pgStatementTimeoutMs,
+    query_timeout: config.pgStatementTimeoutMs + 1000,
+    idleTimeoutMillis: 30_000,
+    application_name: 'odds-service',
+  });
+  // An idle client dying (Postgres restarted) emits here; without a listener
+  // it would be an uncaught 'error' and take the process down.
+  pool.on('error', (err) => log.warn('postgres idle client lost', { err: err.message }));
+  return pool;
+}
+
+/** True when the error means Postgres is unreachable rather than that the statement was wrong. */
+export function isUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | null;
+  if (!e) return false;
+  const code = e.code ?? '';
+  if (/^(08|57P|53)/.test(code)) return true;
+  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
+  return /timeout|terminat|Connection|ECONNREFUSED/i.test(e.message ?? '');
+}
+
+/** Runs fn in one transaction; the caller sees either all of it committed or an error. */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const out = await fn(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,294 @@
+/**
+ * The demo data set (DESIGN section 7), as ingest items. It loads into an empty database so a
+ * fresh `npm start` has something to show, and it doubles as a fixture: between them the events
+ * cover every state a client must handle (upcoming, in play, concluded, abandoned, recalled,
+ * suspended) and event 30000001 carries every market type of the spec except `goals`, which only
+ * means something on soccer. Start times are relative to `now` so the set never goes stale.
+ */
+import type {
+  Sport, League, Event, Market, MarketResult, MarketType, Runner,
+} from '../refdata/types.js';
+
+export type DemoItem =
+  | ({ kind: 'sport' } & Sport)
+  | ({ kind: 'league' } & League)
+  | ({ kind: 'event' } & Omit<Event, 'le'>) // le is derived from the league's name
+  | ({ kind: 'market' } & Omit<Market, 'si'>) // si is derived from the event's sport
+  | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
+
+type EventItem = Extract<DemoItem, { kind: 'event' }>;
+type MarketItem = Extract<DemoItem, { kind: 'market' }>;
+type ResultItem = Extract<DemoItem, { kind: 'result' }>;
+type State = 'live' | 'done' | 'soon';
+type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
+
+const HOUR = 3_600_000;
+
+const SPORTS: Sport[] = [
+  { si: 4, na: 'Cricket', a: true },
+  { si: 1, na: 'Soccer', a: true },
+  { si: 2, na: 'Tennis', a: true },
+  { si: 7, na: 'Horse Racing', a: true },
+  // Configured but switched off, so the sport list shows an `a: false` entry.
+  { si: 99, na: 'Kabaddi', a: false },
+];
+
+const LEAGUES: League[] = [
+  { li: 4001, si: 4, na: 'ICC T20 World Cup' },
+  { li: 4002, si: 4, na: 'Indian Premier League' },
+  { li: 4003, si: 4, na: 'Big Bash League' },
+  { li: 1001, si: 1, na: 'English Premier League' },
+  { li: 1002, si: 1, na: 'La Liga' },
+  { li: 2001, si: 2, na: 'ATP Tour' },
+  { li: 2002, si: 2, na: 'WTA Tour' },
+  { li: 7001, si: 7, na: 'Royal Ascot' },
+  { li: 7002, si: 7, na: 'Cheltenham Festival' },
+];
+
+/**
+ * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
+ * results below can name a market without holding on to the object.
+ */
+function mid(eid: number, n: number): string {
+  return `1.2${String(eid % 100_000).padStart(5, '0')}${String(n).padStart(3, '0')}`;
+}
+
+// Runner IDs are stable per team or player so a client can follow one across markets.
+const rn = (rid: number, na: string): Runner => ({ rid, na });
+const YES = rn(9001, 'Yes');
+const NO = rn(9002, 'No');
+const DRAW = rn(9000, 'The Draw');
+const IND = rn(101, 'India');
+const AUS = rn(102, 'Australia');
+const ENG = rn(103, 'England');
+const MI = rn(111, 'Mumbai Indians');
+const CSK = rn(112, 'Chennai Super Kings');
+const RCB = rn(113, 'Royal Challengers Bengaluru');
+const KKR = rn(114, 'Kolkata Knight Riders');
+const SIX = rn(121, 'Sydney Sixers');
+const STA = rn(122, 'Melbourne Stars');
+
+function market(eid: number, n: number, ty: MarketType, na: string, extra: MarketExtra = {}): MarketItem {
+  return { kind: 'market', mid: mid(eid, n), eid, na, s: true, go: false, ty, rt: false, ...extra };
+}
+
+const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): MarketItem =>
+  market(eid, n, 'session', na, { di, ...extra });
+
+const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
+  market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
+
+/** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
+function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
+  const id = mid(eid, n);
+  const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
+  return market(eid, n, 'player-race', na, { m, ...extra });
+}
+
+/** What a concluded event's markets look like: settled and no longer trading. */
+function closed(m: MarketItem): MarketItem {
+  return { ...m, s: false, go: true, ...(m.m ? { m: m.m.map((x) => ({ ...x, s: false, go: true })) } : {}) };
+}
+
+/** Match odds (n 1) and bookmaker (n 2): what every cricket fixture trades. */
+function cricketCore(eid: number, a: Runner, b: Runner, extra: MarketExtra = {}): MarketItem[] {
+  return [
+    market(eid, 1, 'match-odd', 'Match Odds', { r: [a, b], ...extra }),
+    market(eid, 2, 'bookmaker', 'Bookmaker', { r: [a, b] }),
+  ];
+}
+
+/** The live showcase fixture: one or more markets of each of the 14 cricket types. */
+function everyCricketType(eid: number): MarketItem[] {
+  const [kohli, head, rohit, marsh] = [rn(4101, 'Virat Kohli'), rn(4102, 'Travis Head'), rn(4103, 'Rohit Sharma'), rn(4104, 'Mitchell Marsh')];
+  const [pant, maxwell, bumrah, cummins] = [rn(4105, 'Rishabh Pant'), rn(4106, 'Glenn Maxwell'), rn(4107, 'Jasprit Bumrah'), rn(4108, 'Pat Cummins')];
+  const [arshdeep, starc] = [rn(4109, 'Arshdeep Singh'), rn(4110, 'Mitchell Starc')];
+  return [
+    ...cricketCore(eid, IND, AUS, { if: null }),
+    // Suspended while the bookmaker re-prices: an active-looking event with an inactive market.
+    market(eid, 3, 'bookmaker2', 'Bookmaker 2', { r: [IND, AUS], s: false }),
+    market(eid, 4, 'completed-match', 'Completed Match', { r: [YES, NO] }),
+    market(eid, 5, 'tied-match', 'Tied Match', { r: [YES, NO] }),
+    market(eid, 6, 'super-over', 'Super Over Winner', { r: [IND, AUS] }),
+    market(eid, 7, 'winner-market', 'Tournament Winner', {
+      r: [IND, AUS, ENG, rn(104, 'Pakistan'), rn(105, 'South Africa'), rn(106, 'New Zealand')],
+    }),
+    // The 6-over session has already settled (see results); later ones still trade.
+    session(eid, 8, 1, '6 Over Runs IND', { s: false, go: true }),
+    session(eid, 9, 2, '10 Over Runs IND'),
+    session(eid, 10, 3, '15 Over Runs IND'),
+    session(eid, 11, 4, '20 Over Runs IND'),
+    session(eid, 12, 5, 'Virat Kohli Runs'),
+    market(eid, 13, 'other-market', 'Total Match Fours', { di: 6 }),
+    market(eid, 14, 'other-market', 'Highest Over Runs'),
+    market(eid, 15, 'odd-even', '6 Over Runs IND Odd', { di: 7, s: false, go: true }),
+    market(eid, 16, 'odd-even', '10 Over Runs IND Odd'),
+    market(eid, 17, 'khadometer', 'Khadometer 10 Over IND', { di: 8 }),
+    market(eid, 18, 'line-market', 'Total Match Runs Line'),
+    ball(eid, 19, 7.1, { s: false, go: true }),
+    ball(eid, 20, 7.2),
+    ball(eid, 21, 7.3),
+    ball(eid, 22, 7.4),
+    playerRace(eid, 23, 'Top Batter Race', [[kohli, head], [rohit, marsh], [pant, maxwell]], { if: null }),
+    playerRace(eid, 24, 'Top Bowler Race', [[bumrah, cummins], [arshdeep, starc]]),
+  ];
+}
+
+/** Match odds with the draw (n 1), then one over/under market per goal line (n 2...). */
+function soccer(eid: number, home: Runner, away: Runner, lines: number[]): MarketItem[] {
+  return [
+    market(eid, 1, 'match-odd', 'Match Odds', { r: [home, away, DRAW] }),
+    ...lines.map((g, i) => market(eid, i + 2, 'goals', `Over/Under ${g} Goals`, {
+      r: [rn(9011, `Over ${g} Goals`), rn(9012, `Under ${g} Goals`)],
+    })),
+  ];
+}
+
+/** Match odds (n 1) and set 1 winner (n 2); the games line (n 3) only trades in play. */
+function tennis(eid: number, p1: Runner, p2: Runner, live = false): MarketItem[] {
+  const ms = [
+    market(eid, 1, 'match-odd', 'Match Odds', { r: [p1, p2] }),
+    market(eid, 2, 'match-odd', 'Set 1 Winner', { r: [p1, p2] }),
+  ];
+  return live ? [...ms, market(eid, 3, 'line-market', 'Total Games Line')] : ms;
+}
+
+/** Win (n 1) and place (n 2) over the same field; horse rids are 7000 + race * 10 + draw. */
+function race(eid: number, field: string): MarketItem[] {
+  const r = field.split(', ').map((na, i) => rn(7000 + (eid % 100) * 10 + i + 1, na));
+  return [market(eid, 1, 'winner-market', 'Win', { r }), market(eid, 2, 'winner-market', 'To Be Placed', { r })];
+}
+
+function result(id: string, res: string, extra: Partial<Pick<MarketResult, 'rt' | 'ia'>> = {}): ResultItem {
+  return { kind: 'result', mid: id, res, rt: false, ia: false, ...extra };
+}
+
+export function demoItems(now: Date): DemoItem[] {
+  // Whole minutes, so start times read like a schedule.
+  const base = Math.floor(now.getTime() / 60_000) * 60_000;
+  const event = (eid: number, li: number, na: string, hours: number, state: State, tv = false): EventItem => {
+    const league = LEAGUES.find((l) => l.li === li);
+    if (!league) throw new Error(`demo event ${eid}: unknown league ${li}`);
+    return {
+      kind: 'event', eid, na, st: new Date(base + hours * HOUR).toISOString(),
+      go: state === 'done', ip: state === 'live', si: league.si, li,
+      tv: tv ? `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>` : null,
+    };
+  };
+
+  const events: EventItem[] = [
+    event(30000001, 4001, 'India v Australia', -1.5, 'live', true),
+    event(30000002, 4001, 'India v England', -26, 'done'),
+    event(30000003, 4002, 'Mumbai Indians v Chennai Super Kings', -6, 'done'),
+    event(30000004, 4002, 'Royal Challengers Bengaluru v Kolkata Knight Riders', 3, 'soon', true),
+    event(30000005, 4003, 'Sydney Sixers v Melbourne Stars', -30, 'done'),
+    event(30000006, 4003, 'Perth Scorchers v Brisbane Heat', 28, 'soon'),
+    event(30000011, 1001, 'Arsenal v Chelsea', -0.75, 'live', true),
+    event(30000012, 1001, 'Liverpool v Manchester City', 26, 'soon', true),
+    event(30000013, 1001, 'Manchester United v Tottenham Hotspur', -22, 'done'),
+    event(30000014, 1002, 'Real Madrid v Barcelona', -0.5, 'live', true),
+    event(30000015, 1002, 'Atletico Madrid v Sevilla', 50, 'soon'),
+    event(30000016, 1002, 'Valencia v Villarreal', -48, 'done'),
+    event(30000021, 2001, 'Carlos Alcaraz v Jannik Sinner', -0.75, 'live', true),
+    event(30000022, 2001, 'Novak Djokovic v Alexander Zverev', 4, 'soon'),
+    event(30000023, 2001, 'Daniil Medvedev v Casper Ruud', -20, 'done'),
+    event(30000024, 2002, 'Iga Swiatek v Aryna Sabalenka', -0.25, 'live', true),
+    event(30000025, 2002, 'Coco Gauff v Elena Rybakina', 22, 'soon'),
+    event(30000026, 2002, 'Jessica Pegula v Ons Jabeur', -25, 'done'),
+    event(30000031, 7001, 'Queen Anne Stakes', 0, 'live', true),
+    event(30000032, 7001, 'Coventry Stakes', 0.5, 'soon'),
+    event(30000033, 7001, "King's Stand Stakes", -1, 'done'),
+    event(30000034, 7002, "Supreme Novices' Hurdle", 24, 'soon'),
+    event(30000035, 7002, 'Cheltenham Gold Cup', -25, 'done'),
+  ];
+
+  const markets: MarketItem[] = [
+    ...everyCricketType(30000001),
+    ...[
+      ...cricketCore(30000002, IND, ENG),
+      market(30000002, 3, 'tied-match', 'Tied Match', { r: [YES, NO] }),
+      session(30000002, 4, 1, '6 Over Runs IND'),
+      session(30000002, 5, 2, '20 Over Runs IND'),
+      market(30000002, 6, 'odd-even', '6 Over Runs IND Odd', { di: 3 }),
+      market(30000002, 7, 'khadometer', 'Khadometer 20 Over IND', { di: 4 }),
+      market(30000002, 8, 'other-market', 'Total Match Sixes'),
+    ].map(closed),
+    ...[...cricketCore(30000003, MI, CSK), session(30000003, 3, 1, '6 Over Runs MI')].map(closed),
+    ...cricketCore(30000004, RCB, KKR, { if: 'Rain delay expected' }),
+    // Not opened yet: listed but inactive until the toss.
+    market(30000004, 3, 'completed-match', 'Completed Match', { r: [YES, NO], s: false }),
+    market(30000004, 4, 'tied-match', 'Tied Match', { r: [YES, NO], s: false }),
+    session(30000004, 5, 1, '6 Over Runs RCB'),
+    session(30000004, 6, 2, '20 Over Runs RCB'),
+    ...[
+      // Settled on the wrong winner and recalled (see its result).
+      market(30000005, 1, 'match-odd', 'Match Odds', { r: [SIX, STA], rt: true }),
+      market(30000005, 2, 'bookmaker2', 'Bookmaker 2', { r: [SIX, STA] }),
+      session(30000005, 3, 1, '20 Over Runs SIX'),
+    ].map(closed),
+    ...cricketCore(30000006, rn(123, 'Perth Scorchers'), rn(124, 'Brisbane Heat')),
+    session(30000006, 3, 1, '6 Over Runs PS'),
+
+    ...soccer(30000011, rn(1101, 'Arsenal'), rn(1102, 'Chelsea'), [0.5, 1.5, 2.5, 3.5]),
+    ...soccer(30000012, rn(1103, 'Liverpool'), rn(1104, 'Manchester City'), [1.5, 2.5]),
+    ...soccer(30000013, rn(1105, 'Manchester United'), rn(1106, 'Tottenham Hotspur'), [1.5, 2.5]).map(closed),
+    ...soccer(30000014, rn(1201, 'Real Madrid'), rn(1202, 'Barcelona'), [0.5, 1.5, 2.5, 3.5]),
+    ...soccer(30000015, rn(1203, 'Atletico Madrid'), rn(1204, 'Sevilla'), [1.5, 2.5]),
+    ...soccer(30000016, rn(1205, 'Valencia'), rn(1206, 'Villarreal'), [1.5, 2.5]).map(closed),
+
+    ...tennis(30000021, rn(2101, 'Carlos Alcaraz'), rn(2102, 'Jannik Sinner'), true),
+    ...tennis(30000022, rn(2103, 'Novak Djokovic'), rn(2104, 'Alexander Zverev')),
+    ...tennis(30000023, rn(2105, 'Daniil Medvedev'), rn(2106, 'Casper Ruud')).map(closed),
+    ...tennis(30000024, rn(2201, 'Iga Swiatek'), rn(2202, 'Aryna Sabalenka'), true),
+    ...tennis(30000025, rn(2203, 'Coco Gauff'), rn(2204, 'Elena Rybakina')),
+    ...tennis(30000026, rn(2205, 'Jessica Pegula'), rn(2206, 'Ons Jabeur')).map(closed),
+
+    ...race(30000031, 'Paddington, Inspiral, Big Rock, Mostahdaf, Charyn, Facteur Cheval, Chaldean'),
+    ...race(30000032, 'River Tiber, Bucanero Fuerte, Haatem, Givemethebeatboys, Rashabar, Unquestionable'),
+    ...race(30000033, "Bradsell, Highfield Princess, Asfoora, Big Evs, Live In The Dream, Believing, Dramatised").map(closed),
+    ...race(30000034, "Constitution Hill, Jonbon, Marine Nationale, Sir Gino, Mystical Power, Ballyburn"),
+    ...race(30000035, "Galopin Des Champs, Gerri Colombe, Fastorslow, L'Homme Presse, Bravemansgame, Shishkin, Hewick, Corach Rambler").map(closed),
+  ];
+
+  // Rids in results point at runners above: 101 India, 1105 Man Utd, 9000 the draw, 9011/9012 over/under.
+  const results: ResultItem[] = [
+    result(mid(30000001, 1), ''), // still in play: nothing settled yet
+    result(mid(30000001, 8), '58'),
+    result(mid(30000001, 15), 'lay'), // 58 is even, so laying "odd" won
+    result(mid(30000001, 19), '4'),
+    result(mid(30000002, 1), '101'),
+    result(mid(30000002, 2), '101'),
+    result(mid(30000002, 3), '9002'),
+    result(mid(30000002, 4), '52'),
+    result(mid(30000002, 5), '187'),
+    result(mid(30000002, 6), 'lay'),
+    result(mid(30000002, 7), 'back'),
+    result(mid(30000002, 8), '14'),
+    result(mid(30000003, 1), 'Abandoned', { ia: true }),
+    result(mid(30000003, 2), 'Abandoned', { ia: true }),
+    result(mid(30000003, 3), 'Abandoned', { ia: true }),
+    result(mid(30000005, 1), '122', { rt: true }),
+    result(mid(30000005, 2), '121'),
+    result(mid(30000005, 3), '171'),
+    result(mid(30000013, 1), '1105'),
+    result(mid(30000013, 2), '9011'),
+    result(mid(30000013, 3), '9011'),
+    result(mid(30000016, 1), '9000'),
+    result(mid(30000016, 2), '9011'),
+    result(mid(30000016, 3), '9012'),
+    result(mid(30000023, 1), '2106'),
+    result(mid(30000023, 2), '2105'),
+    result(mid(30000026, 1), '2205'),
+    result(mid(30000026, 2), '2205'),
+    result(mid(30000033, 1), '7333'),
+    result(mid(30000035, 1), '7351'),
+  ];
+
+  return [
+    ...SPORTS.map((s): DemoItem => ({ kind: 'sport', ...s })),
+    ...LEAGUES.map((l): DemoItem => ({ kind: 'league', ...l })),
+    ...events,
+    ...markets,
+    ...results,
+  ];
+}

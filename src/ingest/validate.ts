@@ -1,0 +1,110 @@
+import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
+import { isMarketId, isPositiveId } from '../refdata/ids.js';
+import type { NestedItem, ReferenceItem } from './items.js';
+
+/**
+ * Checks the shape of each reference item and returns it typed, or the first
+ * problem as text naming the field. Whether referenced rows exist is left to
+ * the transaction, which sees the database as it is.
+ */
+type Obj = Record<string, unknown>;
+const MAX_TEXT = 500;
+const MAX_TV = 4096;
+
+class Invalid extends Error {}
+
+const fail = (field: string, rule: string): never => {
+  throw new Invalid(`${field} ${rule}`);
+};
+
+function opt<T>(o: Obj, key: string, check: (v: unknown, key: string) => T): T | undefined {
+  return key in o ? check(o[key], key) : undefined;
+}
+
+const text = (max: number) => (v: unknown, key: string): string =>
+  typeof v === 'string' && v.length <= max ? v : fail(key, `must be a string of at most ${max} characters`);
+const name = text(MAX_TEXT);
+const flag = (v: unknown, key: string): boolean => (typeof v === 'boolean' ? v : fail(key, 'must be true or false'));
+const id = (v: unknown, key: string): number => (isPositiveId(v) ? v : fail(key, 'must be a positive integer'));
+const mid = (v: unknown, key: string): string => (isMarketId(v) ? v : fail(key, 'must match [A-Za-z0-9._:-]{1,64}'));
+const type = (v: unknown, key: string): MarketType =>
+  (MARKET_TYPES as readonly unknown[]).includes(v) ? (v as MarketType) : fail(key, `must be one of ${MARKET_TYPES.join(', ')}`);
+const nullable = <T>(check: (v: unknown, key: string) => T) => (v: unknown, key: string): T | null => (v === null ? null : check(v, key));
+const integer = (v: unknown, key: string): number => (Number.isSafeInteger(v) ? (v as number) : fail(key, 'must be an integer'));
+const float = (v: unknown, key: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : fail(key, 'must be a number'));
+
+function isoTime(v: unknown, key: string): string {
+  const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(v) ? Date.parse(v) : NaN;
+  return Number.isNaN(t) ? fail(key, 'must be an ISO 8601 date-time with a time zone') : new Date(t).toISOString();
+}
+
+function runners(v: unknown, key: string): Runner[] {
+  if (!Array.isArray(v) || v.length > 500) fail(key, 'must be an array of at most 500 runners');
+  const seen = new Set<number>();
+  return (v as unknown[]).map((r, i) => {
+    if (!r || typeof r !== 'object' || Array.isArray(r)) fail(`${key}[${i}]`, 'must be an object {rid, na}');
+    const runner = { rid: id((r as Obj).rid, `${key}[${i}].rid`), na: name((r as Obj).na, `${key}[${i}].na`) };
+    if (seen.has(runner.rid)) fail(`${key}[${i}].rid`, `repeats runner ${runner.rid}`);
+    seen.add(runner.rid);
+    return runner;
+  });
+}
+
+function nested(v: unknown, key: string): NestedItem[] {
+  if (!Array.isArray(v) || v.length > 100) fail(key, 'must be an array of at most 100 nested markets');
+  return (v as unknown[]).map((n, i) => {
+    const at = `${key}[${i}]`;
+    if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');
+    const o = n as Obj;
+    const item: NestedItem = { mid: mid(o.mid, `${at}.mid`), s: flag(o.s, `${at}.s`), go: flag(o.go, `${at}.go`), r: runners(o.r, `${at}.r`) };
+    if ('if' in o) item.if = o.if;
+    return item;
+  });
+}
+
+function validateOne(o: Obj): ReferenceItem {
+  switch (o.kind) {
+    case 'sport':
+      return { kind: 'sport', si: id(o.si, 'si'), na: opt(o, 'na', name), a: opt(o, 'a', flag) };
+    case 'league':
+      return { kind: 'league', li: id(o.li, 'li'), si: opt(o, 'si', id), na: opt(o, 'na', name) };
+    case 'event':
+      return {
+        kind: 'event', eid: id(o.eid, 'eid'), na: opt(o, 'na', name), le: opt(o, 'le', name), st: opt(o, 'st', isoTime),
+        go: opt(o, 'go', flag), ip: opt(o, 'ip', flag), si: opt(o, 'si', id), li: opt(o, 'li', id), tv: opt(o, 'tv', nullable(text(MAX_TV))),
+      };
+    case 'market': {
+      const m = {
+        kind: 'market' as const, mid: mid(o.mid, 'mid'), eid: opt(o, 'eid', id), na: opt(o, 'na', name), si: opt(o, 'si', id),
+        s: opt(o, 's', flag), go: opt(o, 'go', flag), ty: opt(o, 'ty', type), rt: opt(o, 'rt', flag),
+        di: opt(o, 'di', nullable(integer)), bl: opt(o, 'bl', nullable(float)), r: opt(o, 'r', runners), m: opt(o, 'm', nested),
+        ...('if' in o ? { if: o.if } : {}),
+      };
+      if (m.ty === 'player-race' && m.r) fail('r', 'is not allowed on a player-race market: its runners go inside m');
+      if (m.ty !== undefined && m.ty !== 'player-race' && m.m) fail('m', 'is only allowed on a player-race market');
+      if (m.ty !== undefined && m.ty !== 'ball-by-ball' && m.bl != null) fail('bl', 'is only allowed on a ball-by-ball market');
+      if (m.m?.some((n) => n.mid === m.mid)) fail('m', 'must not contain the market itself');
+      return m;
+    }
+    case 'result':
+      return { kind: 'result', mid: mid(o.mid, 'mid'), res: opt(o, 'res', text(200)), rt: opt(o, 'rt', flag), ia: opt(o, 'ia', flag), mt: opt(o, 'mt', type) };
+    default:
+      return fail('kind', 'must be one of sport, league, event, market, result, odds');
+  }
+}
+
+/** Drops keys whose value is undefined, so "absent" and "not changed" are the same thing downstream. */
+function compact<T extends object>(item: T): T {
+  for (const k of Object.keys(item) as (keyof T)[]) if (item[k] === undefined) delete item[k];
+  return item;
+}
+
+export function validateReference(raw: unknown): { item: ReferenceItem } | { error: string } {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return { error: 'must be an object with a kind' };
+  try {
+    return { item: compact(validateOne(raw as Obj)) };
+  } catch (err) {
+    if (err instanceof Invalid) return { error: err.message };
+    throw err;
+  }
+}

@@ -1,0 +1,61 @@
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger, errorFields } from './log.js';
+import { startEmbedded, type EmbeddedServer } from './db/embedded.js';
+import { nativeUws } from './http/app.js';
+import { startService, type Service } from './service.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel, config.logPretty);
+  if (!nativeUws) {
+    if (!config.allowUwsFallback) {
+      log.error('the native uWebSockets.js binary did not load; refusing to run on the slow pure-JS fallback (set ALLOW_UWS_FALLBACK=on to allow it)');
+      process.exit(1);
+    }
+    log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput');
+  }
+  log.info('starting', {
+    port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
+  });
+
+  let embedded: EmbeddedServer | undefined;
+  let service: Service | undefined;
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    try {
+      await service?.close();
+      await embedded?.stop();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error('shutdown failed', errorFields(err));
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  try {
+    if (!config.databaseUrl) embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log);
+    service = await startService(config, config.databaseUrl ?? embedded!.url, log);
+    process.stdout.write(`odds service listening on ${service.url}\n`);
+  } catch (err) {
+    log.error('start failed', errorFields(err));
+    await embedded?.stop().catch(() => undefined);
+    process.exit(1);
+  }
+}
+
+void main();

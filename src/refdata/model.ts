@@ -1,0 +1,188 @@
+import type pg from 'pg';
+import { loadEvents, loadMarkets, loadNestedParents, loadResults, loadSports } from './queries.js';
+import type { Event, Market, MarketResult, Sport } from './types.js';
+
+type Queryable = Pick<pg.Pool, 'query'>;
+
+interface Entry<T> {
+  readonly value: T;
+  /** The element serialised once, when it changed, not per request. */
+  readonly json: string;
+}
+
+const entry = <T>(value: T): Entry<T> => ({ value, json: JSON.stringify(value) });
+const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
+  a.value.st < b.value.st ? -1 : a.value.st > b.value.st ? 1 : a.value.eid - b.value.eid;
+const byDisplayThenId = (a: Entry<Market>, b: Entry<Market>): number =>
+  (a.value.di ?? -1) - (b.value.di ?? -1) || (a.value.mid < b.value.mid ? -1 : a.value.mid > b.value.mid ? 1 : 0);
+
+function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(value);
+}
+
+/**
+ * Everything REST reads, in memory, so no request waits on Postgres. Elements
+ * are serialised when they change; per-sport and per-event arrays are joined
+ * on first read after a change and kept until the next one.
+ */
+export class ReadModel {
+  private sports = new Map<number, Sport>();
+  private sportsBody: string | undefined;
+  private events = new Map<number, Entry<Event>>();
+  private eventsBySport = new Map<number, Set<number>>();
+  private sortedBySport = new Map<number, Entry<Event>[]>();
+  private markets = new Map<string, Entry<Market>>();
+  private marketsByEvent = new Map<number, Set<string>>();
+  private marketsBody = new Map<number, string>();
+  private results = new Map<string, Entry<MarketResult>>();
+  private nestedParent = new Map<string, string>();
+
+  sportsJson(): string {
+    return (this.sportsBody ??= '[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']');
+  }
+
+  /** The JSON array of a sport's events, optionally only those of some leagues. */
+  eventsJson(si: number, leagues?: ReadonlySet<number>): string {
+    let sorted = this.sortedBySport.get(si);
+    if (!sorted) {
+      sorted = [...(this.eventsBySport.get(si) ?? [])].map((eid) => this.events.get(eid)!).sort(byStartThenId);
+      this.sortedBySport.set(si, sorted);
+    }
+    const picked = leagues ? sorted.filter((e) => leagues.has(e.value.li)) : sorted;
+    return '[' + picked.map((e) => e.json).join(',') + ']';
+  }
+
+  marketsJson(eid: number): string {
+    let body = this.marketsBody.get(eid);
+    if (body === undefined) {
+      const list = [...(this.marketsByEvent.get(eid) ?? [])].map((mid) => this.markets.get(mid)!).sort(byDisplayThenId);
+      body = '[' + list.map((m) => m.json).join(',') + ']';
+      this.marketsBody.set(eid, body);
+    }
+    return body;
+  }
+
+  resultJson(mid: string): string | undefined {
+    return this.results.get(mid)?.json;
+  }
+
+  market(mid: string): Market | undefined {
+    return this.markets.get(mid)?.value;
+  }
+
+  get size(): { sports: number; events: number; markets: number; results: number } {
+    return { sports: this.sports.size, events: this.events.size, markets: this.markets.size, results: this.results.size };
+  }
+
+  /** Replaces everything with what Postgres holds now. */
+  async loadAll(db: Queryable): Promise<void> {
+    const [sports, events, markets, results, nested] = await Promise.all([
+      loadSports(db), loadEvents(db), loadMarkets(db), loadResults(db), loadNestedParents(db),
+    ]);
+    const fresh = new ReadModel();
+    for (const s of sports) fresh.sports.set(s.si, s);
+    for (const e of events) fresh.putEvent(e);
+    for (const m of markets) fresh.putMarket(m);
+    for (const r of results) fresh.results.set(r.mid, entry(r));
+    fresh.nestedParent = new Map(nested);
+    Object.assign(this, fresh);
+  }
+
+  /** Reloads the rows named by NOTIFY payloads (`event:42`, `market:1.5`...). */
+  async refresh(db: Queryable, keys: Iterable<string>): Promise<void> {
+    const ids = { sport: new Set<number>(), league: new Set<number>(), event: new Set<number>(), market: new Set<string>(), result: new Set<string>() };
+    for (const key of keys) {
+      const at = key.indexOf(':');
+      const kind = key.slice(0, at);
+      const id = key.slice(at + 1);
+      if (kind === 'sport' || kind === 'league' || kind === 'event') ids[kind].add(Number(id));
+      else if (kind === 'market' || kind === 'runner') ids.market.add(this.nestedParent.get(id) ?? id);
+      else if (kind === 'result') ids.result.add(id);
+    }
+    if (ids.sport.size) await this.refreshSports(db, [...ids.sport]);
+    if (ids.league.size) {
+      // A league's name is its events' `le`.
+      for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.eid);
+    }
+    if (ids.event.size) await this.refreshEvents(db, [...ids.event], ids.market);
+    if (ids.market.size) await this.refreshMarkets(db, [...ids.market], ids.result);
+    if (ids.result.size) {
+      const mids = [...ids.result];
+      const found = new Map((await loadResults(db, mids)).map((r) => [r.mid, r]));
+      for (const mid of mids) {
+        const r = found.get(mid);
+        if (r) this.results.set(mid, entry(r));
+        else this.results.delete(mid);
+      }
+    }
+  }
+
+  private async refreshSports(db: Queryable, sis: number[]): Promise<void> {
+    const found = new Map((await loadSports(db, sis)).map((s) => [s.si, s]));
+    for (const si of sis) {
+      const s = found.get(si);
+      if (s) this.sports.set(si, s);
+      else this.sports.delete(si);
+    }
+    this.sportsBody = undefined;
+  }
+
+  private async refreshEvents(db: Queryable, eids: number[], marketsToReload: Set<string>): Promise<void> {
+    const found = new Map((await loadEvents(db, { eids })).map((e) => [e.eid, e]));
+    for (const eid of eids) {
+      const before = this.events.get(eid)?.value;
+      const after = found.get(eid);
+      if (before) this.dropEvent(before);
+      if (after) this.putEvent(after);
+      // Markets carry their event's sport, so a moved event moves its markets.
+      if (before && after && before.si !== after.si) for (const mid of this.marketsByEvent.get(eid) ?? []) marketsToReload.add(mid);
+    }
+  }
+
+  private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>): Promise<void> {
+    const found = new Map((await loadMarkets(db, { mids })).map((m) => [m.mid, m]));
+    const reloading = new Set(mids);
+    for (const [child, parent] of this.nestedParent) {
+      if (!reloading.has(parent)) continue;
+      this.nestedParent.delete(child);
+      resultsToReload.add(child);
+    }
+    for (const [child, parent] of await loadNestedParents(db, mids)) {
+      this.nestedParent.set(child, parent);
+      resultsToReload.add(child);
+    }
+    for (const mid of mids) {
+      const before = this.markets.get(mid)?.value;
+      if (before) this.dropMarket(before);
+      const after = found.get(mid);
+      if (after) this.putMarket(after);
+      resultsToReload.add(mid);
+    }
+  }
+
+  private putEvent(e: Event): void {
+    this.events.set(e.eid, entry(e));
+    addTo(this.eventsBySport, e.si, e.eid);
+    this.sortedBySport.delete(e.si);
+  }
+
+  private dropEvent(e: Event): void {
+    this.events.delete(e.eid);
+    this.eventsBySport.get(e.si)?.delete(e.eid);
+    this.sortedBySport.delete(e.si);
+  }
+
+  private putMarket(m: Market): void {
+    this.markets.set(m.mid, entry(m));
+    addTo(this.marketsByEvent, m.eid, m.mid);
+    this.marketsBody.delete(m.eid);
+  }
+
+  private dropMarket(m: Market): void {
+    this.markets.delete(m.mid);
+    this.marketsByEvent.get(m.eid)?.delete(m.mid);
+    this.marketsBody.delete(m.eid);
+  }
+}

@@ -1,0 +1,41 @@
+import pg from 'pg';
+import type { Test } from 'tap';
+
+let counter = 0;
+
+/** The server the suite runs against: DATABASE_URL, set by test/run.ts or CI. */
+export function adminUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set: run the suite with `npm test`');
+  return url;
+}
+
+export function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + name;
+  return u.toString();
+}
+
+/** A new empty database for one test, dropped when it ends. */
+export async function freshDatabase(t: Test): Promise<string> {
+  const name = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
+  const admin = new pg.Client({ connectionString: adminUrl() });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  t.teardown(async () => {
+    const c = new pg.Client({ connectionString: adminUrl() });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.end();
+  });
+  return withDatabase(adminUrl(), name);
+}
+
+/** A client on the given database, closed when the test ends. */
+export async function sqlClient(t: Test, url: string): Promise<pg.Client> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  t.teardown(() => c.end());
+  return c;
+}

@@ -1,0 +1,46 @@
+import type { Test } from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startService, type Service } from '../../src/service.js';
+import { freshDatabase } from './db.js';
+
+export interface TestService extends Service {
+  readonly databaseUrl: string;
+}
+
+/**
+ * The real service, in this process, on a free port, over a fresh database
+ * seeded with the demo data unless told otherwise. Stopped when the test ends.
+ */
+export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
+  const url = databaseUrl ?? (await freshDatabase(t));
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', ...env });
+  const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
+  const service = await startService(config, url, log);
+  t.teardown(() => service.close());
+  return Object.assign(Object.create(service) as Service, service, { databaseUrl: url });
+}
+
+export interface Reply<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+/** A request over real HTTP; the body is parsed as JSON when it is JSON. */
+export async function http<T = unknown>(base: string, path: string, init: RequestInit = {}): Promise<Reply<T>> {
+  const res = await fetch(base + path, init);
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: tests look at text
+  }
+  return { status: res.status, headers: res.headers, body: body as T, text };
+}
+
+export function postJson<T = unknown>(base: string, path: string, body: unknown): Promise<Reply<T>> {
+  return http<T>(base, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}

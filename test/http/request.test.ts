@@ -1,0 +1,148 @@
+import t, { type Test } from 'tap';
+import { connect } from 'node:net';
+import { http, postJson, startTestService } from '../helpers/service.js';
+import { sqlClient } from '../helpers/db.js';
+
+const svc = await startTestService(t);
+const get = (path: string) => http<{ status: number; message: string }>(svc.url, path);
+
+async function expectError(t: Test, path: string, status: number, mentions: RegExp, init?: RequestInit) {
+  const r = await http<{ status: number; message: string }>(svc.url, path, init);
+  t.equal(r.status, status, `${path} answers ${status}`);
+  t.same(Object.keys(r.body as object), ['status', 'message']);
+  t.equal(r.body.status, 0);
+  t.match(r.body.message, mentions);
+}
+
+const ROUTES = ['/api/v1/sports/events?si=', '/api/v1/events/markets?eid=', '/api/v1/markets/result?mid='];
+const NAMES = ['si', 'eid', 'mid'];
+
+t.test('a missing ID list is a 400 naming the parameter', async (t) => {
+  for (const [i, route] of ROUTES.entries()) await expectError(t, route.split('?')[0], 400, new RegExp(`^${NAMES[i]} is required`));
+});
+
+t.test('an empty ID list is a 400', async (t) => {
+  for (const [i, route] of ROUTES.entries()) await expectError(t, route, 400, new RegExp(`^${NAMES[i]} `));
+});
+
+t.test('51 IDs is a 400 that states the limit of 50', async (t) => {
+  const ids = Array.from({ length: 51 }, (_, i) => i + 1).join(',');
+  for (const route of ROUTES) await expectError(t, route + ids, 400, /at most 50/);
+});
+
+t.test('IDs that are not positive integers are a 400', async (t) => {
+  for (const bad of ['abc', '1.5', '-1', '0', '1e3', '01', '99999999999999999999']) {
+    await expectError(t, `/api/v1/sports/events?si=${bad}`, 400, /positive integers/);
+    await expectError(t, `/api/v1/events/markets?eid=${bad}`, 400, /positive integers/);
+  }
+});
+
+t.test('spaces and empty entries in a list are a 400', async (t) => {
+  await expectError(t, '/api/v1/sports/events?si=1,%202', 400, /without spaces/);
+  await expectError(t, '/api/v1/sports/events?si=1,,2', 400, /si has ""/);
+  await expectError(t, '/api/v1/markets/result?mid=1.1,%201.2', 400, /mid/);
+});
+
+t.test('a market ID outside [A-Za-z0-9._:-]{1,64} is a 400', async (t) => {
+  await expectError(t, `/api/v1/markets/result?mid=${'a'.repeat(65)}`, 400, /market IDs/);
+  await expectError(t, '/api/v1/markets/result?mid=1.1%00', 400, /market IDs/);
+  await expectError(t, '/api/v1/markets/result?mid=%E2%9C%93', 400, /market IDs/);
+});
+
+t.test('li is checked like si', async (t) => {
+  await expectError(t, '/api/v1/sports/events?si=4&li=x', 400, /^li /);
+});
+
+t.test('a parameter given twice is a 400', async (t) => {
+  await expectError(t, '/api/v1/sports/events?si=1&si=2', 400, /si is given more than once/);
+});
+
+t.test('malformed percent-encoding is a 400', async (t) => {
+  await expectError(t, '/api/v1/sports/events?si=%ZZ', 400, /percent-encoding/);
+});
+
+t.test('an unknown route is a 404', async (t) => {
+  await expectError(t, '/api/v2/sports', 404, /no route/);
+});
+
+t.test('a wrong method on a known route is a 405 with Allow', async (t) => {
+  const r = await http(svc.url, '/api/v1/sports', { method: 'DELETE' });
+  t.equal(r.status, 405);
+  t.equal(r.headers.get('allow'), 'GET');
+  const p = await http(svc.url, '/api/v1/unsubscribe');
+  t.equal(p.status, 405);
+  t.equal(p.headers.get('allow'), 'POST');
+});
+
+t.test('a body that is not JSON is a 400', async (t) => {
+  await expectError(t, '/api/v1/unsubscribe', 400, /not valid JSON/, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"data":' });
+});
+
+t.test('a body of the wrong shape is a 400 naming what is wrong', async (t) => {
+  for (const [body, says] of [
+    [[], /must be a JSON object/],
+    [{ data: 'x' }, /must be a JSON object/],
+    [{ data: [] }, /data must list 1 to 50/],
+    [{ data: [1] }, /data\[0\] must be a market ID/],
+    [{ data: ['ok', 'bad id'] }, /data\[1\]/],
+    [{ data: Array.from({ length: 51 }, (_, i) => `1.${i}`) }, /got 51/],
+  ] as const) {
+    const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/subscribe', body);
+    t.equal(r.status, 400);
+    t.match(r.body.message, says);
+  }
+});
+
+t.test('a wrong content type is a 415', async (t) => {
+  await expectError(t, '/api/v1/subscribe', 415, /content-type must be application\/json/, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"data":["1.1"]}' });
+});
+
+t.test('a body over 1 MiB is a 413', async (t) => {
+  const body = JSON.stringify({ data: ['1.1'], pad: 'x'.repeat(1024 * 1024) });
+  await expectError(t, '/api/v1/subscribe', 413, /larger than 1048576 bytes/, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+});
+
+t.test('a chunked body that grows past 1 MiB is a 413', async (t) => {
+  const chunk = 'x'.repeat(64 * 1024);
+  const stream = new ReadableStream({
+    start(ctl) {
+      for (let i = 0; i < 20; i++) ctl.enqueue(new TextEncoder().encode(chunk));
+      ctl.close();
+    },
+  });
+  const r = await fetch(svc.url + '/api/v1/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
+  t.equal(r.status, 413);
+});
+
+t.test('bad bodies change nothing', async (t) => {
+  const c = await sqlClient(t, svc.databaseUrl);
+  const before = (await c.query('SELECT count(*)::int AS n FROM client_markets')).rows[0].n;
+  await postJson(svc.url, '/api/v1/subscribe', { data: ['1.1', 'bad id'] });
+  await http(svc.url, '/api/v1/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"data":["1.1"' });
+  const after = (await c.query('SELECT count(*)::int AS n FROM client_markets')).rows[0].n;
+  t.equal(after, before);
+});
+
+t.test('an aborted request leaves the server answering', async (t) => {
+  await new Promise<void>((resolve) => {
+    const s = connect(svc.port, '127.0.0.1', () => {
+      s.write('POST /api/v1/subscribe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"data":[');
+      setTimeout(() => { s.destroy(); resolve(); }, 50);
+    });
+  });
+  const r = await get('/health');
+  t.equal(r.status, 200);
+});
+
+t.test('garbage on the socket does not take the process down', async (t) => {
+  await new Promise<void>((resolve) => {
+    const s = connect(svc.port, '127.0.0.1', () => {
+      s.write(Buffer.from([0, 255, 13, 10, 13, 10, 1, 2, 3]));
+      s.on('close', () => resolve());
+      s.on('error', () => resolve());
+      setTimeout(() => { s.destroy(); resolve(); }, 500);
+    });
+  });
+  const r = await get('/api/v1/sports');
+  t.equal(r.status, 200);
+});

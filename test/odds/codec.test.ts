@@ -1,0 +1,185 @@
+import t from 'tap';
+import {
+  decodeClient, decodeIngestProto, decodeServerJson, decodeServerProto, encodeClientProto,
+  encodeIngestProto, encodeJson, encodeProto,
+} from '../../src/odds/codec.js';
+import { odds as pb } from '../../src/odds/gen/odds.js';
+import type { ClientMessage, OddsMessage, ServerMessage } from '../../src/odds/messages.js';
+
+/** uWS hands messages over as an ArrayBuffer of exactly the frame's bytes. */
+const ab = (u8: Uint8Array): ArrayBuffer =>
+  u8.buffer.slice(u8.byteOffset, u8.byteOffset + u8.byteLength) as ArrayBuffer;
+const text = (s: string) => ab(new TextEncoder().encode(s));
+
+const odds: OddsMessage = {
+  op: 'odds', mid: '1.234', seq: 7, ts: 1700000000000, pt: 1700000000005, st: 'OPEN', ip: true,
+  con: false, r: [
+    { rid: 101, st: 'ACTIVE', b: [[1.95, 120.5], [1.94, 300]], l: [[1.97, 80]] },
+    { rid: Number.MAX_SAFE_INTEGER, st: 'REMOVED', b: [], l: [] },
+  ],
+};
+
+const serverMessages: ServerMessage[] = [
+  odds,
+  { ...odds, seq: 2 ** 40, st: 'BALL_RUNNING', con: true },
+  { op: 'ack', id: 4294967295, status: 1, message: 'Subscribed from market 1.1,1.2' },
+  { op: 'ack', id: 0, status: 0, message: 'over 50 IDs' },
+  { op: 'market', mid: '1.1', s: true, go: false, rt: true },
+  { op: 'result', mid: '1.1', mt: 'match-odd', res: '101', rt: false, ia: true },
+  { op: 'unsubscribed', mids: ['1.1', '1.2'] },
+  { op: 'hb', ts: 1700000000123 },
+  { op: 'feed', status: 'STALE' },
+  { op: 'feed', status: 'OK' },
+];
+
+t.test('server messages round-trip', async (t) => {
+  for (const msg of serverMessages) {
+    const label = `${msg.op} ${JSON.stringify(msg).slice(0, 60)}`;
+    t.test(`protobuf: ${label}`, async (t) => {
+      t.strictSame(decodeServerProto(encodeProto(msg)), msg);
+    });
+    t.test(`JSON: ${label}`, async (t) => {
+      t.strictSame(decodeServerJson(encodeJson(msg)), msg);
+    });
+  }
+});
+
+t.test('JSON odds frame is the exact protocol text, keys in order', async (t) => {
+  const scrambled = {
+    r: [{ l: [[1.97, 80]], b: [[1.95, 120.5]], st: 'ACTIVE', rid: 101 }],
+    con: false, ip: true, st: 'OPEN', pt: 5, ts: 4, seq: 7, mid: '1.234', op: 'odds',
+  } as OddsMessage;
+  t.equal(
+    encodeJson(scrambled),
+    '{"op":"odds","mid":"1.234","seq":7,"ts":4,"pt":5,"st":"OPEN","ip":true,"con":false,' +
+      '"r":[{"rid":101,"st":"ACTIVE","b":[[1.95,120.5]],"l":[[1.97,80]]}]}',
+  );
+});
+
+t.test('decodeServerProto rejects a frame with an odd ladder length', async (t) => {
+  const bytes = pb.v1.ServerMessage.encode({ odds: { mid: 'x', r: [{ rid: 1, b: [1.5] }] } }).finish();
+  t.throws(() => decodeServerProto(bytes), /odd number/);
+});
+
+t.test('decodeServerJson rejects JSON that is not a server message', async (t) => {
+  t.throws(() => decodeServerJson('{"op":"subscribe","id":1}'), /not a server message/);
+});
+
+t.test('client decode accepts', async (t) => {
+  const sub: ClientMessage = { op: 'subscribe', id: 1, mids: ['1.1', '1.2'] };
+  t.test('JSON subscribe', async (t) => {
+    t.strictSame(decodeClient(text(JSON.stringify(sub)), false), sub);
+  });
+  t.test('protobuf subscribe', async (t) => {
+    t.strictSame(decodeClient(ab(encodeClientProto(sub)), true), sub);
+  });
+  t.test('JSON ping, dropping mids', async (t) => {
+    t.strictSame(decodeClient(text('{"op":"ping","id":3,"mids":["a"]}'), false), { op: 'ping', id: 3 });
+  });
+  t.test('protobuf ping', async (t) => {
+    t.strictSame(decodeClient(ab(encodeClientProto({ op: 'ping', id: 3 })), true), { op: 'ping', id: 3 });
+  });
+  t.test('JSON unsubscribe without mids as empty mids', async (t) => {
+    t.strictSame(decodeClient(text('{"op":"unsubscribe","id":2}'), false), { op: 'unsubscribe', id: 2, mids: [] });
+  });
+});
+
+t.test('client decode returns an error, never throws, for', async (t) => {
+  const bad: Array<[string, ArrayBuffer, boolean, RegExp]> = [
+    ['bad JSON', text('{"op":'), false, /malformed JSON/],
+    ['invalid UTF-8', ab(new Uint8Array([0x7b, 0xff, 0x7d])), false, /malformed JSON/],
+    ['a JSON array', text('[1]'), false, /JSON object/],
+    ['JSON null', text('null'), false, /JSON object/],
+    ['unknown JSON op', text('{"op":"sub","id":1}'), false, /op must be/],
+    ['negative id', text('{"op":"ping","id":-1}'), false, /id must be/],
+    ['fractional id', text('{"op":"ping","id":1.5}'), false, /id must be/],
+    ['string id', text('{"op":"ping","id":"1"}'), false, /id must be/],
+    ['id over uint32', text('{"op":"ping","id":4294967296}'), false, /id must be/],
+    ['missing id', text('{"op":"ping"}'), false, /id must be/],
+    ['mids not an array', text('{"op":"subscribe","id":1,"mids":"1.1"}'), false, /mids must be/],
+    ['mids with a number', text('{"op":"subscribe","id":1,"mids":["1.1",2]}'), false, /mids must be/],
+    ['unknown protobuf op', ab(encodeClientProto({ op: 'bogus' as 'ping', id: 1 })), true, /op must be/],
+    ['empty protobuf', new ArrayBuffer(0), true, /op must be/],
+    ['truncated protobuf', ab(encodeClientProto({ op: 'subscribe', id: 1, mids: ['1.1'] }).subarray(0, 12)), true,
+      /malformed protobuf/],
+  ];
+  for (const [name, data, binary, re] of bad) {
+    t.test(name, async (t) => {
+      const r = decodeClient(data, binary);
+      t.ok('error' in r, 'is an error');
+      if ('error' in r) t.match(r.error, re);
+    });
+  }
+  t.test('random bytes', async (t) => {
+    let seed = 42;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) & 0xff;
+    for (let i = 0; i < 500; i++) {
+      const bytes = Uint8Array.from({ length: 1 + (i % 40) }, rand);
+      t.ok('error' in decodeClient(ab(bytes), true), `sample ${i}`);
+    }
+  });
+});
+
+t.test('client decode reports a valid id along with the error', async (t) => {
+  t.strictSame(decodeClient(text('{"op":"nope","id":9}'), false), {
+    error: 'op must be one of subscribe, unsubscribe, ping', id: 9,
+  });
+});
+
+const roundTrip = (items: Array<Record<string, unknown>>) => decodeIngestProto(encodeIngestProto(items));
+
+t.test('ingest protobuf round trip keeps', async (t) => {
+  const cases: Array<[string, Record<string, unknown>]> = [
+    ['a full sport', { kind: 'sport', si: 4, na: 'Cricket', a: false }],
+    ['a partial league', { kind: 'league', li: 12 }],
+    ['a partial event with only ip', { kind: 'event', eid: 77, ip: false }],
+    ['an event with tv null', { kind: 'event', eid: 77, tv: null }],
+    ['a full event', {
+      kind: 'event', eid: 77, na: 'A v B', le: 'IPL', st: '2025-04-01T14:00:00.000Z', go: true, ip: true,
+      si: 4, li: 12, tv: 'https://tv.example/77',
+    }],
+    ['a market with if, di, bl and nested m', {
+      kind: 'market', mid: '1.5', eid: 77, na: 'Session', si: 4, s: false, go: true, rt: false, ty: 'session',
+      if: { over: 6, side: ['bat'] }, di: 3, bl: 0.5, r: [{ rid: 1, na: 'Yes' }],
+      m: [{ mid: '1.5.1', s: true, go: false, r: [], if: null }, { mid: '1.5.2', s: false, go: true, r: [] }],
+    }],
+    ['a partial market with empty r and no m', { kind: 'market', mid: '1.6', s: true, r: [] }],
+    ['a result', { kind: 'result', mid: '1.5', res: '1', rt: false, ia: true, mt: 'session' }],
+    ['odds', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'SUSPENDED', ip: true,
+      r: [{ rid: 1, st: 'WINNER', b: [[2, 100]], l: [] }] }],
+  ];
+  for (const [name, item] of cases) {
+    t.test(name, async (t) => {
+      t.strictSame(roundTrip([item]), { data: [item] });
+    });
+  }
+  t.test('a whole batch in order', async (t) => {
+    const items = cases.map(([, item]) => item);
+    t.strictSame(roundTrip(items), { data: items });
+  });
+});
+
+t.test('ingest decode returns an error, never throws, for', async (t) => {
+  t.test('bad if_json, naming the item index', async (t) => {
+    const bytes = pb.v1.IngestBatch.encode({
+      data: [{ sport: { si: 1 } }, { market: { mid: '1.1', if_json: '{nope' } }],
+    }).finish();
+    t.strictSame(decodeIngestProto(bytes), { error: 'data[1]: if_json is not valid JSON' });
+  });
+  t.test('an item without a kind', async (t) => {
+    const bytes = pb.v1.IngestBatch.encode({ data: [{}] }).finish();
+    t.strictSame(decodeIngestProto(bytes), { error: 'data[0]: item carries no kind' });
+  });
+  t.test('an int64 beyond the safe integer range', async (t) => {
+    const bytes = pb.v1.IngestBatch.encode({ data: [{ sport: { si: '9007199254740993' as never } }] }).finish();
+    t.match(decodeIngestProto(bytes), { error: /data\[0\]: si is outside the safe integer range/ });
+  });
+  t.test('truncated protobuf', async (t) => {
+    const bytes = encodeIngestProto([{ kind: 'sport', si: 1, na: 'Soccer' }]);
+    t.match(decodeIngestProto(bytes.subarray(0, bytes.length - 2)), { error: /malformed protobuf IngestBatch/ });
+  });
+});
+
+t.test('ingest encode refuses an unknown kind', async (t) => {
+  t.throws(() => encodeIngestProto([{ kind: 'horse' }]), /unknown ingest kind horse/);
+});
