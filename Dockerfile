@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# odds-service image. Build from the repository root:
+#   docker build -t odds-service:0.1.0 .
+# Debian (glibc) base: the native uWebSockets.js binary in
+# @trufflesuite/uws-js-unofficial does not load on musl (alpine).
+
+# 1. Build: full install (protobufjs-cli and typescript are devDependencies),
+#    generate the protobuf code, compile TypeScript to dist/.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY proto ./proto
+COPY sql ./sql
+COPY src ./src
+RUN npm run build
+
+# 2. Production dependencies only, from the same lock file.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# 3. Runtime: compiled code, migrations, protobuf schema, production
+#    node_modules. Files stay owned by root, so the app cannot change them.
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    PORT=8080
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json package-lock.json ./
+COPY sql ./sql
+COPY proto ./proto
+# The image's "node" user (uid 1000), numeric so Kubernetes runAsNonRoot can check it.
+USER 1000:1000
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node runs as PID 1 and handles SIGTERM itself (graceful drain, exit 0).
+CMD ["node", "dist/src/main.js"]

@@ -1,0 +1,74 @@
+import t from 'tap';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { startEmbedded } from '../../src/db/embedded.js';
+import { createLogger } from '../../src/log.js';
+import { http, postJson, startTestService } from '../helpers/service.js';
+
+/**
+ * Postgres stopped and started again under the running service. It needs a
+ * server of its own: stopping the suite's shared one would break other files.
+ */
+const log = createLogger('error', false, (l) => process.stderr.write(l));
+const root = await mkdtemp(join(tmpdir(), 'odds-outage-'));
+await chmod(root, 0o755); // the embedded server runs as the postgres user when tests run as root
+t.teardown(() => rm(root, { recursive: true, force: true }));
+const port = await new Promise<number>((ok) => {
+  const s = createServer().listen(0, '127.0.0.1', () => {
+    const p = (s.address() as { port: number }).port;
+    s.close(() => ok(p));
+  });
+});
+const dir = join(root, 'pg');
+let pg = await startEmbedded(dir, port, log);
+t.teardown(() => pg.stop());
+const svc = await startTestService(t, { PG_CONNECT_TIMEOUT_MS: '500' }, pg.url);
+
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 20000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const sportsBefore = await http(svc.url, '/api/v1/sports');
+const marketsBefore = await http(svc.url, '/api/v1/events/markets?eid=30000001');
+
+t.test('with Postgres down, reads keep answering from memory', async (t) => {
+  await pg.stop();
+  const sports = await http(svc.url, '/api/v1/sports');
+  t.equal(sports.status, 200);
+  t.equal(sports.text, sportsBefore.text);
+  const markets = await http(svc.url, '/api/v1/events/markets?eid=30000001');
+  t.equal(markets.text, marketsBefore.text);
+  t.equal((await http(svc.url, '/health')).status, 200);
+  t.equal((await http(svc.url, '/ready')).status, 200, 'still ready: the read model is loaded');
+});
+
+t.test('with Postgres down, writes answer 503 with the error body', async (t) => {
+  const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/subscribe', { data: ['5.5'] });
+  t.equal(r.status, 503);
+  t.equal(r.body.status, 0);
+  t.match(r.body.message, /database is unavailable/);
+});
+
+t.test('when Postgres is back, writes succeed again without a restart', async (t) => {
+  pg = await startEmbedded(dir, port, log);
+  const r = await eventually(() => postJson<{ status: number }>(svc.url, '/api/v1/subscribe', { data: ['5.5'] }), (r) => r.status === 200);
+  t.equal(r.status, 200);
+  t.same(r.body, { status: 1, message: 'Subscribed from market 5.5' });
+});
+
+t.test('when Postgres is back, NOTIFY refresh works again', async (t) => {
+  const { default: pgLib } = await import('pg');
+  const c = new pgLib.Client({ connectionString: pg.url });
+  await c.connect();
+  await c.query(`UPDATE sports SET na = 'Soccer after outage' WHERE si = 1`);
+  await c.end();
+  const r = await eventually(() => http(svc.url, '/api/v1/sports'), (r) => r.text.includes('Soccer after outage'));
+  t.match(r.text, /Soccer after outage/);
+});

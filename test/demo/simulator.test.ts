@@ -1,0 +1,227 @@
+import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { demoItems } from '../../src/demo/data.js';
+import { LADDER, isOnLadder } from '../../src/demo/ladder.js';
+import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
+import type { OddsImage } from '../../src/odds/messages.js';
+
+/** mulberry32: a small seeded PRNG, so every run sees the same market moves. */
+function seeded(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
+  ({ mid, ty, inPlay: true, active: true, closed: false, rids: [], ...extra });
+
+const RUNNER_MARKETS: SimMarket[] = [
+  mk('mo', 'match-odd', { rids: [101, 102] }),
+  mk('soccer', 'match-odd', { rids: [1101, 1102, 9000] }),
+  mk('bm', 'bookmaker', { rids: [101, 102], inPlay: false }),
+  mk('race', 'winner-market', { rids: [7011, 7012, 7013, 7014, 7015, 7016, 7017], inPlay: false }),
+  mk('goals', 'goals', { rids: [9011, 9012] }),
+];
+const LINE_MARKETS: SimMarket[] = [
+  mk('sess', 'session'), mk('ball', 'ball-by-ball'), mk('oe', 'odd-even'), mk('kh', 'khadometer'),
+  mk('line', 'line-market', { inPlay: false }), mk('other', 'other-market'),
+];
+
+/** Runs `ticks` ticks over `markets` and returns each market's images in order. */
+function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, OddsImage[]> {
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), now: () => 42 });
+  const byMid = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
+  for (let i = 0; i < ticks; i++) for (const img of sim.tick()) byMid.get(img.mid)!.push(img);
+  return byMid;
+}
+
+const is2dp = (x: number) => x === Math.round(x * 100) / 100;
+const open = (imgs: OddsImage[]) => imgs.filter((i) => i.st === 'OPEN');
+
+t.test('runner markets quote three back and three lay levels per runner, on the ladder', async (t) => {
+  const byMid = run(RUNNER_MARKETS, 200);
+  for (const m of RUNNER_MARKETS) {
+    const imgs = byMid.get(m.mid)!;
+    t.ok(imgs.length > 10, `${m.mid} published`);
+    for (const img of imgs) {
+      t.strictSame(img.r.map((r) => r.rid), m.rids);
+      for (const r of img.r) {
+        const ok = r.st === 'ACTIVE' && r.b.length === 3 && r.l.length === 3
+          && [...r.b, ...r.l].every(([p, s]) => isOnLadder(p) && s >= 5 && s <= 2500 && is2dp(s))
+          && r.b[0][0] < r.l[0][0]
+          && r.b[1][0] < r.b[0][0] && r.b[2][0] < r.b[1][0]
+          && r.l[1][0] > r.l[0][0] && r.l[2][0] > r.l[1][0];
+        if (!ok) t.fail(`${m.mid} rid ${r.rid}: bad ladder ${JSON.stringify(r)}`);
+      }
+    }
+  }
+});
+
+t.test('best prices move by a few ticks, never more than 10 in one step', async (t) => {
+  const byMid = run(RUNNER_MARKETS, 200);
+  let moves = 0;
+  for (const [mid, imgs] of byMid) {
+    for (let i = 1; i < imgs.length; i++) {
+      imgs[i].r.forEach((r, k) => {
+        const jump = Math.abs(LADDER.indexOf(r.b[0][0]) - LADDER.indexOf(imgs[i - 1].r[k].b[0][0]));
+        if (jump > 10) t.fail(`${mid} rid ${r.rid} jumped ${jump} ticks`);
+        if (jump > 0) moves++;
+      });
+    }
+  }
+  t.ok(moves > 100, `best backs moved ${moves} times`);
+});
+
+t.test('the back book is overround and the lay book underround', async (t) => {
+  for (const [mid, imgs] of run(RUNNER_MARKETS, 100)) {
+    for (const img of open(imgs)) {
+      const back = img.r.reduce((s, r) => s + 1 / r.b[0][0], 0);
+      const lay = img.r.reduce((s, r) => s + 1 / r.l[0][0], 0);
+      if (!(lay < 1 && back > 1 && back < 1.2)) t.fail(`${mid}: back ${back}, lay ${lay}`);
+    }
+  }
+  t.pass('every open book between 100% and 120% on the back side');
+});
+
+t.test('line markets quote one synthetic runner, rid 1, on integer run lines', async (t) => {
+  for (const [mid, imgs] of run(LINE_MARKETS, 200)) {
+    t.ok(imgs.length > 10, `${mid} published`);
+    const lines = new Set<number>();
+    for (const img of imgs) {
+      t.equal(img.r.length, 1);
+      const [{ rid, b, l }] = img.r;
+      const [[yes, yesRate]] = b;
+      const [[no, noRate]] = l;
+      lines.add(no);
+      const ok = rid === 1 && b.length === 1 && l.length === 1 && Number.isInteger(no) && no >= 0
+        && (yes === no + 1 ? yesRate === 100 && noRate === 100 : yes === no && yesRate === 90 && noRate === 110);
+      if (!ok) t.fail(`${mid}: bad line ${JSON.stringify(img.r)}`);
+    }
+    t.ok(lines.size > 1, `${mid} line moved`);
+  }
+});
+
+t.test('in-play session markets go BALL_RUNNING with ladders, then reopen on a moved line', async (t) => {
+  const imgs = run([mk('sess', 'session'), mk('ball', 'ball-by-ball')], 400);
+  for (const [mid, list] of imgs) {
+    const running = list.flatMap((img, i) => (img.st === 'BALL_RUNNING' ? [i] : []));
+    t.ok(running.length >= 15 && running.length <= 80, `${mid}: ${running.length} balls in 400 ticks`);
+    for (const i of running.filter((i) => i + 1 < list.length)) {
+      t.equal(list[i].r[0].l.length, 1, 'ladder kept while the ball runs');
+      t.equal(list[i + 1].st, 'OPEN');
+      t.not(list[i + 1].r[0].l[0][0], list[i].r[0].l[0][0], 'line moved after the ball');
+    }
+  }
+});
+
+t.test('pre-match markets never ball-run nor pause', async (t) => {
+  const markets = [mk('sess', 'session', { inPlay: false }), mk('ball', 'ball-by-ball', { inPlay: false }),
+    mk('mo', 'match-odd', { rids: [1, 2], inPlay: false })];
+  const sts = [...run(markets, 500).values()].flat().map((i) => i.st);
+  t.ok(sts.length > 100);
+  t.ok(sts.every((st) => st === 'OPEN'));
+});
+
+t.test('in-play markets are occasionally suspended for a few ticks, ladders kept', async (t) => {
+  const list = run([mk('mo', 'match-odd', { rids: [1, 2] })], 1000).get('mo')!;
+  const suspended = list.flatMap((img, i) => (img.st === 'SUSPENDED' ? [i] : []));
+  t.ok(suspended.length >= 8 && suspended.length <= 40, `${suspended.length} suspensions in 1000 ticks`);
+  for (const i of suspended.filter((i) => i + 1 < list.length)) {
+    t.equal(list[i].r[0].b.length, 3);
+    t.equal(list[i + 1].st, 'OPEN', 'reopens');
+  }
+});
+
+t.test('in-play markets change on most ticks, pre-match ones on about one in five', async (t) => {
+  const byMid = run([mk('live', 'match-odd', { rids: [1, 2] }), mk('pre', 'match-odd', { rids: [1, 2], inPlay: false })], 500);
+  const live = byMid.get('live')!.length;
+  const pre = byMid.get('pre')!.length;
+  t.ok(live > 330 && live < 450, `in play: ${live} of 500`);
+  t.ok(pre > 70 && pre < 130, `pre-match: ${pre} of 500`);
+});
+
+t.test('a closed market is published once as CLOSED, then never again', async (t) => {
+  const closing = mk('later', 'match-odd', { rids: [1, 2] });
+  const markets = [mk('done', 'match-odd', { rids: [1, 2], closed: true }), mk('sdone', 'session', { closed: true }), closing];
+  const seen: OddsImage[] = [];
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(3) });
+  for (let i = 0; i < 50; i++) {
+    if (i === 20) closing.closed = true;
+    seen.push(...sim.tick());
+  }
+  for (const mid of ['done', 'sdone', 'later']) {
+    const closed = seen.filter((i) => i.mid === mid && i.st === 'CLOSED');
+    t.equal(closed.length, 1, `${mid} closed once`);
+    t.equal(seen.filter((i) => i.mid === mid).at(-1), closed[0], `${mid}: nothing after CLOSED`);
+  }
+  t.strictSame(seen.find((i) => i.mid === 'sdone')!.r, [{ rid: 1, st: 'ACTIVE', b: [], l: [] }]);
+});
+
+t.test('an inactive market is published SUSPENDED once, and reopens when active', async (t) => {
+  const m = mk('bm2', 'bookmaker2', { rids: [101, 102], active: false });
+  const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(4) });
+  const first = sim.tick();
+  t.equal(first.length, 1);
+  t.equal(first[0].st, 'SUSPENDED');
+  t.equal(first[0].r[0].b.length, 3, 'suspended with its ladders');
+  for (let i = 0; i < 30; i++) t.strictSame(sim.tick(), [], 'silent while still inactive');
+  m.active = true;
+  t.equal(sim.tick()[0]?.st, 'OPEN');
+});
+
+t.test('images carry now() and the in-play flag; markets are re-read every tick', async (t) => {
+  const markets: SimMarket[] = [mk('a', 'match-odd', { rids: [1, 2], inPlay: false })];
+  let clock = 1000;
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(5), now: () => clock });
+  t.match(sim.tick(), [{ mid: 'a', ts: 1000, ip: false, st: 'OPEN' }]);
+  markets.push(mk('b', 'session'), mk('race', 'player-race'));
+  clock = 2000;
+  const next = sim.tick();
+  t.match(next.find((i) => i.mid === 'b'), { ts: 2000, ip: true }, 'a new market is picked up');
+  t.notOk(next.some((i) => i.mid === 'race'), 'a market with no runners and no line has no book');
+});
+
+t.test('the same seed gives the same feed', async (t) => {
+  t.strictSame(run([...RUNNER_MARKETS, ...LINE_MARKETS], 50, 9), run([...RUNNER_MARKETS, ...LINE_MARKETS], 50, 9));
+});
+
+t.test('the first tick over the demo data set prices every market that has a book', async (t) => {
+  const items = demoItems(new Date());
+  const live = new Set(items.flatMap((i) => (i.kind === 'event' && i.ip ? [i.eid] : [])));
+  const markets: SimMarket[] = items.flatMap((i) => (i.kind !== 'market' ? [] : [
+    { mid: i.mid, ty: i.ty, inPlay: live.has(i.eid), active: i.s, closed: i.go, rids: (i.r ?? []).map((r) => r.rid) },
+    ...(i.m ?? []).map((n) => ({ mid: n.mid, ty: i.ty, inPlay: live.has(i.eid), active: n.s, closed: n.go, rids: n.r.map((r) => r.rid) })),
+  ]));
+  const images = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(6) }).tick();
+  const priced = markets.filter((m) => m.rids.length || m.ty !== 'player-race');
+  t.equal(images.length, priced.length);
+  for (const img of images) {
+    const m = priced.find((x) => x.mid === img.mid)!;
+    t.equal(img.st, m.closed ? 'CLOSED' : m.active ? 'OPEN' : 'SUSPENDED', img.mid);
+  }
+});
+
+t.test('start() publishes on a timer and stop() stops it', async (t) => {
+  const batches: OddsImage[][] = [];
+  const sim = new Simulator({ markets: () => RUNNER_MARKETS, publish: (b) => batches.push(b), intervalMs: 5 });
+  sim.start();
+  sim.start(); // a second start must not add a second timer
+  await sleep(100);
+  sim.stop();
+  const n = batches.length;
+  t.ok(n >= 3 && n <= 25, `${n} batches in 100 ms at 5 ms`);
+  t.ok(batches.every((b) => b.length > 0), 'only non-empty batches are published');
+  await sleep(50);
+  t.equal(batches.length, n, 'nothing after stop()');
+});
+
+t.test('a tick prices at most 500 markets, taking the rest round robin', async (t) => {
+  const markets = Array.from({ length: 600 }, (_, i) => mk(`m${i}`, 'match-odd', { rids: [1, 2] }));
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(7) });
+  const first = sim.tick();
+  t.equal(first.length, 500);
+  t.strictSame(sim.tick().slice(0, 100).map((i) => i.mid), markets.slice(500).map((m) => m.mid));
+});

@@ -1,0 +1,733 @@
+/**
+ * The Kubernetes manifests in k8s/ and the Dockerfile, checked offline:
+ *
+ * - every manifest against the Kubernetes schema (kubernetes-models' validate(),
+ *   plus a TypeScript excess-property check, since the schema alone accepts
+ *   unknown keys such as a misspelt `readinesProbe`), parsed as YAML 1.1 the
+ *   way kubectl reads it (an unquoted `on` is a boolean there);
+ * - the ServiceMonitor (a Prometheus Operator CRD) by hand;
+ * - the cross-references that break only in a cluster: probe paths and ports,
+ *   selectors, scale and disruption targets, the scrape port, the shutdown
+ *   budget, the security context, settings and the Secret, image and Dockerfile.
+ *
+ * Every check is a function that returns a list of problems. The real files
+ * must give none; the last group feeds each check a broken copy and expects
+ * it to complain, so the checks are known to bite.
+ */
+import t from 'tap';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { parseAllDocuments } from 'yaml';
+import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Service, type IService } from 'kubernetes-models/v1/Service';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IProbe } from 'kubernetes-models/v1/Probe';
+
+// ---------------------------------------------------------------- loading
+
+/** The project root: the nearest folder above this file that holds k8s/kustomization.yaml. */
+function findRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'k8s', 'kustomization.yaml'))) return dir;
+    const up = dirname(dir);
+    if (up === dir) throw new Error('k8s/kustomization.yaml not found above the test file');
+    dir = up;
+  }
+}
+const ROOT = findRoot();
+const K8S = join(ROOT, 'k8s');
+
+const APP = 'odds-service';
+const NAME_LABEL = 'app.kubernetes.io/name';
+const CONFIGMAP = 'odds-service-config';
+const DB_SECRET = 'odds-service-db';
+
+type Doc = Record<string, unknown>;
+
+interface ServiceMonitor {
+  apiVersion: 'monitoring.coreos.com/v1';
+  kind: 'ServiceMonitor';
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec: {
+    selector: { matchLabels?: Record<string, string>; matchExpressions?: unknown[] };
+    namespaceSelector?: { any?: boolean; matchNames?: string[] };
+    endpoints: Array<{
+      port?: string; targetPort?: string | number; path?: string; scheme?: string;
+      interval?: string; scrapeTimeout?: string; [key: string]: unknown;
+    }>;
+    [key: string]: unknown;
+  };
+}
+
+interface Manifests {
+  deployment: IDeployment;
+  service: IService;
+  configMap: IConfigMap;
+  pdb: IPodDisruptionBudget;
+  hpa: IHorizontalPodAutoscaler;
+  serviceMonitor: ServiceMonitor;
+}
+
+const yamlFiles = readdirSync(K8S).filter((f) => /\.ya?ml$/.test(f)).sort();
+const resourceFiles = yamlFiles.filter((f) => f !== 'kustomization.yaml');
+
+/** YAML 1.1, as kubectl (go-yaml) reads it: unquoted on/off/yes/no become booleans. */
+function parseFile(file: string): Doc[] {
+  const docs = parseAllDocuments(readFileSync(join(K8S, file), 'utf8'), { version: '1.1' });
+  if (!Array.isArray(docs)) throw new Error(`${file}: not a YAML stream`);
+  return docs.map((d) => {
+    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
+    return d.toJS() as Doc;
+  }).filter((d) => d !== null && d !== undefined);
+}
+
+const parsed = new Map<string, Doc[]>(yamlFiles.map((f) => [f, parseFile(f)]));
+const allResources: Doc[] = resourceFiles.flatMap((f) => parsed.get(f)!);
+
+function only<T>(kind: string): T {
+  const found = allResources.filter((d) => d.kind === kind);
+  if (found.length !== 1) throw new Error(`expected exactly one ${kind} in k8s/, found ${found.length}`);
+  return found[0] as T;
+}
+
+const real: Manifests = {
+  deployment: only<IDeployment>('Deployment'),
+  service: only<IService>('Service'),
+  configMap: only<IConfigMap>('ConfigMap'),
+  pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
+  hpa: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
+  serviceMonitor: only<ServiceMonitor>('ServiceMonitor'),
+};
+const deploymentText = readFileSync(join(K8S, 'deployment.yaml'), 'utf8');
+const dockerfileText = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+
+const clone = (m: Manifests): Manifests => structuredClone(m);
+
+// ---------------------------------------------------------------- schema
+
+const MODELS: Record<string, { apiVersion: string; create: (d: Doc) => { validate(): void }; type: string; module: string }> = {
+  Deployment: { apiVersion: 'apps/v1', create: (d) => new Deployment(d as never), type: 'IDeployment', module: 'kubernetes-models/apps/v1/Deployment' },
+  Service: { apiVersion: 'v1', create: (d) => new Service(d as never), type: 'IService', module: 'kubernetes-models/v1/Service' },
+  ConfigMap: { apiVersion: 'v1', create: (d) => new ConfigMap(d as never), type: 'IConfigMap', module: 'kubernetes-models/v1/ConfigMap' },
+  PodDisruptionBudget: {
+    apiVersion: 'policy/v1', create: (d) => new PodDisruptionBudget(d as never),
+    type: 'IPodDisruptionBudget', module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
+  },
+  HorizontalPodAutoscaler: {
+    apiVersion: 'autoscaling/v2', create: (d) => new HorizontalPodAutoscaler(d as never),
+    type: 'IHorizontalPodAutoscaler', module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler',
+  },
+};
+
+/** kubernetes-models' JSON-schema validation: types, required fields, enums, formats. */
+function schemaProblems(doc: Doc): string[] {
+  const model = MODELS[String(doc.kind)];
+  if (!model) return [`kind ${String(doc.kind)} has no Kubernetes model here`];
+  if (doc.apiVersion !== model.apiVersion) return [`${String(doc.kind)} must use apiVersion ${model.apiVersion}, not ${String(doc.apiVersion)}`];
+  try {
+    model.create(doc).validate();
+    return [];
+  } catch (err) {
+    return [(err as Error).message];
+  }
+}
+
+/**
+ * The JSON schema of Kubernetes allows unknown keys; the API server (kubectl's
+ * strict field validation) does not. Type-check each manifest as an object
+ * literal against its kubernetes-models interface, whose excess-property check
+ * names any unknown key, at any depth.
+ */
+function unknownFieldProblems(docs: Doc[]): string[][] {
+  const dir = join(ROOT, '.k8s-typecheck');
+  const files = docs.map((doc, i) => {
+    const model = MODELS[String(doc.kind)];
+    const name = join(dir, `m${i}.ts`);
+    const text = model
+      ? `import type { ${model.type} } from '${model.module}';\nexport const m: ${model.type} = ${JSON.stringify(doc, null, 1)};\n`
+      : 'export {};\n';
+    return { name, text };
+  });
+  const options: ts.CompilerOptions = {
+    module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: true, types: [],
+    lib: ['lib.es2022.d.ts'],
+  };
+  const host = ts.createCompilerHost(options);
+  const virtual = new Map(files.map((f) => [f.name, f.text]));
+  const getSourceFile = host.getSourceFile.bind(host);
+  const fileExists = host.fileExists.bind(host);
+  const readFile = host.readFile.bind(host);
+  host.getSourceFile = (name, lang, ...rest) => {
+    const text = virtual.get(name);
+    return text !== undefined ? ts.createSourceFile(name, text, lang) : getSourceFile(name, lang, ...rest);
+  };
+  host.fileExists = (name) => virtual.has(name) || fileExists(name);
+  host.readFile = (name) => virtual.get(name) ?? readFile(name);
+  const program = ts.createProgram(files.map((f) => f.name), options, host);
+  return files.map((f) => {
+    const source = program.getSourceFile(f.name)!;
+    return ts.getPreEmitDiagnostics(program, source)
+      .filter((d) => d.file?.fileName === f.name)
+      .map((d) => {
+        const where = d.start === undefined ? '' : source.text.slice(d.start, d.start + 60).split('\n')[0];
+        return `${ts.flattenDiagnosticMessageText(d.messageText, ' ')} (at ${where})`;
+      });
+  });
+}
+
+const DURATION = /^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$/;
+const ENDPOINT_KEYS = new Set([
+  'port', 'targetPort', 'path', 'scheme', 'interval', 'scrapeTimeout', 'params', 'honorLabels',
+  'honorTimestamps', 'relabelings', 'metricRelabelings', 'tlsConfig', 'bearerTokenSecret',
+  'authorization', 'basicAuth', 'oauth2', 'followRedirects', 'enableHttp2', 'filterRunning',
+  'proxyUrl', 'trackTimestampsStaleness',
+]);
+const SM_SPEC_KEYS = new Set([
+  'selector', 'endpoints', 'namespaceSelector', 'jobLabel', 'targetLabels', 'podTargetLabels',
+  'sampleLimit', 'targetLimit', 'labelLimit', 'labelNameLengthLimit', 'labelValueLengthLimit',
+  'keepDroppedTargets', 'attachMetadata', 'scrapeProtocols', 'scrapeClass', 'bodySizeLimit',
+]);
+
+/** The ServiceMonitor CRD (monitoring.coreos.com/v1) has no model here: its structure by hand. */
+function serviceMonitorShapeProblems(sm: ServiceMonitor): string[] {
+  const p: string[] = [];
+  if (sm.apiVersion !== 'monitoring.coreos.com/v1') p.push(`apiVersion must be monitoring.coreos.com/v1, not ${String(sm.apiVersion)}`);
+  if (sm.kind !== 'ServiceMonitor') p.push('kind must be ServiceMonitor');
+  if (typeof sm.metadata?.name !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(sm.metadata.name)) p.push('metadata.name must be a DNS label');
+  const spec = sm.spec as ServiceMonitor['spec'] | undefined;
+  if (!spec || typeof spec !== 'object') return [...p, 'spec is required'];
+  for (const key of Object.keys(spec)) if (!SM_SPEC_KEYS.has(key)) p.push(`spec.${key} is not a ServiceMonitor field`);
+  if (!spec.selector || typeof spec.selector !== 'object') p.push('spec.selector is required');
+  else if (!spec.selector.matchLabels && !spec.selector.matchExpressions) p.push('spec.selector selects everything: give matchLabels');
+  else if (spec.selector.matchLabels) {
+    for (const [k, v] of Object.entries(spec.selector.matchLabels)) if (typeof v !== 'string') p.push(`spec.selector.matchLabels.${k} must be a string`);
+  }
+  if (!Array.isArray(spec.endpoints) || spec.endpoints.length === 0) return [...p, 'spec.endpoints must list at least one endpoint'];
+  spec.endpoints.forEach((e, i) => {
+    for (const key of Object.keys(e)) if (!ENDPOINT_KEYS.has(key)) p.push(`spec.endpoints[${i}].${key} is not an endpoint field`);
+    if (e.port === undefined && e.targetPort === undefined) p.push(`spec.endpoints[${i}] needs port (a Service port name)`);
+    if (e.port !== undefined && typeof e.port !== 'string') p.push(`spec.endpoints[${i}].port must be a port name (string)`);
+    if (e.path !== undefined && (typeof e.path !== 'string' || !e.path.startsWith('/'))) p.push(`spec.endpoints[${i}].path must start with /`);
+    if (e.scheme !== undefined && !['http', 'https'].includes(String(e.scheme))) p.push(`spec.endpoints[${i}].scheme must be http or https`);
+    for (const key of ['interval', 'scrapeTimeout'] as const) {
+      const v = e[key];
+      if (v !== undefined && (typeof v !== 'string' || !DURATION.test(v))) p.push(`spec.endpoints[${i}].${key} must be a duration like 15s`);
+    }
+  });
+  return p;
+}
+
+// ---------------------------------------------------------------- helpers
+
+function container(m: Manifests): IContainer {
+  const cs = m.deployment.spec?.template.spec?.containers ?? [];
+  if (cs.length !== 1) throw new Error(`expected one container in the Deployment, found ${cs.length}`);
+  return cs[0]!;
+}
+
+/** The container port a probe's or Service's port (name or number) points at, if declared. */
+function resolvePort(c: IContainer, port: string | number | undefined): number | undefined {
+  if (port === undefined) return undefined;
+  const ports = c.ports ?? [];
+  const hit = typeof port === 'number' ? ports.find((p) => p.containerPort === port) : ports.find((p) => p.name === port);
+  return hit?.containerPort;
+}
+
+function labelsMatch(selector: Record<string, string> | undefined, labels: Record<string, string> | undefined): boolean {
+  if (!selector || Object.keys(selector).length === 0) return false;
+  return Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
+
+type EnvSource = { kind: 'value'; value: string; via: 'configMap' | 'literal' } | { kind: 'secret'; name: string; key: string } | { kind: 'other' };
+
+/** The container's environment as the kubelet builds it: envFrom first, then env overrides. */
+function effectiveEnv(m: Manifests): Map<string, EnvSource> {
+  const c = container(m);
+  const out = new Map<string, EnvSource>();
+  for (const from of c.envFrom ?? []) {
+    if (from.configMapRef && from.configMapRef.name === m.configMap.metadata?.name) {
+      for (const [k, v] of Object.entries(m.configMap.data ?? {})) out.set(`${from.prefix ?? ''}${k}`, { kind: 'value', value: String(v), via: 'configMap' });
+    }
+  }
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) out.set(e.name, { kind: 'value', value: e.value, via: 'literal' });
+    else if (e.valueFrom?.secretKeyRef) out.set(e.name, { kind: 'secret', name: e.valueFrom.secretKeyRef.name ?? '', key: e.valueFrom.secretKeyRef.key });
+    else if (e.valueFrom?.configMapKeyRef && e.valueFrom.configMapKeyRef.name === m.configMap.metadata?.name) {
+      const v = m.configMap.data?.[e.valueFrom.configMapKeyRef.key];
+      out.set(e.name, v === undefined ? { kind: 'other' } : { kind: 'value', value: v, via: 'configMap' });
+    } else out.set(e.name, { kind: 'other' });
+  }
+  return out;
+}
+
+function envNumber(m: Manifests, name: string): number | undefined {
+  const e = effectiveEnv(m).get(name);
+  return e?.kind === 'value' && /^\d+$/.test(e.value) ? Number(e.value) : undefined;
+}
+
+/** Seconds the preStop hook pauses: the sleep action, or `sleep N` in an exec command. */
+function preStopSeconds(c: IContainer): number {
+  const pre = c.lifecycle?.preStop as ({ sleep?: { seconds: number } } & NonNullable<NonNullable<IContainer['lifecycle']>['preStop']>) | undefined;
+  if (!pre) return 0;
+  if (pre.sleep) return pre.sleep.seconds;
+  const cmd = (pre.exec?.command ?? []).join(' ');
+  const match = /\bsleep\s+(\d+)\b/.exec(cmd);
+  return match ? Number(match[1]) : 0;
+}
+
+// ---------------------------------------------------------------- checks
+
+function probeProblems(m: Manifests, which: 'startupProbe' | 'livenessProbe' | 'readinessProbe', path: string): string[] {
+  const c = container(m);
+  const probe = c[which] as IProbe | undefined;
+  if (!probe) return [`${which} is missing`];
+  if (!probe.httpGet) return [`${which} must be an httpGet probe`];
+  const p: string[] = [];
+  if (probe.httpGet.path !== path) p.push(`${which} must GET ${path}, not ${String(probe.httpGet.path)}`);
+  if (probe.httpGet.scheme && probe.httpGet.scheme !== 'HTTP') p.push(`${which} must use HTTP`);
+  if (resolvePort(c, probe.httpGet.port) === undefined) p.push(`${which} port ${String(probe.httpGet.port)} is not a container port`);
+  return p;
+}
+
+function servicePortProblems(m: Manifests): string[] {
+  const c = container(m);
+  const probed = resolvePort(c, container(m).readinessProbe?.httpGet?.port);
+  const ports = m.service.spec?.ports ?? [];
+  if (ports.length === 0) return ['the Service has no ports'];
+  const p: string[] = [];
+  for (const sp of ports) {
+    if (!sp.name) p.push(`Service port ${sp.port} has no name`);
+    const target = resolvePort(c, sp.targetPort ?? sp.port);
+    if (target === undefined) p.push(`Service port ${String(sp.name)} targets ${String(sp.targetPort)}, which is not a container port`);
+  }
+  if (!ports.some((sp) => resolvePort(c, sp.targetPort ?? sp.port) === probed)) p.push(`no Service port targets the probed container port ${String(probed)}`);
+  return p;
+}
+
+function serviceSelectorProblems(m: Manifests): string[] {
+  const podLabels = m.deployment.spec?.template.metadata?.labels;
+  const p: string[] = [];
+  if (!labelsMatch(m.service.spec?.selector, podLabels)) p.push(`Service selector ${JSON.stringify(m.service.spec?.selector)} does not match pod labels ${JSON.stringify(podLabels)}`);
+  if (!labelsMatch(m.deployment.spec?.selector.matchLabels, podLabels)) p.push('Deployment selector does not match its own pod template labels');
+  return p;
+}
+
+function pdbProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const podLabels = m.deployment.spec?.template.metadata?.labels;
+  if (m.pdb.spec?.selector?.matchExpressions?.length) p.push('PDB selector should use matchLabels only');
+  if (!labelsMatch(m.pdb.spec?.selector?.matchLabels, podLabels)) p.push('PDB selector does not match the Deployment pods');
+  if (JSON.stringify(m.pdb.spec?.selector?.matchLabels) !== JSON.stringify(m.deployment.spec?.selector.matchLabels)) p.push('PDB selector differs from the Deployment selector');
+  const replicas = m.deployment.spec?.replicas ?? 1;
+  const { minAvailable, maxUnavailable } = m.pdb.spec ?? {};
+  if (minAvailable === undefined && maxUnavailable === undefined) p.push('PDB needs minAvailable or maxUnavailable');
+  if (typeof minAvailable === 'number' && minAvailable >= replicas) p.push(`PDB minAvailable ${minAvailable} blocks every drain with ${replicas} replicas`);
+  if (maxUnavailable === 0 || maxUnavailable === '0%') p.push('PDB maxUnavailable 0 blocks every drain');
+  return p;
+}
+
+function hpaProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const ref = m.hpa.spec?.scaleTargetRef;
+  if (ref?.apiVersion !== 'apps/v1' || ref.kind !== 'Deployment' || ref.name !== m.deployment.metadata?.name) {
+    p.push(`HPA targets ${JSON.stringify(ref)}, not the Deployment ${String(m.deployment.metadata?.name)}`);
+  }
+  const min = m.hpa.spec?.minReplicas ?? 1;
+  if (min < 2) p.push('HPA minReplicas must be at least 2 (a single pod drops every socket on restart)');
+  if ((m.hpa.spec?.maxReplicas ?? 0) < min) p.push('HPA maxReplicas is below minReplicas');
+  const cpu = (m.hpa.spec?.metrics ?? []).find((x) => x.type === 'Resource' && x.resource?.name === 'cpu');
+  if (!cpu || cpu.resource?.target.type !== 'Utilization' || !cpu.resource.target.averageUtilization) p.push('HPA must scale on CPU utilization');
+  if (!container(m).resources?.requests?.cpu) p.push('CPU utilization needs a CPU request on the container');
+  return p;
+}
+
+function serviceMonitorProblems(m: Manifests): string[] {
+  const sm = m.serviceMonitor;
+  const p: string[] = [];
+  if (!labelsMatch(sm.spec.selector.matchLabels, m.service.metadata?.labels)) p.push('ServiceMonitor selector does not match the Service labels');
+  const names = new Set((m.service.spec?.ports ?? []).map((x) => x.name));
+  const metrics = sm.spec.endpoints.filter((e) => (e.path ?? '/metrics') === '/metrics');
+  if (metrics.length === 0) p.push('no ServiceMonitor endpoint scrapes /metrics');
+  for (const e of metrics) if (typeof e.port !== 'string' || !names.has(e.port)) p.push(`ServiceMonitor port ${String(e.port)} is not a named port of the Service`);
+  return p;
+}
+
+function shutdownBudgetProblems(m: Manifests): string[] {
+  const grace = m.deployment.spec?.template.spec?.terminationGracePeriodSeconds ?? 30;
+  const pre = preStopSeconds(container(m));
+  const drain = envNumber(m, 'DRAIN_DELAY_MS');
+  const bound = envNumber(m, 'SHUTDOWN_TIMEOUT_MS');
+  const p: string[] = [];
+  if (pre < 1) p.push('preStop must pause (sleep) so endpoints drop the pod before SIGTERM');
+  if (drain === undefined) p.push('DRAIN_DELAY_MS is not set');
+  if (bound === undefined) p.push('SHUTDOWN_TIMEOUT_MS is not set');
+  if (drain !== undefined && bound !== undefined && !(grace > pre + drain / 1000 + bound / 1000)) {
+    p.push(`terminationGracePeriodSeconds ${grace} must exceed preStop ${pre} + drain ${drain / 1000} + shutdown ${bound / 1000}`);
+  }
+  return p;
+}
+
+function securityProblems(m: Manifests): string[] {
+  const pod = m.deployment.spec?.template.spec?.securityContext ?? {};
+  const c = container(m);
+  const sc = c.securityContext ?? {};
+  const p: string[] = [];
+  if ((sc.runAsNonRoot ?? pod.runAsNonRoot) !== true) p.push('runAsNonRoot must be true');
+  const uid = sc.runAsUser ?? pod.runAsUser;
+  if (uid !== 1000) p.push(`runAsUser must be 1000 (node), not ${String(uid)}`);
+  if (sc.allowPrivilegeEscalation !== false) p.push('allowPrivilegeEscalation must be false');
+  if (sc.privileged === true) p.push('privileged must not be true');
+  if (!(sc.capabilities?.drop ?? []).includes('ALL')) p.push('capabilities must drop ALL');
+  if ((sc.capabilities?.add ?? []).length > 0) p.push('no capabilities may be added');
+  if ((sc.seccompProfile ?? pod.seccompProfile)?.type !== 'RuntimeDefault') p.push('seccompProfile must be RuntimeDefault');
+  if (sc.readOnlyRootFilesystem !== true) p.push('readOnlyRootFilesystem must be true');
+  const tmp = (c.volumeMounts ?? []).find((v) => v.mountPath === '/tmp');
+  const vol = tmp && (m.deployment.spec?.template.spec?.volumes ?? []).find((v) => v.name === tmp.name);
+  if (!vol?.emptyDir) p.push('/tmp must be a mounted emptyDir (the root filesystem is read-only)');
+  if (tmp?.readOnly) p.push('/tmp must be writable');
+  return p;
+}
+
+function resourceProblems(m: Manifests): string[] {
+  const r = container(m).resources;
+  const p: string[] = [];
+  for (const kind of ['requests', 'limits'] as const) {
+    for (const res of ['cpu', 'memory'] as const) if (r?.[kind]?.[res] === undefined) p.push(`resources.${kind}.${res} is missing`);
+  }
+  return p;
+}
+
+function settingsProblems(m: Manifests): string[] {
+  const env = effectiveEnv(m);
+  const p: string[] = [];
+  const want: Record<string, string> = {
+    PORT: '8080', HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
+    SIMULATOR: 'off', BUS: 'nats', NATS_URL: 'nats://nats:4222', DRAIN_DELAY_MS: '5000',
+    SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10',
+  };
+  for (const [k, v] of Object.entries(want)) {
+    const e = env.get(k);
+    if (e?.kind !== 'value' || e.via !== 'configMap') p.push(`${k} must come from the ConfigMap ${CONFIGMAP}`);
+    else if (e.value !== v) p.push(`${k} must be ${v}, not ${e.value}`);
+  }
+  const httpPort = resolvePort(container(m), 'http');
+  if (httpPort === undefined || String(httpPort) !== (env.get('PORT') as { value?: string } | undefined)?.value) p.push('PORT must equal the container port named http');
+  return p;
+}
+
+function secretProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const db = effectiveEnv(m).get('DATABASE_URL');
+  if (db?.kind !== 'secret' || db.name !== DB_SECRET || db.key !== 'DATABASE_URL') {
+    p.push(`DATABASE_URL must come from secretKeyRef ${DB_SECRET}/DATABASE_URL, not ${JSON.stringify(db)}`);
+  }
+  if (m.configMap.data && 'DATABASE_URL' in m.configMap.data) p.push('DATABASE_URL must not be in the ConfigMap');
+  return p;
+}
+
+/** Dockerfile instructions (continuations joined, comments dropped), split into stages. */
+function dockerStages(text: string): Array<Array<{ op: string; args: string }>> {
+  const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const stages: Array<Array<{ op: string; args: string }>> = [];
+  for (const line of lines) {
+    const match = /^(\S+)\s*(.*)$/.exec(line)!;
+    const ins = { op: match[1]!.toUpperCase(), args: match[2]! };
+    if (ins.op === 'FROM') stages.push([]);
+    stages.at(-1)?.push(ins);
+  }
+  return stages;
+}
+
+function dockerBaseProblems(text: string): string[] {
+  const stages = dockerStages(text);
+  if (stages.length === 0) return ['the Dockerfile has no FROM'];
+  const p: string[] = [];
+  const names = new Set<string>();
+  for (const stage of stages) {
+    const [image, as, name] = stage[0]!.args.split(/\s+/);
+    if (!names.has(image!) && !/^node:20(\.[\d.]+)?-(bookworm|bullseye)(-slim)?$/.test(image!)) p.push(`base ${image} is not a Debian-based node:20 image`);
+    if (as?.toUpperCase() === 'AS' && name) names.add(name);
+  }
+  return p;
+}
+
+function dockerUserProblems(text: string): string[] {
+  const final = dockerStages(text).at(-1) ?? [];
+  const user = final.filter((i) => i.op === 'USER').at(-1)?.args.split(':')[0];
+  if (!user) return ['the final stage sets no USER (it would run as root)'];
+  if (user === 'root' || user === '0') return [`the final stage runs as ${user}`];
+  if (!['node', '1000'].includes(user)) return [`USER ${user} is not the node user (uid 1000) the Deployment runs as`];
+  return [];
+}
+
+function dockerCmdProblems(text: string): string[] {
+  const final = dockerStages(text).at(-1) ?? [];
+  const p: string[] = [];
+  const cmd = final.filter((i) => i.op === 'CMD').at(-1)?.args;
+  let argv: unknown;
+  try { argv = cmd === undefined ? undefined : JSON.parse(cmd); } catch { argv = undefined; }
+  if (JSON.stringify(argv) !== JSON.stringify(['node', 'dist/src/main.js'])) p.push(`CMD must be ["node", "dist/src/main.js"] in exec form (so node gets SIGTERM), not ${String(cmd)}`);
+  if (final.some((i) => i.op === 'ENTRYPOINT')) p.push('an ENTRYPOINT would wrap the CMD');
+  if (!final.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))) p.push('NODE_ENV=production is not set');
+  const exposed = final.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((x) => x.split('/')[0]));
+  if (!exposed.includes('8080')) p.push('EXPOSE 8080 is missing');
+  return p;
+}
+
+/** The image named in the Deployment's header comment (docker build -t NAME). */
+function documentedImage(text: string): string | undefined {
+  return /^#.*docker build -t (\S+)/m.exec(text)?.[1];
+}
+
+function imageProblems(m: Manifests, headerText: string): string[] {
+  const image = container(m).image;
+  const documented = documentedImage(headerText);
+  const p: string[] = [];
+  if (!documented) p.push('deployment.yaml does not document `docker build -t IMAGE` in its header comment');
+  else if (image !== documented) p.push(`the Deployment runs ${String(image)} but its header documents ${documented}`);
+  if (image !== `${pkg.name}:${pkg.version}`) p.push(`image ${String(image)} does not match package.json (${pkg.name}:${pkg.version})`);
+  return p;
+}
+
+// ---------------------------------------------------------------- tests
+
+t.test('every YAML file in k8s/ holds exactly one document', async (t) => {
+  t.ok(yamlFiles.length >= 7, `found ${yamlFiles.join(', ')}`);
+  for (const f of yamlFiles) t.equal(parsed.get(f)!.length, 1, f);
+});
+
+t.test('the kustomization lists every resource file, and only those', async (t) => {
+  const k = parsed.get('kustomization.yaml')![0]!;
+  t.equal(k.apiVersion, 'kustomize.config.k8s.io/v1beta1');
+  t.equal(k.kind, 'Kustomization');
+  t.same([...(k.resources as string[])].sort(), resourceFiles);
+});
+
+t.test('every built-in resource matches the Kubernetes schema', async (t) => {
+  for (const f of resourceFiles) {
+    const doc = parsed.get(f)![0]!;
+    if (doc.kind === 'ServiceMonitor') continue;
+    t.same(schemaProblems(doc), [], f);
+  }
+});
+
+t.test('no built-in resource has a field Kubernetes does not know', async (t) => {
+  const docs = resourceFiles.map((f) => parsed.get(f)![0]!).filter((d) => d.kind !== 'ServiceMonitor');
+  const problems = unknownFieldProblems(docs);
+  docs.forEach((d, i) => t.same(problems[i], [], String(d.kind)));
+});
+
+t.test('the ServiceMonitor has the structure of monitoring.coreos.com/v1', async (t) => {
+  t.same(serviceMonitorShapeProblems(real.serviceMonitor), []);
+});
+
+t.test('every resource carries app.kubernetes.io/name: odds-service', async (t) => {
+  for (const d of allResources) {
+    const meta = d.metadata as { name?: string; labels?: Record<string, string> };
+    t.equal(meta.labels?.[NAME_LABEL], APP, `${String(d.kind)} ${String(meta.name)}`);
+  }
+  t.equal(real.deployment.spec?.template.metadata?.labels?.[NAME_LABEL], APP, 'pod template');
+});
+
+t.test('the Deployment runs several replicas', async (t) => {
+  t.ok((real.deployment.spec?.replicas ?? 1) >= 3, `replicas ${real.deployment.spec?.replicas}`);
+});
+
+t.test('the startup probe GETs /health on a container port', async (t) => {
+  t.same(probeProblems(real, 'startupProbe', '/health'), []);
+});
+
+t.test('the liveness probe GETs /health on a container port', async (t) => {
+  t.same(probeProblems(real, 'livenessProbe', '/health'), []);
+});
+
+t.test('the readiness probe GETs /ready on a container port', async (t) => {
+  t.same(probeProblems(real, 'readinessProbe', '/ready'), []);
+});
+
+t.test('the Service has named ports and targets the probed container port', async (t) => {
+  t.same(servicePortProblems(real), []);
+});
+
+t.test('the Service selects the Deployment pods', async (t) => {
+  t.same(serviceSelectorProblems(real), []);
+});
+
+t.test('the PodDisruptionBudget covers the Deployment pods and allows drains', async (t) => {
+  t.same(pdbProblems(real), []);
+});
+
+t.test('the HorizontalPodAutoscaler scales the Deployment on CPU', async (t) => {
+  t.same(hpaProblems(real), []);
+});
+
+t.test('the ServiceMonitor scrapes /metrics on a named port of the Service', async (t) => {
+  t.same(serviceMonitorProblems(real), []);
+});
+
+t.test('terminationGracePeriodSeconds exceeds preStop + drain delay + shutdown bound', async (t) => {
+  t.same(shutdownBudgetProblems(real), []);
+});
+
+t.test('the container runs restricted with a read-only root and a writable /tmp', async (t) => {
+  t.same(securityProblems(real), []);
+});
+
+t.test('the container has resource requests and limits', async (t) => {
+  t.same(resourceProblems(real), []);
+});
+
+t.test('settings, AUTH=on included, come from the ConfigMap', async (t) => {
+  t.same(settingsProblems(real), []);
+});
+
+t.test('DATABASE_URL comes from the Secret odds-service-db', async (t) => {
+  t.same(secretProblems(real), []);
+});
+
+t.test('the Dockerfile builds on Debian-based node:20 images', async (t) => {
+  t.same(dockerBaseProblems(dockerfileText), []);
+});
+
+t.test('the Dockerfile runs as the non-root node user', async (t) => {
+  t.same(dockerUserProblems(dockerfileText), []);
+});
+
+t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080', async (t) => {
+  t.same(dockerCmdProblems(dockerfileText), []);
+});
+
+t.test('the Deployment runs the image its header documents', async (t) => {
+  t.same(imageProblems(real, deploymentText), []);
+});
+
+// ---------------------------------------------------------------- the checks bite
+
+t.test('the checks reject broken manifests', async (t) => {
+  const broken = (mutate: (m: Manifests) => void): Manifests => {
+    const m = clone(real);
+    mutate(m);
+    return m;
+  };
+
+  t.test('a container port given as a string fails the schema', async (t) => {
+    const m = broken((m) => { (container(m).ports![0] as { containerPort: unknown }).containerPort = '8080'; });
+    t.not(schemaProblems(m.deployment as unknown as Doc).length, 0);
+  });
+
+  t.test('an unquoted on in a ConfigMap (a YAML 1.1 boolean) fails the schema', async (t) => {
+    const doc = parseAllDocuments('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {AUTH: on}\n', { version: '1.1' });
+    t.not(schemaProblems((doc as Array<{ toJS(): unknown }>)[0]!.toJS() as Doc).length, 0);
+  });
+
+  t.test('a misspelt field is reported as unknown', async (t) => {
+    const m = broken((m) => {
+      const c = container(m) as unknown as Record<string, unknown>;
+      c.readinesProbe = c.readinessProbe;
+      delete c.readinessProbe;
+    });
+    const [problems] = unknownFieldProblems([m.deployment as unknown as Doc]);
+    t.match(problems!.join('\n'), /readinesProbe/);
+  });
+
+  t.test('a ServiceMonitor endpoint with an unknown key or bad interval is rejected', async (t) => {
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.interval = '15 seconds'; m.serviceMonitor.spec.endpoints[0]!.paht = '/metrics'; });
+    t.equal(serviceMonitorShapeProblems(m.serviceMonitor).length, 2);
+  });
+
+  t.test('a readiness probe on the wrong path', async (t) => {
+    const m = broken((m) => { container(m).readinessProbe!.httpGet!.path = '/health'; });
+    t.not(probeProblems(m, 'readinessProbe', '/ready').length, 0);
+  });
+
+  t.test('a liveness probe on an undeclared port name', async (t) => {
+    const m = broken((m) => { container(m).livenessProbe!.httpGet!.port = 'metrics'; });
+    t.not(probeProblems(m, 'livenessProbe', '/health').length, 0);
+  });
+
+  t.test('a Service targeting a port the container does not have', async (t) => {
+    const m = broken((m) => { m.service.spec!.ports![0]!.targetPort = 9090; });
+    t.not(servicePortProblems(m).length, 0);
+  });
+
+  t.test('a Service selector the pods do not carry', async (t) => {
+    const m = broken((m) => { m.service.spec!.selector = { [NAME_LABEL]: 'odds' }; });
+    t.not(serviceSelectorProblems(m).length, 0);
+  });
+
+  t.test('a PDB that selects other pods', async (t) => {
+    const m = broken((m) => { m.pdb.spec!.selector = { matchLabels: { [NAME_LABEL]: 'other' } }; });
+    t.not(pdbProblems(m).length, 0);
+  });
+
+  t.test('an HPA that targets another Deployment', async (t) => {
+    const m = broken((m) => { m.hpa.spec!.scaleTargetRef.name = 'odds'; });
+    t.not(hpaProblems(m).length, 0);
+  });
+
+  t.test('a ServiceMonitor on a port name the Service lacks', async (t) => {
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'metrics'; });
+    t.not(serviceMonitorProblems(m).length, 0);
+  });
+
+  t.test('a grace period the shutdown does not fit in', async (t) => {
+    const m = broken((m) => { m.deployment.spec!.template.spec!.terminationGracePeriodSeconds = 30; });
+    t.not(shutdownBudgetProblems(m).length, 0);
+  });
+
+  t.test('a longer drain delay in the ConfigMap', async (t) => {
+    const m = broken((m) => { m.configMap.data!.DRAIN_DELAY_MS = '30000'; });
+    t.not(shutdownBudgetProblems(m).length, 0);
+  });
+
+  t.test('a writable root filesystem', async (t) => {
+    const m = broken((m) => { container(m).securityContext!.readOnlyRootFilesystem = false; });
+    t.not(securityProblems(m).length, 0);
+  });
+
+  t.test('a container that may escalate privileges', async (t) => {
+    const m = broken((m) => { delete container(m).securityContext!.allowPrivilegeEscalation; });
+    t.not(securityProblems(m).length, 0);
+  });
+
+  t.test('AUTH=off in the ConfigMap', async (t) => {
+    const m = broken((m) => { m.configMap.data!.AUTH = 'off'; });
+    t.not(settingsProblems(m).length, 0);
+  });
+
+  t.test('AUTH overridden by a literal env value', async (t) => {
+    const m = broken((m) => { container(m).env!.push({ name: 'AUTH', value: 'on' }); });
+    t.not(settingsProblems(m).length, 0);
+  });
+
+  t.test('DATABASE_URL as a plain value', async (t) => {
+    const m = broken((m) => { container(m).env = [{ name: 'DATABASE_URL', value: 'postgres://u:p@db/odds' }]; });
+    t.not(secretProblems(m).length, 0);
+  });
+
+  t.test('an alpine base image', async (t) => {
+    t.not(dockerBaseProblems(dockerfileText.replace(/node:20-bookworm-slim/g, 'node:20-alpine')).length, 0);
+  });
+
+  t.test('a Dockerfile without a non-root USER', async (t) => {
+    t.not(dockerUserProblems(dockerfileText.replace(/^USER .*$/m, '')).length, 0);
+    t.not(dockerUserProblems(`${dockerfileText}\nUSER root\n`).length, 0);
+  });
+
+  t.test('a shell-form CMD', async (t) => {
+    t.not(dockerCmdProblems(dockerfileText.replace(/^CMD .*$/m, 'CMD node dist/src/main.js')).length, 0);
+  });
+
+  t.test('an image that differs from the documented one', async (t) => {
+    const m = broken((m) => { container(m).image = 'odds-service:latest'; });
+    t.not(imageProblems(m, deploymentText).length, 0);
+  });
+});
