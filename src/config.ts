@@ -22,6 +22,16 @@ export interface Config {
   readonly pgPoolMax: number;
   readonly pgConnectTimeoutMs: number;
   readonly pgStatementTimeoutMs: number;
+  readonly wsMaxMarkets: number;
+  readonly wsMaxMessageBytes: number;
+  readonly wsMessagesPerSecond: number;
+  readonly wsSlowBytes: number;
+  readonly wsMaxBackpressure: number;
+  readonly wsSlowCloseMs: number;
+  readonly wsIdleTimeoutS: number;
+  readonly feedStaleMs: number;
+  readonly ingestMaxItems: number;
+  readonly simulatorIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -94,5 +104,15 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),
+    wsMaxMarkets: int(env, 'WS_MAX_MARKETS', 2000, 1, 100000),
+    wsMaxMessageBytes: int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024),
+    wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),
+    wsSlowBytes: int(env, 'WS_SLOW_BYTES', 256 * 1024, 1024, 1024 * 1024 * 1024),
+    wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),
+    wsIdleTimeoutS: int(env, 'WS_IDLE_TIMEOUT_S', 32, 8, 960),
+    feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),
+    ingestMaxItems: int(env, 'INGEST_MAX_ITEMS', 5000, 1, 1000000),
+    simulatorIntervalMs: int(env, 'SIMULATOR_INTERVAL_MS', 250, 10, 60000),
   });
 }

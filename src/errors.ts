@@ -29,6 +29,7 @@ export const STATUS_LINES: Readonly<Record<number, string>> = {
 export const errors = {
   badParam: (name: string, rule: string) => new HttpError(400, `${name} ${rule}`),
   badBody: (rule: string) => new HttpError(400, `request body ${rule}`),
+  badItem: (item: string, why: string) => new HttpError(400, `${item}: ${why}`),
   notFound: (path: string) => new HttpError(404, `no route for ${path}`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>
     new HttpError(405, `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),

@@ -7,18 +7,31 @@ import { migrate } from './db/migrate.js';
 import { Listener } from './db/listen.js';
 import { ReadModel } from './refdata/model.js';
 import { ModelSync } from './refdata/sync.js';
-import { addMarkets, removeMarkets } from './clients/markets.js';
+import { addMarkets, listMarkets, removeMarkets } from './clients/markets.js';
 import { loadDemoIfEmpty } from './demo/load.js';
+import { startSimulator } from './demo/run.js';
+import { Book } from './odds/book.js';
+import { Broadcaster, CLOSE_GOING_AWAY } from './odds/broadcaster.js';
+import { Ingest } from './ingest/ingest.js';
 import { closeListen, createApp, listen } from './http/app.js';
-import { registerRest } from './http/rest.js';
+import { ROUTES, registerFallbacks, registerRest } from './http/rest.js';
+import { registerWs } from './http/ws.js';
+import { registerIngest } from './http/ingest.js';
 
 export interface Service {
   readonly port: number;
   readonly url: string;
   readonly pool: pg.Pool;
   readonly model: ReadModel;
+  readonly book: Book;
+  readonly broadcaster: Broadcaster;
+  readonly ingest: Ingest;
   close(): Promise<void>;
 }
+
+/** How often sockets are checked for backpressure and heartbeats. */
+const SWEEP_MS = 100;
+const FEED_CHECK_MS = 250;
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -38,7 +51,8 @@ async function waitForPostgres(pool: pg.Pool, log: Logger, attempts = 60): Promi
 
 /**
  * Starts everything but the process-level concerns (signals, the embedded
- * server): Postgres schema, demo seed, read model, HTTP. Tests run it in-process.
+ * server): Postgres schema, demo seed, read model, odds book, HTTP and
+ * sockets. Tests run it in-process.
  */
 export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
   const pool = createPool(databaseUrl, config, log);
@@ -65,16 +79,44 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   }
 
   const app = createApp();
+  const book = new Book();
+  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, slowCloseMs: config.wsSlowCloseMs }, log);
+  const ingest = new Ingest(pool, model, book, broadcaster, config.ingestMaxItems, log);
   registerRest(app, {
     model,
     log,
     maxBodyBytes: config.maxBodyBytes,
     subscriptions: {
-      subscribe: (client, mids) => addMarkets(pool, client, mids),
-      unsubscribe: (client, mids) => removeMarkets(pool, client, mids),
+      // Live sockets change only after the stored set did, so a 503 leaves both as they were.
+      subscribe: async (client, mids) => {
+        await addMarkets(pool, client, mids);
+        broadcaster.attachClient(client, mids);
+      },
+      unsubscribe: async (client, mids) => {
+        await removeMarkets(pool, client, mids);
+        broadcaster.detachClient(client, mids);
+      },
     },
     notReady: () => (draining ? 'draining' : sync.loaded ? undefined : 'starting'),
   });
+  registerWs(app, {
+    broadcaster,
+    log,
+    storedMarkets: (client) => listMarkets(pool, client),
+    limits: {
+      maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond,
+      maxBackpressure: config.wsMaxBackpressure, idleTimeoutS: config.wsIdleTimeoutS,
+    },
+  });
+  registerIngest(app, ingest, config.maxBodyBytes, log);
+  registerFallbacks(app, ROUTES);
+
+  const sweep = setInterval(() => broadcaster.sweep(), SWEEP_MS);
+  const feed = setInterval(() => {
+    if (Date.now() - ingest.lastAt > config.feedStaleMs) broadcaster.setFeed('STALE');
+  }, FEED_CHECK_MS);
+  const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, log) : undefined;
+
   const bound = await listen(app, config.host, config.port);
   listenSocket = bound.socket;
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
@@ -86,10 +128,17 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     url,
     pool,
     model,
+    book,
+    broadcaster,
+    ingest,
     close: async () => {
       draining = true;
+      simulator?.stop();
+      clearInterval(sweep);
+      clearInterval(feed);
       if (listenSocket) closeListen(listenSocket);
       listenSocket = undefined;
+      broadcaster.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
       sync.stop();
       await listener.stop();
       await pool.end();

@@ -107,12 +107,14 @@ export function registerRest(app: TemplatedApp, deps: RestDeps): void {
     };
   app.post('/api/v1/subscribe', change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)));
   app.post('/api/v1/unsubscribe', change('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)));
-
-  registerFallbacks(app, {
-    '/health': 'GET', '/ready': 'GET', '/api/v1/sports': 'GET', '/api/v1/sports/events': 'GET',
-    '/api/v1/events/markets': 'GET', '/api/v1/markets/result': 'GET', '/api/v1/subscribe': 'POST', '/api/v1/unsubscribe': 'POST',
-  });
 }
+
+/** Every route and its method, for the 405 answers. */
+export const ROUTES: Readonly<Record<string, string>> = {
+  '/health': 'GET', '/ready': 'GET', '/api/v1/sports': 'GET', '/api/v1/sports/events': 'GET',
+  '/api/v1/events/markets': 'GET', '/api/v1/markets/result': 'GET', '/api/v1/subscribe': 'POST',
+  '/api/v1/unsubscribe': 'POST', '/api/v1/ingest': 'POST', '/ws': 'GET', '/ingest': 'GET',
+};
 
 /** 405 with Allow for a known path and another method, 404 for any other path. Registered last. */
 export function registerFallbacks(app: TemplatedApp, routes: Readonly<Record<string, string>>): void {

@@ -72,6 +72,19 @@ export class ReadModel {
     return this.markets.get(mid)?.value;
   }
 
+  /** Whether a market, top-level or nested in a player-race, exists. */
+  knows(mid: string): boolean {
+    return this.markets.has(mid) || this.nestedParent.has(mid);
+  }
+
+  event(eid: number): Event | undefined {
+    return this.events.get(eid)?.value;
+  }
+
+  allMarkets(): IterableIterator<Market> {
+    return [...this.markets.values()].map((e) => e.value).values();
+  }
+
   get size(): { sports: number; events: number; markets: number; results: number } {
     return { sports: this.sports.size, events: this.events.size, markets: this.markets.size, results: this.results.size };
   }

@@ -1,0 +1,38 @@
+import type { Ingest } from '../ingest/ingest.js';
+import type { Logger } from '../log.js';
+import type { ReadModel } from '../refdata/model.js';
+import { Simulator, type SimMarket } from './simulator.js';
+
+/**
+ * What the simulator animates, read from the read model each tick so markets
+ * that appear, suspend or close are followed. A player-race's nested markets
+ * carry its runners, so each is simulated as a runner market of its own.
+ */
+function simMarkets(model: ReadModel): SimMarket[] {
+  const out: SimMarket[] = [];
+  for (const m of model.allMarkets()) {
+    const event = model.event(m.eid);
+    const inPlay = event?.ip ?? false;
+    const closed = m.go || (event?.go ?? false);
+    if (m.m) {
+      for (const n of m.m) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
+    } else {
+      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid) });
+    }
+  }
+  return out;
+}
+
+/** Publishes simulated odds through the ingest path, as an external publisher would. */
+export function startSimulator(model: ReadModel, ingest: Ingest, intervalMs: number, log: Logger): Simulator {
+  const sim = new Simulator({
+    intervalMs,
+    markets: () => simMarkets(model),
+    publish: (images) => {
+      ingest.accept(images.map((image) => ({ kind: 'odds', ...image }))).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+    },
+  });
+  sim.start();
+  log.info('odds simulator started', { intervalMs });
+  return sim;
+}

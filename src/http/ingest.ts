@@ -1,0 +1,96 @@
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { HttpError, errors } from '../errors.js';
+import { decodeIngestProto, encodeJson, encodeProto } from '../odds/codec.js';
+import type { Ingest, IngestResult } from '../ingest/ingest.js';
+import type { Logger } from '../log.js';
+import { Exchange, parseJson } from './request.js';
+
+const JSON_TYPE = 'application/json';
+const PROTO_TYPE = 'application/x-protobuf';
+
+interface Batch {
+  id: number;
+  data: unknown;
+}
+
+/** A batch in either format: `{"id"?, "data": [...]}` as JSON, or an IngestBatch as protobuf. */
+function decodeBatch(bytes: Uint8Array, binary: boolean): Batch {
+  if (binary) {
+    const decoded = decodeIngestProto(bytes);
+    if ('error' in decoded) throw errors.badBody(decoded.error);
+    return { id: 0, data: decoded.data };
+  }
+  const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
+  const { id, data } = body as { id?: unknown; data?: unknown };
+  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, data };
+}
+
+const summary = (r: IngestResult): string => `Ingested ${r.count} item${r.count === 1 ? '' : 's'}`;
+
+function failure(err: unknown, log: Logger): HttpError {
+  if (err instanceof HttpError) return err;
+  log.error('ingest failed', { err: String(err) });
+  return errors.internal();
+}
+
+interface PublisherState {
+  format: 'json' | 'proto';
+  /** Set on close: an ack for a batch still committing must not touch a closed socket. */
+  closed: boolean;
+}
+
+/**
+ * Publishers' routes. Both take the same items; the socket form answers
+ * each message with an ack in the socket's format, echoing the batch `id`.
+ */
+export function registerIngest(app: TemplatedApp, ingest: Ingest, maxBodyBytes: number, log: Logger): void {
+  app.post('/api/v1/ingest', (res: HttpResponse, req: HttpRequest) => {
+    const ex = new Exchange(res);
+    const binary = req.getHeader('content-type').split(';')[0].trim().toLowerCase() === PROTO_TYPE;
+    const body = ex.body(req, maxBodyBytes, [JSON_TYPE, PROTO_TYPE]);
+    void (async () => {
+      try {
+        const batch = decodeBatch(await body, binary);
+        const result = await ingest.accept(batch.data);
+        ex.reply(200, JSON.stringify({ status: 1, message: summary(result) }));
+      } catch (err) {
+        ex.fail(failure(err, log));
+      }
+    })();
+  });
+
+  app.ws<PublisherState>('/ingest', {
+    maxPayloadLength: maxBodyBytes,
+    idleTimeout: 60,
+    sendPingsAutomatically: true,
+    upgrade: (res, req, context) => {
+      const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim());
+      const proto = offered.includes('odds.v1.proto');
+      res.upgrade<PublisherState>({ format: proto ? 'proto' : 'json', closed: false }, req.getHeader('sec-websocket-key'),
+        proto ? 'odds.v1.proto' : offered.includes('odds.v1.json') ? 'odds.v1.json' : '', req.getHeader('sec-websocket-extensions'), context);
+    },
+    message: (ws, data, isBinary) => {
+      const state = ws.getUserData();
+      const reply = (id: number, status: 0 | 1, message: string) => {
+        if (state.closed) return;
+        const ack = { op: 'ack' as const, id, status, message };
+        ws.cork(() => (state.format === 'proto' ? ws.send(encodeProto(ack), true) : ws.send(encodeJson(ack), false)));
+      };
+      let batch: Batch;
+      try {
+        // The message buffer is only valid during this callback: decode it now.
+        batch = decodeBatch(new Uint8Array(data), isBinary);
+      } catch (err) {
+        return reply(0, 0, failure(err, log).message);
+      }
+      ingest.accept(batch.data).then(
+        (r) => reply(batch.id, 1, summary(r)),
+        (err) => reply(batch.id, 0, failure(err, log).message),
+      );
+    },
+    close: (ws) => {
+      ws.getUserData().closed = true;
+    },
+  });
+}

@@ -1,0 +1,99 @@
+import type pg from 'pg';
+import { HttpError, errors } from '../errors.js';
+import { inTransaction, isUnavailable } from '../db/pool.js';
+import type { Book } from '../odds/book.js';
+import type { Broadcaster } from '../odds/broadcaster.js';
+import type { OddsImage } from '../odds/messages.js';
+import type { ReadModel } from '../refdata/model.js';
+import type { Logger } from '../log.js';
+import { ApplyError, applyItem, type Outcome } from './apply.js';
+import { describe, type ReferenceItem } from './items.js';
+import { validateOdds } from './odds.js';
+import { validateReference } from './validate.js';
+
+export interface IngestResult {
+  count: number;
+  inserted: number;
+  updated: number;
+}
+
+/**
+ * The one path every publisher goes through: the socket and HTTP ingest
+ * routes, the simulator, the demo seed and the import command. A batch is
+ * checked whole before anything happens; its reference items commit in one
+ * transaction, and only then are its odds images published.
+ */
+export class Ingest {
+  /** When a publisher last sent anything, for the feed staleness check. */
+  lastAt = Date.now();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly model: ReadModel,
+    private readonly book: Book,
+    private readonly broadcaster: Broadcaster,
+    private readonly maxItems: number,
+    private readonly log: Logger,
+  ) {}
+
+  async accept(data: unknown): Promise<IngestResult> {
+    if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
+    if (data.length === 0 || data.length > this.maxItems) throw errors.badParam('data', `must hold 1 to ${this.maxItems} items, got ${data.length}`);
+    this.lastAt = Date.now();
+    this.broadcaster.setFeed('OK');
+    const { reference, odds } = this.check(data);
+    const outcomes = reference.length ? await this.write(reference) : [];
+    for (const image of odds) this.broadcaster.publish(this.book.apply(image));
+    const inserted = outcomes.filter((o) => o === 'inserted').length;
+    return { count: data.length, inserted, updated: outcomes.length - inserted };
+  }
+
+  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[] } {
+    const reference: [number, ReferenceItem][] = [];
+    const odds: OddsImage[] = [];
+    const created = new Set<string>();
+    for (const [i, raw] of data.entries()) {
+      const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+      const where = describe(i, item);
+      if (item.kind === 'odds') {
+        const checked = validateOdds(item);
+        if ('error' in checked) throw errors.badItem(where, checked.error);
+        if (!this.model.knows(checked.image.mid) && !created.has(checked.image.mid)) {
+          throw errors.badItem(where, `market ${checked.image.mid} is not known`);
+        }
+        odds.push(checked.image);
+        continue;
+      }
+      const checked = validateReference(raw);
+      if ('error' in checked) throw errors.badItem(where, checked.error);
+      if (checked.item.kind === 'market') {
+        created.add(checked.item.mid);
+        for (const n of checked.item.m ?? []) created.add(n.mid);
+      }
+      reference.push([i, checked.item]);
+    }
+    return { reference, odds };
+  }
+
+  private async write(items: [number, ReferenceItem][]): Promise<Outcome[]> {
+    try {
+      return await inTransaction(this.pool, async (client) => {
+        const out: Outcome[] = [];
+        for (const [i, item] of items) {
+          try {
+            out.push(await applyItem(client, item));
+          } catch (err) {
+            if (err instanceof ApplyError) throw errors.badItem(describe(i, item as never), err.message);
+            throw err;
+          }
+        }
+        return out;
+      });
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      if (isUnavailable(err)) throw errors.databaseDown();
+      this.log.error('ingest write failed', { err: String(err) });
+      throw errors.internal();
+    }
+  }
+}

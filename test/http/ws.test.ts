@@ -1,0 +1,182 @@
+import t from 'tap';
+import WebSocket from 'ws';
+import { http, postJson, startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import type { OddsMessage } from '../../src/odds/messages.js';
+
+const svc = await startTestService(t);
+const ingest = (...items: Record<string, unknown>[]) => postJson<{ status: number; message: string }>(svc.url, '/api/v1/ingest', { data: items });
+const M1 = '1.200001001';
+const M2 = '1.200001002';
+const M3 = '1.200011001';
+
+t.test('JSON is the format when no subprotocol is offered; odds.v1.proto selects protobuf', async (t) => {
+  const plain = await Client.connect(svc.url);
+  t.equal(plain.ws.protocol, '');
+  t.equal((await plain.request({ op: 'ping' })).message, 'pong');
+  const proto = await Client.connect(svc.url, { format: 'proto' });
+  t.equal(proto.ws.protocol, 'odds.v1.proto');
+  t.equal((await proto.request({ op: 'ping' })).status, 1);
+  const json = await Client.connect(svc.url, { protocols: ['chat', 'odds.v1.json'] });
+  t.equal(json.ws.protocol, 'odds.v1.json');
+  [plain, proto, json].forEach((c) => c.close());
+});
+
+t.test('subscribe is acked with the REST wording, and the current image follows the ack', async (t) => {
+  await ingest(image(M1, 2.5));
+  const c = await Client.connect(svc.url, { format: 'json' });
+  t.teardown(() => c.close());
+  const ack = await c.request({ op: 'subscribe', mids: [M1, M2, M1] });
+  t.same(ack, { op: 'ack', id: ack.id, status: 1, message: `Subscribed from market ${M1},${M2}` });
+  const ackAt = c.frames.indexOf(ack);
+  const img = (await c.next((f) => f.op === 'odds' && f.mid === M1)) as OddsMessage;
+  t.ok(c.frames.indexOf(img) > ackAt, 'image after the ack');
+  t.equal(img.r[0].b[0][0], 2.5);
+  t.equal(img.con, false);
+});
+
+t.test('every published update reaches the subscriber with a seq that rises by one', async (t) => {
+  const c = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [M2] });
+  for (let i = 0; i < 20; i++) await ingest(image(M2, 3 + i / 100));
+  await c.settled();
+  const seqs = c.oddsOf(M2).map((f) => f.seq);
+  t.equal(seqs.length, 20);
+  t.ok(seqs.every((s, i) => i === 0 || s === seqs[i - 1] + 1), `consecutive: ${seqs.join(',')}`);
+});
+
+t.test('both formats carry the same content', async (t) => {
+  const j = await Client.connect(svc.url, { format: 'json' });
+  const p = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => { j.close(); p.close(); });
+  await j.request({ op: 'subscribe', mids: [M3] });
+  await p.request({ op: 'subscribe', mids: [M3] });
+  await ingest({ ...image(M3, 1.85, [1101, 1102, 9000]), st: 'SUSPENDED', ip: false });
+  const a = (await j.next((f) => f.op === 'odds' && f.mid === M3 && f.st === 'SUSPENDED')) as OddsMessage;
+  const b = (await p.next((f) => f.op === 'odds' && f.mid === M3 && f.st === 'SUSPENDED')) as OddsMessage;
+  t.same(a, b);
+  t.equal(a.ip, false);
+  t.ok(a.pt >= a.ts, 'publish time after source time');
+});
+
+t.test('socket unsubscribe stops frames of that market', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [M1] });
+  const ack = await c.request({ op: 'unsubscribe', mids: [M1] });
+  t.equal(ack.message, `Unsubscribed from market ${M1}`);
+  const before = c.oddsOf(M1).length;
+  await ingest(image(M1, 4));
+  await c.settled();
+  t.equal(c.oddsOf(M1).length, before, 'no frame after unsubscribe');
+});
+
+t.test('REST unsubscribe detaches the client\'s live sockets and tells them', async (t) => {
+  const a = await Client.connect(svc.url);
+  const b = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => { a.close(); b.close(); });
+  await a.request({ op: 'subscribe', mids: [M1, M2] });
+  await b.request({ op: 'subscribe', mids: [M1] });
+  const r = await postJson(svc.url, '/api/v1/unsubscribe', { data: [M1] });
+  t.equal(r.status, 200);
+  t.same(await a.next((f) => f.op === 'unsubscribed'), { op: 'unsubscribed', mids: [M1] });
+  t.same(await b.next((f) => f.op === 'unsubscribed'), { op: 'unsubscribed', mids: [M1] });
+  const countA = a.oddsOf(M1).length;
+  const countB = b.oddsOf(M1).length;
+  const countA2 = a.oddsOf(M2).length;
+  await ingest(image(M1, 5), image(M2, 5));
+  await a.settled();
+  await b.settled();
+  t.equal(a.oddsOf(M1).length, countA, 'a gets no more frames of the market');
+  t.equal(b.oddsOf(M1).length, countB, 'b gets no more frames of the market');
+  t.equal(a.oddsOf(M2).length, countA2 + 1, 'other markets keep flowing');
+});
+
+t.test('REST subscribe attaches live sockets, and a new socket starts with the stored set', async (t) => {
+  const live = await Client.connect(svc.url);
+  t.teardown(() => live.close());
+  await live.settled();
+  await postJson(svc.url, '/api/v1/subscribe', { data: [M3] });
+  t.teardown(() => postJson(svc.url, '/api/v1/unsubscribe', { data: [M3] }));
+  await ingest(image(M3, 6, [1101]));
+  const got = (await live.next((f) => f.op === 'odds' && f.mid === M3 && f.r[0].b[0][0] === 6)) as OddsMessage;
+  t.ok(got, 'live socket attached by REST subscribe');
+
+  const fresh = await Client.connect(svc.url);
+  t.teardown(() => fresh.close());
+  const img = (await fresh.next((f) => f.op === 'odds' && f.mid === M3)) as OddsMessage;
+  t.equal(img.seq, got.seq, 'the stored set brings the current image on connect');
+  await ingest(image(M3, 7, [1101]));
+  await fresh.next((f) => f.op === 'odds' && f.mid === M3 && f.seq === got.seq + 1);
+});
+
+t.test('bad requests are answered with status 0 and the socket stays open', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  const cases: [() => number | void, RegExp][] = [
+    [() => c.send({ op: 'subscribe', mids: Array.from({ length: 51 }, (_, i) => `1.${i}`) }), /mids must list 1 to 50/],
+    [() => c.send({ op: 'subscribe', mids: [] }), /mids must list 1 to 50/],
+    [() => c.send({ op: 'subscribe', mids: ['bad id'] }), /mids\[0\] must be a market ID/],
+    [() => c.sendRaw('{"op":"subscribe"'), /./],
+    [() => c.sendRaw('{"op":"dance","id":9}'), /./],
+    [() => c.sendRaw(Buffer.from([1, 2, 3, 255])), /./],
+  ];
+  for (const [act, says] of cases) {
+    const from = c.frames.length;
+    act();
+    const ack = await c.next((f) => f.op === 'ack', 2000, from);
+    t.equal(ack.op === 'ack' && ack.status, 0);
+    t.match(ack.op === 'ack' && ack.message, says);
+  }
+  t.equal((await c.request({ op: 'ping' })).status, 1, 'still open and answering');
+});
+
+t.test('ingest refuses unknown markets and malformed images, and publishes nothing of that batch', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [M2] });
+  const before = c.oddsOf(M2).length;
+  const unknown = await ingest(image(M2, 8), image('no.such.market'));
+  t.equal(unknown.status, 400);
+  t.match(unknown.body.message, /^item 1 \(odds no.such.market\): market no.such.market is not known/);
+  const malformed = await ingest(image(M2, 8), { ...image(M2), r: [{ rid: 1, st: 'ACTIVE', b: [[1.5]], l: [] }] });
+  t.equal(malformed.status, 400);
+  t.match(malformed.body.message, /item 1 \(odds 1.200001002\): r\[0\].b\[0\] must be \[price, size\]/);
+  const badStatus = await ingest({ ...image(M2), st: 'PAUSED' });
+  t.match(badStatus.body.message, /st must be one of OPEN, SUSPENDED, BALL_RUNNING, CLOSED/);
+  await c.settled();
+  t.equal(c.oddsOf(M2).length, before, 'nothing published');
+});
+
+t.test('the /ingest socket takes batches and acks each, echoing its id', async (t) => {
+  const pub = new WebSocket(svc.url.replace('http', 'ws') + '/ingest');
+  await new Promise((ok) => pub.once('open', ok));
+  t.teardown(() => pub.close());
+  const acks: Record<string, unknown>[] = [];
+  pub.on('message', (d) => acks.push(JSON.parse(String(d))));
+  pub.send(JSON.stringify({ id: 7, data: [image(M1, 9)] }));
+  pub.send(JSON.stringify({ id: 8, data: [image('nope.1')] }));
+  pub.send('not json');
+  while (acks.length < 3) await new Promise((r) => setTimeout(r, 10));
+  t.same(acks[0], { op: 'ack', id: 7, status: 1, message: 'Ingested 1 item' });
+  t.equal(acks[1].id, 8);
+  t.equal(acks[1].status, 0);
+  t.match(acks[1].message, /market nope.1 is not known/);
+  t.equal(acks[2].status, 0);
+  t.match(acks[2].message, /not valid JSON/);
+});
+
+t.test('heartbeats: an hb frame after the negotiated silence; out-of-range hb is refused', async (t) => {
+  const c = await Client.connect(svc.url, { query: 'hb=500' });
+  t.teardown(() => c.close());
+  const start = Date.now();
+  const hb = await c.next((f) => f.op === 'hb', 3000);
+  t.ok(Date.now() - start >= 400, 'not before the interval');
+  t.type(hb.op === 'hb' && hb.ts, 'number');
+  for (const bad of ['100', '30001', 'x']) {
+    await t.rejects(Client.connect(svc.url, { query: `hb=${bad}` }), /upgrade refused: 400/);
+  }
+  const plain = await http(svc.url, '/ws?hb=100');
+  t.equal(plain.status, 400);
+});
