@@ -33,6 +33,7 @@ export const errors = {
   notFound: (path: string) => new HttpError(404, `no route for ${path}`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>
     new HttpError(405, `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),
+  notWebSocket: (path: string) => new HttpError(400, `${path} takes WebSocket connections only: send a GET with Upgrade: websocket`),
   tooLarge: (limit: number) => new HttpError(413, `request body is larger than ${limit} bytes`),
   unsupportedType: (allowed: string) => new HttpError(415, `content-type must be ${allowed}`),
   databaseDown: () => new HttpError(503, 'the database is unavailable; nothing was changed, try again'),

@@ -14,7 +14,7 @@ import { Book } from './odds/book.js';
 import { Broadcaster, CLOSE_GOING_AWAY } from './odds/broadcaster.js';
 import { Ingest } from './ingest/ingest.js';
 import { closeListen, createApp, listen } from './http/app.js';
-import { ROUTES, registerFallbacks, registerRest } from './http/rest.js';
+import { ROUTES, SOCKET_ROUTES, registerFallbacks, registerRest } from './http/rest.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 
@@ -80,7 +80,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
 
   const app = createApp();
   const book = new Book();
-  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, slowCloseMs: config.wsSlowCloseMs }, log);
+  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, log);
   const ingest = new Ingest(pool, model, book, broadcaster, config.ingestMaxItems, log);
   registerRest(app, {
     model,
@@ -105,11 +105,11 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     storedMarkets: (client) => listMarkets(pool, client),
     limits: {
       maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond,
-      maxBackpressure: config.wsMaxBackpressure, idleTimeoutS: config.wsIdleTimeoutS,
+      idleTimeoutS: config.wsIdleTimeoutS,
     },
   });
   registerIngest(app, ingest, config.maxBodyBytes, log);
-  registerFallbacks(app, ROUTES);
+  registerFallbacks(app, ROUTES, SOCKET_ROUTES);
 
   const sweep = setInterval(() => broadcaster.sweep(), SWEEP_MS);
   const feed = setInterval(() => {

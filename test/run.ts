@@ -5,13 +5,16 @@
  * database on it, so files run in parallel without seeing each other.
  */
 import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import { createLogger } from '../src/log.js';
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js';
 
 const log = createLogger('info', true, (l) => process.stderr.write(l));
 let embedded: EmbeddedServer | undefined;
+// A folder per run, so runs side by side (two terminals, CI and a developer) never share a server.
+const dir = `.data/test-pg/${process.pid}`;
 if (!process.env.DATABASE_URL) {
-  embedded = await startEmbedded('.data/test-pg', 0, log);
+  embedded = await startEmbedded(dir, 0, log);
 }
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL || embedded!.url };
 const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: 'inherit', env });
@@ -19,5 +22,8 @@ const forward = (sig: NodeJS.Signals) => tap.kill(sig);
 process.on('SIGINT', forward);
 process.on('SIGTERM', forward);
 const code = await new Promise<number>((ok) => tap.on('exit', (c, sig) => ok(c ?? (sig ? 1 : 0))));
-await embedded?.stop();
+if (embedded) {
+  await embedded.stop();
+  await rm(dir, { recursive: true, force: true });
+}
 process.exit(code);

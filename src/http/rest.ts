@@ -113,11 +113,15 @@ export function registerRest(app: TemplatedApp, deps: RestDeps): void {
 export const ROUTES: Readonly<Record<string, string>> = {
   '/health': 'GET', '/ready': 'GET', '/api/v1/sports': 'GET', '/api/v1/sports/events': 'GET',
   '/api/v1/events/markets': 'GET', '/api/v1/markets/result': 'GET', '/api/v1/subscribe': 'POST',
-  '/api/v1/unsubscribe': 'POST', '/api/v1/ingest': 'POST', '/ws': 'GET', '/ingest': 'GET',
+  '/api/v1/unsubscribe': 'POST', '/api/v1/ingest': 'POST',
 };
 
+/** Socket routes: a request that is not a WebSocket upgrade falls through uWS to here. */
+export const SOCKET_ROUTES: readonly string[] = ['/ws', '/ingest'];
+
 /** 405 with Allow for a known path and another method, 404 for any other path. Registered last. */
-export function registerFallbacks(app: TemplatedApp, routes: Readonly<Record<string, string>>): void {
+export function registerFallbacks(app: TemplatedApp, routes: Readonly<Record<string, string>>, sockets: readonly string[]): void {
+  for (const path of sockets) app.any(path, (res) => sendError(res, errors.notWebSocket(path)));
   for (const [path, allowed] of Object.entries(routes)) {
     app.any(path, (res, req) => sendError(res, errors.methodNotAllowed(req.getCaseSensitiveMethod(), path, allowed)));
   }

@@ -12,7 +12,6 @@ export interface WsLimits {
   maxMarkets: number;
   maxMessageBytes: number;
   messagesPerSecond: number;
-  maxBackpressure: number;
   idleTimeoutS: number;
 }
 
@@ -90,7 +89,10 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   app.ws<SocketState>('/ws', {
     // uWS closes (1009) above this; the documented limit below it is answered with an ack.
     maxPayloadLength: Math.max(limits.maxMessageBytes * 4, 256 * 1024),
-    maxBackpressure: limits.maxBackpressure,
+    // Skipping is done by the broadcaster at its soft limit, and it closes
+    // sockets over the hard limit. uWS's own limit is off (0): it would drop
+    // frames silently, the close frame among them.
+    maxBackpressure: 0,
     closeOnBackpressureLimit: 0,
     idleTimeout: limits.idleTimeoutS,
     sendPingsAutomatically: true,

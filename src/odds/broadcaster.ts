@@ -25,6 +25,8 @@ export type Socket = WebSocket<SocketState>;
 export interface BroadcastLimits {
   /** Buffered bytes above which a socket is taken off its topics. */
   slowBytes: number;
+  /** Buffered bytes above which a socket is closed at once. */
+  maxBytes: number;
   /** How long a socket may stay lagging before it is closed with CLOSE_SLOW. */
   slowCloseMs: number;
 }
@@ -155,14 +157,15 @@ export class Broadcaster {
     for (const ws of this.sockets) {
       const s = ws.getUserData();
       const buffered = ws.getBufferedAmount();
+      if (buffered > this.limits.maxBytes || (s.lagging && now - s.laggingSince > this.limits.slowCloseMs)) {
+        this.log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, laggingMs: s.lagging ? now - s.laggingSince : 0 });
+        ws.end(CLOSE_SLOW, 'slow consumer');
+        continue;
+      }
       if (!s.lagging) {
         if (buffered > this.limits.slowBytes) this.pause(ws, now);
       } else if (buffered <= this.limits.slowBytes / 4) {
         this.resume(ws);
-      } else if (now - s.laggingSince > this.limits.slowCloseMs) {
-        this.log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, laggingMs: now - s.laggingSince });
-        ws.end(CLOSE_SLOW, 'slow consumer');
-        continue;
       }
       if (now - s.lastSendAt >= s.hbMs && !this.heardRecently(s, now)) this.send(ws, { op: 'hb', ts: now });
     }

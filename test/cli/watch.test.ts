@@ -1,6 +1,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { WebSocketServer } from 'ws';
 import { formatFrame, parseArgs } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 import { startTestService } from '../helpers/service.js';
@@ -93,6 +94,18 @@ t.test('connection refused: message and exit 1', async (t) => {
   const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
   t.equal(r.code, 1);
   t.match(r.stderr, new RegExp(`cannot connect to ws://127\\.0\\.0\\.1:${port}/ws: .*ECONNREFUSED`));
+});
+
+t.test('a server that hangs up: close code and reason, exit 1', async (t) => {
+  // Hangs up as soon as the subscribe arrives, as a server enforcing a limit would.
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => [...p][0] ?? false });
+  t.teardown(() => new Promise((ok) => wss.close(ok)));
+  wss.on('connection', (ws) => ws.on('message', () => ws.close(4008, 'too slow')));
+  await new Promise((ok) => wss.once('listening', ok));
+  const { port } = wss.address() as { port: number };
+  const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
+  t.equal(r.code, 1);
+  t.match(r.stderr, /connection closed unexpectedly: code 4008 reason "too slow"/);
 });
 
 t.test('odds lines show the best level of each runner and mark con frames', async (t) => {

@@ -60,7 +60,7 @@ export class Client {
     for (let i = from; ; ) {
       for (; i < this.frames.length; i++) if (match(this.frames[i])) return this.frames[i];
       const left = end - Date.now();
-      if (left <= 0 || this.ws.readyState === WebSocket.CLOSED) throw new Error(`no matching frame within ${ms} ms; got ${JSON.stringify(this.frames.slice(-5))}`);
+      if (left <= 0 || this.ws.readyState === WebSocket.CLOSED) throw new Error(`no matching frame within ${ms} ms; last: ${JSON.stringify(this.frames.at(-1))?.slice(0, 300)}`);
       await new Promise<void>((ok) => {
         const timer = setTimeout(ok, left);
         this.waiters.push(() => { clearTimeout(timer); ok(); });

@@ -177,6 +177,12 @@ t.test('heartbeats: an hb frame after the negotiated silence; out-of-range hb is
   for (const bad of ['100', '30001', 'x']) {
     await t.rejects(Client.connect(svc.url, { query: `hb=${bad}` }), /upgrade refused: 400/);
   }
-  const plain = await http(svc.url, '/ws?hb=100');
-  t.equal(plain.status, 400);
+});
+
+t.test('a plain HTTP request to a socket route is a 400 that says so', async (t) => {
+  for (const path of ['/ws', '/ingest']) {
+    const r = await http<{ status: number; message: string }>(svc.url, path);
+    t.equal(r.status, 400);
+    t.match(r.body.message, /takes WebSocket connections only/);
+  }
 });

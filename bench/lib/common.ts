@@ -1,0 +1,295 @@
+/**
+ * Shared plumbing of the benchmarks: settings, CPU pinning, spawning the servers under test,
+ * reading their CPU time and memory from /proc, a microsecond latency histogram, and tables.
+ * Everything listens on and talks to 127.0.0.1 only.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The project root (dist/bench/lib/common.js is three levels down). */
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const RESULTS = join(ROOT, 'bench', 'results');
+export const DIST = join(ROOT, 'dist');
+
+// ---- settings ----
+
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got "${raw}"`);
+  return n;
+}
+
+export function envList(name: string, fallback: string[]): string[] {
+  const raw = process.env[name];
+  return raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : fallback;
+}
+
+export function envFlag(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  return /^(1|on|yes|true)$/i.test(raw);
+}
+
+// ---- cores ----
+
+export interface Pinning {
+  /** Where the server under test runs; undefined when not pinned. */
+  server: string | undefined;
+  /** Where the load generator runs. */
+  load: string | undefined;
+  note: string;
+}
+
+/**
+ * Pins this process (every thread: -a) to the load core and tells the caller how to start
+ * servers on the other. Without taskset or with one core, nothing is pinned and the note says so.
+ */
+export function pinLoadGenerator(): Pinning {
+  const cores = availableParallelism();
+  const hasTaskset = spawnSync('taskset', ['--version'], { stdio: 'ignore' }).status === 0;
+  if (!hasTaskset) return { server: undefined, load: undefined, note: 'taskset not found: server and load generator share all cores (numbers are noisier and lower)' };
+  if (cores < 2) return { server: undefined, load: undefined, note: 'one core only: server and load generator share it' };
+  const r = spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  if (r.status !== 0) return { server: undefined, load: undefined, note: 'taskset could not pin this process: nothing pinned' };
+  return { server: '0', load: '1', note: `server pinned to core 0, load generator to core 1 (taskset; ${cores} cores)` };
+}
+
+// ---- processes under test ----
+
+export interface Server {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly pid: number;
+  readonly url: string;
+  readonly port: number;
+  /** The inspector's WebSocket URL when started with inspect. */
+  readonly inspector: string | undefined;
+  stop(): Promise<void>;
+}
+
+export interface ServerSpec {
+  name: string;
+  /** Script and arguments for node. */
+  args: string[];
+  env?: Record<string, string | undefined>;
+  pinning: Pinning;
+  /** Start with the inspector on a free loopback port, for CPU profiles. */
+  inspect?: boolean;
+  /** Extra node flags. */
+  nodeFlags?: string[];
+  timeoutMs?: number;
+}
+
+/**
+ * Starts a node process on the server core and waits for the line `... listening on http://...`.
+ * With taskset, `taskset -c 0 node ...` execs node, so the pid is node's own.
+ */
+export function startServer(spec: ServerSpec): Promise<Server> {
+  const nodeArgs = [...(spec.nodeFlags ?? []), ...(spec.inspect ? ['--inspect=127.0.0.1:0'] : []), ...spec.args];
+  const [cmd, args] = spec.pinning.server !== undefined
+    ? ['taskset', ['-c', spec.pinning.server, process.execPath, ...nodeArgs]]
+    : [process.execPath, nodeArgs];
+  const proc = spawn(cmd, args as string[], {
+    cwd: ROOT,
+    env: { ...process.env, ...spec.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((ok, fail) => {
+    let out = '';
+    let inspector: string | undefined;
+    let done = false;
+    const timer = setTimeout(() => finish(new Error(`${spec.name} did not start within ${spec.timeoutMs ?? 60000} ms:\n${out}`)), spec.timeoutMs ?? 60000);
+    const finish = (err?: Error, url?: string) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (err) {
+        proc.kill('SIGKILL');
+        return fail(err);
+      }
+      const port = Number(new URL(url!).port);
+      const exited = new Promise<void>((r) => (proc.exitCode !== null ? r() : proc.once('exit', () => r())));
+      ok({
+        name: spec.name, proc, pid: proc.pid!, url: url!, port, inspector,
+        stop: async () => {
+          if (proc.exitCode !== null) return;
+          proc.kill('SIGTERM');
+          const t = setTimeout(() => proc.kill('SIGKILL'), 5000);
+          await exited;
+          clearTimeout(t);
+        },
+      });
+    };
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const ins = /Debugger listening on (ws:\/\/\S+)/.exec(out);
+      if (ins) inspector = ins[1];
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m && (!spec.inspect || inspector)) finish(undefined, m[1].replace('0.0.0.0', '127.0.0.1'));
+      if (out.length > 100_000) out = out.slice(-20_000);
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', (c: Buffer) => {
+      onData(c);
+      if (done && process.env.BENCH_VERBOSE) process.stderr.write(`[${spec.name}] ${c}`);
+    });
+    proc.once('exit', (code) => finish(new Error(`${spec.name} exited with ${code} before listening:\n${out}`)));
+  });
+}
+
+// ---- /proc ----
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
+
+/** User + system CPU time of a process (all its threads), in microseconds. */
+export function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command (which may hold spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1e6) / CLK_TCK;
+}
+
+/** Resident set size in bytes. */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = /VmRSS:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+export function sumCpuMicros(pids: readonly number[]): number {
+  let sum = 0;
+  for (const pid of pids) {
+    try {
+      sum += cpuMicros(pid);
+    } catch {
+      // the process went away: its time is lost, which only understates
+    }
+  }
+  return sum;
+}
+
+// ---- statistics ----
+
+/**
+ * Latencies in microseconds: exact to 1 µs below 100 ms, 1 ms buckets up to 60 s.
+ * Percentiles are the smallest value at or above that fraction of samples.
+ */
+export class Histogram {
+  private fine = new Uint32Array(100_000);
+  private coarse = new Uint32Array(60_000);
+  count = 0;
+  max = 0;
+  sum = 0;
+
+  recordMs(ms: number): void {
+    this.recordMicros(Math.max(0, Math.round(ms * 1000)));
+  }
+
+  recordMicros(us: number): void {
+    if (us < 100_000) this.fine[us]++;
+    else this.coarse[Math.min(59_999, Math.floor(us / 1000))]++;
+    this.count++;
+    this.sum += us;
+    if (us > this.max) this.max = us;
+  }
+
+  merge(o: Histogram): void {
+    for (let i = 0; i < o.fine.length; i++) this.fine[i] += o.fine[i];
+    for (let i = 0; i < o.coarse.length; i++) this.coarse[i] += o.coarse[i];
+    this.count += o.count;
+    this.sum += o.sum;
+    this.max = Math.max(this.max, o.max);
+  }
+
+  /** Percentile in milliseconds. */
+  pMs(p: number): number {
+    if (this.count === 0) return NaN;
+    const rank = Math.ceil((p / 100) * this.count);
+    let seen = 0;
+    for (let i = 0; i < this.fine.length; i++) {
+      seen += this.fine[i];
+      if (seen >= rank) return i / 1000;
+    }
+    for (let i = 0; i < this.coarse.length; i++) {
+      seen += this.coarse[i];
+      if (seen >= rank) return i;
+    }
+    return this.max / 1000;
+  }
+
+  reset(): void {
+    this.fine.fill(0);
+    this.coarse.fill(0);
+    this.count = this.max = this.sum = 0;
+  }
+
+  /** Sparse form for sending between processes. */
+  toJSON(): { f: [number, number][]; c: [number, number][]; n: number; max: number; sum: number } {
+    const f: [number, number][] = [];
+    const c: [number, number][] = [];
+    this.fine.forEach((v, i) => v && f.push([i, v]));
+    this.coarse.forEach((v, i) => v && c.push([i, v]));
+    return { f, c, n: this.count, max: this.max, sum: this.sum };
+  }
+
+  static from(j: ReturnType<Histogram['toJSON']>): Histogram {
+    const h = new Histogram();
+    for (const [i, v] of j.f) h.fine[i] = v;
+    for (const [i, v] of j.c) h.coarse[i] = v;
+    h.count = j.n;
+    h.max = j.max;
+    h.sum = j.sum;
+    return h;
+  }
+}
+
+export const median = (xs: number[]): number => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return NaN;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+// ---- output ----
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export function fmt(n: number, digits = 0): string {
+  if (!Number.isFinite(n)) return '–';
+  return n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+export function mdTable(head: string[], rows: (string | number)[][], align?: ('l' | 'r')[]): string {
+  const a = align ?? head.map((_, i) => (i === 0 ? 'l' : 'r'));
+  const line = (cells: (string | number)[]) => '| ' + cells.join(' | ') + ' |';
+  return [line(head), line(a.map((x) => (x === 'l' ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+export function writeResults(name: string, json: unknown, md: string): { json: string; md: string } {
+  mkdirSync(RESULTS, { recursive: true });
+  const j = join(RESULTS, `${name}.json`);
+  const m = join(RESULTS, `${name}.md`);
+  writeFileSync(j, JSON.stringify(json, null, 2) + '\n');
+  writeFileSync(m, md + '\n');
+  return { json: j, md: m };
+}
+
+export function log(msg: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+}
+
+export function machine(): Record<string, unknown> {
+  let cpu = 'unknown';
+  try {
+    cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpu;
+  } catch {
+    // not Linux
+  }
+  return { node: process.version, cores: availableParallelism(), cpu, platform: `${process.platform}-${process.arch}` };
+}

@@ -1,0 +1,73 @@
+import t from 'tap';
+import { postJson, startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import { CLOSE_SLOW } from '../../src/odds/broadcaster.js';
+
+/**
+ * Slow consumers and feed status over real sockets. Backpressure needs the
+ * kernel's buffers full first, so the publisher pushes large images fast.
+ */
+const M = '1.200001007';
+const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
+
+t.test('a socket that stops reading ends with the server\'s latest image, and the others never wait', async (t) => {
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '67108864', WS_SLOW_CLOSE_MS: '60000' });
+  const slow = await Client.connect(svc.url);
+  const fast = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => { slow.close(); fast.close(); });
+  await slow.request({ op: 'subscribe', mids: [M] });
+  await fast.request({ op: 'subscribe', mids: [M] });
+  const raw = (slow.ws as unknown as { _socket: import('node:net').Socket })._socket;
+  raw.pause();
+  let sent = 0;
+  for (let round = 0; round < 40; round++) {
+    const batch = Array.from({ length: 50 }, (_, i) => image(M, 2 + ((round * 50 + i) % 90) / 100, RUNNERS));
+    const r = await postJson(svc.url, '/api/v1/ingest', { data: batch });
+    t.equal(r.status, 200);
+    sent += batch.length;
+  }
+  const latest = svc.book.get(M)!.seq;
+  await fast.settled();
+  const fastSeqs = fast.oddsOf(M).map((f) => f.seq);
+  t.equal(fastSeqs.length, sent, 'the reading socket got every frame');
+  t.equal(fastSeqs[fastSeqs.length - 1], latest);
+
+  await new Promise((r) => setTimeout(r, 300));
+  raw.resume();
+  const last = await slow.next((f) => f.op === 'odds' && f.mid === M && f.seq === latest, 20000);
+  t.equal(last.op === 'odds' && last.con, true, 'the catch-up frame is marked con');
+  const seqs = slow.oddsOf(M).map((f) => f.seq);
+  t.ok(seqs.length < sent, `frames were skipped for the slow socket (${seqs.length} of ${sent})`);
+  t.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), 'seq never goes backwards');
+  await slow.settled();
+  t.equal(slow.oddsOf(M).at(-1)!.seq, latest, 'its book ends equal to the server\'s');
+});
+
+t.test('a socket that stays behind past the limit is closed with the slow-consumer code', async (t) => {
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '262144', WS_SLOW_CLOSE_MS: '300' });
+  const slow = await Client.connect(svc.url);
+  t.teardown(() => slow.close());
+  await slow.request({ op: 'subscribe', mids: [M] });
+  const raw = (slow.ws as unknown as { _socket: import('node:net').Socket })._socket;
+  raw.pause();
+  for (let round = 0; round < 40; round++) {
+    await postJson(svc.url, '/api/v1/ingest', { data: Array.from({ length: 50 }, () => image(M, 2, RUNNERS)) });
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  raw.resume();
+  const { code } = await slow.closed;
+  t.equal(code, CLOSE_SLOW);
+});
+
+t.test('feed STALE when no publisher sent anything for the configured time, OK when one resumes', async (t) => {
+  const svc = await startTestService(t, { FEED_STALE_MS: '400' });
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  t.same(await c.next((f) => f.op === 'feed', 3000), { op: 'feed', status: 'STALE' });
+  const late = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => late.close());
+  t.same(await late.next((f) => f.op === 'feed', 1000), { op: 'feed', status: 'STALE' }, 'a socket opening while stale is told at once');
+  const from = c.frames.length;
+  await postJson(svc.url, '/api/v1/ingest', { data: [image(M, 2, [1])] });
+  t.same(await c.next((f) => f.op === 'feed', 2000, from), { op: 'feed', status: 'OK' });
+});
