@@ -186,3 +186,47 @@ t.test('a plain HTTP request to a socket route is a 400 that says so', async (t)
     t.match(r.body.message, /takes WebSocket connections only/);
   }
 });
+
+t.test('per-socket limits: markets, message size and message rate answer status 0 and keep the socket', async (t) => {
+  const small = await startTestService(t, { WS_MAX_MARKETS: '3', WS_MAX_MESSAGE_BYTES: '1024', WS_MESSAGES_PER_SECOND: '5' });
+  const c = await Client.connect(small.url);
+  t.teardown(() => c.close());
+  t.equal((await c.request({ op: 'subscribe', mids: ['a.1', 'a.2'] })).status, 1);
+  const over = await c.request({ op: 'subscribe', mids: ['a.2', 'a.3', 'a.4'] });
+  t.equal(over.status, 0);
+  t.match(over.message, /limit of 3 markets per socket/);
+  await new Promise((r) => setTimeout(r, 1100));
+  const from = c.frames.length;
+  c.sendRaw(JSON.stringify({ op: 'ping', id: 1, pad: 'x'.repeat(2000) }));
+  const big = await c.next((f) => f.op === 'ack', 2000, from);
+  t.match(big.op === 'ack' && big.message, /the limit is 1024/);
+  await new Promise((r) => setTimeout(r, 1100));
+  const ids = Array.from({ length: 12 }, () => c.send({ op: 'ping' }));
+  const acks = await Promise.all(ids.map((id) => c.next((f) => f.op === 'ack' && f.id === id)));
+  const refused = acks.filter((a) => a.op === 'ack' && a.status === 0);
+  t.ok(refused.length >= 6, `${refused.length} of 12 refused`);
+  t.match(refused[0].op === 'ack' && refused[0].message, /rate limit: at most 5 messages per second/);
+  await new Promise((r) => setTimeout(r, 1100));
+  t.equal((await c.request({ op: 'ping' })).status, 1, 'open and answering once the rate allows');
+});
+
+t.test('protobuf ingest over HTTP and over the socket', async (t) => {
+  const { encodeIngestProto, decodeServerProto } = await import('../../src/odds/codec.js');
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [M1] });
+  const res = await fetch(svc.url + '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from(encodeIngestProto([image(M1, 11)])) });
+  t.same(await res.json(), { status: 1, message: 'Ingested 1 item' });
+  await c.next((f) => f.op === 'odds' && f.mid === M1 && f.r[0].b[0][0] === 11);
+  const garbage = await fetch(svc.url + '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: new Uint8Array([10, 200, 1, 2]) });
+  t.equal(garbage.status, 400);
+
+  const pub = new WebSocket(svc.url.replace('http', 'ws') + '/ingest', ['odds.v1.proto']);
+  await new Promise((ok) => pub.once('open', ok));
+  t.teardown(() => pub.close());
+  t.equal(pub.protocol, 'odds.v1.proto');
+  const ack = new Promise<unknown>((ok) => pub.once('message', (d: Buffer) => ok(decodeServerProto(new Uint8Array(d)))));
+  pub.send(encodeIngestProto([image(M1, 12)]));
+  t.same(await ack, { op: 'ack', id: 0, status: 1, message: 'Ingested 1 item' });
+  await c.next((f) => f.op === 'odds' && f.mid === M1 && f.r[0].b[0][0] === 12);
+});

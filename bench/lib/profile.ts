@@ -1,0 +1,139 @@
+/**
+ * CPU profiles of the service under load, taken through the inspector (the service is started
+ * with --inspect on a loopback port) so each profile covers exactly one load window, and a
+ * bottom-up summary: self time per function and per source file.
+ */
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import WebSocket from 'ws';
+import { RESULTS, ROOT } from './common.js';
+
+interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }
+interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
+export interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+
+export class Inspector {
+  private ws: WebSocket;
+  private next = 1;
+  private waiting = new Map<number, { ok: (v: unknown) => void; fail: (e: Error) => void }>();
+  private opened: Promise<void>;
+
+  constructor(url: string) {
+    this.ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 1024 * 1024 * 1024 });
+    this.opened = new Promise((ok, fail) => {
+      this.ws.once('open', () => ok());
+      this.ws.once('error', fail);
+    });
+    this.ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString()) as { id?: number; result?: unknown; error?: { message: string } };
+      const w = msg.id !== undefined ? this.waiting.get(msg.id) : undefined;
+      if (!w) return;
+      this.waiting.delete(msg.id!);
+      if (msg.error) w.fail(new Error(msg.error.message));
+      else w.ok(msg.result);
+    });
+  }
+
+  async call<T = unknown>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    await this.opened;
+    const id = this.next++;
+    return new Promise<T>((ok, fail) => {
+      this.waiting.set(id, { ok: ok as (v: unknown) => void, fail });
+      this.ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  async start(intervalUs = 250): Promise<void> {
+    await this.call('Profiler.enable');
+    await this.call('Profiler.setSamplingInterval', { interval: intervalUs });
+    await this.call('Profiler.start');
+  }
+
+  async stop(): Promise<CpuProfile> {
+    const { profile } = await this.call<{ profile: CpuProfile }>('Profiler.stop');
+    return profile;
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+export interface ProfileSummary {
+  file: string;
+  totalMs: number;
+  /** Share of the window the process was busy (not idle). */
+  busyPct: number;
+  /** Top functions by self time, as % of busy time. */
+  top: { fn: string; where: string; selfPct: number; selfMs: number }[];
+  /** Self time per source area (a file of src/, a package, node internals, native). */
+  areas: { area: string; selfPct: number }[];
+}
+
+function where(cf: CallFrame): string {
+  if (!cf.url) return '';
+  let u = cf.url.replace(/^file:\/\//, '');
+  if (u.startsWith('/')) u = relative(ROOT, u);
+  return `${u}:${cf.lineNumber + 1}`;
+}
+
+function area(cf: CallFrame): string {
+  if (cf.functionName === '(garbage collector)') return 'GC';
+  if (cf.functionName === '(program)') return 'native (uWS C++, V8, syscalls)';
+  if (!cf.url) return cf.functionName.startsWith('(') ? cf.functionName : 'native builtins';
+  const u = cf.url.replace(/^file:\/\//, '');
+  if (u.startsWith('node:')) return 'node internals';
+  const rel = u.startsWith('/') ? relative(ROOT, u) : u;
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(rel);
+  if (pkg) return `npm ${pkg[1]}`;
+  return rel.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+}
+
+/** Saves the profile (open it in Chrome DevTools) and summarises where the busy time went. */
+export function summarise(profile: CpuProfile, name: string, topN = 12): ProfileSummary {
+  const dir = join(RESULTS, 'profiles');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.cpuprofile`);
+  writeFileSync(file, JSON.stringify(profile));
+
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map<number, number>();
+  for (let i = 0; i < profile.samples.length; i++) {
+    const dt = profile.timeDeltas[i + 1] ?? 0;
+    self.set(profile.samples[i], (self.get(profile.samples[i]) ?? 0) + dt);
+  }
+  let total = 0;
+  let idle = 0;
+  const fns = new Map<string, { fn: string; where: string; us: number }>();
+  const areas = new Map<string, number>();
+  for (const [id, us] of self) {
+    const cf = byId.get(id)!.callFrame;
+    total += us;
+    if (cf.functionName === '(idle)') {
+      idle += us;
+      continue;
+    }
+    const w = where(cf);
+    const key = `${cf.functionName}@${w}`;
+    const e = fns.get(key) ?? { fn: cf.functionName || '(anonymous)', where: w, us: 0 };
+    e.us += us;
+    fns.set(key, e);
+    const a = area(cf);
+    areas.set(a, (areas.get(a) ?? 0) + us);
+  }
+  const busy = total - idle || 1;
+  return {
+    file: relative(ROOT, file),
+    totalMs: total / 1000,
+    busyPct: (100 * (total - idle)) / (total || 1),
+    top: [...fns.values()].sort((a, b) => b.us - a.us).slice(0, topN)
+      .map((e) => ({ fn: e.fn, where: e.where, selfPct: (100 * e.us) / busy, selfMs: e.us / 1000 })),
+    areas: [...areas.entries()].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([a, us]) => ({ area: a, selfPct: (100 * us) / busy })),
+  };
+}
+
+export function profileMarkdown(title: string, s: ProfileSummary, topN = 8): string {
+  const top = s.top.slice(0, topN).map((t) => `${t.selfPct.toFixed(1)}% ${t.fn}${t.where ? ` (${t.where})` : ''}`).join('; ');
+  const areas = s.areas.slice(0, 6).map((a) => `${a.area} ${a.selfPct.toFixed(0)}%`).join(', ');
+  return `- **${title}** (busy ${s.busyPct.toFixed(0)}% of ${(s.totalMs / 1000).toFixed(1)} s; \`${s.file}\`)\n  - by area: ${areas}\n  - top self time: ${top}`;
+}
