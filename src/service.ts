@@ -12,6 +12,7 @@ import { loadDemoIfEmpty } from './demo/load.js';
 import { startSimulator } from './demo/run.js';
 import { Book } from './odds/book.js';
 import { Broadcaster, CLOSE_GOING_AWAY } from './odds/broadcaster.js';
+import { stateFrames } from './odds/state.js';
 import { Ingest } from './ingest/ingest.js';
 import { closeListen, createApp, listen } from './http/app.js';
 import { ROUTES, SOCKET_ROUTES, registerFallbacks, registerRest } from './http/rest.js';
@@ -58,8 +59,11 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const pool = createPool(databaseUrl, config, log);
   let draining = false;
   let listenSocket: us_listen_socket | undefined;
+  const app = createApp();
+  const book = new Book();
+  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, log);
   const model = new ReadModel();
-  const sync = new ModelSync(pool, model, log);
+  const sync = new ModelSync(pool, model, log, stateFrames(broadcaster));
   const listener = new Listener(databaseUrl, 'refdata', {
     onConnect: () => sync.reloadAll(),
     onNotify: (key) => sync.notify(key),
@@ -78,9 +82,6 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     throw err;
   }
 
-  const app = createApp();
-  const book = new Book();
-  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, log);
   const ingest = new Ingest(pool, model, book, broadcaster, config.ingestMaxItems, log);
   registerRest(app, {
     model,
@@ -123,6 +124,20 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const url = `http://${host}:${bound.port}`;
   log.info('listening', { url, model: model.size });
 
+  let closing: Promise<void> | undefined;
+  const shutdown = async (): Promise<void> => {
+    draining = true;
+    simulator?.stop();
+    clearInterval(sweep);
+    clearInterval(feed);
+    if (listenSocket) closeListen(listenSocket);
+    listenSocket = undefined;
+    broadcaster.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
+    sync.stop();
+    await listener.stop();
+    await pool.end();
+  };
+
   return {
     port: bound.port,
     url,
@@ -131,17 +146,6 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     book,
     broadcaster,
     ingest,
-    close: async () => {
-      draining = true;
-      simulator?.stop();
-      clearInterval(sweep);
-      clearInterval(feed);
-      if (listenSocket) closeListen(listenSocket);
-      listenSocket = undefined;
-      broadcaster.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
-      sync.stop();
-      await listener.stop();
-      await pool.end();
-    },
+    close: () => (closing ??= shutdown()),
   };
 }

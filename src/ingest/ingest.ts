@@ -1,12 +1,11 @@
 import type pg from 'pg';
-import { HttpError, errors } from '../errors.js';
-import { inTransaction, isUnavailable } from '../db/pool.js';
+import { errors } from '../errors.js';
 import type { Book } from '../odds/book.js';
 import type { Broadcaster } from '../odds/broadcaster.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
-import { ApplyError, applyItem, type Outcome } from './apply.js';
+import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
 import { validateReference } from './validate.js';
@@ -42,7 +41,7 @@ export class Ingest {
     this.lastAt = Date.now();
     this.broadcaster.setFeed('OK');
     const { reference, odds } = this.check(data);
-    const outcomes = reference.length ? await this.write(reference) : [];
+    const outcomes = reference.length ? await writeReference(this.pool, reference, this.log) : [];
     for (const image of odds) this.broadcaster.publish(this.book.apply(image));
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     return { count: data.length, inserted, updated: outcomes.length - inserted };
@@ -73,27 +72,5 @@ export class Ingest {
       reference.push([i, checked.item]);
     }
     return { reference, odds };
-  }
-
-  private async write(items: [number, ReferenceItem][]): Promise<Outcome[]> {
-    try {
-      return await inTransaction(this.pool, async (client) => {
-        const out: Outcome[] = [];
-        for (const [i, item] of items) {
-          try {
-            out.push(await applyItem(client, item));
-          } catch (err) {
-            if (err instanceof ApplyError) throw errors.badItem(describe(i, item as never), err.message);
-            throw err;
-          }
-        }
-        return out;
-      });
-    } catch (err) {
-      if (err instanceof HttpError) throw err;
-      if (isUnavailable(err)) throw errors.databaseDown();
-      this.log.error('ingest write failed', { err: String(err) });
-      throw errors.internal();
-    }
   }
 }

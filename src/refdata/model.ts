@@ -11,6 +11,11 @@ interface Entry<T> {
 }
 
 const entry = <T>(value: T): Entry<T> => ({ value, json: JSON.stringify(value) });
+
+/** What a refresh changed, for the frames subscribers get. Absent `after` means deleted. */
+export type ModelChange =
+  | { kind: 'market'; before?: Market; after?: Market }
+  | { kind: 'result'; before?: MarketResult; after?: MarketResult };
 const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
   a.value.st < b.value.st ? -1 : a.value.st > b.value.st ? 1 : a.value.eid - b.value.eid;
 const byDisplayThenId = (a: Entry<Market>, b: Entry<Market>): number =>
@@ -103,8 +108,9 @@ export class ReadModel {
     Object.assign(this, fresh);
   }
 
-  /** Reloads the rows named by NOTIFY payloads (`event:42`, `market:1.5`...). */
-  async refresh(db: Queryable, keys: Iterable<string>): Promise<void> {
+  /** Reloads the rows named by NOTIFY payloads (`event:42`, `market:1.5`...) and says what changed. */
+  async refresh(db: Queryable, keys: Iterable<string>): Promise<ModelChange[]> {
+    const changes: ModelChange[] = [];
     const ids = { sport: new Set<number>(), league: new Set<number>(), event: new Set<number>(), market: new Set<string>(), result: new Set<string>() };
     for (const key of keys) {
       const at = key.indexOf(':');
@@ -120,16 +126,19 @@ export class ReadModel {
       for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.eid);
     }
     if (ids.event.size) await this.refreshEvents(db, [...ids.event], ids.market);
-    if (ids.market.size) await this.refreshMarkets(db, [...ids.market], ids.result);
+    if (ids.market.size) await this.refreshMarkets(db, [...ids.market], ids.result, changes);
     if (ids.result.size) {
       const mids = [...ids.result];
       const found = new Map((await loadResults(db, mids)).map((r) => [r.mid, r]));
       for (const mid of mids) {
-        const r = found.get(mid);
-        if (r) this.results.set(mid, entry(r));
+        const before = this.results.get(mid)?.value;
+        const after = found.get(mid);
+        if (after) this.results.set(mid, entry(after));
         else this.results.delete(mid);
+        changes.push({ kind: 'result', before, after });
       }
     }
+    return changes;
   }
 
   private async refreshSports(db: Queryable, sis: number[]): Promise<void> {
@@ -154,7 +163,7 @@ export class ReadModel {
     }
   }
 
-  private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>): Promise<void> {
+  private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>, changes: ModelChange[]): Promise<void> {
     const found = new Map((await loadMarkets(db, { mids })).map((m) => [m.mid, m]));
     const reloading = new Set(mids);
     for (const [child, parent] of this.nestedParent) {
@@ -172,6 +181,7 @@ export class ReadModel {
       const after = found.get(mid);
       if (after) this.putMarket(after);
       resultsToReload.add(mid);
+      changes.push({ kind: 'market', before, after });
     }
   }
 

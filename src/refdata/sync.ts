@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from '../log.js';
-import type { ReadModel } from './model.js';
+import type { ModelChange, ReadModel } from './model.js';
 
 const RETRY_MS = 1000;
 
@@ -21,7 +21,13 @@ export class ModelSync {
   lastLagMs = 0;
   private batchStart = 0;
 
-  constructor(private readonly db: Pick<pg.Pool, 'query'>, private readonly model: ReadModel, private readonly log: Logger) {}
+  constructor(
+    private readonly db: Pick<pg.Pool, 'query'>,
+    private readonly model: ReadModel,
+    private readonly log: Logger,
+    /** Told what each targeted reload changed; a full reload reports nothing. */
+    private readonly onChanges: (changes: ModelChange[]) => void = () => undefined,
+  ) {}
 
   get loaded(): boolean {
     return this.loadedOnce;
@@ -64,8 +70,9 @@ export class ModelSync {
           const keys = this.pending;
           const start = this.batchStart;
           this.pending = new Set();
-          await this.model.refresh(this.db, keys);
+          const changes = await this.model.refresh(this.db, keys);
           this.lastLagMs = performance.now() - start;
+          if (changes.length) this.onChanges(changes);
         }
       }
     } catch (err) {

@@ -1,0 +1,303 @@
+/**
+ * `npm run bench:rest`: the service's REST reads against the baseline (node:http + pg, one query
+ * per request) and the ceiling (a bare uWS app sending the same bytes), in alternating rounds,
+ * server on core 0 and autocannon on core 1. Then a CPU profile of the service per route.
+ *
+ * BENCH_SECONDS (3) per run, BENCH_ROUNDS (2), BENCH_CONNECTIONS (50), BENCH_PROFILE (on),
+ * BENCH_ROUTES (sports,events,markets,results,health). DATABASE_URL: see bench/README.md.
+ */
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  Histogram, RESULTS, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, median,
+  pinLoadGenerator, sleep, startServer, writeResults, type Pinning, type Server,
+} from './lib/common.js';
+import { prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
+import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
+
+type Target = 'service' | 'baseline' | 'ceiling';
+
+interface Run {
+  target: Target;
+  route: string;
+  round: number;
+  seconds: number;
+  requests: number;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  /** Server process CPU per request, µs. */
+  cpuUsPerReq: number;
+  /** Postgres backends' CPU per request, µs (baseline only). */
+  pgUsPerReq: number;
+  serverBusyPct: number;
+  loadBusyPct: number;
+}
+
+const SECONDS = envNumber('BENCH_SECONDS', 3);
+const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2));
+const CONNECTIONS = Math.round(envNumber('BENCH_CONNECTIONS', 50));
+const PROFILE = envFlag('BENCH_PROFILE', true);
+const ROUTES = envList('BENCH_ROUTES', ['sports', 'events', 'markets', 'results', 'health']);
+
+/** CPU of the Postgres backends serving one application, read from /proc (0 when not local). */
+class PgCpu {
+  constructor(private readonly admin: pg.Client, private readonly app: string) {}
+  private async pids(): Promise<number[]> {
+    const { rows } = await this.admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [this.app]);
+    return rows.map((r) => r.pid);
+  }
+  async snapshot(): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (const pid of await this.pids()) {
+      try {
+        out.set(pid, cpuMicros(pid));
+      } catch {
+        // not on this machine, or gone
+      }
+    }
+    return out;
+  }
+  static delta(before: Map<number, number>, after: Map<number, number>): number {
+    let sum = 0;
+    for (const [pid, us] of after) sum += us - (before.get(pid) ?? 0);
+    return sum;
+  }
+}
+
+async function load(server: Server, paths: string[], seconds: number, hist?: Histogram) {
+  const inst = autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    pipelining: 1,
+    duration: seconds,
+    timeout: 10,
+    requests: paths.map((path) => ({ method: 'GET', path })),
+  });
+  if (hist) inst.on('response', (_c: unknown, _s: number, _b: number, ms: number) => hist.recordMs(ms));
+  return inst;
+}
+
+async function measure(server: Server, target: Target, route: string, paths: string[], round: number, pgCpu: PgCpu | undefined): Promise<Run> {
+  const hist = new Histogram();
+  const pg0 = pgCpu ? await pgCpu.snapshot() : undefined;
+  const cpu0 = cpuMicros(server.pid);
+  const self0 = process.cpuUsage();
+  const t0 = performance.now();
+  const result = await load(server, paths, SECONDS, hist);
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = cpuMicros(server.pid) - cpu0;
+  const self = process.cpuUsage(self0);
+  const pgUs = pgCpu && pg0 ? PgCpu.delta(pg0, await pgCpu.snapshot()) : 0;
+  const requests = result.requests.total;
+  return {
+    target, route, round, seconds: wall, requests, reqPerSec: requests / wall,
+    p50: hist.pMs(50), p99: hist.pMs(99), p999: hist.pMs(99.9),
+    errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx,
+    cpuUsPerReq: cpu / requests, pgUsPerReq: pgCpu ? pgUs / requests : 0,
+    serverBusyPct: (100 * cpu) / (wall * 1e6), loadBusyPct: (100 * (self.user + self.system)) / (wall * 1e6),
+  };
+}
+
+function serviceEnv(url: string): Record<string, string> {
+  return {
+    DATABASE_URL: url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json',
+    FEED_STALE_MS: '3600000',
+  };
+}
+
+async function profileRoutes(dbUrl: string, pinning: Pinning, paths: Record<string, string[]>): Promise<Record<string, ProfileSummary>> {
+  const svc = await startServer({ name: 'service (profiled)', args: ['dist/src/main.js'], env: serviceEnv(dbUrl), pinning, inspect: true });
+  const out: Record<string, ProfileSummary> = {};
+  const insp = new Inspector(svc.inspector!);
+  try {
+    const seconds = Math.min(SECONDS, 5);
+    for (const route of ROUTES) {
+      await load(svc, paths[route], 1); // warm-up
+      await insp.start();
+      await load(svc, paths[route], seconds);
+      out[route] = summarise(await insp.stop(), `rest-${route}`);
+      log(`profiled ${route}`);
+    }
+  } finally {
+    insp.close();
+    await svc.stop();
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const pinning = pinLoadGenerator();
+  log(pinning.note);
+  const db = await prepareDatabase();
+  const servers: Server[] = [];
+  let admin: pg.Client | undefined;
+  try {
+    const service = await startServer({ name: 'service', args: ['dist/src/main.js'], env: serviceEnv(db.url), pinning });
+    servers.push(service);
+    const seeded = await seed(service.url);
+    log(`service at ${service.url}; seeded ${seeded} items through POST /api/v1/ingest`);
+
+    const paths = restPaths(10);
+    const bodies: Record<string, string> = {};
+    for (const route of ROUTES) {
+      for (const p of paths[route]) {
+        const r = await fetch(service.url + p);
+        if (r.status !== 200) throw new Error(`service answered ${r.status} to ${p}`);
+        bodies[p] = await r.text();
+      }
+    }
+    mkdirSync(RESULTS, { recursive: true });
+    const bodiesFile = join(RESULTS, 'ceiling-bodies.json');
+    writeFileSync(bodiesFile, JSON.stringify(bodies));
+
+    const baseline = await startServer({ name: 'baseline', args: ['dist/bench/baseline/server.js'], env: { DATABASE_URL: db.url, PORT: '0' }, pinning });
+    servers.push(baseline);
+    const ceiling = await startServer({ name: 'ceiling', args: ['dist/bench/ceiling/server.js'], env: { BODIES_FILE: bodiesFile, PORT: '0' }, pinning });
+    servers.push(ceiling);
+    const byTarget: Record<Target, Server> = { service, baseline, ceiling };
+
+    // Same answers? Byte for byte, per URL.
+    const identical: Record<string, string> = {};
+    for (const route of ROUTES) {
+      let same = 0;
+      let firstDiff = '';
+      for (const p of paths[route]) {
+        const b = await (await fetch(baseline.url + p)).text();
+        if (b === bodies[p]) same++;
+        else if (!firstDiff) {
+          let i = 0;
+          while (i < b.length && b[i] === bodies[p][i]) i++;
+          firstDiff = ` (first difference at byte ${i} of ${p}: service …${bodies[p].slice(Math.max(0, i - 40), i + 40)}… baseline …${b.slice(Math.max(0, i - 40), i + 40)}…)`;
+        }
+      }
+      identical[route] = `${same}/${paths[route].length}${firstDiff}`;
+      if (firstDiff) log(`baseline differs on ${route}${firstDiff}`);
+    }
+    const sizes = Object.fromEntries(ROUTES.map((r) => [r, Math.round(median(paths[r].map((p) => Buffer.byteLength(bodies[p]))))]));
+
+    admin = new pg.Client({ connectionString: db.url, application_name: 'bench-admin' });
+    await admin.connect();
+    const pgCpu = new PgCpu(admin, 'bench-baseline');
+
+    log(`warm-up: ${ROUTES.length} routes x 3 servers x 1 s`);
+    for (const route of ROUTES) for (const t of ['service', 'baseline', 'ceiling'] as Target[]) await load(byTarget[t], paths[route], 1);
+
+    const runs: Run[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const route of ROUTES) {
+        const order: Target[] = round % 2 ? ['service', 'baseline', 'ceiling'] : ['ceiling', 'baseline', 'service'];
+        for (const target of order) {
+          const run = await measure(byTarget[target], target, route, paths[route], round, target === 'baseline' ? pgCpu : undefined);
+          runs.push(run);
+          log(`round ${round} ${route.padEnd(7)} ${target.padEnd(8)} ${fmt(run.reqPerSec).padStart(7)} req/s  p50 ${run.p50.toFixed(2)} p99 ${run.p99.toFixed(2)} ms  cpu ${run.cpuUsPerReq.toFixed(1)} µs/req  server ${run.serverBusyPct.toFixed(0)}% load ${run.loadBusyPct.toFixed(0)}%  err ${run.errors} non2xx ${run.non2xx}`);
+          await sleep(200);
+        }
+      }
+    }
+    await admin.end();
+    admin = undefined;
+    for (const s of servers.splice(0)) await s.stop();
+
+    const profiles = PROFILE ? await profileRoutes(db.url, pinning, paths) : {};
+
+    // ---- report ----
+    const agg = (route: string, target: Target) => {
+      const rs = runs.filter((r) => r.route === route && r.target === target);
+      const m = (k: keyof Run) => median(rs.map((r) => r[k] as number));
+      const sum = (k: keyof Run) => rs.reduce((a, r) => a + (r[k] as number), 0);
+      return {
+        reqPerSec: m('reqPerSec'), p50: m('p50'), p99: m('p99'), p999: m('p999'), errors: sum('errors') + sum('timeouts'), non2xx: sum('non2xx'),
+        cpuUsPerReq: m('cpuUsPerReq'), pgUsPerReq: m('pgUsPerReq'), serverBusyPct: m('serverBusyPct'), loadBusyPct: m('loadBusyPct'),
+      };
+    };
+    const summary = Object.fromEntries(ROUTES.map((route) => {
+      const s = agg(route, 'service');
+      const b = agg(route, 'baseline');
+      const c = agg(route, 'ceiling');
+      return [route, {
+        bodyBytes: sizes[route], identical: identical[route], service: s, baseline: b, ceiling: c,
+        xBaseline: s.reqPerSec / b.reqPerSec, ofCeiling: s.reqPerSec / c.reqPerSec,
+        cpuXBaseline: (b.cpuUsPerReq + b.pgUsPerReq) / s.cpuUsPerReq, cpuOfCeiling: c.cpuUsPerReq / s.cpuUsPerReq,
+      }];
+    }));
+
+    const dataRoutes = ROUTES.filter((r) => r !== 'health');
+    const targets = {
+      '2x baseline req/s on every data route': dataRoutes.map((r) => `${r} ${summary[r].xBaseline.toFixed(2)}x`).join(', '),
+      'within 15% of the ceiling (req/s)': ROUTES.map((r) => `${r} ${(100 * summary[r].ofCeiling).toFixed(0)}%`).join(', '),
+      'p99 no worse than baseline': ROUTES.map((r) => `${r} ${summary[r].service.p99.toFixed(2)} vs ${summary[r].baseline.p99.toFixed(2)} ms`).join(', '),
+      'zero errors and non-2xx': runs.every((r) => r.errors + r.timeouts + r.non2xx === 0) ? 'yes' : 'NO',
+    };
+    const met = {
+      x2: dataRoutes.every((r) => summary[r].xBaseline >= 2),
+      ceiling: ROUTES.every((r) => summary[r].ofCeiling >= 0.85),
+      p99: ROUTES.every((r) => summary[r].service.p99 <= summary[r].baseline.p99),
+      errors: targets['zero errors and non-2xx'] === 'yes',
+    };
+
+    const t1 = mdTable(
+      ['route', 'body B', 'service req/s', 'baseline req/s', 'vs baseline', 'ceiling req/s', 'of ceiling', 'CPU µs/req svc / base (+pg) / ceil', 'same bytes'],
+      ROUTES.map((r) => {
+        const x = summary[r];
+        return [r, fmt(x.bodyBytes), fmt(x.service.reqPerSec), fmt(x.baseline.reqPerSec), `${x.xBaseline.toFixed(2)}x`, fmt(x.ceiling.reqPerSec),
+          `${(100 * x.ofCeiling).toFixed(0)}%`,
+          `${x.service.cpuUsPerReq.toFixed(1)} / ${x.baseline.cpuUsPerReq.toFixed(1)} (+${x.baseline.pgUsPerReq.toFixed(1)}) / ${x.ceiling.cpuUsPerReq.toFixed(1)}`,
+          x.identical.split(' ')[0]];
+      }),
+    );
+    const t2 = mdTable(
+      ['route', 'server', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'server core busy', 'load core busy'],
+      ROUTES.flatMap((r) => (['service', 'baseline', 'ceiling'] as Target[]).map((t) => {
+        const x = summary[r][t];
+        return [r, t, fmt(x.reqPerSec), x.p50.toFixed(2), x.p99.toFixed(2), x.p999.toFixed(2), x.errors, x.non2xx, `${x.serverBusyPct.toFixed(0)}%`, `${x.loadBusyPct.toFixed(0)}%`];
+      })),
+    );
+    const md = [
+      `## REST reads: service vs baseline vs ceiling`,
+      '',
+      `${machine().cpu}, ${machine().cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
+        `${ROUNDS} alternating rounds of ${SECONDS} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
+        `${SEED.sports * SEED.eventsPerSport} events and ${SEED.sports * SEED.eventsPerSport * 6} markets seeded through \`POST /api/v1/ingest\`; ` +
+        `each request asks for 10 sport IDs, 10 event IDs or 50 market IDs (10 different URLs per route, cycled). ${db.where}.`,
+      '',
+      t1,
+      '',
+      t2,
+      '',
+      `Targets: ${met.x2 ? 'MET' : 'MISSED'} 2x baseline (${targets['2x baseline req/s on every data route']}); ` +
+        `${met.ceiling ? 'MET' : 'MISSED'} within 15% of ceiling (${targets['within 15% of the ceiling (req/s)']}); ` +
+        `${met.p99 ? 'MET' : 'MISSED'} p99 ≤ baseline (${targets['p99 no worse than baseline']}); errors/non-2xx all zero: ${targets['zero errors and non-2xx']}.`,
+      '',
+      ...(PROFILE ? ['CPU profiles of the service (self time, % of busy time):', '', ...ROUTES.map((r) => profileMarkdown(r, profiles[r]))] : []),
+    ].join('\n');
+
+    const json = {
+      benchmark: 'rest', at: new Date().toISOString(), machine: machine(), pinning: pinning.note, database: db.where,
+      settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, routes: ROUTES }, paths, summary, targets, met, runs, profiles,
+      elapsedSeconds: (Date.now() - started) / 1000,
+    };
+    const files = writeResults('rest', json, md);
+    process.stdout.write('\n' + md + '\n\n');
+    log(`wrote ${files.md} and ${files.json} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  } finally {
+    await admin?.end().catch(() => undefined);
+    for (const s of servers) await s.stop();
+    await db.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    process.stderr.write(`bench:rest failed: ${err.stack ?? err.message}\n`);
+    process.exit(1);
+  },
+);

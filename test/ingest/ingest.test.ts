@@ -1,0 +1,135 @@
+import t from 'tap';
+import { http, postJson, startTestService } from '../helpers/service.js';
+import { sqlClient } from '../helpers/db.js';
+import { Client } from '../helpers/ws.js';
+
+type Obj = Record<string, unknown>;
+type Reply = { status: number; message: string };
+const svc = await startTestService(t);
+const ingest = (...data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
+
+/** Reads until the check passes: the read model follows Postgres through NOTIFY, a few ms behind the ack. */
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const events = (si: number) => http<{ data: Record<string, Obj[]> }>(svc.url, `/api/v1/sports/events?si=${si}`);
+const markets = (eid: number) => http<{ data: Record<string, Obj[]> }>(svc.url, `/api/v1/events/markets?eid=${eid}`);
+const result = (mid: string) => http<Obj[]>(svc.url, `/api/v1/markets/result?mid=${mid}`);
+
+const SPORT = { kind: 'sport', si: 55, na: 'Darts', a: true };
+const LEAGUE = { kind: 'league', li: 5501, si: 55, na: 'Premier League Darts' };
+const EVENT = { kind: 'event', eid: 55000001, na: 'Price v Smith', st: '2030-01-01T19:00:00.000Z', go: false, ip: false, si: 55, li: 5501, tv: null };
+const MARKET = { kind: 'market', mid: '5.55000001', eid: 55000001, na: 'Match Odds', ty: 'match-odd', s: true, go: false, rt: false, r: [{ rid: 1, na: 'Price' }, { rid: 2, na: 'Smith' }] };
+
+t.test('sport, league, event and market items create rows that REST shows', async (t) => {
+  const r = await ingest(SPORT, LEAGUE, EVENT, MARKET);
+  t.same(r.body, { status: 1, message: 'Ingested 4 items' });
+  const sports = await eventually(() => http<Obj[]>(svc.url, '/api/v1/sports'), (r) => r.body.some((s) => s.si === 55));
+  t.same(sports.body.find((s) => s.si === 55), { si: 55, na: 'Darts', a: true });
+  const ev = await eventually(() => events(55), (r) => r.body.data['55'].length > 0);
+  t.same(ev.body.data['55'], [{ eid: 55000001, na: 'Price v Smith', le: 'Premier League Darts', st: '2030-01-01T19:00:00.000Z', go: false, ip: false, si: 55, li: 5501, tv: null }]);
+  const mk = await eventually(() => markets(55000001), (r) => r.body.data['55000001'].length > 0);
+  t.same(mk.body.data['55000001'], [{ mid: '5.55000001', eid: 55000001, na: 'Match Odds', si: 55, s: true, go: false, ty: 'match-odd', rt: false, r: [{ rid: 1, na: 'Price' }, { rid: 2, na: 'Smith' }] }]);
+});
+
+t.test('a partial event changes only the keys it carries', async (t) => {
+  await ingest({ kind: 'event', eid: 55000001, ip: true, tv: '<iframe src="x"></iframe>' });
+  const ev = await eventually(() => events(55), (r) => r.body.data['55'][0]?.ip === true);
+  const { kind: _kind, ...rest } = EVENT;
+  t.same(ev.body.data['55'][0], { ...rest, le: 'Premier League Darts', ip: true, tv: '<iframe src="x"></iframe>' });
+});
+
+t.test('market state and results reach REST and the market\'s subscribers as frames', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: ['5.55000001'] });
+  await ingest({ kind: 'market', mid: '5.55000001', s: false });
+  t.same(await c.next((f) => f.op === 'market'), { op: 'market', mid: '5.55000001', s: false, go: false, rt: false });
+  await ingest({ kind: 'result', mid: '5.55000001', res: '1', rt: false, ia: false });
+  t.same(await c.next((f) => f.op === 'result'), { op: 'result', mid: '5.55000001', mt: 'match-odd', res: '1', rt: false, ia: false });
+  const settled = await eventually(() => result('5.55000001'), (r) => r.body[0]?.res === '1');
+  t.same(settled.body, [{ mid: '5.55000001', mt: 'match-odd', res: '1', rt: false, ia: false }]);
+  const from = c.frames.length;
+  await ingest({ kind: 'result', mid: '5.55000001', rt: true });
+  t.same(await c.next((f) => f.op === 'result', 5000, from), { op: 'result', mid: '5.55000001', mt: 'match-odd', res: '1', rt: true, ia: false }, 'a recall keeps res and sets rt');
+  const recalled = await eventually(() => result('5.55000001'), (r) => r.body[0]?.rt === true);
+  t.equal(recalled.body[0].rt, true);
+});
+
+t.test('a market that concludes sends its final frames, then unsubscribed', async (t) => {
+  await ingest({ kind: 'market', mid: '5.55000002', eid: 55000001, na: 'Most 180s', ty: 'other-market', s: true, go: false, rt: false });
+  await eventually(() => markets(55000001), (r) => r.body.data['55000001'].length === 2);
+  const c = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: ['5.55000002'] });
+  await ingest({ kind: 'market', mid: '5.55000002', go: true, s: false }, { kind: 'result', mid: '5.55000002', res: 'Abandoned', ia: true });
+  const bye = await c.next((f) => f.op === 'unsubscribed');
+  const ops = c.frames.map((f) => f.op);
+  t.same(bye, { op: 'unsubscribed', mids: ['5.55000002'] });
+  t.ok(ops.indexOf('market') < ops.indexOf('unsubscribed') && ops.indexOf('result') < ops.indexOf('unsubscribed'), `order: ${ops.join(',')}`);
+  t.same(c.frames.find((f) => f.op === 'result'), { op: 'result', mid: '5.55000002', mt: 'other-market', res: 'Abandoned', rt: false, ia: true });
+});
+
+t.test('a player-race market with nested markets, and ball-by-ball with bl', async (t) => {
+  const r = await ingest(
+    { kind: 'market', mid: '5.55000003', eid: 55000001, na: 'Top Checkout', ty: 'player-race', s: true, go: false, rt: false,
+      m: [{ mid: '5.55000003.1', s: true, go: false, r: [{ rid: 1, na: 'Price' }, { rid: 2, na: 'Smith' }], if: null }] },
+    { kind: 'market', mid: '5.55000004', eid: 55000001, na: 'Leg 1 Dart 1', ty: 'ball-by-ball', s: true, go: false, rt: false, bl: 1.1, di: 3 },
+  );
+  t.equal(r.status, 200);
+  const mk = await eventually(() => markets(55000001), (r) => r.body.data['55000001'].length === 4);
+  const race = mk.body.data['55000001'].find((m) => m.mid === '5.55000003')!;
+  t.same(race.m, [{ mid: '5.55000003.1', s: true, go: false, r: [{ rid: 1, na: 'Price' }, { rid: 2, na: 'Smith' }], if: null }]);
+  t.notOk('r' in race);
+  const ball = mk.body.data['55000001'].find((m) => m.mid === '5.55000004')!;
+  t.equal(ball.bl, 1.1);
+  t.equal(ball.di, 3);
+});
+
+t.test('the spec\'s rules are enforced, each refusal naming the item and field', async (t) => {
+  const cases: [Obj, RegExp][] = [
+    [{ ...MARKET, mid: '5.9', ty: 'coin-toss' }, /^item 0 \(market 5.9\): ty must be one of/],
+    [{ ...MARKET, mid: '5.9', bl: 2.1 }, /bl is only allowed on a ball-by-ball market/],
+    [{ ...MARKET, mid: '5.9', ty: 'player-race' }, /r is not allowed on a player-race market/],
+    [{ ...MARKET, mid: '5.9', m: [] }, /m is only allowed on a player-race market/],
+    [{ ...MARKET, mid: '5.9', eid: 99999999 }, /eid 99999999 does not exist in events/],
+    [{ ...MARKET, mid: 'bad id' }, /mid must match/],
+    [{ ...EVENT, eid: -1 }, /eid must be a positive integer/],
+    [{ ...EVENT, eid: 56, st: 'tomorrow' }, /st must be an ISO 8601 date-time/],
+    [{ kind: 'event', eid: 57, ip: true }, /does not exist yet, and na, st, si, li are required to create it/],
+    [{ kind: 'result', mid: 'no.such' }, /market no.such does not exist/],
+    [{ kind: 'weather', mid: 'x' }, /kind must be one of/],
+    [{ ...MARKET, mid: '5.9', r: [{ rid: 1, na: 'A' }, { rid: 1, na: 'B' }] }, /r\[1\].rid repeats runner 1/],
+  ];
+  for (const [item, says] of cases) {
+    const r = await ingest(item);
+    t.equal(r.status, 400, JSON.stringify(item).slice(0, 60));
+    t.match(r.body.message, says);
+  }
+});
+
+t.test('a batch with one bad item changes nothing', async (t) => {
+  const c = await sqlClient(t, svc.databaseUrl);
+  const count = async () => (await c.query(`SELECT (SELECT count(*) FROM sports) + (SELECT count(*) FROM events) + (SELECT count(*) FROM markets) AS n`)).rows[0].n;
+  const before = await count();
+  const r = await ingest({ kind: 'sport', si: 66, na: 'Snooker', a: true }, { kind: 'event', eid: 66000001, na: 'X', st: '2030-01-01T00:00:00Z', si: 66, li: 999999 });
+  t.equal(r.status, 400);
+  t.match(r.body.message, /^item 1 \(event 66000001\): li 999999 does not exist in leagues/);
+  t.equal(await count(), before);
+  t.notOk((await http<Obj[]>(svc.url, '/api/v1/sports')).body.some((s) => s.si === 66));
+});
+
+t.test('an acknowledged write survives a restart of the service', async (t) => {
+  await ingest({ kind: 'event', eid: 55000001, na: 'Price v Smith (final)' });
+  await svc.close();
+  const again = await startTestService(t, {}, svc.databaseUrl);
+  const ev = await http<{ data: Record<string, Obj[]> }>(again.url, '/api/v1/sports/events?si=55');
+  t.equal(ev.body.data['55'][0].na, 'Price v Smith (final)');
+  const res = await http<Obj[]>(again.url, '/api/v1/markets/result?mid=5.55000001');
+  t.same(res.body, [{ mid: '5.55000001', mt: 'match-odd', res: '1', rt: true, ia: false }]);
+});
