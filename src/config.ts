@@ -32,6 +32,7 @@ export interface Config {
   readonly feedStaleMs: number;
   readonly ingestMaxItems: number;
   readonly simulatorIntervalMs: number;
+  readonly lifecycleIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -114,5 +115,6 @@ export function loadConfig(env: Env = process.env): Config {
     feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),
     ingestMaxItems: int(env, 'INGEST_MAX_ITEMS', 5000, 1, 1000000),
     simulatorIntervalMs: int(env, 'SIMULATOR_INTERVAL_MS', 250, 10, 60000),
+    lifecycleIntervalMs: int(env, 'LIFECYCLE_INTERVAL_MS', 5000, 10, 3600000),
   });
 }

@@ -116,7 +116,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const feed = setInterval(() => {
     if (Date.now() - ingest.lastAt > config.feedStaleMs) broadcaster.setFeed('STALE');
   }, FEED_CHECK_MS);
-  const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, log) : undefined;
+  const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, config.lifecycleIntervalMs, log) : undefined;
 
   const bound = await listen(app, config.host, config.port);
   listenSocket = bound.socket;

@@ -1,6 +1,7 @@
 import type { Ingest } from '../ingest/ingest.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
+import { Lifecycle } from './lifecycle.js';
 import { Simulator, type SimMarket } from './simulator.js';
 
 /**
@@ -23,8 +24,12 @@ function simMarkets(model: ReadModel): SimMarket[] {
   return out;
 }
 
-/** Publishes simulated odds through the ingest path, as an external publisher would. */
-export function startSimulator(model: ReadModel, ingest: Ingest, intervalMs: number, log: Logger): Simulator {
+/**
+ * Publishes simulated odds, and moves markets through their lifecycle,
+ * through the ingest path, as an external publisher would.
+ */
+export function startSimulator(model: ReadModel, ingest: Ingest, intervalMs: number, lifecycleMs: number, log: Logger): { stop(): void } {
+  const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs });
   const sim = new Simulator({
     intervalMs,
     markets: () => simMarkets(model),
@@ -33,6 +38,7 @@ export function startSimulator(model: ReadModel, ingest: Ingest, intervalMs: num
     },
   });
   sim.start();
-  log.info('odds simulator started', { intervalMs });
-  return sim;
+  life.start();
+  log.info('odds simulator started', { intervalMs, lifecycleMs });
+  return { stop: () => { sim.stop(); life.stop(); } };
 }

@@ -86,6 +86,10 @@ export class ReadModel {
     return this.events.get(eid)?.value;
   }
 
+  allEvents(): Event[] {
+    return [...this.events.values()].map((e) => e.value);
+  }
+
   allMarkets(): IterableIterator<Market> {
     return [...this.markets.values()].map((e) => e.value).values();
   }

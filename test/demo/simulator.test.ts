@@ -4,16 +4,7 @@ import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ladder.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
-
-/** mulberry32: a small seeded PRNG, so every run sees the same market moves. */
-function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../helpers/random.js';
 
 const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
   ({ mid, ty, inPlay: true, active: true, closed: false, rids: [], ...extra });

@@ -12,7 +12,7 @@ t.test('the sport list becomes sport items', async (t) => {
 
 t.test('the event list becomes event items from every sport, keeping le and li for the league', async (t) => {
   const other = { ...event, eid: 2, si: 1 };
-  t.strictSame(itemsFromRest({ data: { 4: [event], 1: [other], 2: [] } }), { items: [{ ...event, kind: 'event' }, { ...other, kind: 'event' }] });
+  t.strictSame(itemsFromRest({ data: { 1: [other], 2: [], 4: [event] } }), { items: [{ ...other, kind: 'event' }, { ...event, kind: 'event' }] });
 });
 
 t.test('the market list becomes market items, optional keys kept', async (t) => {

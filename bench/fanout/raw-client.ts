@@ -1,0 +1,237 @@
+/**
+ * Fan-out load: thousands of subscriber sockets in one process, as cheap as a client can be, so
+ * the load generator is not what is measured. Plain TCP sockets speak just enough WebSocket
+ * (handshake, one masked subscribe frame, pong) and count frames by reading headers only,
+ * skipping payloads; every read lands in one shared buffer (net `onread`), nothing is allocated
+ * per frame. To keep the number of reads down, each socket pauses after a read and all are
+ * resumed every `cycleMs`: frames wait in the kernel meanwhile (a few KB), which costs the
+ * server nothing. Latency and sequence checks are the sampler's job (sampler.ts).
+ *
+ * A child process (fork) driven over IPC: connect, counts, cycle, close.
+ */
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+
+interface Connect {
+  type: 'connect';
+  host: string;
+  port: number;
+  path: string;
+  protocol: string;
+  /** Market IDs of each socket. */
+  sockets: string[][];
+  localAddresses: string[];
+  concurrency: number;
+}
+
+type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'close' };
+
+interface State {
+  sock: net.Socket;
+  handshake: string | undefined;
+  /** Header bytes of the frame being read. */
+  hdr: Buffer;
+  hdrLen: number;
+  /** Payload bytes of the current frame still to come, and how far into it we are. */
+  left: number;
+  pos: number;
+  opcode: number;
+  /** Control frame payload (ping), kept to echo in the pong. */
+  ctrl: number[] | undefined;
+  paused: boolean;
+  closed: boolean;
+}
+
+const shared = Buffer.allocUnsafe(256 * 1024);
+const sockets: State[] = [];
+let paused: State[] = [];
+let cycleMs = 0;
+let cycleTimer: NodeJS.Timeout | undefined;
+let odds = 0;
+let acks = 0;
+let other = 0;
+let closed = 0;
+let reads = 0;
+let binary = false;
+
+/** A client frame, masked with a zero key (allowed; the payload then goes as is). */
+function clientFrame(opcode: number, payload: Buffer): Buffer {
+  const len = payload.length;
+  const head = len < 126 ? Buffer.from([0x80 | opcode, 0x80 | len]) : Buffer.from([0x80 | opcode, 0x80 | 126, len >> 8, len & 0xff]);
+  return Buffer.concat([head, Buffer.alloc(4), payload]);
+}
+
+/** Which server message a frame is, from one byte: `{"op":"o...` in JSON, field 2 (odds) in protobuf. */
+function classify(byte: number): void {
+  if (binary ? byte === 0x12 : byte === 0x6f) odds++;
+  else if (binary ? byte === 0x0a : byte === 0x61) acks++;
+  else other++;
+}
+const CLASSIFY_AT = () => (binary ? 0 : 7);
+
+function frames(s: State, buf: Buffer, start: number, end: number): void {
+  const at = CLASSIFY_AT();
+  let i = start;
+  while (i < end) {
+    if (s.left > 0) {
+      const take = Math.min(s.left, end - i);
+      if (s.opcode === 1 || s.opcode === 2) {
+        if (at >= s.pos && at < s.pos + take) classify(buf[i + at - s.pos]);
+      } else if (s.ctrl) {
+        for (let k = 0; k < take; k++) s.ctrl.push(buf[i + k]);
+      }
+      s.pos += take;
+      s.left -= take;
+      i += take;
+      if (s.left === 0) endFrame(s);
+      continue;
+    }
+    s.hdr[s.hdrLen++] = buf[i++];
+    if (s.hdrLen < 2) continue;
+    const len7 = s.hdr[1] & 0x7f;
+    const need = len7 === 126 ? 4 : len7 === 127 ? 10 : 2;
+    if (s.hdrLen < need) continue;
+    const len = len7 === 126 ? s.hdr.readUInt16BE(2) : len7 === 127 ? Number(s.hdr.readBigUInt64BE(2)) : len7;
+    s.opcode = s.hdr[0] & 0x0f;
+    s.hdrLen = 0;
+    s.pos = 0;
+    s.left = len;
+    s.ctrl = s.opcode >= 8 ? [] : undefined;
+    if (len === 0) endFrame(s);
+  }
+}
+
+function endFrame(s: State): void {
+  if (s.opcode === 9) s.sock.write(clientFrame(0xa, Buffer.from(s.ctrl ?? [])));
+  else if (s.opcode === 8 && !s.closed) {
+    s.closed = true;
+    closed++;
+  }
+  s.ctrl = undefined;
+}
+
+function onRead(s: State, n: number, buf: Buffer, ready: () => void): boolean {
+  reads++;
+  if (s.handshake !== undefined) {
+    s.handshake += buf.toString('latin1', 0, n);
+    const end = s.handshake.indexOf('\r\n\r\n');
+    if (end < 0) return true;
+    const head = s.handshake.slice(0, end);
+    const rest = Buffer.from(s.handshake.slice(end + 4), 'latin1');
+    s.handshake = undefined;
+    if (!/^HTTP\/1\.1 101/.test(head)) {
+      process.stderr.write(`raw client: handshake refused: ${head.split('\r\n')[0]}\n`);
+      s.sock.destroy();
+      return false;
+    }
+    ready();
+    if (rest.length) frames(s, rest, 0, rest.length);
+    return true;
+  }
+  frames(s, buf, 0, n);
+  if (cycleMs > 0 && !s.paused) {
+    s.paused = true;
+    paused.push(s);
+    return false;
+  }
+  return true;
+}
+
+function setCycle(ms: number): void {
+  cycleMs = ms;
+  clearInterval(cycleTimer);
+  if (ms > 0) {
+    cycleTimer = setInterval(() => {
+      const list = paused;
+      paused = [];
+      for (const s of list) {
+        s.paused = false;
+        if (!s.closed) s.sock.resume();
+      }
+    }, ms);
+  } else {
+    for (const s of paused.splice(0)) {
+      s.paused = false;
+      s.sock.resume();
+    }
+  }
+}
+
+async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
+  binary = c.protocol === 'odds.v1.proto';
+  let ok = 0;
+  let failed = 0;
+  let next = 0;
+  const one = (i: number) => new Promise<void>((done) => {
+    const mids = c.sockets[i];
+    const key = randomBytes(16).toString('base64');
+    const subscribe = clientFrame(1, Buffer.from(JSON.stringify({ op: 'subscribe', id: 1, mids })));
+    let settled = false;
+    const finish = (good: boolean) => {
+      if (settled) return;
+      settled = true;
+      if (good) ok++;
+      else failed++;
+      done();
+    };
+    const state: State = {
+      sock: undefined as unknown as net.Socket, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0,
+      ctrl: undefined, paused: false, closed: false,
+    };
+    const sock = net.connect({
+      host: c.host, port: c.port, localAddress: c.localAddresses[i % c.localAddresses.length], noDelay: true,
+      onread: {
+        buffer: shared,
+        // Connected once subscribed; the orchestrator then waits until every ack has arrived.
+        callback: (n: number, buf: Uint8Array) => onRead(state, n, buf as Buffer, () => {
+          sock.write(subscribe);
+          finish(true);
+        }),
+      },
+    } as net.NetConnectOpts);
+    state.sock = sock;
+    sock.on('connect', () => sock.write(
+      `GET ${c.path} HTTP/1.1\r\nHost: ${c.host}:${c.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${c.protocol}\r\n\r\n`,
+    ));
+    sock.on('error', (err) => {
+      if (!settled) process.stderr.write(`raw client: ${err.message}\n`);
+      finish(false);
+    });
+    sock.on('close', () => {
+      if (!state.closed) {
+        state.closed = true;
+        closed++;
+      }
+      finish(false);
+    });
+    setTimeout(() => finish(false), 30_000).unref();
+    sockets.push(state);
+  });
+  const lanes = Array.from({ length: Math.min(c.concurrency, c.sockets.length) }, async () => {
+    while (next < c.sockets.length) await one(next++);
+  });
+  await Promise.all(lanes);
+  return { ok, failed };
+}
+
+process.on('message', (m: Command) => {
+  switch (m.type) {
+    case 'connect':
+      connectAll(m).then((r) => process.send!({ type: 'connected', ...r }));
+      break;
+    case 'counts':
+      process.send!({ type: 'counts', odds, acks, other, closed, reads, cpu: process.cpuUsage() });
+      break;
+    case 'cycle':
+      setCycle(m.ms);
+      process.send!({ type: 'cycled' });
+      break;
+    case 'close':
+      setCycle(0);
+      for (const s of sockets) s.sock.destroy();
+      process.send!({ type: 'closed' }, () => process.exit(0));
+      break;
+  }
+});
+process.on('disconnect', () => process.exit(0));
