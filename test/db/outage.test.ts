@@ -56,11 +56,36 @@ t.test('with Postgres down, writes answer 503 with the error body', async (t) =>
   t.match(r.body.message, /database is unavailable/);
 });
 
+const batch = [
+  { kind: 'sport', si: 77, na: 'Curling', a: true },
+  { kind: 'league', li: 7701, si: 77, na: 'World Curling' },
+];
+
+t.test('with Postgres down, reference ingest answers 503 and odds ingest still publishes', async (t) => {
+  const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/ingest', { data: batch });
+  t.equal(r.status, 503);
+  t.match(r.body.message, /database is unavailable/);
+  const odds = await postJson(svc.url, '/api/v1/ingest', { data: [{ kind: 'odds', mid: '1.200001001', ts: Date.now(), st: 'OPEN', ip: true, r: [] }] });
+  t.equal(odds.status, 200, 'odds never touch Postgres');
+});
+
 t.test('when Postgres is back, writes succeed again without a restart', async (t) => {
   pg = await startEmbedded(dir, port, log);
+  const { default: pgLib } = await import('pg');
+  const c = new pgLib.Client({ connectionString: pg.url });
+  await c.connect();
+  t.equal((await c.query('SELECT count(*)::int AS n FROM sports WHERE si = 77')).rows[0].n, 0, 'nothing of the refused batch was written');
+  await c.end();
   const r = await eventually(() => postJson<{ status: number }>(svc.url, '/api/v1/subscribe', { data: ['5.5'] }), (r) => r.status === 200);
   t.equal(r.status, 200);
   t.same(r.body, { status: 1, message: 'Subscribed from market 5.5' });
+});
+
+t.test('when Postgres is back, the refused ingest batch is accepted and shows in REST', async (t) => {
+  const r = await eventually(() => postJson(svc.url, '/api/v1/ingest', { data: batch }), (r) => r.status === 200);
+  t.same(r.body, { status: 1, message: 'Ingested 2 items' });
+  const sports = await eventually(() => http(svc.url, '/api/v1/sports'), (r) => r.text.includes('Curling'));
+  t.match(sports.text, /"si":77,"na":"Curling"/);
 });
 
 t.test('when Postgres is back, NOTIFY refresh works again', async (t) => {
