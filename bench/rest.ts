@@ -121,8 +121,12 @@ async function profileRoutes(dbUrl: string, pinning: Pinning, paths: Record<stri
     for (const route of ROUTES) {
       await load(svc, paths[route], 1); // warm-up
       await insp.start();
-      await load(svc, paths[route], seconds);
-      out[route] = summarise(await insp.stop(), `rest-${route}`);
+      const cpu0 = cpuMicros(svc.pid);
+      const result = await load(svc, paths[route], seconds);
+      const cpu = cpuMicros(svc.pid) - cpu0;
+      const profile = await insp.stop();
+      const rps = result.requests.total / seconds;
+      out[route] = summarise(profile, `rest-${route}`, `${fmt(rps)} req/s for ${seconds} s, ${(cpu / result.requests.total).toFixed(1)} µs CPU/req (profiler on)`, cpu);
       log(`profiled ${route}`);
     }
   } finally {
@@ -134,6 +138,7 @@ async function profileRoutes(dbUrl: string, pinning: Pinning, paths: Record<stri
 
 async function main(): Promise<void> {
   const started = Date.now();
+  const host = machine();
   const pinning = pinLoadGenerator();
   log(pinning.note);
   const db = await prepareDatabase();
@@ -263,7 +268,7 @@ async function main(): Promise<void> {
     const md = [
       `## REST reads: service vs baseline vs ceiling`,
       '',
-      `${machine().cpu}, ${machine().cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
+      `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
         `${ROUNDS} alternating rounds of ${SECONDS} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
         `${SEED.sports * SEED.eventsPerSport} events and ${SEED.sports * SEED.eventsPerSport * 6} markets seeded through \`POST /api/v1/ingest\`; ` +
         `each request asks for 10 sport IDs, 10 event IDs or 50 market IDs (10 different URLs per route, cycled). ${db.where}.`,
@@ -280,7 +285,7 @@ async function main(): Promise<void> {
     ].join('\n');
 
     const json = {
-      benchmark: 'rest', at: new Date().toISOString(), machine: machine(), pinning: pinning.note, database: db.where,
+      benchmark: 'rest', at: new Date().toISOString(), machine: host, pinning: pinning.note, database: db.where,
       settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, routes: ROUTES }, paths, summary, targets, met, runs, profiles,
       elapsedSeconds: (Date.now() - started) / 1000,
     };

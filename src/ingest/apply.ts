@@ -51,7 +51,7 @@ async function applyEvent(db: Client, e: EventItem): Promise<Outcome> {
     const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.eid])).rows[0];
     const li = e.li ?? current?.li;
     if (li === undefined) throw new ApplyError('le needs li to name its league');
-    await upsert(db, 'leagues', ['li', li], { na: e.le }, []).catch(async (err) => {
+    await upsert(db, 'leagues', ['li', li], { na: e.le }, ['si']).catch(async (err) => {
       if (!(err instanceof ApplyError)) throw err;
       const si = e.si ?? current?.si;
       if (si === undefined) throw new ApplyError(`league ${li} does not exist yet, and si is required to create it`);
