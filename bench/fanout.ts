@@ -16,7 +16,7 @@ import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import {
-  DIST, Histogram, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep,
+  DIST, Histogram, Noise, coreBusyPct, waitQuiet, coreTimes, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep,
   startServer, writeResults, type Pinning,
 } from './lib/common.js';
 import { fanoutMarkets, prepareDatabase, seed } from './lib/data.js';
@@ -39,6 +39,7 @@ const MAX_STEPS = Math.round(envNumber('FANOUT_MAX_STEPS', 9));
 const MAX_RATE = envNumber('FANOUT_MAX_RATE', 200_000);
 const PROFILE = envFlag('BENCH_PROFILE', true);
 const PER_WORKER = 5000;
+const FOREIGN_LIMIT = 15;
 const PROTOCOL: Record<'json' | 'proto', string> = { json: 'odds.v1.json', proto: 'odds.v1.proto' };
 
 // ---- child processes ----
@@ -164,7 +165,7 @@ class Publisher {
     });
   }
 
-  async idle(timeoutMs = 5000): Promise<void> {
+  async idle(timeoutMs = 15_000): Promise<void> {
     const until = Date.now() + timeoutMs;
     while (this.sentAt.size > 0 && Date.now() < until) await sleep(10);
   }
@@ -199,6 +200,11 @@ interface Step {
   cpuNsPerDelivery: number;
   serverBusyPct: number;
   clientBusyPct: number;
+  /** Whole cores (/proc/stat): more than the processes' own share means other work ran there. */
+  core0Pct: number;
+  core1Pct: number;
+  /** CPU used by other processes during the step, % of a core (a step above 15% is repeated). */
+  foreignPct: number;
   cycleMs: number;
   pass: boolean;
   why: string;
@@ -210,6 +216,8 @@ interface RunResult {
   sockets: number;
   connectSeconds: number;
   memPerSocketKiB: number;
+  /** Of which JS heap (the rest: uWS or Node native memory). */
+  heapPerSocketKiB: number;
   rssBeforeMiB: number;
   rssAfterMiB: number;
   idleCpuPct: number;
@@ -228,10 +236,10 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
   opts: { profileAt?: number } = {}): Promise<RunResult> {
   const server = await startServer(impl === 'service'
     ? {
-      name: 'service', args: ['dist/src/main.js'], pinning, inspect: opts.profileAt !== undefined,
+      name: 'service', args: ['dist/src/main.js'], pinning, inspect: true,
       env: { DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', FEED_STALE_MS: '3600000' },
     }
-    : { name: 'baseline', args: ['dist/bench/baseline/server.js'], pinning, env: { DATABASE_URL: dbUrl, PORT: '0' } });
+    : { name: 'baseline', args: ['dist/bench/baseline/server.js'], pinning, inspect: true, env: { DATABASE_URL: dbUrl, PORT: '0' } });
   const children: Child[] = [];
   const publisher = new Publisher(markets);
   try {
@@ -249,7 +257,17 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
 
     await publisher.open(server.url);
     await sleep(300);
-    const rssBefore = rssBytes(server.pid);
+    // Memory is read after a full GC (through the inspector, the same for both servers), so
+    // garbage left by connecting does not count as memory per socket.
+    const insp = new Inspector(server.inspector!);
+    const heap = async () => {
+      await insp.call('HeapProfiler.collectGarbage');
+      await sleep(200);
+      const h = await insp.call<{ usedSize: number }>('Runtime.getHeapUsage');
+      return { rss: rssBytes(server.pid), heap: h.usedSize };
+    };
+    const before = await heap();
+    const rssBefore = before.rss;
 
     // Connect: counting clients niced, so the sampler and publisher get the core when they need it.
     const t0 = performance.now();
@@ -280,22 +298,39 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       await sleep(50);
     }
     const connectSeconds = (performance.now() - t0) / 1000;
-    await sleep(1000);
-    const rssAfter = rssBytes(server.pid);
+    await sleep(500);
+    const after = await heap();
+    insp.close();
+    const rssAfter = after.rss;
+    const heapPerSocketKiB = (after.heap - before.heap) / n / 1024;
     const idle0 = cpuMicros(server.pid);
     await sleep(1000);
     const idleCpuPct = (cpuMicros(server.pid) - idle0) / 1e4;
-    log(`${impl} ${format} ${n} sockets: connected in ${connectSeconds.toFixed(1)} s, ${((rssAfter - rssBefore) / n / 1024).toFixed(2)} KiB/socket, idle CPU ${idleCpuPct.toFixed(1)}%`);
+    log(`${impl} ${format} ${n} sockets: connected in ${connectSeconds.toFixed(1)} s, ${((rssAfter - rssBefore) / n / 1024).toFixed(2)} KiB/socket (JS heap ${heapPerSocketKiB.toFixed(2)}), idle CPU ${idleCpuPct.toFixed(1)}%`);
 
     let lastProfile: ProfileSummary | undefined;
     const frameBytes = format === 'proto' ? 170 : 380;
+    const fixedCycle = process.env.FANOUT_CYCLE_MS;
     const cycleFor = (rate: number) => {
+      if (fixedCycle !== undefined && fixedCycle !== '') return Number(fixedCycle);
       // Keep what waits in the kernel per socket around 16 KB, read at most every 100 ms.
       const perSocket = (rate * K) / P * frameBytes;
       return Math.max(2, Math.min(100, Math.floor((16_384 / perSocket) * 1000)));
     };
 
+    const pids = () => [server.pid, ...children.map((c) => c.proc.pid!)];
     const step = async (targetPerSec: number, seconds: number, profile?: Inspector): Promise<Step> => {
+      let st: Step | undefined;
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        await waitQuiet(pids);
+        st = await stepOnce(targetPerSec, seconds, attempt === 1 ? profile : undefined);
+        if (st.foreignPct < FOREIGN_LIMIT || profile) break;
+        log(`other processes used ${st.foreignPct.toFixed(0)}% of a core during the step; repeating it`);
+        await publisher.idle();
+      }
+      return st!;
+    };
+    const stepOnce = async (targetPerSec: number, seconds: number, profile?: Inspector): Promise<Step> => {
       const rate = targetPerSec / subsPerMarket;
       const cycleMs = cycleFor(rate);
       await Promise.all(workers.map((w) => w.ask({ type: 'cycle', ms: cycleMs }, 'cycled')));
@@ -306,6 +341,8 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const s0 = await sampler.ask({ type: 'stats' }, 'stats');
       const self0 = process.cpuUsage();
       const cpu0 = cpuMicros(server.pid);
+      const cores0 = coreTimes();
+      const noise = new Noise(pids);
       const w0 = performance.now();
       if (profile) await profile.start();
       const pub = await publisher.run(rate, seconds);
@@ -327,6 +364,8 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const prof = profile ? await profile.stop() : undefined;
       const wall = (performance.now() - w0) / 1000;
       const cpu = cpuMicros(server.pid) - cpu0;
+      const cores = coreBusyPct(cores0, coreTimes());
+      const foreignPct = noise.foreignPct();
       await publisher.idle();
       const self = process.cpuUsage(self0);
       const clientCpu = cpuOf(self) + (c1.cpu - c0.cpu) + (cpuOf(s1.cpu) - cpuOf(s0.cpu));
@@ -341,7 +380,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         lost: Math.max(0, expected - delivered), sampledLost: s1.lost, conflated: s1.conflated, reordered: s1.reordered,
         closed: c1.closed + s1.closed, refused: publisher.refused - refused0, ackP99: publisher.ackLatency.pMs(99),
         cpuNsPerDelivery: (cpu * 1000) / Math.max(1, delivered), serverBusyPct: cpu / wall / 1e4, clientBusyPct: clientCpu / wall / 1e4,
-        cycleMs, pass: false, why: '',
+        core0Pct: cores[0] ?? NaN, core1Pct: cores[1] ?? NaN, foreignPct, cycleMs, pass: false, why: '',
       };
       const why: string[] = [];
       if (!(st.p99 < P99_LIMIT)) why.push(`p99 ${st.p99.toFixed(1)} ms`);
@@ -356,7 +395,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
           `${fmt(st.deliveriesPerSec)} deliveries/s, ${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery (profiler on)`, cpu);
       }
       log(`${impl} ${format} ${n}: ${fmt(rate)} upd/s -> ${fmt(st.deliveriesPerSec)} deliveries/s, p50 ${st.p50.toFixed(2)} p99 ${st.p99.toFixed(2)} ms, ` +
-        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, server ${st.serverBusyPct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}% (cycle ${cycleMs} ms) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
+        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
       return st;
     };
 
@@ -375,7 +414,11 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       let target = START;
       for (let i = 0; i < MAX_STEPS && target / subsPerMarket <= MAX_RATE; i++, target *= 2) {
         let st = await step(target, STEP_SECONDS);
-        if (!st.pass) st = await step(target, STEP_SECONDS); // once more: one hiccup is not a limit
+        // Once more when it failed narrowly: one hiccup (GC, a neighbour's burst) is not a limit.
+        if (!st.pass && st.p99 < 4 * P99_LIMIT && st.lost <= st.expected * 0.01) {
+          await sleep(500);
+          st = await step(target, STEP_SECONDS);
+        }
         steps.push(st);
         if (!st.pass) break;
       }
@@ -384,7 +427,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
     const maxHeld = passed.length ? passed.reduce((a, b) => (b.deliveriesPerSec > a.deliveriesPerSec ? b : a)) : undefined;
     const halfMax = maxHeld ? steps.find((s) => s.pass && Math.abs(s.targetPerSec - maxHeld.targetPerSec / 2) < 1) : undefined;
     return {
-      impl, format, sockets: n, connectSeconds, memPerSocketKiB: (rssAfter - rssBefore) / n / 1024,
+      impl, format, sockets: n, connectSeconds, memPerSocketKiB: (rssAfter - rssBefore) / n / 1024, heapPerSocketKiB,
       rssBeforeMiB: rssBefore / 2 ** 20, rssAfterMiB: rssAfter / 2 ** 20, idleCpuPct, steps, maxHeld, halfMax,
       firstFail: steps.find((s) => !s.pass), profile: lastProfile,
     };
@@ -457,14 +500,14 @@ async function main(): Promise<void> {
           rows.push([
             fmt(n), format, impl, m ? fmt(m.deliveriesPerSec) : 'none', ratio, m ? fmt(m.rate) : '–',
             m ? `${m.p50.toFixed(1)} / ${m.p99.toFixed(1)}` : '–', r.halfMax ? r.halfMax.p99.toFixed(1) : '–',
-            m ? m.cpuNsPerDelivery.toFixed(0) : '–', r.memPerSocketKiB.toFixed(1), r.idleCpuPct.toFixed(1),
+            m ? m.cpuNsPerDelivery.toFixed(0) : '–', `${r.memPerSocketKiB.toFixed(1)} (${r.heapPerSocketKiB.toFixed(1)})`, r.idleCpuPct.toFixed(1),
             r.firstFail ? `${fmt(r.firstFail.deliveriesPerSec)}/s: ${r.firstFail.why}` : `none up to ${fmt(r.steps[r.steps.length - 1]?.targetPerSec ?? 0)}/s`,
           ]);
         }
       }
     }
     const table = mdTable(
-      ['sockets', 'format', 'server', 'max held deliveries/s', 'vs baseline', 'updates/s', 'p50 / p99 ms at max', 'p99 ms at half max', 'CPU ns/delivery', 'KiB/socket', 'idle CPU %', 'first step not held'],
+      ['sockets', 'format', 'server', 'max held deliveries/s', 'vs baseline', 'updates/s', 'p50 / p99 ms at max', 'p99 ms at half max', 'CPU ns/delivery', 'KiB/socket (JS heap)', 'idle CPU %', 'first step not held'],
       rows,
     );
     const svc = results.filter((r) => r.impl === 'service');
@@ -479,9 +522,9 @@ async function main(): Promise<void> {
       memory: svc.filter((r) => r.sockets >= 1000).every((r) => r.memPerSocketKiB <= 10),
     };
     const stepsTable = mdTable(
-      ['sockets', 'format', 'server', 'updates/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'missing', 'CPU ns/delivery', 'server core', 'client core', 'held'],
+      ['sockets', 'format', 'server', 'updates/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'missing', 'CPU ns/delivery', 'server process / core 0', 'clients / core 1', 'held'],
       results.flatMap((r) => r.steps.map((s) => [fmt(r.sockets), r.format, r.impl, fmt(s.rate), fmt(s.deliveriesPerSec), s.p50.toFixed(2), s.p99.toFixed(2), s.p999.toFixed(2),
-        fmt(s.lost), s.cpuNsPerDelivery.toFixed(0), `${s.serverBusyPct.toFixed(0)}%`, `${s.clientBusyPct.toFixed(0)}%`, s.pass ? 'yes' : `no: ${s.why}`])),
+        fmt(s.lost), s.cpuNsPerDelivery.toFixed(0), `${s.serverBusyPct.toFixed(0)}% / ${s.core0Pct.toFixed(0)}%`, `${s.clientBusyPct.toFixed(0)}% / ${s.core1Pct.toFixed(0)}%`, s.pass ? 'yes' : `no: ${s.why}`])),
     );
     const md = [
       '## Odds fan-out: service vs baseline',

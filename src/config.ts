@@ -33,6 +33,8 @@ export interface Config {
   readonly ingestMaxItems: number;
   readonly simulatorIntervalMs: number;
   readonly lifecycleIntervalMs: number;
+  readonly drainDelayMs: number;
+  readonly shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -116,5 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestMaxItems: int(env, 'INGEST_MAX_ITEMS', 5000, 1, 1000000),
     simulatorIntervalMs: int(env, 'SIMULATOR_INTERVAL_MS', 250, 10, 60000),
     lifecycleIntervalMs: int(env, 'LIFECYCLE_INTERVAL_MS', 5000, 10, 3600000),
+    drainDelayMs: int(env, 'DRAIN_DELAY_MS', 5000, 0, 600000),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
   });
 }

@@ -33,7 +33,11 @@ async function main(): Promise<void> {
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    log.info('shutting down', { signal });
+    log.info('shutting down', { signal, drainDelayMs: config.drainDelayMs, timeoutMs: config.shutdownTimeoutMs });
+    setTimeout(() => {
+      log.error('shutdown did not finish in time; exiting', { timeoutMs: config.shutdownTimeoutMs });
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     try {
       await service?.close();
       await embedded?.stop();

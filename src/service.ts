@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import { createPool } from './db/pool.js';
+import { createPool, isUnavailable } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { Listener } from './db/listen.js';
 import { ReadModel } from './refdata/model.js';
@@ -14,10 +15,14 @@ import { Book } from './odds/book.js';
 import { Broadcaster, CLOSE_GOING_AWAY } from './odds/broadcaster.js';
 import { stateFrames } from './odds/state.js';
 import { Ingest } from './ingest/ingest.js';
-import { closeListen, createApp, listen } from './http/app.js';
-import { ROUTES, SOCKET_ROUTES, registerFallbacks, registerRest } from './http/rest.js';
+import { closeListen, createApp, listen, nativeUws } from './http/app.js';
+import { Router } from './http/router.js';
+import { registerRest } from './http/rest.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
+import { ServiceMetrics } from './metrics/registry.js';
+import { HttpMetrics } from './metrics/http.js';
+import { OddsMetrics } from './metrics/odds.js';
 
 export interface Service {
   readonly port: number;
@@ -27,12 +32,14 @@ export interface Service {
   readonly book: Book;
   readonly broadcaster: Broadcaster;
   readonly ingest: Ingest;
+  /** Drains and stops: not ready, no new connections, requests finish, sockets get 1001, Postgres closes. */
   close(): Promise<void>;
 }
 
 /** How often sockets are checked for backpressure and heartbeats. */
 const SWEEP_MS = 100;
 const FEED_CHECK_MS = 250;
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -56,18 +63,30 @@ async function waitForPostgres(pool: pg.Pool, log: Logger, attempts = 60): Promi
  * sockets. Tests run it in-process.
  */
 export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
-  const pool = createPool(databaseUrl, config, log);
+  let pool: pg.Pool | undefined;
+  const model = new ReadModel();
+  const metrics = new ServiceMetrics({ pool: () => pool!, modelSize: () => model.size, nativeUws, version: VERSION });
+  pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   let draining = false;
   let listenSocket: us_listen_socket | undefined;
   const app = createApp();
   const book = new Book();
-  const broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, log);
-  const model = new ReadModel();
-  const sync = new ModelSync(pool, model, log, stateFrames(broadcaster));
+  let broadcaster: Broadcaster | undefined;
+  const odds = new OddsMetrics(metrics.registry, {
+    sockets: (f) => broadcaster?.sockets(f) ?? 0,
+    subscriptions: () => broadcaster?.subscriptions() ?? 0,
+    feedStale: () => broadcaster?.feed === 'STALE',
+  });
+  broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
+  const sync = new ModelSync(pool, model, log, {
+    changes: stateFrames(broadcaster),
+    lag: (s) => metrics.refreshLag.observe(s),
+    failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
+  });
   const listener = new Listener(databaseUrl, 'refdata', {
     onConnect: () => sync.reloadAll(),
     onNotify: (key) => sync.notify(key),
-    onDisconnect: () => undefined,
+    onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
   }, log, config.pgConnectTimeoutMs);
 
   try {
@@ -82,39 +101,46 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     throw err;
   }
 
-  const ingest = new Ingest(pool, model, book, broadcaster, config.ingestMaxItems, log);
-  registerRest(app, {
+  const db = pool;
+  const bc = broadcaster;
+  const ingest = new Ingest(db, model, book, bc, config.ingestMaxItems, odds, log);
+  const router = new Router(app, new HttpMetrics(metrics.registry), log);
+  /** Counts Postgres being unreachable for a write, then lets the error answer 503. */
+  const counted = async (work: Promise<void>): Promise<void> => {
+    await work.catch((err) => {
+      if (isUnavailable(err)) metrics.pgErrors.inc({ kind: 'unavailable' });
+      throw err;
+    });
+  };
+  registerRest(router, {
     model,
-    log,
     maxBodyBytes: config.maxBodyBytes,
     subscriptions: {
       // Live sockets change only after the stored set did, so a 503 leaves both as they were.
       subscribe: async (client, mids) => {
-        await addMarkets(pool, client, mids);
-        broadcaster.attachClient(client, mids);
+        await counted(addMarkets(db, client, mids));
+        bc.attachClient(client, mids);
       },
       unsubscribe: async (client, mids) => {
-        await removeMarkets(pool, client, mids);
-        broadcaster.detachClient(client, mids);
+        await counted(removeMarkets(db, client, mids));
+        bc.detachClient(client, mids);
       },
     },
     notReady: () => (draining ? 'draining' : sync.loaded ? undefined : 'starting'),
   });
+  router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
   registerWs(app, {
-    broadcaster,
+    broadcaster: bc,
     log,
-    storedMarkets: (client) => listMarkets(pool, client),
-    limits: {
-      maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond,
-      idleTimeoutS: config.wsIdleTimeoutS,
-    },
+    storedMarkets: (client) => listMarkets(db, client),
+    limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
   });
-  registerIngest(app, ingest, config.maxBodyBytes, log);
-  registerFallbacks(app, ROUTES, SOCKET_ROUTES);
+  registerIngest(app, router, ingest, config.maxBodyBytes, log);
+  router.fallbacks(['/ws', '/ingest']);
 
-  const sweep = setInterval(() => broadcaster.sweep(), SWEEP_MS);
+  const sweep = setInterval(() => bc.sweep(), SWEEP_MS);
   const feed = setInterval(() => {
-    if (Date.now() - ingest.lastAt > config.feedStaleMs) broadcaster.setFeed('STALE');
+    if (Date.now() - ingest.lastAt > config.feedStaleMs) bc.setFeed('STALE');
   }, FEED_CHECK_MS);
   const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, config.lifecycleIntervalMs, log) : undefined;
 
@@ -124,28 +150,29 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const url = `http://${host}:${bound.port}`;
   log.info('listening', { url, model: model.size });
 
-  let closing: Promise<void> | undefined;
   const shutdown = async (): Promise<void> => {
     draining = true;
+    log.info('shutdown: readiness off');
     simulator?.stop();
-    clearInterval(sweep);
-    clearInterval(feed);
     if (listenSocket) closeListen(listenSocket);
     listenSocket = undefined;
-    broadcaster.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
+    log.info('shutdown: listen socket closed');
+    await router.idle();
+    log.info('shutdown: in-flight requests finished; draining sockets', { sockets: bc.size, drainDelayMs: config.drainDelayMs });
+    await sleep(config.drainDelayMs);
+    clearInterval(sweep);
+    clearInterval(feed);
+    bc.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
+    log.info('shutdown: sockets closed');
     sync.stop();
     await listener.stop();
-    await pool.end();
+    await db.end();
+    log.info('shutdown: postgres pool closed');
   };
+  let closing: Promise<void> | undefined;
 
   return {
-    port: bound.port,
-    url,
-    pool,
-    model,
-    book,
-    broadcaster,
-    ingest,
+    port: bound.port, url, pool: db, model, book, broadcaster: bc, ingest,
     close: () => (closing ??= shutdown()),
   };
 }

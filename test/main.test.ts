@@ -20,7 +20,7 @@ interface Running {
 function run(env: Record<string, string | undefined>, waitForUrl = true): Promise<Running> {
   const base = { ...process.env };
   delete base.DATABASE_URL;
-  const child = spawn(process.execPath, [MAIN], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

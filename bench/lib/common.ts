@@ -175,6 +175,76 @@ export function sumCpuMicros(pids: readonly number[]): number {
   return sum;
 }
 
+/** Busy and total jiffies per CPU, from /proc/stat. */
+export function coreTimes(): { busy: number; total: number }[] {
+  const out: { busy: number; total: number }[] = [];
+  try {
+    for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+      const m = /^cpu(\d+) (.*)$/.exec(line);
+      if (!m) continue;
+      const v = m[2].trim().split(/\s+/).map(Number);
+      const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+      out[Number(m[1])] = { busy: total - v[3] - v[4], total };
+    }
+  } catch {
+    // not Linux
+  }
+  return out;
+}
+
+/** How busy each core was between two coreTimes() readings, in %. */
+export function coreBusyPct(a: { busy: number; total: number }[], b: { busy: number; total: number }[]): number[] {
+  return b.map((x, i) => (100 * (x.busy - (a[i]?.busy ?? 0))) / Math.max(1, x.total - (a[i]?.total ?? 0)));
+}
+
+/**
+ * CPU used on the machine by anything but the given processes, in % of one core, between
+ * two readings: other jobs on a shared machine make a measurement meaningless, so the
+ * benchmarks wait for quiet before measuring and repeat a measurement that was disturbed.
+ */
+export class Noise {
+  private cores = coreTimes();
+  private ours: number;
+  private at = performance.now();
+  constructor(private readonly pids: () => number[]) {
+    this.ours = this.own();
+  }
+  private own(): number {
+    return sumCpuMicros(this.pids()) + cpuSelf();
+  }
+  /** Foreign CPU since construction, % of one core. */
+  foreignPct(): number {
+    const now = coreTimes();
+    const wall = (performance.now() - this.at) / 1000;
+    let busyJiffies = 0;
+    for (let i = 0; i < now.length; i++) busyJiffies += now[i].busy - (this.cores[i]?.busy ?? 0);
+    const busyUs = (busyJiffies * 1e6) / CLK_TCK;
+    return Math.max(0, (100 * (busyUs - (this.own() - this.ours))) / (wall * 1e6));
+  }
+}
+
+const cpuSelf = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+/** Waits (up to maxMs) until other processes use less than `pct` % of a core over 300 ms. */
+export async function waitQuiet(pids: () => number[], pct = 10, maxMs = 30_000): Promise<number> {
+  const until = performance.now() + maxMs;
+  let last = NaN;
+  let warned = false;
+  for (;;) {
+    const n = new Noise(pids);
+    await sleep(300);
+    last = n.foreignPct();
+    if (last < pct || performance.now() > until) return last;
+    if (!warned) {
+      log(`waiting for other jobs on this machine to finish (${last.toFixed(0)}% of a core in use by others)`);
+      warned = true;
+    }
+  }
+}
+
 // ---- statistics ----
 
 /**

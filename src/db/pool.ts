@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 // double, and returning strings would leak into the JSON.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
-export function createPool(url: string, config: Config, log: Logger): pg.Pool {
+export function createPool(url: string, config: Config, log: Logger, onIdleError: () => void = () => undefined): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: config.pgPoolMax,
@@ -18,7 +18,10 @@ export function createPool(url: string, config: Config, log: Logger): pg.Pool {
   });
   // An idle client dying (Postgres restarted) emits here; without a listener
   // it would be an uncaught 'error' and take the process down.
-  pool.on('error', (err) => log.warn('postgres idle client lost', { err: err.message }));
+  pool.on('error', (err) => {
+    log.warn('postgres idle client lost', { err: err.message });
+    onIdleError();
+  });
   return pool;
 }
 

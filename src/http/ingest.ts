@@ -1,9 +1,10 @@
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { TemplatedApp } from 'uWebSockets.js';
 import { HttpError, errors } from '../errors.js';
 import { decodeIngestProto, encodeJson, encodeProto } from '../odds/codec.js';
 import type { Ingest, IngestResult } from '../ingest/ingest.js';
 import type { Logger } from '../log.js';
-import { Exchange, parseJson } from './request.js';
+import { parseJson } from './request.js';
+import type { Router } from './router.js';
 
 const JSON_TYPE = 'application/json';
 const PROTO_TYPE = 'application/x-protobuf';
@@ -44,20 +45,10 @@ interface PublisherState {
  * Publishers' routes. Both take the same items; the socket form answers
  * each message with an ack in the socket's format, echoing the batch `id`.
  */
-export function registerIngest(app: TemplatedApp, ingest: Ingest, maxBodyBytes: number, log: Logger): void {
-  app.post('/api/v1/ingest', (res: HttpResponse, req: HttpRequest) => {
-    const ex = new Exchange(res);
-    const binary = req.getHeader('content-type').split(';')[0].trim().toLowerCase() === PROTO_TYPE;
-    const body = ex.body(req, maxBodyBytes, [JSON_TYPE, PROTO_TYPE]);
-    void (async () => {
-      try {
-        const batch = decodeBatch(await body, binary);
-        const result = await ingest.accept(batch.data);
-        ex.reply(200, JSON.stringify({ status: 1, message: summary(result) }));
-      } catch (err) {
-        ex.fail(failure(err, log));
-      }
-    })();
+export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, maxBodyBytes: number, log: Logger): void {
+  router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], maxBodyBytes, async (body, type) => {
+    const batch = decodeBatch(body, type === PROTO_TYPE);
+    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data)) });
   });
 
   app.ws<PublisherState>('/ingest', {

@@ -53,10 +53,10 @@ export function queryIds<T>(q: Query, name: string, parse: (s: string) => T | un
   return idList(text, name, parse, rule);
 }
 
-export function send(res: HttpResponse, status: number, body: string, headers?: Readonly<Record<string, string>>): void {
+export function send(res: HttpResponse, status: number, body: string, headers?: Readonly<Record<string, string>>, type = 'application/json'): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? String(status));
-    res.writeHeader('content-type', 'application/json');
+    res.writeHeader('content-type', type);
     if (headers) for (const k in headers) res.writeHeader(k, headers[k]);
     res.end(body);
   });
@@ -82,8 +82,8 @@ export class Exchange {
     });
   }
 
-  reply(status: number, body: string, headers?: Readonly<Record<string, string>>): void {
-    if (!this.aborted) send(this.res, status, body, headers);
+  reply(status: number, body: string, headers?: Readonly<Record<string, string>>, type?: string): void {
+    if (!this.aborted) send(this.res, status, body, headers, type);
   }
 
   fail(err: HttpError): void {

@@ -107,7 +107,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const { name, format } = pickProtocol(req.getHeader('sec-websocket-protocol'));
       const now = Date.now();
       const state: SocketState = {
-        id: nextId++, client: 'public', format, hbMs, mids: new Set(), lagging: false, laggingSince: 0,
+        id: nextId++, client: 'public', format, hbMs, mids: new Set(), lagging: false, laggingSince: 0, sentSeqs: undefined,
         lastSendAt: now, tokens: limits.messagesPerSecond, tokensAt: now, closed: false,
       };
       res.upgrade(state, req.getHeader('sec-websocket-key'), name, req.getHeader('sec-websocket-extensions'), context);

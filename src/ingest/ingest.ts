@@ -1,10 +1,11 @@
 import type pg from 'pg';
-import { errors } from '../errors.js';
 import type { Book } from '../odds/book.js';
 import type { Broadcaster } from '../odds/broadcaster.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
+import type { OddsMetrics } from '../metrics/odds.js';
+import { HttpError, errors } from '../errors.js';
 import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
@@ -32,10 +33,23 @@ export class Ingest {
     private readonly book: Book,
     private readonly broadcaster: Broadcaster,
     private readonly maxItems: number,
+    private readonly metrics: OddsMetrics,
     private readonly log: Logger,
   ) {}
 
   async accept(data: unknown): Promise<IngestResult> {
+    const t0 = performance.now();
+    try {
+      const result = await this.acceptChecked(data, t0);
+      this.metrics.ingestBatches.inc({ outcome: 'ok' });
+      return result;
+    } catch (err) {
+      this.metrics.ingestBatches.inc({ outcome: err instanceof HttpError && err.status === 503 ? 'unavailable' : 'rejected' });
+      throw err;
+    }
+  }
+
+  private async acceptChecked(data: unknown, t0: number): Promise<IngestResult> {
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > this.maxItems) throw errors.badParam('data', `must hold 1 to ${this.maxItems} items, got ${data.length}`);
     this.lastAt = Date.now();
@@ -43,6 +57,12 @@ export class Ingest {
     const { reference, odds } = this.check(data);
     const outcomes = reference.length ? await writeReference(this.pool, reference, this.log) : [];
     for (const image of odds) this.broadcaster.publish(this.book.apply(image));
+    if (odds.length) {
+      this.metrics.oddsIngested.inc(odds.length);
+      this.metrics.ingestToPublish.observe((performance.now() - t0) / 1000);
+    }
+    for (const [, item] of reference) this.metrics.ingestItems.inc({ kind: item.kind });
+    if (odds.length) this.metrics.ingestItems.inc({ kind: 'odds' }, odds.length);
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     return { count: data.length, inserted, updated: outcomes.length - inserted };
   }

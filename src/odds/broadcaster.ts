@@ -3,6 +3,7 @@ import { encodeJson, encodeProto } from './codec.js';
 import type { Book, BookEntry, Format, Frame } from './book.js';
 import type { FeedStatus, ServerMessage } from './messages.js';
 import type { Logger } from '../log.js';
+import type { OddsMetrics } from '../metrics/odds.js';
 
 export interface SocketState {
   readonly id: number;
@@ -13,6 +14,8 @@ export interface SocketState {
   /** Over the soft backpressure limit: off every odds topic until it drains. */
   lagging: boolean;
   laggingSince: number;
+  /** Each market's seq when the socket went lagging: what it had already been sent. */
+  sentSeqs: Map<string, number> | undefined;
   /** Last frame sent to this socket directly (pub/sub frames are accounted per market). */
   lastSendAt: number;
   tokens: number;
@@ -39,6 +42,7 @@ const TOPIC_PREFIX: Record<Format, string> = { json: 'j/', proto: 'p/' };
 /** '$' cannot occur in a market ID, so control topics never collide with markets. */
 const FEED_TOPIC: Record<Format, string> = { json: 'j/$feed', proto: 'p/$feed' };
 const topic = (format: Format, mid: string): string => TOPIC_PREFIX[format] + mid;
+const FORMATS = ['json', 'proto'] as const;
 
 export function encodeFor(format: Format, msg: ServerMessage): Frame {
   return format === 'json' ? encodeJson(msg) : encodeProto(msg);
@@ -52,14 +56,30 @@ export function encodeFor(format: Format, msg: ServerMessage): Frame {
  * drains, gets the newest image of each of its markets marked `con:true`.
  */
 export class Broadcaster {
-  private sockets = new Set<Socket>();
+  private open = new Set<Socket>();
   private byClient = new Map<string, Set<Socket>>();
   private feedStatus: FeedStatus = 'OK';
+  private readonly byFormat: Record<Format, number> = { json: 0, proto: 0 };
+  private subscriptionCount = 0;
 
-  constructor(private readonly app: TemplatedApp, private readonly book: Book, private readonly limits: BroadcastLimits, private readonly log: Logger) {}
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly book: Book,
+    private readonly limits: BroadcastLimits,
+    private readonly metrics: OddsMetrics,
+    private readonly log: Logger,
+  ) {}
 
   get size(): number {
-    return this.sockets.size;
+    return this.open.size;
+  }
+
+  sockets(format: Format): number {
+    return this.byFormat[format];
+  }
+
+  subscriptions(): number {
+    return this.subscriptionCount;
   }
 
   get feed(): FeedStatus {
@@ -67,30 +87,34 @@ export class Broadcaster {
   }
 
   publish(entry: BookEntry): void {
-    for (const format of ['json', 'proto'] as const) {
-      const t = topic(format, entry.mid);
-      if (this.app.numSubscribers(t) > 0) this.app.publish(t, entry.frame(format), format === 'proto');
-    }
+    for (const format of FORMATS) this.toTopic(topic(format, entry.mid), format, () => entry.frame(format));
   }
 
   /** Sends a state or result frame to every subscriber of a market. */
   publishToMarket(mid: string, msg: ServerMessage): void {
-    for (const format of ['json', 'proto'] as const) {
-      const t = topic(format, mid);
-      if (this.app.numSubscribers(t) > 0) this.app.publish(t, encodeFor(format, msg), format === 'proto');
-    }
+    for (const format of FORMATS) this.toTopic(topic(format, mid), format, () => encodeFor(format, msg));
+  }
+
+  /** Encodes only for a format that has subscribers on this topic. */
+  private toTopic(t: string, format: Format, frame: () => Frame): void {
+    const n = this.app.numSubscribers(t);
+    if (n === 0) return;
+    this.app.publish(t, frame(), format === 'proto');
+    this.metrics.framesPublished.inc({ format });
+    this.metrics.framesDelivered.inc({ format }, n);
   }
 
   setFeed(status: FeedStatus): void {
     if (status === this.feedStatus) return;
     this.feedStatus = status;
     this.log.info('feed status', { status });
-    for (const format of ['json', 'proto'] as const) this.app.publish(FEED_TOPIC[format], encodeFor(format, { op: 'feed', status }), format === 'proto');
+    for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, () => encodeFor(format, { op: 'feed', status }));
   }
 
   opened(ws: Socket): void {
     const s = ws.getUserData();
-    this.sockets.add(ws);
+    this.open.add(ws);
+    this.byFormat[s.format]++;
     let set = this.byClient.get(s.client);
     if (!set) this.byClient.set(s.client, (set = new Set()));
     set.add(ws);
@@ -101,7 +125,9 @@ export class Broadcaster {
   closed(ws: Socket): void {
     const s = ws.getUserData();
     s.closed = true;
-    this.sockets.delete(ws);
+    this.open.delete(ws);
+    this.byFormat[s.format]--;
+    this.subscriptionCount -= s.mids.size;
     this.byClient.get(s.client)?.delete(ws);
     if (this.byClient.get(s.client)?.size === 0) this.byClient.delete(s.client);
   }
@@ -118,6 +144,7 @@ export class Broadcaster {
       for (const mid of mids) {
         if (!s.mids.has(mid)) {
           s.mids.add(mid);
+          this.subscriptionCount++;
           if (!s.lagging) ws.subscribe(topic(s.format, mid));
         }
         const entry = this.book.get(mid);
@@ -132,6 +159,7 @@ export class Broadcaster {
     const had: string[] = [];
     for (const mid of mids) {
       if (!s.mids.delete(mid)) continue;
+      this.subscriptionCount--;
       had.push(mid);
       if (!s.lagging) ws.unsubscribe(topic(s.format, mid));
     }
@@ -149,16 +177,17 @@ export class Broadcaster {
   }
 
   detachEverywhere(mids: readonly string[]): void {
-    for (const ws of this.sockets) this.detachAndTell(ws, mids);
+    for (const ws of this.open) this.detachAndTell(ws, mids);
   }
 
   /** One pass over the sockets: slow-consumer state and heartbeats. Called on a short timer. */
   sweep(now = Date.now()): void {
-    for (const ws of this.sockets) {
+    for (const ws of this.open) {
       const s = ws.getUserData();
       const buffered = ws.getBufferedAmount();
       if (buffered > this.limits.maxBytes || (s.lagging && now - s.laggingSince > this.limits.slowCloseMs)) {
         this.log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, laggingMs: s.lagging ? now - s.laggingSince : 0 });
+        this.metrics.slowCloses.inc();
         ws.end(CLOSE_SLOW, 'slow consumer');
         continue;
       }
@@ -178,7 +207,7 @@ export class Broadcaster {
   }
 
   closeAll(code: number, reason: string): void {
-    for (const ws of [...this.sockets]) ws.end(code, reason);
+    for (const ws of [...this.open]) ws.end(code, reason);
   }
 
   private detachAndTell(ws: Socket, mids: readonly string[]): void {
@@ -190,23 +219,37 @@ export class Broadcaster {
     const s = ws.getUserData();
     ws.send(frame, typeof frame !== 'string');
     s.lastSendAt = Date.now();
+    this.metrics.framesDelivered.inc({ format: s.format });
   }
 
   private pause(ws: Socket, now: number): void {
     const s = ws.getUserData();
     s.lagging = true;
     s.laggingSince = now;
-    for (const mid of s.mids) ws.unsubscribe(topic(s.format, mid));
+    // uWS never drops frames itself (its limit is off), so everything up to here was queued.
+    s.sentSeqs = new Map();
+    for (const mid of s.mids) {
+      ws.unsubscribe(topic(s.format, mid));
+      const seq = this.book.get(mid)?.seq;
+      if (seq !== undefined) s.sentSeqs.set(mid, seq);
+    }
   }
 
+  /** Back on its topics, with the newest image of each market that moved while it lagged. */
   private resume(ws: Socket): void {
     const s = ws.getUserData();
+    const sent = s.sentSeqs ?? new Map<string, number>();
     s.lagging = false;
+    s.sentSeqs = undefined;
+    this.metrics.resyncs.inc();
     ws.cork(() => {
       for (const mid of s.mids) {
         ws.subscribe(topic(s.format, mid));
         const entry = this.book.get(mid);
-        if (entry) this.sendFrame(ws, entry.frame(s.format, true));
+        const had = sent.get(mid);
+        if (!entry || entry.seq === had) continue;
+        if (had !== undefined) this.metrics.framesSkipped.inc(entry.seq - had);
+        this.sendFrame(ws, entry.frame(s.format, true));
       }
     });
   }

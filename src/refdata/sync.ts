@@ -4,6 +4,14 @@ import type { ModelChange, ReadModel } from './model.js';
 
 const RETRY_MS = 1000;
 
+export interface SyncObserver {
+  /** What a targeted reload changed; a full reload reports nothing. */
+  changes?(changes: ModelChange[]): void;
+  /** Seconds from the first NOTIFY of a batch to the model reflecting it. */
+  lag?(seconds: number): void;
+  failed?(): void;
+}
+
 /**
  * Keeps the read model equal to Postgres. NOTIFY payloads gather while a
  * reload runs and are applied together after it; a (re)connected listener
@@ -17,16 +25,13 @@ export class ModelSync {
   private retry: NodeJS.Timeout | undefined;
   private loadedOnce = false;
   private waiters: (() => void)[] = [];
-  /** Milliseconds from the first NOTIFY of a batch to the model reflecting it. */
-  lastLagMs = 0;
   private batchStart = 0;
 
   constructor(
     private readonly db: Pick<pg.Pool, 'query'>,
     private readonly model: ReadModel,
     private readonly log: Logger,
-    /** Told what each targeted reload changed; a full reload reports nothing. */
-    private readonly onChanges: (changes: ModelChange[]) => void = () => undefined,
+    private readonly observer: SyncObserver = {},
   ) {}
 
   get loaded(): boolean {
@@ -71,13 +76,14 @@ export class ModelSync {
           const start = this.batchStart;
           this.pending = new Set();
           const changes = await this.model.refresh(this.db, keys);
-          this.lastLagMs = performance.now() - start;
-          if (changes.length) this.onChanges(changes);
+          this.observer.lag?.((performance.now() - start) / 1000);
+          if (changes.length) this.observer.changes?.(changes);
         }
       }
     } catch (err) {
       // Whatever was missed is covered by a full reload once Postgres answers again.
       this.log.warn('read model refresh failed; retrying', { err: (err as Error).message });
+      this.observer.failed?.();
       this.full = true;
       clearTimeout(this.retry);
       this.retry = setTimeout(() => this.kick(), RETRY_MS);

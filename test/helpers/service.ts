@@ -14,7 +14,7 @@ export interface TestService extends Service {
  */
 export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
   const url = databaseUrl ?? (await freshDatabase(t));
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', ...env });
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
   const service = await startService(config, url, log);
   t.teardown(() => service.close());

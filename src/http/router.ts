@@ -1,0 +1,123 @@
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { HttpError, errors } from '../errors.js';
+import type { HttpMetrics } from '../metrics/http.js';
+import type { Logger } from '../log.js';
+import { Exchange, send, sendError } from './request.js';
+
+const JSON_TYPE = 'application/json';
+/** Logged as the status of a request whose client went away before the answer. */
+const ABORTED = 499;
+
+export interface Answer {
+  body: string;
+  status?: number;
+  type?: string;
+}
+
+/**
+ * Registers routes on the uWS app and does their I/O in one place: handlers
+ * return the body (or throw an HttpError) and never touch the response, so
+ * every route gets the same error bodies, abort handling, corking and
+ * metrics. Remembers each path's methods for the 405 and 404 fallbacks.
+ */
+export class Router {
+  private readonly methods = new Map<string, string[]>();
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly app: TemplatedApp, private readonly metrics: HttpMetrics, private readonly log: Logger) {}
+
+  /** An answer computed synchronously, from memory. */
+  get(path: string, fn: (req: HttpRequest) => string | Answer): void {
+    this.remember(path, 'GET');
+    this.app.get(path, (res, req) => {
+      const t0 = performance.now();
+      let status: number;
+      try {
+        const out = fn(req);
+        status = typeof out === 'string' ? 200 : (out.status ?? 200);
+        send(res, status, typeof out === 'string' ? out : out.body, undefined, typeof out === 'string' ? JSON_TYPE : out.type);
+      } catch (err) {
+        status = this.fail(res, err, path);
+      }
+      this.metrics.observe(path, 'GET', status, (performance.now() - t0) / 1000);
+    });
+  }
+
+  /** An answer that needs an await: the abort handler goes on before it. */
+  getAsync(path: string, fn: () => Promise<Answer>): void {
+    this.remember(path, 'GET');
+    this.app.get(path, (res) => {
+      const ex = new Exchange(res);
+      void this.finish(ex, path, 'GET', performance.now(), fn);
+    });
+  }
+
+  /** A body-carrying request: read whole (within `limit`) before the handler runs. */
+  post(path: string, types: readonly string[], limit: number, fn: (body: Buffer, type: string) => Promise<string>): void {
+    this.remember(path, 'POST');
+    this.app.post(path, (res, req) => {
+      const t0 = performance.now();
+      const ex = new Exchange(res);
+      const type = req.getHeader('content-type').split(';')[0].trim().toLowerCase();
+      const body = ex.body(req, limit, types);
+      void this.finish(ex, path, 'POST', t0, async () => ({ body: await fn(await body, type) }));
+    });
+  }
+
+  /** 400 for plain requests to socket routes, 405 with Allow for known paths, 404 for the rest. Call last. */
+  fallbacks(socketRoutes: readonly string[]): void {
+    const fallback = (path: string, err: (req: HttpRequest) => HttpError) => (res: HttpResponse, req: HttpRequest) => {
+      const e = err(req);
+      sendError(res, e);
+      this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), e.status, 0);
+    };
+    for (const path of socketRoutes) this.app.any(path, fallback(path, () => errors.notWebSocket(path)));
+    for (const [path, allowed] of this.methods) {
+      this.app.any(path, fallback(path, (req) => errors.methodNotAllowed(req.getCaseSensitiveMethod(), path, allowed.join(', '))));
+    }
+    this.app.any('/*', fallback('unmatched', (req) => errors.notFound(req.getUrl())));
+  }
+
+  /** Resolves when no request that awaits (body reads, writes) is still being answered. */
+  idle(): Promise<void> {
+    return this.inFlight === 0 ? Promise.resolve() : new Promise((ok) => this.idleWaiters.push(ok));
+  }
+
+  private remember(path: string, method: string): void {
+    this.methods.set(path, [...(this.methods.get(path) ?? []), method]);
+  }
+
+  private async finish(ex: Exchange, path: string, method: string, t0: number, fn: () => Promise<Answer>): Promise<void> {
+    this.inFlight++;
+    let status: number;
+    try {
+      const out = await fn();
+      status = out.status ?? 200;
+      if (ex.aborted) status = ABORTED;
+      else ex.reply(status, out.body, undefined, out.type);
+    } catch (err) {
+      status = ex.aborted ? ABORTED : this.failAsync(ex, err, path);
+    }
+    this.metrics.observe(path, method, status, (performance.now() - t0) / 1000);
+    if (--this.inFlight === 0) for (const ok of this.idleWaiters.splice(0)) ok();
+  }
+
+  private fail(res: HttpResponse, err: unknown, path: string): number {
+    const e = this.asHttp(err, path);
+    sendError(res, e);
+    return e.status;
+  }
+
+  private failAsync(ex: Exchange, err: unknown, path: string): number {
+    const e = this.asHttp(err, path);
+    ex.fail(e);
+    return e.status;
+  }
+
+  private asHttp(err: unknown, path: string): HttpError {
+    if (err instanceof HttpError) return err;
+    this.log.error('request failed', { route: path, err: String(err) });
+    return errors.internal();
+  }
+}

@@ -1,0 +1,54 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type pg from 'pg';
+
+export interface ServiceGauges {
+  pool(): pg.Pool;
+  modelSize(): { sports: number; events: number; markets: number; results: number };
+  nativeUws: boolean;
+  version: string;
+}
+
+/**
+ * The registry every metric of the service lives in: Node's default process
+ * metrics (unprefixed, as dashboards expect them) and the service's own, all
+ * prefixed `odds_`. Gauges read their value when scraped, so nothing is kept
+ * up to date on hot paths.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly pgErrors: Counter<'kind'>;
+  readonly refreshLag: Histogram;
+
+  constructor(g: ServiceGauges) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({ name: 'odds_build_info', help: 'Always 1; labels carry the version', labelNames: ['version', 'node'], registers })
+      .set({ version: g.version, node: process.version }, 1);
+    new Gauge({ name: 'odds_uws_native', help: '1 when the native uWebSockets.js binary is in use, 0 on the slow JS fallback', registers })
+      .set(g.nativeUws ? 1 : 0);
+    new Gauge({
+      name: 'odds_pg_pool_connections', help: 'Postgres pool connections by state', labelNames: ['state'], registers,
+      collect() {
+        const p = g.pool();
+        this.set({ state: 'total' }, p.totalCount);
+        this.set({ state: 'idle' }, p.idleCount);
+        this.set({ state: 'waiting' }, p.waitingCount);
+      },
+    });
+    new Gauge({
+      name: 'odds_read_model_items', help: 'Rows held by the in-memory read model, by kind', labelNames: ['kind'], registers,
+      collect() {
+        for (const [kind, n] of Object.entries(g.modelSize())) this.set({ kind }, n);
+      },
+    });
+    this.pgErrors = new Counter({ name: 'odds_pg_errors_total', help: 'Postgres errors, by kind (idle client lost, unavailable, refresh)', labelNames: ['kind'], registers });
+    this.refreshLag = new Histogram({
+      name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving to the read model reflecting it', registers,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    });
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
