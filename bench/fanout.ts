@@ -21,6 +21,7 @@ import {
 } from './lib/common.js';
 import { fanoutMarkets, prepareDatabase, seed } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
+import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';
 
 type Impl = 'service' | 'baseline';
 type Format = 'json' | 'proto' | 'mixed';
@@ -345,6 +346,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const noise = new Noise(pids);
       const w0 = performance.now();
       if (profile) await profile.start();
+      const perf = profile && perfAvailable() ? perfRecord(server.pid, seconds, `fanout-${impl}-${format}-${n}`) : undefined;
       const pub = await publisher.run(rate, seconds);
       let expectedRaw = 0;
       let expectedSampled = 0;
@@ -392,7 +394,9 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       st.why = why.join('; ');
       if (prof) {
         lastProfile = summarise(prof, `fanout-${impl}-${format}-${n}`, `${fmt(n)} sockets (${format}), ${fmt(rate)} updates/s, ` +
-          `${fmt(st.deliveriesPerSec)} deliveries/s, ${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery (profiler on)`, cpu);
+          `${fmt(st.deliveriesPerSec)} deliveries/s, ${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery (profilers on)`, cpu);
+        const perfFile = await perf;
+        if (perfFile) lastProfile.perf = perfSummary(perfFile);
       }
       log(`${impl} ${format} ${n}: ${fmt(rate)} upd/s -> ${fmt(st.deliveriesPerSec)} deliveries/s, p50 ${st.p50.toFixed(2)} p99 ${st.p99.toFixed(2)} ms, ` +
         `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
@@ -479,11 +483,14 @@ async function main(): Promise<void> {
 
     const profiles: RunResult[] = [];
     if (PROFILE && IMPLS.includes('service') && counts.length) {
-      const n = Math.max(...counts);
-      const held = results.filter((r) => r.impl === 'service' && r.sockets === n && r.maxHeld).map((r) => r.maxHeld!.targetPerSec);
-      const at = held.length ? Math.min(...held) / 2 : START;
-      log(`profiling the service: ${n} sockets (half JSON, half protobuf) at ${fmt(at)} deliveries/s`);
-      profiles.push(await runOne('service', 'mixed', n, db.url, pinning, markets, { profileAt: at }));
+      // Where the time goes at a moderate and at the largest socket count, half JSON and half protobuf.
+      const at = [...new Set([counts.includes(1000) ? 1000 : counts[0], Math.max(...counts)])];
+      for (const n of at) {
+        const held = results.filter((r) => r.impl === 'service' && r.sockets === n && r.maxHeld).map((r) => r.maxHeld!.targetPerSec);
+        const rate = held.length ? Math.min(...held) / 2 : START;
+        log(`profiling the service: ${fmt(n)} sockets (half JSON, half protobuf) at ${fmt(rate)} deliveries/s`);
+        profiles.push(await runOne('service', 'mixed', n, db.url, pinning, markets, { profileAt: rate }));
+      }
     }
 
     // ---- report ----
@@ -543,7 +550,7 @@ async function main(): Promise<void> {
         `${met.halfP99 ? 'MET' : 'MISSED'} service p99 < 20 ms at half the max rate (${svc.map((r) => `${fmt(r.sockets)} ${r.format} ${r.halfMax ? r.halfMax.p99.toFixed(1) + ' ms' : 'n/a'}`).join(', ')}); ` +
         `${met.memory ? 'MET' : 'MISSED'} ≤ 10 KiB per idle subscribed socket (${svc.filter((r) => r.sockets >= 1000).map((r) => `${fmt(r.sockets)} ${r.format} ${r.memPerSocketKiB.toFixed(1)}`).join(', ')}).`,
       '',
-      ...profiles.filter((p) => p.profile).map((p) => profileMarkdown('fan-out, service', p.profile!)),
+      'CPU profiles of the service during fan-out:', '', ...profiles.filter((p) => p.profile).map((p) => profileMarkdown(`fan-out, ${fmt(p.sockets)} sockets`, p.profile!)),
       '',
       '<details><summary>Every step</summary>',
       '',

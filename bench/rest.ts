@@ -16,6 +16,7 @@ import {
 } from './lib/common.js';
 import { prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
+import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';
 
 type Target = 'service' | 'baseline' | 'ceiling';
 
@@ -146,13 +147,17 @@ async function profileRoutes(dbUrl: string, pinning: Pinning, paths: Record<stri
     const seconds = Math.min(SECONDS, 5);
     for (const route of ROUTES) {
       await load(svc, paths[route], 1); // warm-up
+      await waitQuiet(() => [svc.pid]);
       await insp.start();
       const cpu0 = cpuMicros(svc.pid);
+      const perf = perfAvailable() ? perfRecord(svc.pid, Math.max(1, seconds - 0.5), `rest-${route}`) : undefined;
       const result = await load(svc, paths[route], seconds);
       const cpu = cpuMicros(svc.pid) - cpu0;
       const profile = await insp.stop();
+      const perfFile = await perf;
       const rps = result.requests.total / seconds;
-      out[route] = summarise(profile, `rest-${route}`, `${fmt(rps)} req/s for ${seconds} s, ${(cpu / result.requests.total).toFixed(1)} µs CPU/req (profiler on)`, cpu);
+      out[route] = summarise(profile, `rest-${route}`, `${fmt(rps)} req/s for ${seconds} s, ${(cpu / result.requests.total).toFixed(1)} µs CPU/req (profilers on)`, cpu);
+      if (perfFile) out[route].perf = perfSummary(perfFile);
       log(`profiled ${route}`);
     }
   } finally {

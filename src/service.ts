@@ -157,7 +157,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     if (listenSocket) closeListen(listenSocket);
     listenSocket = undefined;
     log.info('shutdown: listen socket closed');
-    await router.idle();
+    await router.drain();
     log.info('shutdown: in-flight requests finished; draining sockets', { sockets: bc.size, drainDelayMs: config.drainDelayMs });
     await sleep(config.drainDelayMs);
     clearInterval(sweep);

@@ -100,3 +100,44 @@ t.test('a port already taken fails the start instead of sharing it', async (t) =
   first.child.kill('SIGTERM');
   t.equal(await first.exited, 0);
 });
+
+t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 1001, exit 0, no error logged', async (t) => {
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: '500', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20' });
+  const { Client } = await import('./helpers/ws.js');
+  const sockets = await Promise.all(Array.from({ length: 20 }, (_, i) => Client.connect(svc.url, { format: i % 2 ? 'proto' : 'json' })));
+  await Promise.all(sockets.map((c) => c.request({ op: 'subscribe', mids: ['1.200001001'] })));
+  let served = 0;
+  let refused = 0;
+  const failures: string[] = [];
+  let stop = false;
+  const loop = async () => {
+    while (!stop) {
+      try {
+        const r = await fetch(svc.url + '/api/v1/sports');
+        await r.text();
+        if (r.status === 200) served++;
+        else failures.push(`status ${r.status}`);
+      } catch (err) {
+        const code = (err as { cause?: { code?: string } }).cause?.code;
+        // A connection refused never carried a request: the listen socket is closed, as it should be.
+        if (code === 'ECONNREFUSED') refused++;
+        else failures.push(String(code ?? err));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+  };
+  const loops = Array.from({ length: 4 }, loop);
+  await new Promise((r) => setTimeout(r, 300));
+  svc.child.kill('SIGTERM');
+  const code = await svc.exited;
+  stop = true;
+  await Promise.all(loops);
+  const closes = await Promise.all(sockets.map((c) => c.closed));
+  t.equal(code, 0, 'exit code 0');
+  t.ok(served > 0, `${served} requests served, ${refused} refused at connect after the listen socket closed`);
+  t.same(failures, [], 'no request failed mid-flight');
+  t.same([...new Set(closes.map((c) => c.code))], [1001], 'every socket closed with 1001');
+  t.notMatch(svc.output(), /"level":"error"/, 'nothing logged as an error');
+  t.match(svc.output(), /shutdown: readiness off[\s\S]*listen socket closed[\s\S]*sockets closed[\s\S]*postgres pool closed[\s\S]*"stopped"/, 'steps in order');
+});

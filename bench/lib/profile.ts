@@ -7,6 +7,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import WebSocket from 'ws';
 import { RESULTS, ROOT } from './common.js';
+import { perfMarkdown, type PerfSummary } from './perf.js';
 
 interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
@@ -71,6 +72,8 @@ export interface ProfileSummary {
   top: { fn: string; where: string; selfPct: number; selfMs: number }[];
   /** Self time per source area (a file of src/, a package, node internals, GC), as % of the process's CPU time. */
   areas: { area: string; selfPct: number }[];
+  /** The same window seen by Linux perf, when available. */
+  perf?: PerfSummary;
 }
 
 function where(cf: CallFrame): string {
@@ -142,5 +145,6 @@ export function summarise(profile: CpuProfile, name: string, window: string, pro
 export function profileMarkdown(title: string, s: ProfileSummary, topN = 8): string {
   const top = s.top.slice(0, topN).map((t) => `${t.selfPct.toFixed(1)}% ${t.fn}${t.where ? ` (${t.where})` : ''}`).join('; ');
   const areas = s.areas.slice(0, 7).map((a) => `${a.area} ${a.selfPct.toFixed(0)}%`).join(', ');
-  return `- **${title}**: ${s.window}; \`${s.file}\`\n  - CPU by area (% of the process's CPU time): ${areas}\n  - top self time: ${top}`;
+  return `- **${title}**: ${s.window}; \`${s.file}\`\n  - V8 profile, by area (% of the process's CPU time): ${areas}\n  - V8 top self time: ${top}` +
+    (s.perf ? '\n' + perfMarkdown(s.perf) : '');
 }

@@ -53,17 +53,18 @@ export function queryIds<T>(q: Query, name: string, parse: (s: string) => T | un
   return idList(text, name, parse, rule);
 }
 
-export function send(res: HttpResponse, status: number, body: string, headers?: Readonly<Record<string, string>>, type = 'application/json'): void {
+/** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */
+export function send(res: HttpResponse, status: number, body: string, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
   res.cork(() => {
     res.writeStatus(STATUS_LINES[status] ?? String(status));
     res.writeHeader('content-type', type);
     if (headers) for (const k in headers) res.writeHeader(k, headers[k]);
-    res.end(body);
+    res.end(body, close);
   });
 }
 
-export function sendError(res: HttpResponse, err: HttpError): void {
-  send(res, err.status, err.body, err.headers);
+export function sendError(res: HttpResponse, err: HttpError, close = false): void {
+  send(res, err.status, err.body, err.headers, undefined, close);
 }
 
 /**
@@ -82,15 +83,13 @@ export class Exchange {
     });
   }
 
-  reply(status: number, body: string, headers?: Readonly<Record<string, string>>, type?: string): void {
-    if (!this.aborted) send(this.res, status, body, headers, type);
+  reply(status: number, body: string, headers?: Readonly<Record<string, string>>, type?: string, close = false): void {
+    if (!this.aborted) send(this.res, status, body, headers, type, close);
   }
 
-  fail(err: HttpError): void {
-    if (this.aborted) return;
+  fail(err: HttpError, close = false): void {
     // A body we stopped reading early leaves bytes on the wire: close after answering.
-    if (err.status === 413) this.res.cork(() => this.res.writeStatus(STATUS_LINES[413]).writeHeader('content-type', 'application/json').end(err.body, true));
-    else sendError(this.res, err);
+    this.reply(err.status, err.body, err.headers, undefined, close || err.status === 413);
   }
 
   /** Reads the whole body, refusing more than `limit` bytes. Call before any await. */

@@ -23,6 +23,7 @@ export interface Answer {
 export class Router {
   private readonly methods = new Map<string, string[]>();
   private inFlight = 0;
+  private draining = false;
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly app: TemplatedApp, private readonly metrics: HttpMetrics, private readonly log: Logger) {}
@@ -36,7 +37,7 @@ export class Router {
       try {
         const out = fn(req);
         status = typeof out === 'string' ? 200 : (out.status ?? 200);
-        send(res, status, typeof out === 'string' ? out : out.body, undefined, typeof out === 'string' ? JSON_TYPE : out.type);
+        send(res, status, typeof out === 'string' ? out : out.body, undefined, typeof out === 'string' ? JSON_TYPE : out.type, this.draining);
       } catch (err) {
         status = this.fail(res, err, path);
       }
@@ -69,7 +70,7 @@ export class Router {
   fallbacks(socketRoutes: readonly string[]): void {
     const fallback = (path: string, err: (req: HttpRequest) => HttpError) => (res: HttpResponse, req: HttpRequest) => {
       const e = err(req);
-      sendError(res, e);
+      sendError(res, e, this.draining);
       this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), e.status, 0);
     };
     for (const path of socketRoutes) this.app.any(path, fallback(path, () => errors.notWebSocket(path)));
@@ -79,8 +80,13 @@ export class Router {
     this.app.any('/*', fallback('unmatched', (req) => errors.notFound(req.getUrl())));
   }
 
-  /** Resolves when no request that awaits (body reads, writes) is still being answered. */
-  idle(): Promise<void> {
+  /**
+   * From now on every answer closes its connection, so keep-alive clients
+   * reconnect (to another pod) instead of sending into a process that is about
+   * to exit. Resolves when no request that awaits is still being answered.
+   */
+  drain(): Promise<void> {
+    this.draining = true;
     return this.inFlight === 0 ? Promise.resolve() : new Promise((ok) => this.idleWaiters.push(ok));
   }
 
@@ -95,7 +101,7 @@ export class Router {
       const out = await fn();
       status = out.status ?? 200;
       if (ex.aborted) status = ABORTED;
-      else ex.reply(status, out.body, undefined, out.type);
+      else ex.reply(status, out.body, undefined, out.type, this.draining);
     } catch (err) {
       status = ex.aborted ? ABORTED : this.failAsync(ex, err, path);
     }
@@ -105,13 +111,13 @@ export class Router {
 
   private fail(res: HttpResponse, err: unknown, path: string): number {
     const e = this.asHttp(err, path);
-    sendError(res, e);
+    sendError(res, e, this.draining);
     return e.status;
   }
 
   private failAsync(ex: Exchange, err: unknown, path: string): number {
     const e = this.asHttp(err, path);
-    ex.fail(e);
+    ex.fail(e, this.draining);
     return e.status;
   }
 

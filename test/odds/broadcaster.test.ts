@@ -2,6 +2,7 @@ import t from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { CLOSE_SLOW } from '../../src/odds/broadcaster.js';
+import { scrape, value } from '../helpers/metrics.js';
 
 /**
  * Slow consumers and feed status over real sockets. Backpressure needs the
@@ -41,6 +42,9 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   t.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), 'seq never goes backwards');
   await slow.settled();
   t.equal(slow.oddsOf(M).at(-1)!.seq, latest, 'its book ends equal to the server\'s');
+  const m = await scrape(svc.url);
+  t.equal(value(m, 'odds_resyncs_total'), 1, 'one resync counted');
+  t.equal(value(m, 'odds_frames_skipped_total'), sent - seqs.length + 1, 'every frame it did not get live is counted as skipped');
 });
 
 t.test('a socket that stays behind past the limit is closed with the slow-consumer code', async (t) => {
@@ -57,6 +61,7 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   raw.resume();
   const { code } = await slow.closed;
   t.equal(code, CLOSE_SLOW);
+  t.equal(value(await scrape(svc.url), 'odds_slow_consumer_closes_total'), 1);
 });
 
 t.test('feed STALE when no publisher sent anything for the configured time, OK when one resumes', async (t) => {
