@@ -6,7 +6,7 @@
  * sampled sockets decode every frame for latency and sequence checks. The server runs on core 0,
  * the publisher, the counting clients and the sampler on core 1.
  *
- * Settings (env): BENCH_SECONDS (3; each rate step lasts half of it), BENCH_SOCKETS
+ * Settings (env): BENCH_SECONDS (2; each rate step lasts half of it), BENCH_SOCKETS
  * (100,1000,10000), BENCH_FORMATS (json,proto), BENCH_SERVERS (service,baseline), FANOUT_K (10
  * markets per socket), FANOUT_MARKETS (100), FANOUT_SAMPLED (20 sockets), FANOUT_START (25000
  * deliveries/s, doubled each step), FANOUT_P99_MS (50), BENCH_PROFILE (on).
@@ -26,7 +26,7 @@ import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';
 type Impl = 'service' | 'baseline';
 type Format = 'json' | 'proto' | 'mixed';
 
-const STEP_SECONDS = envNumber('BENCH_SECONDS', 3) / 2;
+const STEP_SECONDS = envNumber('BENCH_SECONDS', 2) / 2;
 const SOCKETS = envList('BENCH_SOCKETS', ['100', '1000', '10000']).map(Number);
 const FORMATS = envList('BENCH_FORMATS', ['json', 'proto']) as Format[];
 const IMPLS = envList('BENCH_SERVERS', ['service', 'baseline']) as Impl[];
@@ -272,7 +272,8 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
 
     // Connect: counting clients niced, so the sampler and publisher get the core when they need it.
     const t0 = performance.now();
-    const workers = Array.from({ length: Math.ceil(rawSets.length / PER_WORKER) }, () => Child.start('raw-client.js', 10));
+    const perWorker = format === 'mixed' ? Math.min(PER_WORKER, Math.ceil(rawSets.length / 2)) : PER_WORKER;
+    const workers = Array.from({ length: Math.ceil(rawSets.length / perWorker) }, () => Child.start('raw-client.js', 10));
     const sampler = Child.start('sampler.js', 0);
     children.push(...workers, sampler);
     const host = '127.0.0.1';
@@ -280,7 +281,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       ...workers.map((w, wi) => {
         const f = format === 'mixed' ? (wi % 2 ? 'proto' : 'json') : format;
         return w.ask({
-          type: 'connect', host, port: server.port, path: '/ws', protocol: PROTOCOL[f], sockets: rawSets.slice(wi * PER_WORKER, (wi + 1) * PER_WORKER),
+          type: 'connect', host, port: server.port, path: '/ws', protocol: PROTOCOL[f], sockets: rawSets.slice(wi * perWorker, (wi + 1) * perWorker),
           localAddresses: Array.from({ length: 4 }, (_, k) => `127.0.0.${2 + wi * 4 + k}`), concurrency: 64,
         }, 'connected');
       }),

@@ -34,6 +34,9 @@ export interface Config {
   readonly simulatorIntervalMs: number;
   readonly lifecycleIntervalMs: number;
   readonly drainDelayMs: number;
+  readonly bus: 'memory' | 'nats';
+  readonly natsUrl: string;
+  readonly natsPrefix: string;
   readonly shutdownTimeoutMs: number;
 }
 
@@ -87,6 +90,18 @@ function databaseUrl(env: Env): string | undefined {
   return raw;
 }
 
+function natsUrl(env: Env): string {
+  const raw = env.NATS_URL || 'nats://127.0.0.1:4222';
+  if (!/^(nats|tls|wss?):\/\/[^\s]+$/.test(raw)) throw new ConfigError('NATS_URL', `must be a nats:// URL, got "${raw}"`);
+  return raw;
+}
+
+function prefix(env: Env): string {
+  const raw = env.NATS_PREFIX || 'odds';
+  if (!/^[A-Za-z0-9_-]{1,32}$/.test(raw)) throw new ConfigError('NATS_PREFIX', 'must be 1 to 32 letters, digits, _ or -');
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
@@ -119,6 +134,9 @@ export function loadConfig(env: Env = process.env): Config {
     simulatorIntervalMs: int(env, 'SIMULATOR_INTERVAL_MS', 250, 10, 60000),
     lifecycleIntervalMs: int(env, 'LIFECYCLE_INTERVAL_MS', 5000, 10, 3600000),
     drainDelayMs: int(env, 'DRAIN_DELAY_MS', 5000, 0, 600000),
+    bus: oneOf(env, 'BUS', 'memory', ['memory', 'nats'] as const),
+    natsUrl: natsUrl(env),
+    natsPrefix: prefix(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
   });
 }

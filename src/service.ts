@@ -23,6 +23,8 @@ import { registerIngest } from './http/ingest.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
+import { BusMetrics } from './metrics/bus.js';
+import { createBus, linkBus } from './bus/link.js';
 
 export interface Service {
   readonly port: number;
@@ -63,23 +65,24 @@ async function waitForPostgres(pool: pg.Pool, log: Logger, attempts = 60): Promi
  * sockets. Tests run it in-process.
  */
 export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
-  let pool: pg.Pool | undefined;
+  const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool: () => pool!, modelSize: () => model.size, nativeUws, version: VERSION });
-  pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
   let draining = false;
   let listenSocket: us_listen_socket | undefined;
   const app = createApp();
   const book = new Book();
-  let broadcaster: Broadcaster | undefined;
-  const odds = new OddsMetrics(metrics.registry, {
-    sockets: (f) => broadcaster?.sockets(f) ?? 0,
-    subscriptions: () => broadcaster?.subscriptions() ?? 0,
-    feedStale: () => broadcaster?.feed === 'STALE',
+  const odds = new OddsMetrics(metrics.registry);
+  const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
+  // uWS sets up its topics with the first socket route: publishing before it would crash the process.
+  registerWs(app, {
+    broadcaster: bc,
+    log,
+    storedMarkets: (client) => listMarkets(pool, client),
+    limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
   });
-  broadcaster = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
   const sync = new ModelSync(pool, model, log, {
-    changes: stateFrames(broadcaster),
+    changes: stateFrames(bc),
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
@@ -101,9 +104,11 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     throw err;
   }
 
-  const db = pool;
-  const bc = broadcaster;
-  const ingest = new Ingest(db, model, book, bc, config.ingestMaxItems, odds, log);
+
+  const bus = createBus(config, log);
+  const ingest = new Ingest(pool, model, book, bc, bus, config.ingestMaxItems, odds, log);
+  const link = linkBus(book, bc, ingest, new BusMetrics(metrics.registry, bus.kind));
+  await bus.start(link);
   const router = new Router(app, new HttpMetrics(metrics.registry), log);
   /** Counts Postgres being unreachable for a write, then lets the error answer 503. */
   const counted = async (work: Promise<void>): Promise<void> => {
@@ -118,29 +123,25 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     subscriptions: {
       // Live sockets change only after the stored set did, so a 503 leaves both as they were.
       subscribe: async (client, mids) => {
-        await counted(addMarkets(db, client, mids));
+        await counted(addMarkets(pool, client, mids));
         bc.attachClient(client, mids);
+        bus.publishClient('attach', client, mids);
       },
       unsubscribe: async (client, mids) => {
-        await counted(removeMarkets(db, client, mids));
+        await counted(removeMarkets(pool, client, mids));
         bc.detachClient(client, mids);
+        bus.publishClient('detach', client, mids);
       },
     },
     notReady: () => (draining ? 'draining' : sync.loaded ? undefined : 'starting'),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  registerWs(app, {
-    broadcaster: bc,
-    log,
-    storedMarkets: (client) => listMarkets(db, client),
-    limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
-  });
   registerIngest(app, router, ingest, config.maxBodyBytes, log);
   router.fallbacks(['/ws', '/ingest']);
 
   const sweep = setInterval(() => bc.sweep(), SWEEP_MS);
   const feed = setInterval(() => {
-    if (Date.now() - ingest.lastAt > config.feedStaleMs) bc.setFeed('STALE');
+    if (link.isDown() || Date.now() - ingest.lastAt > config.feedStaleMs) bc.setFeed('STALE');
   }, FEED_CHECK_MS);
   const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, config.lifecycleIntervalMs, log) : undefined;
 
@@ -165,14 +166,15 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     bc.closeAll(CLOSE_GOING_AWAY, 'server shutting down');
     log.info('shutdown: sockets closed');
     sync.stop();
+    await bus.close();
     await listener.stop();
-    await db.end();
+    await pool.end();
     log.info('shutdown: postgres pool closed');
   };
   let closing: Promise<void> | undefined;
 
   return {
-    port: bound.port, url, pool: db, model, book, broadcaster: bc, ingest,
+    port: bound.port, url, pool, model, book, broadcaster: bc, ingest,
     close: () => (closing ??= shutdown()),
   };
 }

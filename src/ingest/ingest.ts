@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Book } from '../odds/book.js';
 import type { Broadcaster } from '../odds/broadcaster.js';
+import type { Bus } from '../bus/types.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
@@ -32,6 +33,7 @@ export class Ingest {
     private readonly model: ReadModel,
     private readonly book: Book,
     private readonly broadcaster: Broadcaster,
+    private readonly bus: Bus,
     private readonly maxItems: number,
     private readonly metrics: OddsMetrics,
     private readonly log: Logger,
@@ -52,11 +54,17 @@ export class Ingest {
   private async acceptChecked(data: unknown, t0: number): Promise<IngestResult> {
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > this.maxItems) throw errors.badParam('data', `must hold 1 to ${this.maxItems} items, got ${data.length}`);
-    this.lastAt = Date.now();
-    this.broadcaster.setFeed('OK');
+    this.touch();
     const { reference, odds } = this.check(data);
     const outcomes = reference.length ? await writeReference(this.pool, reference, this.log) : [];
-    for (const image of odds) this.broadcaster.publish(this.book.apply(image));
+    const pt = Date.now();
+    const seqs = await Promise.all(odds.map((image) => this.bus.sequence(image, pt)));
+    for (const [i, image] of odds.entries()) {
+      const entry = this.book.apply(image, pt, seqs[i]);
+      if (!entry) continue;
+      this.broadcaster.publish(entry);
+      this.bus.publishOdds(entry.mid, entry.frame('proto') as Uint8Array);
+    }
     if (odds.length) {
       this.metrics.oddsIngested.inc(odds.length);
       this.metrics.ingestToPublish.observe((performance.now() - t0) / 1000);
@@ -65,6 +73,12 @@ export class Ingest {
     if (odds.length) this.metrics.ingestItems.inc({ kind: 'odds' }, odds.length);
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     return { count: data.length, inserted, updated: outcomes.length - inserted };
+  }
+
+  /** A publisher was heard from, here or on another pod. */
+  touch(): void {
+    this.lastAt = Date.now();
+    this.broadcaster.setFeed('OK');
   }
 
   private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[] } {

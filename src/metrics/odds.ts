@@ -17,9 +17,15 @@ export class OddsMetrics {
   readonly resyncs: Counter;
   readonly slowCloses: Counter;
   readonly ingestToPublish: Histogram;
+  private counts: SocketCounts | undefined;
 
-  constructor(registry: Registry, counts: SocketCounts) {
+  constructor(registry: Registry) {
     const registers = [registry];
+    const counts = {
+      sockets: (f: 'json' | 'proto') => this.counts?.sockets(f) ?? 0,
+      subscriptions: () => this.counts?.subscriptions() ?? 0,
+      feedStale: () => this.counts?.feedStale() ?? false,
+    };
     new Gauge({
       name: 'odds_ws_connections', help: 'Open subscriber sockets by frame format', labelNames: ['format'], registers,
       collect() {
@@ -41,5 +47,10 @@ export class OddsMetrics {
       name: 'odds_ingest_to_publish_seconds', help: 'Time from an odds batch arriving to its frames being published', registers,
       buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
     });
+  }
+
+  /** Where the socket gauges read from when scraped: the broadcaster, which is built with these metrics. */
+  watch(counts: SocketCounts): void {
+    this.counts = counts;
   }
 }

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type pg from 'pg';
 
 export interface ServiceGauges {
-  pool(): pg.Pool;
+  pool: pg.Pool;
   modelSize(): { sports: number; events: number; markets: number; results: number };
   nativeUws: boolean;
   version: string;
@@ -29,7 +29,7 @@ export class ServiceMetrics {
     new Gauge({
       name: 'odds_pg_pool_connections', help: 'Postgres pool connections by state', labelNames: ['state'], registers,
       collect() {
-        const p = g.pool();
+        const p = g.pool;
         this.set({ state: 'total' }, p.totalCount);
         this.set({ state: 'idle' }, p.idleCount);
         this.set({ state: 'waiting' }, p.waitingCount);

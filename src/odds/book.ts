@@ -15,7 +15,10 @@ export class BookEntry {
   private conJson: string | undefined;
   private conProto: Uint8Array | undefined;
 
-  constructor(readonly mid: string, readonly seq: number, readonly pt: number, readonly image: OddsImage) {}
+  /** `proto` may come ready-made: an image from another pod arrives as the very frame subscribers get. */
+  constructor(readonly mid: string, readonly seq: number, readonly pt: number, readonly image: OddsImage, proto?: Uint8Array) {
+    this.proto = proto;
+  }
 
   message(con: boolean): OddsMessage {
     const { mid, ts, st, ip, r } = this.image;
@@ -40,10 +43,15 @@ export class BookEntry {
 export class Book {
   private entries = new Map<string, BookEntry>();
 
-  /** Stores an image as the market's newest, with the next sequence number and the publish time. */
-  apply(image: OddsImage, now = Date.now()): BookEntry {
-    const seq = (this.entries.get(image.mid)?.seq ?? 0) + 1;
-    const entry = new BookEntry(image.mid, seq, now, image);
+  /**
+   * Stores an image as the market's newest, with the next seq or the one the
+   * bus ordered it at. An image older than the one held is dropped (undefined):
+   * arrival order across pods does not matter, seq does.
+   */
+  apply(image: OddsImage, pt = Date.now(), seq?: number, proto?: Uint8Array): BookEntry | undefined {
+    const held = this.entries.get(image.mid)?.seq ?? 0;
+    if (seq !== undefined && seq <= held) return undefined;
+    const entry = new BookEntry(image.mid, seq ?? held + 1, pt, image, proto);
     this.entries.set(image.mid, entry);
     return entry;
   }

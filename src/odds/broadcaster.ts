@@ -68,7 +68,9 @@ export class Broadcaster {
     private readonly limits: BroadcastLimits,
     private readonly metrics: OddsMetrics,
     private readonly log: Logger,
-  ) {}
+  ) {
+    metrics.watch({ sockets: (f) => this.byFormat[f], subscriptions: () => this.subscriptionCount, feedStale: () => this.feedStatus === 'STALE' });
+  }
 
   get size(): number {
     return this.open.size;
