@@ -16,6 +16,11 @@ export interface Config {
   readonly demoData: boolean;
   readonly simulator: boolean;
   readonly allowUwsFallback: boolean;
+  /** API keys and roles; off makes every caller the client `public`. */
+  readonly auth: boolean;
+  readonly restRateLimit: number;
+  readonly wsMaxSocketsPerKey: number;
+  readonly wsMaxSockets: number;
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
   readonly maxBodyBytes: number;
@@ -105,8 +110,7 @@ function prefix(env: Env): string {
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
-  const auth = oneOf(env, 'AUTH', 'off', ['off', 'on']);
-  if (auth === 'on') throw new ConfigError('AUTH', 'API keys are not available in this build yet; use AUTH=off');
+  const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
   return Object.freeze({
     host: env.HOST || '0.0.0.0',
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -116,6 +120,10 @@ export function loadConfig(env: Env = process.env): Config {
     demoData: bool(env, 'DEMO_DATA', embedded),
     simulator: bool(env, 'SIMULATOR', embedded),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false),
+    auth,
+    restRateLimit: int(env, 'REST_RATE_LIMIT', auth ? 200 : 0, 0, 1_000_000),
+    wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
+    wsMaxSockets: int(env, 'WS_MAX_SOCKETS', 50_000, 1, 10_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
     logPretty: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['json', 'pretty'] as const) === 'pretty',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

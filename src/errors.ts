@@ -30,6 +30,11 @@ export const errors = {
   badParam: (name: string, rule: string) => new HttpError(400, `${name} ${rule}`),
   badBody: (rule: string) => new HttpError(400, `request body ${rule}`),
   badItem: (item: string, why: string) => new HttpError(400, `${item}: ${why}`),
+  unauthorized: (why: string) => new HttpError(401, why),
+  forbidden: (why: string) => new HttpError(403, why),
+  rateLimited: (perSecond: number, retryAfterS: number) =>
+    new HttpError(429, `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  tooManySockets: (why: string) => new HttpError(429, why),
   notFound: (path: string) => new HttpError(404, `no route for ${path}`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>
     new HttpError(405, `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),

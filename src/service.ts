@@ -25,6 +25,9 @@ import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
 import { BusMetrics } from './metrics/bus.js';
 import { createBus, linkBus } from './bus/link.js';
+import { Auth } from './auth/auth.js';
+import { SocketRegistry } from './auth/sockets.js';
+import { AuthMetrics } from './metrics/auth.js';
 
 export interface Service {
   readonly port: number;
@@ -73,10 +76,16 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const app = createApp();
   const book = new Book();
   const odds = new OddsMetrics(metrics.registry);
+  const authMetrics = new AuthMetrics(metrics.registry);
+  const sockets = new SocketRegistry(config.wsMaxSocketsPerKey, config.wsMaxSockets, config.auth, authMetrics);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => sockets.closeKey(keyId));
   const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     broadcaster: bc,
+    auth,
+    sockets,
+    metrics: authMetrics,
     log,
     storedMarkets: (client) => listMarkets(pool, client),
     limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
@@ -87,8 +96,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
   const listener = new Listener(databaseUrl, 'refdata', {
-    onConnect: () => sync.reloadAll(),
-    onNotify: (key) => sync.notify(key),
+    onConnect: () => {
+      sync.reloadAll();
+      if (config.auth) auth.loadAll(pool).catch((err) => log.warn('api keys reload failed', { err: (err as Error).message }));
+    },
+    onNotify: (key) => {
+      if (!key.startsWith('key:')) return sync.notify(key);
+      auth.reload(pool, [key.slice(4)]).catch((err) => log.warn('api key reload failed', { err: (err as Error).message }));
+    },
     onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
   }, log, config.pgConnectTimeoutMs);
 
@@ -96,6 +111,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     await waitForPostgres(pool, log);
     await migrate(pool, log);
     if (config.demoData) await loadDemoIfEmpty(pool, log);
+    if (config.auth) await auth.loadAll(pool);
     listener.start();
     await sync.whenLoaded();
   } catch (err) {
@@ -109,7 +125,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const ingest = new Ingest(pool, model, book, bc, bus, config.ingestMaxItems, odds, log);
   const link = linkBus(book, bc, ingest, new BusMetrics(metrics.registry, bus.kind));
   await bus.start(link);
-  const router = new Router(app, new HttpMetrics(metrics.registry), log);
+  const router = new Router(app, new HttpMetrics(metrics.registry), auth, log);
   /** Counts Postgres being unreachable for a write, then lets the error answer 503. */
   const counted = async (work: Promise<void>): Promise<void> => {
     await work.catch((err) => {
@@ -136,7 +152,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     notReady: () => (draining ? 'draining' : sync.loaded ? undefined : 'starting'),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  registerIngest(app, router, ingest, config.maxBodyBytes, log);
+  registerIngest(app, router, ingest, { auth, sockets }, config.maxBodyBytes, log);
   router.fallbacks(['/ws', '/ingest']);
 
   const sweep = setInterval(() => bc.sweep(), SWEEP_MS);

@@ -8,9 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { ConfigError, loadConfig } from '../config.js';
-import { startEmbedded, type EmbeddedServer } from '../db/embedded.js';
-import { migrate } from '../db/migrate.js';
-import { createPool, isUnavailable } from '../db/pool.js';
+import { openDatabase, type Database } from './database.js';
 import { HttpError } from '../errors.js';
 import { itemsFromRest } from '../ingest/from-rest.js';
 import { describe, type ReferenceItem } from '../ingest/items.js';
@@ -147,24 +145,17 @@ export async function main(argv: string[]): Promise<number> {
   const onSignal = () => (interrupted = true);
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
 
-  let embedded: EmbeddedServer | undefined;
-  if (!config.databaseUrl) {
-    try {
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log);
-    } catch (e) {
-      err(`import: cannot start the embedded Postgres in ${config.embeddedPgDir}: ${(e as Error).message}`);
-      err('import: is the service running on that folder? Stop it, or set DATABASE_URL to its database.');
-      return 1;
-    }
+  let db: Database;
+  try {
+    db = await openDatabase(config, log, 'import');
+  } catch (e) {
+    err(`import: ${(e as Error).message}`);
+    return 1;
   }
-  const pool = createPool(config.databaseUrl ?? embedded!.url, config, log);
   const summary: Summary = { done: 0, inserted: 0, updated: 0, rejected: [] };
   let code: number;
   try {
-    await migrate(pool, log).catch((e) => {
-      throw new Error(isUnavailable(e) ? `cannot reach the database: ${(e as Error).message || (e as { code?: string }).code}` : (e as Error).message);
-    });
-    await importItems(pool, pending, log, summary, (done, total) => err(`import: ${done}/${total} items`), () => interrupted);
+    await importItems(db.pool, pending, log, summary, (done, total) => err(`import: ${done}/${total} items`), () => interrupted);
     process.stdout.write(summaryText(files, summary));
     code = summary.rejected.length ? 1 : 0;
   } catch (e) {
@@ -173,8 +164,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(summaryText(files, summary));
     code = 1;
   } finally {
-    await pool.end().catch(() => undefined);
-    await embedded?.stop().catch((e) => err(`import: stopping the embedded Postgres failed: ${(e as Error).message}`));
+    await db.close().catch((e) => err(`import: stopping the embedded Postgres failed: ${(e as Error).message}`));
   }
   return code;
 }

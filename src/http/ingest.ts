@@ -3,7 +3,9 @@ import { HttpError, errors } from '../errors.js';
 import { decodeIngestProto, encodeJson, encodeProto } from '../odds/codec.js';
 import type { Ingest, IngestResult } from '../ingest/ingest.js';
 import type { Logger } from '../log.js';
-import { parseJson } from './request.js';
+import { parseJson, parseQuery, sendError } from './request.js';
+import type { Auth } from '../auth/auth.js';
+import type { SocketRegistry } from '../auth/sockets.js';
 import type { Router } from './router.js';
 
 const JSON_TYPE = 'application/json';
@@ -39,26 +41,35 @@ interface PublisherState {
   format: 'json' | 'proto';
   /** Set on close: an ack for a batch still committing must not touch a closed socket. */
   closed: boolean;
+  keyId: string;
 }
 
 /**
  * Publishers' routes. Both take the same items; the socket form answers
  * each message with an ack in the socket's format, echoing the batch `id`.
  */
-export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, maxBodyBytes: number, log: Logger): void {
+export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, auth: { auth: Auth; sockets: SocketRegistry }, maxBodyBytes: number, log: Logger): void {
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], maxBodyBytes, async (body, type) => {
     const batch = decodeBatch(body, type === PROTO_TYPE);
     return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data)) });
-  });
+  }, 'publisher');
 
   app.ws<PublisherState>('/ingest', {
     maxPayloadLength: maxBodyBytes,
     idleTimeout: 60,
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => {
+      let keyId: string;
+      try {
+        keyId = auth.auth.authenticate(req.getHeader('x-api-key') || parseQuery(req.getQuery()).get('key') || undefined, 'publisher').keyId;
+        const refused = auth.sockets.refuse(keyId);
+        if (refused) throw refused;
+      } catch (err) {
+        return sendError(res, err instanceof HttpError ? err : errors.internal());
+      }
       const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim());
       const proto = offered.includes('odds.v1.proto');
-      res.upgrade<PublisherState>({ format: proto ? 'proto' : 'json', closed: false }, req.getHeader('sec-websocket-key'),
+      res.upgrade<PublisherState>({ format: proto ? 'proto' : 'json', closed: false, keyId }, req.getHeader('sec-websocket-key'),
         proto ? 'odds.v1.proto' : offered.includes('odds.v1.json') ? 'odds.v1.json' : '', req.getHeader('sec-websocket-extensions'), context);
     },
     message: (ws, data, isBinary) => {
@@ -80,8 +91,11 @@ export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest
         (err) => reply(batch.id, 0, failure(err, log).message),
       );
     },
+    open: (ws) => auth.sockets.add(ws.getUserData().keyId, ws),
     close: (ws) => {
-      ws.getUserData().closed = true;
+      const state = ws.getUserData();
+      state.closed = true;
+      auth.sockets.remove(state.keyId, ws);
     },
   });
 }

@@ -4,6 +4,7 @@ import type { ReadModel } from '../refdata/model.js';
 import { isUnavailable } from '../db/pool.js';
 import { parseJson, parseQuery, queryIds } from './request.js';
 import type { Router } from './router.js';
+import type { Principal } from '../auth/auth.js';
 
 export interface Subscriptions {
   subscribe(client: string, mids: readonly string[]): Promise<void>;
@@ -22,9 +23,9 @@ const HEALTH = JSON.stringify({ message: 'Server is running' });
 const READY = JSON.stringify({ message: 'ready' });
 const marketId = (s: string): string | undefined => (isMarketId(s) ? s : undefined);
 const INTEGERS = 'positive integers';
+/** Reading the reference data and changing one's own market set: what a subscriber key may do. */
+const READ = 'subscriber';
 const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
-/** Where the interface names no client (auth off), every caller is this one. */
-const PUBLIC = 'public';
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
 export function marketList(body: unknown): string[] {
@@ -50,7 +51,7 @@ export function registerRest(router: Router, deps: RestDeps): void {
     return READY;
   });
 
-  router.get('/api/v1/sports', () => model.sportsJson());
+  router.get('/api/v1/sports', () => model.sportsJson(), READ);
 
   router.get('/api/v1/sports/events', (req) => {
     const q = parseQuery(req.getQuery());
@@ -58,12 +59,12 @@ export function registerRest(router: Router, deps: RestDeps): void {
     const lis = queryIds(q, 'li', parsePositiveId, INTEGERS, false);
     const leagues = lis && new Set(lis);
     return '{"data":{' + sis.map((si) => `"${si}":${model.eventsJson(si, leagues)}`).join(',') + '}}';
-  });
+  }, READ);
 
   router.get('/api/v1/events/markets', (req) => {
     const eids = queryIds(parseQuery(req.getQuery()), 'eid', parsePositiveId, INTEGERS, true);
     return '{"data":{' + eids.map((eid) => `"${eid}":${model.marketsJson(eid)}`).join(',') + '}}';
-  });
+  }, READ);
 
   router.get('/api/v1/markets/result', (req) => {
     const mids = queryIds(parseQuery(req.getQuery()), 'mid', marketId, MARKET_IDS, true);
@@ -73,19 +74,20 @@ export function registerRest(router: Router, deps: RestDeps): void {
       if (json !== undefined) found.push(json);
     }
     return '[' + found.join(',') + ']';
-  });
+  }, READ);
 
   const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>
-    async (body: Buffer): Promise<string> => {
+    async (body: Buffer, _type: string, who: Principal): Promise<string> => {
       const mids = marketList(parseJson(body));
       try {
-        await act(PUBLIC, mids);
+        // Only ever the caller's own set and sockets: the client comes from the key, never the request.
+        await act(who.client, mids);
       } catch (err) {
         if (isUnavailable(err)) throw errors.databaseDown();
         throw err;
       }
       return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
     };
-  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)));
-  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, change('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)));
+  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);
+  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, change('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)), READ);
 }

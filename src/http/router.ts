@@ -2,6 +2,8 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { HttpError, errors } from '../errors.js';
 import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
+import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
+import type { Role } from '../auth/keys.js';
 import { Exchange, send, sendError } from './request.js';
 
 const JSON_TYPE = 'application/json';
@@ -26,16 +28,19 @@ export class Router {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly app: TemplatedApp, private readonly metrics: HttpMetrics, private readonly log: Logger) {}
+  constructor(private readonly app: TemplatedApp, private readonly metrics: HttpMetrics, private readonly auth: Auth, private readonly log: Logger) {}
 
-  /** An answer computed synchronously, from memory. */
-  get(path: string, fn: (req: HttpRequest) => string | Answer): void {
+  /**
+   * An answer computed synchronously, from memory. With `need`, the caller's
+   * key must have that role (or admin) and the call spends its rate allowance.
+   */
+  get(path: string, fn: (req: HttpRequest, who: Principal) => string | Answer, need?: Role): void {
     this.remember(path, 'GET');
     this.app.get(path, (res, req) => {
       const t0 = performance.now();
       let status: number;
       try {
-        const out = fn(req);
+        const out = fn(req, this.who(req, need));
         status = typeof out === 'string' ? 200 : (out.status ?? 200);
         send(res, status, typeof out === 'string' ? out : out.body, undefined, typeof out === 'string' ? JSON_TYPE : out.type, this.draining);
       } catch (err) {
@@ -54,15 +59,22 @@ export class Router {
     });
   }
 
-  /** A body-carrying request: read whole (within `limit`) before the handler runs. */
-  post(path: string, types: readonly string[], limit: number, fn: (body: Buffer, type: string) => Promise<string>): void {
+  /** A body-carrying request: the key is checked, then the body read whole (within `limit`), then the handler runs. */
+  post(path: string, types: readonly string[], limit: number, fn: (body: Buffer, type: string, who: Principal) => Promise<string>, need: Role): void {
     this.remember(path, 'POST');
     this.app.post(path, (res, req) => {
       const t0 = performance.now();
       const ex = new Exchange(res);
+      let who: Principal;
+      try {
+        who = this.who(req, need);
+      } catch (err) {
+        void this.finish(ex, path, 'POST', t0, () => Promise.reject(err));
+        return;
+      }
       const type = req.getHeader('content-type').split(';')[0].trim().toLowerCase();
       const body = ex.body(req, limit, types);
-      void this.finish(ex, path, 'POST', t0, async () => ({ body: await fn(await body, type) }));
+      void this.finish(ex, path, 'POST', t0, async () => ({ body: await fn(await body, type, who) }));
     });
   }
 
@@ -88,6 +100,14 @@ export class Router {
   drain(): Promise<void> {
     this.draining = true;
     return this.inFlight === 0 ? Promise.resolve() : new Promise((ok) => this.idleWaiters.push(ok));
+  }
+
+  /** The caller, checked against `need` and rate-limited; public routes need no key. */
+  private who(req: HttpRequest, need: Role | undefined): Principal {
+    if (!need) return PUBLIC;
+    const p = this.auth.authenticate(req.getHeader('x-api-key') || undefined, need);
+    this.auth.limit(p);
+    return p;
   }
 
   private remember(path: string, method: string): void {

@@ -1,5 +1,5 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t } from 'uWebSockets.js';
-import { errors } from '../errors.js';
+import { HttpError, errors } from '../errors.js';
 import { decodeClient } from '../odds/codec.js';
 import type { Broadcaster, Socket, SocketState } from '../odds/broadcaster.js';
 import type { ClientMessage } from '../odds/messages.js';
@@ -7,6 +7,9 @@ import type { Format } from '../odds/book.js';
 import { MAX_IDS, isMarketId } from '../refdata/ids.js';
 import type { Logger } from '../log.js';
 import { parseQuery, sendError } from './request.js';
+import type { Auth, Principal } from '../auth/auth.js';
+import type { SocketRegistry } from '../auth/sockets.js';
+import type { AuthMetrics } from '../metrics/auth.js';
 
 export interface WsLimits {
   maxMarkets: number;
@@ -17,6 +20,9 @@ export interface WsLimits {
 
 export interface WsDeps {
   broadcaster: Broadcaster;
+  auth: Auth;
+  sockets: SocketRegistry;
+  metrics: AuthMetrics;
   limits: WsLimits;
   log: Logger;
   /** The client's stored market set, applied when a socket opens. */
@@ -99,21 +105,28 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
 
     upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
       let hbMs: number;
+      let who: Principal;
       try {
-        hbMs = heartbeat(parseQuery(req.getQuery()).get('hb'));
+        const query = parseQuery(req.getQuery());
+        hbMs = heartbeat(query.get('hb'));
+        // Browsers cannot set headers on a WebSocket, hence the query parameter.
+        who = deps.auth.authenticate(req.getHeader('x-api-key') || query.get('key') || undefined, 'subscriber');
+        const refused = deps.sockets.refuse(who.keyId);
+        if (refused) throw refused;
       } catch (err) {
-        return sendError(res, err as never);
+        return sendError(res, err instanceof HttpError ? err : errors.internal());
       }
       const { name, format } = pickProtocol(req.getHeader('sec-websocket-protocol'));
       const now = Date.now();
       const state: SocketState = {
-        id: nextId++, client: 'public', format, hbMs, mids: new Set(), lagging: false, laggingSince: 0, sentSeqs: undefined,
+        id: nextId++, keyId: who.keyId, client: who.client, format, hbMs, mids: new Set(), lagging: false, laggingSince: 0, sentSeqs: undefined,
         lastSendAt: now, tokens: limits.messagesPerSecond, tokensAt: now, closed: false,
       };
       res.upgrade(state, req.getHeader('sec-websocket-key'), name, req.getHeader('sec-websocket-extensions'), context);
     },
 
     open: (ws: Socket) => {
+      deps.sockets.add(ws.getUserData().keyId, ws);
       broadcaster.opened(ws);
       const s = ws.getUserData();
       deps.storedMarkets(s.client).then(
@@ -131,12 +144,18 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       }
       const msg = decodeClient(data, isBinary);
       const id = 'error' in msg ? (msg.id ?? 0) : msg.id;
-      if (!allowed(s)) return ack(ws, id, 0, `rate limit: at most ${limits.messagesPerSecond} messages per second`);
+      if (!allowed(s)) {
+        deps.metrics.rateLimited.inc({ scope: 'socket' });
+        return ack(ws, id, 0, `rate limit: at most ${limits.messagesPerSecond} messages per second`);
+      }
       if ('error' in msg) return ack(ws, id, 0, msg.error);
       handle(ws, s, msg);
     },
 
     drain: (ws: Socket) => broadcaster.drained(ws),
-    close: (ws: Socket) => broadcaster.closed(ws),
+    close: (ws: Socket) => {
+      deps.sockets.remove(ws.getUserData().keyId, ws);
+      broadcaster.closed(ws);
+    },
   });
 }

@@ -7,6 +7,7 @@ import type { OddsMetrics } from '../metrics/odds.js';
 
 export interface SocketState {
   readonly id: number;
+  readonly keyId: string;
   readonly client: string;
   readonly format: Format;
   readonly hbMs: number;

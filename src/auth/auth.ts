@@ -1,0 +1,95 @@
+import { timingSafeEqual } from 'node:crypto';
+import type pg from 'pg';
+import { HttpError, errors } from '../errors.js';
+import type { AuthMetrics } from '../metrics/auth.js';
+import { hashSecret, loadKeys, parseToken, type Role } from './keys.js';
+
+export interface Principal {
+  readonly keyId: string;
+  readonly client: string;
+  readonly role: Role;
+}
+
+/** With AUTH=off every caller is this one client, allowed everything. */
+export const PUBLIC: Principal = Object.freeze({ keyId: 'public', client: 'public', role: 'admin' });
+
+interface LiveKey {
+  principal: Principal;
+  hash: Buffer;
+}
+
+/** Compared against when the key ID is unknown, so a miss takes as long as a hit. */
+const DUMMY = hashSecret('no such key');
+
+/**
+ * Who is calling, and may they. Live keys are held in memory (loaded at start,
+ * reloaded on NOTIFY), so checking one costs a hash and a map lookup, never a
+ * query. REST calls also draw on a token bucket per key.
+ */
+export class Auth {
+  private keys = new Map<string, LiveKey>();
+  private buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(
+    readonly enabled: boolean,
+    /** REST requests per second per key; 0 turns the limit off. */
+    private readonly restRate: number,
+    private readonly metrics: AuthMetrics,
+    /** Told when a live key is revoked or deleted, so its sockets can be closed. */
+    private readonly revoked: (keyId: string) => void,
+  ) {}
+
+  async loadAll(db: Pick<pg.Pool, 'query'>): Promise<void> {
+    const rows = await loadKeys(db);
+    const before = new Set(this.keys.keys());
+    this.keys = new Map(rows.filter((k) => !k.revokedAt).map((k) => [k.id, { hash: k.hash, principal: { keyId: k.id, client: k.client, role: k.role } }]));
+    for (const id of before) if (!this.keys.has(id)) this.revoked(id);
+  }
+
+  async reload(db: Pick<pg.Pool, 'query'>, ids: string[]): Promise<void> {
+    const rows = new Map((await loadKeys(db, ids)).map((k) => [k.id, k]));
+    for (const id of ids) {
+      const k = rows.get(id);
+      if (k && !k.revokedAt) {
+        this.keys.set(id, { hash: k.hash, principal: { keyId: id, client: k.client, role: k.role } });
+      } else if (this.keys.delete(id)) {
+        this.buckets.delete(id);
+        this.revoked(id);
+      }
+    }
+  }
+
+  /** The caller behind a token, if it may act in `need`; 401 or 403 otherwise. */
+  authenticate(token: string | undefined, need: Role): Principal {
+    if (!this.enabled) return PUBLIC;
+    if (!token) return this.refuse('missing', errors.unauthorized('an API key is required: send it in the x-api-key header'));
+    const parsed = parseToken(token);
+    const live = parsed && this.keys.get(parsed.id);
+    const proof = hashSecret(parsed?.secret ?? token);
+    if (!timingSafeEqual(proof, live?.hash ?? DUMMY) || !live) return this.refuse('unknown', errors.unauthorized('the API key is not valid or was revoked'));
+    const { role } = live.principal;
+    if (role !== need && role !== 'admin') return this.refuse('forbidden', errors.forbidden(`this API key's role (${role}) may not do this; it needs ${need}`));
+    return live.principal;
+  }
+
+  /** Spends one REST request of the caller's allowance, or answers 429 with when to retry. */
+  limit(p: Principal): void {
+    if (this.restRate <= 0) return;
+    const now = Date.now();
+    const b = this.buckets.get(p.keyId) ?? { tokens: this.restRate, at: now };
+    b.tokens = Math.min(this.restRate, b.tokens + ((now - b.at) / 1000) * this.restRate);
+    b.at = now;
+    this.buckets.set(p.keyId, b);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return;
+    }
+    this.metrics.rateLimited.inc({ scope: 'rest' });
+    throw errors.rateLimited(this.restRate, Math.max(1, Math.ceil((1 - b.tokens) / this.restRate)));
+  }
+
+  private refuse(reason: string, err: HttpError): never {
+    this.metrics.rejected.inc({ reason });
+    throw err;
+  }
+}

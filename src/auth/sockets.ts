@@ -1,0 +1,61 @@
+import { errors, type HttpError } from '../errors.js';
+import type { AuthMetrics } from '../metrics/auth.js';
+
+export interface Closable {
+  end(code?: number, reason?: string): void;
+}
+
+/** Close code for sockets whose API key was revoked (documented in the README). */
+export const CLOSE_REVOKED = 4003;
+
+/**
+ * Every open socket, subscriber or publisher, by the key it came in with: for
+ * the per-key and total limits checked at the handshake, and to close a
+ * revoked key's sockets at once.
+ */
+export class SocketRegistry {
+  private byKey = new Map<string, Set<Closable>>();
+  private total = 0;
+
+  constructor(
+    private readonly perKey: number,
+    private readonly max: number,
+    /** Per-key counting only means something when keys exist. */
+    private readonly countPerKey: boolean,
+    private readonly metrics: AuthMetrics,
+  ) {}
+
+  /** Why a new socket for this key may not open, or undefined when it may. */
+  refuse(keyId: string): HttpError | undefined {
+    if (this.total >= this.max) {
+      this.metrics.socketsRefused.inc({ reason: 'total' });
+      return errors.notReady(`this server holds its limit of ${this.max} sockets; connect again (another pod may take you)`);
+    }
+    if (this.countPerKey && (this.byKey.get(keyId)?.size ?? 0) >= this.perKey) {
+      this.metrics.socketsRefused.inc({ reason: 'per_key' });
+      return errors.tooManySockets(`this API key already holds its limit of ${this.perKey} sockets`);
+    }
+    return undefined;
+  }
+
+  add(keyId: string, socket: Closable): void {
+    let set = this.byKey.get(keyId);
+    if (!set) this.byKey.set(keyId, (set = new Set()));
+    set.add(socket);
+    this.total++;
+  }
+
+  remove(keyId: string, socket: Closable): void {
+    const set = this.byKey.get(keyId);
+    if (!set?.delete(socket)) return;
+    this.total--;
+    if (set.size === 0) this.byKey.delete(keyId);
+  }
+
+  closeKey(keyId: string): void {
+    for (const s of [...(this.byKey.get(keyId) ?? [])]) {
+      this.metrics.revokedCloses.inc();
+      s.end(CLOSE_REVOKED, 'API key revoked');
+    }
+  }
+}

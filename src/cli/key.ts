@@ -1,0 +1,85 @@
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { ConfigError, loadConfig } from '../config.js';
+import { createLogger } from '../log.js';
+import { ROLES, createKey, loadKeys, revokeKey, type Role } from '../auth/keys.js';
+import { openDatabase } from './database.js';
+
+export const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|')} [--name TEXT]
+       npm run key -- list
+       npm run key -- revoke KEY_ID
+
+Manages the API keys used with AUTH=on, in DATABASE_URL's database (or the embedded
+folder when DATABASE_URL is unset; stop the service first). A new key is printed once:
+only a hash of it is stored. A revoked key stops working on every pod within seconds.`;
+
+class UsageError extends Error {}
+
+type Command = { op: 'create'; client: string; role: Role; name: string } | { op: 'list' } | { op: 'revoke'; id: string };
+
+export function parseCommand(argv: string[]): Command {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { client: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } } });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const [op, ...rest] = parsed.positionals;
+  const { client, role, name } = parsed.values;
+  if (op === 'create' && rest.length === 0) {
+    if (!client || !/^[A-Za-z0-9._-]{1,64}$/.test(client)) throw new UsageError('--client must be 1 to 64 letters, digits, . _ or -');
+    if (!(ROLES as readonly string[]).includes(role ?? '')) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+    return { op, client, role: role as Role, name: name ?? '' };
+  }
+  if (op === 'list' && rest.length === 0) return { op };
+  if (op === 'revoke' && rest.length === 1 && /^[0-9a-f]{12}$/.test(rest[0])) return { op, id: rest[0] };
+  throw new UsageError(op === 'revoke' ? 'revoke takes one key ID (12 hex digits, as `list` shows)' : 'expected create, list or revoke');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const out = (line: string) => process.stdout.write(line + '\n');
+  const err = (line: string) => process.stderr.write(line + '\n');
+  let cmd: Command;
+  let config;
+  try {
+    cmd = parseCommand(argv);
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof UsageError) err(`key: ${e.message}\n${USAGE}`);
+    else if (e instanceof ConfigError) err(`configuration error: ${e.message}`);
+    else throw e;
+    return 2;
+  }
+  const log = createLogger('warn', config.logPretty, (l) => process.stderr.write(l));
+  let db;
+  try {
+    db = await openDatabase(config, log, 'key');
+  } catch (e) {
+    err(`key: ${(e as Error).message}`);
+    return 1;
+  }
+  try {
+    if (cmd.op === 'create') {
+      const { id, token } = await createKey(db.pool, cmd.client, cmd.role, cmd.name);
+      err(`created key ${id} for client ${cmd.client} with role ${cmd.role}; it is shown only this once:`);
+      out(token);
+    } else if (cmd.op === 'list') {
+      out(['id', 'client', 'role', 'created', 'revoked', 'name'].join('\t'));
+      for (const k of await loadKeys(db.pool)) {
+        out([k.id, k.client, k.role, k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-', k.name].join('\t'));
+      }
+    } else if (await revokeKey(db.pool, cmd.id)) {
+      out(`revoked key ${cmd.id}`);
+    } else {
+      err(`key: no live key ${cmd.id}`);
+      return 1;
+    }
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exit(await main(process.argv.slice(2)));
+}
