@@ -1,6 +1,6 @@
 import t from 'tap';
+import { freePort } from '../helpers/net.js';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { formatFrame, parseArgs } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
@@ -36,14 +36,6 @@ function run(args: string[], until?: RegExp): Promise<Run> {
   }));
 }
 
-/** A port that was just free, so connecting to it is refused. */
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as { port: number };
-  await new Promise((ok) => srv.close(ok));
-  return port;
-}
 
 t.test('against the live service', async (t) => {
   const svc = await startTestService(t, { SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '50' });
@@ -90,7 +82,7 @@ t.test('a bad --format or --hb is refused before connecting', async (t) => {
 });
 
 t.test('connection refused: message and exit 1', async (t) => {
-  const port = await deadPort();
+  const port = await freePort();
   const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
   t.equal(r.code, 1);
   t.match(r.stderr, new RegExp(`cannot connect to ws://127\\.0\\.0\\.1:${port}/ws: .*ECONNREFUSED`));

@@ -1,8 +1,9 @@
 import t from 'tap';
+import { eventually } from '../helpers/wait.js';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/net.js';
 import { startEmbedded } from '../../src/db/embedded.js';
 import { createLogger } from '../../src/log.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
@@ -15,25 +16,12 @@ const log = createLogger('error', false, (l) => process.stderr.write(l));
 const root = await mkdtemp(join(tmpdir(), 'odds-outage-'));
 await chmod(root, 0o755); // the embedded server runs as the postgres user when tests run as root
 t.teardown(() => rm(root, { recursive: true, force: true }));
-const port = await new Promise<number>((ok) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const p = (s.address() as { port: number }).port;
-    s.close(() => ok(p));
-  });
-});
+const port = await freePort();
 const dir = join(root, 'pg');
 let pg = await startEmbedded(dir, port, log);
 t.teardown(() => pg.stop());
 const svc = await startTestService(t, { PG_CONNECT_TIMEOUT_MS: '500' }, pg.url);
 
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 20000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const sportsBefore = await http(svc.url, '/api/v1/sports');
 const marketsBefore = await http(svc.url, '/api/v1/events/markets?eid=30000001');

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { eventually } from '../helpers/wait.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client } from '../helpers/ws.js';
@@ -8,15 +9,6 @@ type Reply = { status: number; message: string };
 const svc = await startTestService(t);
 const ingest = (...data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
 
-/** Reads until the check passes: the read model follows Postgres through NOTIFY, a few ms behind the ack. */
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 const events = (si: number) => http<{ data: Record<string, Obj[]> }>(svc.url, `/api/v1/sports/events?si=${si}`);
 const markets = (eid: number) => http<{ data: Record<string, Obj[]> }>(svc.url, `/api/v1/events/markets?eid=${eid}`);
 const result = (mid: string) => http<Obj[]>(svc.url, `/api/v1/markets/result?mid=${mid}`);

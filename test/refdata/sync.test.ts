@@ -1,19 +1,11 @@
 import t from 'tap';
+import { eventually } from '../helpers/wait.js';
 import { http, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 
 type Obj = Record<string, unknown>;
 const svc = await startTestService(t);
 
-/** Polls until the check passes: NOTIFY is asynchronous, so the test waits for it rather than sleeping a fixed time. */
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 t.test('a sport renamed through SQL shows up in the next reads', async (t) => {
   const c = await sqlClient(t, svc.databaseUrl);
