@@ -79,6 +79,11 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
 }
 
 function main(argv: string[]): void {
+  // `npm run watch -- 1.1 | head` closes our stdout: that is the user being done, not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
   let opts: WatchOptions;
   try {
     opts = parseArgs(argv);
