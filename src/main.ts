@@ -48,6 +48,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
+  // A promise nobody awaited failing is a bug to fix, not a reason to drop every subscriber's socket.
+  process.on('unhandledRejection', (err) => log.error('unhandled rejection', errorFields(err)));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 

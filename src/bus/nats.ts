@@ -53,7 +53,7 @@ export class NatsBus implements Bus {
     });
     await this.ensureStream();
     await this.resync(h);
-    void this.watch(nc, h);
+    this.watch(nc, h).catch((err) => this.log.error('nats status watch ended', { err: (err as Error).message }));
   }
 
   async sequence(image: OddsImage, pt: number): Promise<number | undefined> {
