@@ -71,8 +71,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
+  let starting = true;
   let draining = false;
-  let listenSocket: us_listen_socket | undefined;
+  /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
+  const gate = () => (starting ? 'starting: the read model is not loaded yet' : undefined);
   const app = createApp();
   const book = new Book();
   const odds = new OddsMetrics(metrics.registry);
@@ -82,11 +84,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    broadcaster: bc,
-    auth,
-    sockets,
-    metrics: authMetrics,
-    log,
+    broadcaster: bc, auth, sockets, gate, metrics: authMetrics, log,
     storedMarkets: (client) => listMarkets(pool, client),
     limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
   });
@@ -106,26 +104,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     },
     onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
   }, log, config.pgConnectTimeoutMs);
-
-  try {
-    await waitForPostgres(pool, log);
-    await migrate(pool, log);
-    if (config.demoData) await loadDemoIfEmpty(pool, log);
-    if (config.auth) await auth.loadAll(pool);
-    listener.start();
-    await sync.whenLoaded();
-  } catch (err) {
-    await listener.stop();
-    await pool.end();
-    throw err;
-  }
-
-
   const bus = createBus(config, log);
   const ingest = new Ingest(pool, model, book, bc, bus, config.ingestMaxItems, odds, log);
   const link = linkBus(book, bc, ingest, new BusMetrics(metrics.registry, bus.kind));
-  await bus.start(link);
-  const router = new Router(app, new HttpMetrics(metrics.registry), auth, log);
+  const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
   /** Counts Postgres being unreachable for a write, then lets the error answer 503. */
   const counted = async (work: Promise<void>): Promise<void> => {
     await work.catch((err) => {
@@ -149,23 +131,44 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         bus.publishClient('detach', client, mids);
       },
     },
-    notReady: () => (draining ? 'draining' : sync.loaded ? undefined : 'starting'),
+    notReady: () => (draining ? 'draining' : gate()),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  registerIngest(app, router, ingest, { auth, sockets }, config.maxBodyBytes, log);
+  registerIngest(app, router, ingest, { auth, sockets, gate }, config.maxBodyBytes, log);
   router.fallbacks(['/ws', '/ingest']);
+
+  // Listening comes first, so /health answers (and a taken port fails) while Postgres is awaited.
+  const bound = await listen(app, config.host, config.port).catch(async (err) => {
+    await pool.end();
+    throw err;
+  });
+  let listenSocket: us_listen_socket | undefined = bound.socket;
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const url = `http://${host}:${bound.port}`;
+  log.info('listening; starting', { url });
+  try {
+    await waitForPostgres(pool, log);
+    await migrate(pool, log);
+    if (config.demoData) await loadDemoIfEmpty(pool, log);
+    if (config.auth) await auth.loadAll(pool);
+    listener.start();
+    await sync.whenLoaded();
+    await bus.start(link);
+  } catch (err) {
+    closeListen(bound.socket);
+    await listener.stop();
+    await bus.close();
+    await pool.end();
+    throw err;
+  }
+  starting = false;
 
   const sweep = setInterval(() => bc.sweep(), SWEEP_MS);
   const feed = setInterval(() => {
     if (link.isDown() || Date.now() - ingest.lastAt > config.feedStaleMs) bc.setFeed('STALE');
   }, FEED_CHECK_MS);
   const simulator = config.simulator ? startSimulator(model, ingest, config.simulatorIntervalMs, config.lifecycleIntervalMs, log) : undefined;
-
-  const bound = await listen(app, config.host, config.port);
-  listenSocket = bound.socket;
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  const url = `http://${host}:${bound.port}`;
-  log.info('listening', { url, model: model.size });
+  log.info('ready', { url, model: model.size, bus: bus.kind, auth: config.auth });
 
   const shutdown = async (): Promise<void> => {
     draining = true;

@@ -141,3 +141,22 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
   t.notMatch(svc.output(), /"level":"error"/, 'nothing logged as an error');
   t.match(svc.output(), /shutdown: readiness off[\s\S]*listen socket closed[\s\S]*sockets closed[\s\S]*postgres pool closed[\s\S]*"stopped"/, 'steps in order');
 });
+
+t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting', async (t) => {
+  const svc = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '200' }, false);
+  let url = '';
+  for (let i = 0; i < 100 && !url; i++) {
+    url = /"msg":"listening; starting","url":"([^"]+)"/.exec(svc.output())?.[1] ?? '';
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.ok(url, 'listening before the database answered');
+  t.same((await http(url, '/health')).body, { message: 'Server is running' });
+  const ready = await http<{ status: number; message: string }>(url, '/ready');
+  t.equal(ready.status, 503);
+  t.match(ready.body.message, /starting/);
+  const data = await http<{ status: number; message: string }>(url, '/api/v1/sports');
+  t.equal(data.status, 503);
+  t.same(Object.keys(data.body), ['status', 'message']);
+  svc.child.kill('SIGKILL');
+  await svc.exited;
+});

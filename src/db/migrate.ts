@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../log.js';
+import { withClient } from './pool.js';
 
 const SQL_DIR = fileURLToPath(new URL('../../../sql/', import.meta.url));
 // Any constant shared by every pod of this service: pods starting together
@@ -14,31 +15,34 @@ const LOCK_KEY = 7_406_101;
  */
 export async function migrate(pool: pg.Pool, log: Logger, dir = SQL_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort();
-  const client = await pool.connect();
   const applied: string[] = [];
-  try {
+  await withClient(pool, async (client) => {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
-    for (const file of files) {
-      if (done.has(file)) continue;
-      const sql = await readFile(`${dir}${file}`, 'utf8');
-      await client.query('BEGIN');
-      try {
-        await client.query(sql);
-        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+    try {
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const done = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
+      for (const file of files.filter((f) => !done.has(f))) {
+        await applyFile(client, dir, file);
+        applied.push(file);
+        log.info('migration applied', { file });
       }
-      applied.push(file);
-      log.info('migration applied', { file });
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
     }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
-    client.release();
-  }
+  });
   return applied;
+}
+
+async function applyFile(client: pg.PoolClient, dir: string, file: string): Promise<void> {
+  const sql = await readFile(`${dir}${file}`, 'utf8');
+  await client.query('BEGIN');
+  try {
+    await client.query(sql);
+    await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw new Error(`migration ${file} failed: ${(err as Error).message}`);
+  }
 }

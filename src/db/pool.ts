@@ -35,18 +35,36 @@ export function isUnavailable(err: unknown): boolean {
   return /timeout|terminat|Connection|ECONNREFUSED/i.test(e.message ?? '');
 }
 
-/** Runs fn in one transaction; the caller sees either all of it committed or an error. */
-export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * Runs fn with a client of its own. A checked-out client has no error
+ * listener from the pool, and Postgres dying between two of fn's queries
+ * would otherwise be an uncaught 'error' that takes the process down; here it
+ * is kept, the client is destroyed rather than reused, and the caller sees it.
+ */
+export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken = err);
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const out = await fn(client);
-    await client.query('COMMIT');
-    return out;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
+    return await fn(client);
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken ?? false);
   }
+}
+
+/** Runs fn in one transaction; the caller sees either all of it committed or an error. */
+export function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(pool, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const out = await fn(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
 }

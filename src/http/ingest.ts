@@ -48,7 +48,7 @@ interface PublisherState {
  * Publishers' routes. Both take the same items; the socket form answers
  * each message with an ack in the socket's format, echoing the batch `id`.
  */
-export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, auth: { auth: Auth; sockets: SocketRegistry }, maxBodyBytes: number, log: Logger): void {
+export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, auth: { auth: Auth; sockets: SocketRegistry; gate(): string | undefined }, maxBodyBytes: number, log: Logger): void {
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], maxBodyBytes, async (body, type) => {
     const batch = decodeBatch(body, type === PROTO_TYPE);
     return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data)) });
@@ -61,6 +61,8 @@ export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest
     upgrade: (res, req, context) => {
       let keyId: string;
       try {
+        const closed = auth.gate();
+        if (closed) throw errors.notReady(closed);
         keyId = auth.auth.authenticate(req.getHeader('x-api-key') || parseQuery(req.getQuery()).get('key') || undefined, 'publisher').keyId;
         const refused = auth.sockets.refuse(keyId);
         if (refused) throw refused;

@@ -28,7 +28,14 @@ export class Router {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly app: TemplatedApp, private readonly metrics: HttpMetrics, private readonly auth: Auth, private readonly log: Logger) {}
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly metrics: HttpMetrics,
+    private readonly auth: Auth,
+    /** Why routes that need a key cannot answer yet (starting), or undefined. */
+    private readonly gate: () => string | undefined,
+    private readonly log: Logger,
+  ) {}
 
   /**
    * An answer computed synchronously, from memory. With `need`, the caller's
@@ -105,6 +112,8 @@ export class Router {
   /** The caller, checked against `need` and rate-limited; public routes need no key. */
   private who(req: HttpRequest, need: Role | undefined): Principal {
     if (!need) return PUBLIC;
+    const closed = this.gate();
+    if (closed) throw errors.notReady(closed);
     const p = this.auth.authenticate(req.getHeader('x-api-key') || undefined, need);
     this.auth.limit(p);
     return p;

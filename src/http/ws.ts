@@ -22,6 +22,8 @@ export interface WsDeps {
   broadcaster: Broadcaster;
   auth: Auth;
   sockets: SocketRegistry;
+  /** Why sockets cannot open yet (starting), or undefined. */
+  gate(): string | undefined;
   metrics: AuthMetrics;
   limits: WsLimits;
   log: Logger;
@@ -107,6 +109,8 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       let hbMs: number;
       let who: Principal;
       try {
+        const closed = deps.gate();
+        if (closed) throw errors.notReady(closed);
         const query = parseQuery(req.getQuery());
         hbMs = heartbeat(query.get('hb'));
         // Browsers cannot set headers on a WebSocket, hence the query parameter.
