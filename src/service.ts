@@ -8,7 +8,7 @@ import { migrate } from './db/migrate.js';
 import { Listener } from './db/listen.js';
 import { ReadModel } from './refdata/model.js';
 import { ModelSync } from './refdata/sync.js';
-import { addMarkets, listMarkets, removeMarkets } from './clients/markets.js';
+import { StoredSets, addMarkets, removeMarkets } from './clients/markets.js';
 import { loadDemoIfEmpty } from './demo/load.js';
 import { startSimulator } from './demo/run.js';
 import { Book } from './odds/book.js';
@@ -81,11 +81,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const authMetrics = new AuthMetrics(metrics.registry);
   const sockets = new SocketRegistry(config.wsMaxSocketsPerKey, config.wsMaxSockets, config.auth, authMetrics);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => sockets.closeKey(keyId));
+  const storedSets = new StoredSets(pool);
   const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     broadcaster: bc, auth, sockets, gate, metrics: authMetrics, log,
-    storedMarkets: (client) => listMarkets(pool, client),
+    storedMarkets: (client) => storedSets.get(client),
     limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
   });
   const sync = new ModelSync(pool, model, log, {
@@ -106,7 +107,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   }, log, config.pgConnectTimeoutMs);
   const bus = createBus(config, log);
   const ingest = new Ingest(pool, model, book, bc, bus, config.ingestMaxItems, odds, log);
-  const link = linkBus(book, bc, ingest, new BusMetrics(metrics.registry, bus.kind));
+  const link = linkBus(book, bc, ingest, storedSets, new BusMetrics(metrics.registry, bus.kind));
   const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
   /** Counts Postgres being unreachable for a write, then lets the error answer 503. */
   const counted = async (work: Promise<void>): Promise<void> => {
@@ -122,11 +123,13 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       // Live sockets change only after the stored set did, so a 503 leaves both as they were.
       subscribe: async (client, mids) => {
         await counted(addMarkets(pool, client, mids));
+        storedSets.invalidate(client);
         bc.attachClient(client, mids);
         bus.publishClient('attach', client, mids);
       },
       unsubscribe: async (client, mids) => {
         await counted(removeMarkets(pool, client, mids));
+        storedSets.invalidate(client);
         bc.detachClient(client, mids);
         bus.publishClient('detach', client, mids);
       },

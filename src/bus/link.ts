@@ -4,6 +4,7 @@ import type { Book } from '../odds/book.js';
 import type { Broadcaster } from '../odds/broadcaster.js';
 import type { Ingest } from '../ingest/ingest.js';
 import type { BusMetrics } from '../metrics/bus.js';
+import type { StoredSets } from '../clients/markets.js';
 import { memoryBus } from './memory.js';
 import { NatsBus } from './nats.js';
 import type { Bus, BusHandlers } from './types.js';
@@ -17,7 +18,7 @@ export function createBus(config: Config, log: Logger): Bus {
  * and out to local subscribers, client changes to the client's local sockets.
  * While the bus is down every subscriber is told the feed is stale.
  */
-export function linkBus(book: Book, broadcaster: Broadcaster, ingest: Ingest, metrics: BusMetrics): BusHandlers & { isDown(): boolean } {
+export function linkBus(book: Book, broadcaster: Broadcaster, ingest: Ingest, stored: StoredSets, metrics: BusMetrics): BusHandlers & { isDown(): boolean } {
   let down = false;
   metrics.connected.set(1);
   return {
@@ -29,7 +30,11 @@ export function linkBus(book: Book, broadcaster: Broadcaster, ingest: Ingest, me
       if (entry) broadcaster.publish(entry);
       if (!down) ingest.touch();
     },
-    client: (op, client, mids) => (op === 'attach' ? broadcaster.attachClient(client, mids) : broadcaster.detachClient(client, mids)),
+    client: (op, client, mids) => {
+      stored.invalidate(client);
+      if (op === 'attach') broadcaster.attachClient(client, mids);
+      else broadcaster.detachClient(client, mids);
+    },
     down: (isDown) => {
       down = isDown;
       metrics.connected.set(isDown ? 0 : 1);

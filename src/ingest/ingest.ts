@@ -55,7 +55,8 @@ export class Ingest {
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > this.maxItems) throw errors.badParam('data', `must hold 1 to ${this.maxItems} items, got ${data.length}`);
     this.touch();
-    const { reference, odds } = this.check(data);
+    const { reference, odds, unseen } = this.check(data);
+    if (unseen.size) await this.confirmMarkets(unseen);
     const outcomes = reference.length ? await writeReference(this.pool, reference, this.log) : [];
     const pt = Date.now();
     const seqs = await Promise.all(odds.map((image) => this.bus.sequence(image, pt)));
@@ -81,19 +82,31 @@ export class Ingest {
     this.broadcaster.setFeed('OK');
   }
 
-  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[] } {
+  /**
+   * Odds for markets the read model does not hold yet are checked against
+   * Postgres: a market committed a moment ago (here or on another pod) is
+   * known there before its NOTIFY reaches the model. Still unknown: 400.
+   */
+  private async confirmMarkets(unseen: Map<string, string>): Promise<void> {
+    const { rows } = await this.pool.query<{ mid: string }>('SELECT mid FROM markets WHERE mid = ANY($1)', [[...unseen.keys()]])
+      .catch(() => ({ rows: [] as { mid: string }[] }));
+    const found = new Set(rows.map((r) => r.mid));
+    for (const [mid, where] of unseen) if (!found.has(mid)) throw errors.badItem(where, `market ${mid} is not known`);
+  }
+
+  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[]; unseen: Map<string, string> } {
     const reference: [number, ReferenceItem][] = [];
     const odds: OddsImage[] = [];
     const created = new Set<string>();
+    const unseen = new Map<string, string>();
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
       if (item.kind === 'odds') {
         const checked = validateOdds(item);
         if ('error' in checked) throw errors.badItem(where, checked.error);
-        if (!this.model.knows(checked.image.mid) && !created.has(checked.image.mid)) {
-          throw errors.badItem(where, `market ${checked.image.mid} is not known`);
-        }
+        const mid = checked.image.mid;
+        if (!this.model.knows(mid) && !created.has(mid) && !unseen.has(mid)) unseen.set(mid, where);
         odds.push(checked.image);
         continue;
       }
@@ -105,6 +118,6 @@ export class Ingest {
       }
       reference.push([i, checked.item]);
     }
-    return { reference, odds };
+    return { reference, odds, unseen };
   }
 }

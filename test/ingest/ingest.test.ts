@@ -116,6 +116,18 @@ t.test('a batch with one bad item changes nothing', async (t) => {
   t.notOk((await http<Obj[]>(svc.url, '/api/v1/sports')).body.some((s) => s.si === 66));
 });
 
+t.test('odds for a market acknowledged a moment ago are accepted at once (read your writes)', async (t) => {
+  const refused: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const mid = `5.9900${i}`;
+    const made = await ingest({ kind: 'market', mid, eid: 55000001, na: `Leg ${i}`, ty: 'other-market', s: true, go: false, rt: false });
+    t.equal(made.status, 200);
+    const odds = await ingest({ kind: 'odds', mid, ts: Date.now(), st: 'OPEN', ip: true, r: [] });
+    if (odds.status !== 200) refused.push(`${mid}: ${odds.body.message}`);
+  }
+  t.same(refused, []);
+});
+
 t.test('an acknowledged write survives a restart of the service', async (t) => {
   await ingest({ kind: 'event', eid: 55000001, na: 'Price v Smith (final)' });
   await svc.close();
