@@ -7,15 +7,7 @@ import type { Test } from 'tap';
 
 export const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeout(ok, ms));
 
-/** Reads until the check passes or `ms` is up; returns the last value read. */
-export async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10000, every = 50): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await sleep(every);
-  }
-}
+export { eventually } from '../helpers/wait.js';
 
 export interface Timed {
   /** HTTP status, or 0 when the request never got an answer (see `error`). */

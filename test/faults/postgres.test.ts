@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pgLib from 'pg';
 import { startEmbedded, type EmbeddedServer } from '../../src/db/embedded.js';
 import { createLogger } from '../../src/log.js';
-import { freePort } from '../helpers/nats.js';
+import { freePort } from '../helpers/net.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { alive, captureErrorLogs, childrenOf, eventually, postInit, sleep, timedFetch, type Timed } from './lib.js';
@@ -211,6 +211,7 @@ t.test('the read model caught up with Postgres: REST lists exactly the events Po
   const rest = await eventually(
     () => http<{ data: Record<string, { eid: number }[]> }>(svc.url, `/api/v1/sports/events?si=${SPORT}`),
     (r) => r.body.data[String(SPORT)].length === expected.length,
+    10000,
   );
   t.same(rest.body.data[String(SPORT)].map((e) => e.eid).sort((a, b) => a - b), expected, `${expected.length} events`);
 });
