@@ -100,6 +100,8 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
   if (err.code === '23514') return `breaks the rule ${err.constraint}`;
   if (err.code === '23505') return err.detail ?? 'repeats an existing key';
   if (err.code === '23502') return `${(err as { column?: string }).column ?? 'a column'} is required`;
+  // Data exceptions: a value of the right type that Postgres still cannot store.
+  if (err.code?.startsWith('22')) return `has a value the database cannot store (${err.message})`;
   return undefined;
 }
 

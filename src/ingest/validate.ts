@@ -21,8 +21,11 @@ function opt<T>(o: Obj, key: string, check: (v: unknown, key: string) => T): T |
   return key in o ? check(o[key], key) : undefined;
 }
 
-const text = (max: number) => (v: unknown, key: string): string =>
-  typeof v === 'string' && v.length <= max ? v : fail(key, `must be a string of at most ${max} characters`);
+const text = (max: number) => (v: unknown, key: string): string => {
+  if (typeof v !== 'string' || v.length > max) return fail(key, `must be a string of at most ${max} characters`);
+  // Postgres text cannot hold NUL: refuse it here rather than fail inside the transaction.
+  return v.includes('\u0000') ? fail(key, 'must not contain NUL characters') : v;
+};
 const name = text(MAX_TEXT);
 const flag = (v: unknown, key: string): boolean => (typeof v === 'boolean' ? v : fail(key, 'must be true or false'));
 const id = (v: unknown, key: string): number => (isPositiveId(v) ? v : fail(key, 'must be a positive integer'));
@@ -30,12 +33,36 @@ const mid = (v: unknown, key: string): string => (isMarketId(v) ? v : fail(key, 
 const type = (v: unknown, key: string): MarketType =>
   (MARKET_TYPES as readonly unknown[]).includes(v) ? (v as MarketType) : fail(key, `must be one of ${MARKET_TYPES.join(', ')}`);
 const nullable = <T>(check: (v: unknown, key: string) => T) => (v: unknown, key: string): T | null => (v === null ? null : check(v, key));
-const integer = (v: unknown, key: string): number => (Number.isSafeInteger(v) ? (v as number) : fail(key, 'must be an integer'));
+/** The display ID column is a Postgres integer. */
+const integer = (v: unknown, key: string): number =>
+  Number.isInteger(v) && (v as number) >= -(2 ** 31) && (v as number) < 2 ** 31 ? (v as number) : fail(key, 'must be an integer from -2147483648 to 2147483647');
 const float = (v: unknown, key: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : fail(key, 'must be a number'));
+
+const EARLIEST = Date.UTC(1900, 0, 1);
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 function isoTime(v: unknown, key: string): string {
   const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(v) ? Date.parse(v) : NaN;
-  return Number.isNaN(t) ? fail(key, 'must be an ISO 8601 date-time with a time zone') : new Date(t).toISOString();
+  if (Number.isNaN(t)) return fail(key, 'must be an ISO 8601 date-time with a time zone');
+  return t < EARLIEST || t > LATEST ? fail(key, 'must be between the years 1900 and 9999') : new Date(t).toISOString();
+}
+
+const MAX_INFO = 4096;
+
+/**
+ * `if` may be any JSON value, stored as jsonb: it must serialise, stay small,
+ * and hold nothing jsonb refuses (NUL, a lone surrogate).
+ */
+function info(v: unknown, key: string): unknown {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(v);
+  } catch {
+    return fail(key, 'must be a JSON value');
+  }
+  if (json === undefined || json.length > MAX_INFO) return fail(key, `must be a JSON value of at most ${MAX_INFO} characters`);
+  if (/\\u0000|\\ud[89a-f][0-9a-f]{2}/i.test(json)) return fail(key, 'must not contain NUL characters or lone surrogates');
+  return v;
 }
 
 function runners(v: unknown, key: string): Runner[] {
@@ -57,7 +84,7 @@ function nested(v: unknown, key: string): NestedItem[] {
     if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');
     const o = n as Obj;
     const item: NestedItem = { mid: mid(o.mid, `${at}.mid`), s: flag(o.s, `${at}.s`), go: flag(o.go, `${at}.go`), r: runners(o.r, `${at}.r`) };
-    if ('if' in o) item.if = o.if;
+    if ('if' in o) item.if = info(o.if, `${at}.if`);
     return item;
   });
 }
@@ -78,7 +105,7 @@ function validateOne(o: Obj): ReferenceItem {
         kind: 'market' as const, mid: mid(o.mid, 'mid'), eid: opt(o, 'eid', id), na: opt(o, 'na', name), si: opt(o, 'si', id),
         s: opt(o, 's', flag), go: opt(o, 'go', flag), ty: opt(o, 'ty', type), rt: opt(o, 'rt', flag),
         di: opt(o, 'di', nullable(integer)), bl: opt(o, 'bl', nullable(float)), r: opt(o, 'r', runners), m: opt(o, 'm', nested),
-        ...('if' in o ? { if: o.if } : {}),
+        ...('if' in o ? { if: info(o.if, 'if') } : {}),
       };
       if (m.ty === 'player-race' && m.r) fail('r', 'is not allowed on a player-race market: its runners go inside m');
       if (m.ty !== undefined && m.ty !== 'player-race' && m.m) fail('m', 'is only allowed on a player-race market');

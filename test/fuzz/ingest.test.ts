@@ -9,7 +9,7 @@ import t from 'tap';
 import { encodeIngestProto } from '../../src/odds/codec.js';
 import { startTestService } from '../helpers/service.js';
 import {
-  Gen, INGEST_KINDS, Pairs, SENTINEL, anyValue, corruptText, cutOrExtend, deep, ingestTemplate, mayBeValidItem, mutateItem, troubleItem,
+  Gen, INGEST_KINDS, Pairs, Raw, SENTINEL, anyValue, corruptText, cutOrExtend, deep, ingestTemplate, mayBeValidItem, mutateItem, troubleItem,
   nastyString, parsed, pbField, randomFields, toJson, ackIdOf, type Known,
 } from './gen.js';
 import {
@@ -224,6 +224,36 @@ t.test('/ingest socket: a text frame that is not UTF-8, and a message over MAX_B
   ok.send(JSON.stringify({ id: 7, data: [SENTINEL] }), false);
   t.notOk(notARefusal(await ok.next(), 7, false), 'a new socket is answered');
   ok.close();
+});
+
+t.test('values of the right JSON type that Postgres cannot store are a 400, not a 500 (one per kind of trouble the fuzz found)', async (t) => {
+  const [si] = known.sis;
+  const [eid] = known.eids;
+  const [mid] = known.mids;
+  const cases: [string, Obj][] = [
+    ['NUL in a sport name', { kind: 'sport', si, na: 'a\u0000b' }],
+    ['NUL in a league name', { kind: 'league', li: known.lis[0], na: '\u0000' }],
+    ['NUL in an event tv', { kind: 'event', eid, tv: '\u0000' }],
+    ['NUL in a result', { kind: 'result', mid, res: '\u0000' }],
+    ['NUL in a runner name', { kind: 'market', mid: 'fuzz.new.1', eid, na: 'X', ty: 'match-odd', r: [{ rid: 1, na: 'a\u0000' }] }],
+    ['NUL inside if', { kind: 'market', mid, if: { k: '\u0000' } }],
+    ['a lone surrogate inside if', { kind: 'market', mid, if: '\ud800' }],
+    ['if nested 5000 deep', { kind: 'market', mid, if: new Raw('['.repeat(5000) + ']'.repeat(5000)) }],
+    ['di over 32 bits', { kind: 'market', mid, di: 2 ** 31 }],
+    ['an event in year 0', { kind: 'event', eid, st: '0000-01-01T00:00:00Z' }],
+    ['an event before year 1 after its offset', { kind: 'event', eid, st: '0001-01-01T00:00:00+14:00' }],
+  ];
+  for (const [what, item] of cases) {
+    for (const format of ['json', 'proto'] as const) {
+      const raw = Object.values(item).some((v) => v instanceof Raw);
+      const proto = format === 'proto' && !raw ? encodable([item, SENTINEL]) : undefined;
+      if (format === 'proto' && !proto) continue;
+      const body = proto ? Buffer.from(proto) : Buffer.from(toJson({ data: [item, SENTINEL] }));
+      const ct = proto ? 'application/x-protobuf' : 'application/json';
+      const o = await rawHttp(svc.port, request('POST', '/api/v1/ingest', { headers: [['Content-Type', ct]], body }));
+      t.notOk(notAnError(o, [400]), `${what} (${format}): ${o.reply?.status} ${o.reply?.body.toString().slice(0, 80)}`);
+    }
+  }
 });
 
 t.test('every item kind was generated', async (t) => {
