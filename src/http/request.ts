@@ -120,7 +120,8 @@ export class Exchange {
 /** Parses a JSON body, turning a syntax error into a 400 that says so. */
 export function parseJson(body: Buffer): unknown {
   try {
-    return JSON.parse(body.toString('utf8'));
+    // A leading byte-order mark is allowed by RFC 8259 to be ignored, and the socket path ignores it too.
+    return JSON.parse(body.toString('utf8').replace(/^\uFEFF/, ''));
   } catch {
     throw errors.badBody('is not valid JSON');
   }

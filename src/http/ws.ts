@@ -95,7 +95,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   };
 
   app.ws<SocketState>('/ws', {
-    // uWS closes (1009) above this; the documented limit below it is answered with an ack.
+    // uWS drops the connection above this; the documented limit below it is answered with an ack.
     maxPayloadLength: Math.max(limits.maxMessageBytes * 4, 256 * 1024),
     // Skipping is done by the broadcaster at its soft limit, and it closes
     // sockets over the hard limit. uWS's own limit is off (0): it would drop
