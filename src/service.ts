@@ -190,6 +190,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     sync.stop();
     await bus.close();
     await listener.stop();
+    // Connections closing now are ours closing, not Postgres being lost.
+    pool.removeAllListeners('error').on('error', () => undefined);
     await pool.end();
     log.info('shutdown: postgres pool closed');
   };

@@ -168,14 +168,16 @@ export class ReadModel {
   }
 
   private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>, changes: ModelChange[]): Promise<void> {
-    const found = new Map((await loadMarkets(db, { mids })).map((m) => [m.mid, m]));
+    // Both reads first, then one synchronous swap: readers never see a nested market missing.
+    const [markets, nested] = await Promise.all([loadMarkets(db, { mids }), loadNestedParents(db, mids)]);
+    const found = new Map(markets.map((m) => [m.mid, m]));
     const reloading = new Set(mids);
     for (const [child, parent] of this.nestedParent) {
       if (!reloading.has(parent)) continue;
       this.nestedParent.delete(child);
       resultsToReload.add(child);
     }
-    for (const [child, parent] of await loadNestedParents(db, mids)) {
+    for (const [child, parent] of nested) {
       this.nestedParent.set(child, parent);
       resultsToReload.add(child);
     }
