@@ -453,12 +453,12 @@ export function deep(g: Gen, depth: number): Raw {
   return new Raw('[{"x":'.repeat(depth) + '0' + '}]'.repeat(depth));
 }
 
-/** Ways to break a JSON text: cut it, append garbage, prefix a BOM, flip a byte. */
+/** Ways to break a JSON text: cut it, append garbage, a BOM inside it, flip a byte. */
 export function corruptText(g: Gen, text: string): string {
   return g.one([
     [4, () => text.slice(0, g.int(0, Math.max(0, text.length - 1)))],
     [1, () => text + g.pick(['}', ']', ',', 'x', '\u0000', '{}', ' garbage'])],
-    [1, () => '\ufeff' + text],
+    [1, () => text.slice(0, 1) + '\ufeff' + text.slice(1)],
     [1, () => text.replace(/[:,]/, '')],
     [1, () => text.replace(/"/, "'")],
     [1, () => {
@@ -471,7 +471,8 @@ export function corruptText(g: Gen, text: string): string {
 /** Parses as the server does (UTF-8, then JSON), or undefined when that fails. */
 export function parsed(body: Buffer | string): { value: unknown } | undefined {
   try {
-    return { value: JSON.parse(typeof body === 'string' ? body : body.toString('utf8')) };
+    // The server ignores one leading byte-order mark (RFC 8259 allows it), on REST and on sockets.
+    return { value: JSON.parse((typeof body === 'string' ? body : body.toString('utf8')).replace(/^\uFEFF/, '')) };
   } catch {
     return undefined;
   }
