@@ -4,6 +4,8 @@ import type { ReadModel } from '../refdata/model.js';
 import { isUnavailable } from '../db/pool.js';
 import { parseJson, parseQuery, queryIds } from './request.js';
 import type { Router } from './router.js';
+import type { HttpRequest } from 'uWebSockets.js';
+import { AnswerCache } from './cache.js';
 import type { Principal } from '../auth/auth.js';
 
 export interface Subscriptions {
@@ -53,28 +55,39 @@ export function registerRest(router: Router, deps: RestDeps): void {
 
   router.get('/api/v1/sports', () => model.sportsJson(), READ);
 
-  router.get('/api/v1/sports/events', (req) => {
-    const q = parseQuery(req.getQuery());
+  const cache = new AnswerCache();
+  /** Answers a list route from the cache, computing and keeping it on a miss; errors are never kept. */
+  const cached = (route: string, compute: (query: string) => string) => (req: HttpRequest): string => {
+    const query = req.getQuery() ?? '';
+    const key = route + '?' + query;
+    const version = model.version;
+    let body = cache.get(key, version);
+    if (body === undefined) cache.set(key, version, (body = compute(query)));
+    return body;
+  };
+
+  router.get('/api/v1/sports/events', cached('events', (query) => {
+    const q = parseQuery(query);
     const sis = queryIds(q, 'si', parsePositiveId, INTEGERS, true);
     const lis = queryIds(q, 'li', parsePositiveId, INTEGERS, false);
     const leagues = lis && new Set(lis);
     return '{"data":{' + sis.map((si) => `"${si}":${model.eventsJson(si, leagues)}`).join(',') + '}}';
-  }, READ);
+  }), READ);
 
-  router.get('/api/v1/events/markets', (req) => {
-    const eids = queryIds(parseQuery(req.getQuery()), 'eid', parsePositiveId, INTEGERS, true);
+  router.get('/api/v1/events/markets', cached('markets', (query) => {
+    const eids = queryIds(parseQuery(query), 'eid', parsePositiveId, INTEGERS, true);
     return '{"data":{' + eids.map((eid) => `"${eid}":${model.marketsJson(eid)}`).join(',') + '}}';
-  }, READ);
+  }), READ);
 
-  router.get('/api/v1/markets/result', (req) => {
-    const mids = queryIds(parseQuery(req.getQuery()), 'mid', marketId, MARKET_IDS, true);
+  router.get('/api/v1/markets/result', cached('results', (query) => {
+    const mids = queryIds(parseQuery(query), 'mid', marketId, MARKET_IDS, true);
     const found: string[] = [];
     for (const mid of mids) {
       const json = model.resultJson(mid);
       if (json !== undefined) found.push(json);
     }
     return '[' + found.join(',') + ']';
-  }, READ);
+  }), READ);
 
   const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>
     async (body: Buffer, _type: string, who: Principal): Promise<string> => {

@@ -43,6 +43,12 @@ export class ReadModel {
   private marketsBody = new Map<number, string>();
   private results = new Map<string, Entry<MarketResult>>();
   private nestedParent = new Map<string, string>();
+  private generation = 0;
+
+  /** Changes whenever anything REST answers may have changed. */
+  get version(): number {
+    return this.generation;
+  }
 
   sportsJson(): string {
     return (this.sportsBody ??= '[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']');
@@ -109,7 +115,9 @@ export class ReadModel {
     for (const m of markets) fresh.putMarket(m);
     for (const r of results) fresh.results.set(r.mid, entry(r));
     fresh.nestedParent = new Map(nested);
+    const next = this.generation + 1;
     Object.assign(this, fresh);
+    this.generation = next;
   }
 
   /** Reloads the rows named by NOTIFY payloads (`event:42`, `market:1.5`...) and says what changed. */
@@ -142,6 +150,7 @@ export class ReadModel {
         changes.push({ kind: 'result', before, after });
       }
     }
+    this.generation++;
     return changes;
   }
 

@@ -217,3 +217,17 @@ t.test('unsubscribe is idempotent', async (t) => {
   t.same(a.body, b.body);
   t.equal(b.status, 200);
 });
+
+t.test('a repeated lookup answers the same, and a change shows on the very next one', async (t) => {
+  const path = '/api/v1/events/markets?eid=30000001';
+  const first = await get(path);
+  t.equal((await get(path)).text, first.text, 'same answer twice');
+  const c = await sqlClient(t, svc.databaseUrl);
+  await c.query(`UPDATE markets SET na = 'Match Odds (cached?)' WHERE mid = '1.200001001'`);
+  let changed = false;
+  for (let i = 0; i < 200 && !changed; i++) {
+    changed = (await get(path)).text.includes('cached?');
+    if (!changed) await new Promise((r) => setTimeout(r, 10));
+  }
+  t.ok(changed, 'the change is served once the read model has it');
+});
