@@ -6,7 +6,7 @@
  * BENCH_SECONDS (2) per run, BENCH_ROUNDS (2), BENCH_CONNECTIONS (50), BENCH_PROFILE (on),
  * BENCH_ROUTES (sports,events,markets,results,health). DATABASE_URL: see bench/README.md.
  */
-import autocannon from 'autocannon';
+import autocannon, { type Request } from 'autocannon';
 import pg from 'pg';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +14,7 @@ import {
   Histogram, Noise, RESULTS, coreBusyPct, coreTimes, cpuMicros, waitQuiet, envFlag, envList, envNumber, fmt, log, machine, mdTable, median,
   pinLoadGenerator, sleep, startServer, writeResults, type Pinning, type Server,
 } from './lib/common.js';
-import { prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
+import { missPaths, prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
 import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';
 
@@ -52,7 +52,9 @@ const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2));
 const CONNECTIONS = Math.round(envNumber('BENCH_CONNECTIONS', 50));
 const PROFILE = envFlag('BENCH_PROFILE', true);
 const FOREIGN_LIMIT = 15;
-const ROUTES = envList('BENCH_ROUTES', ['sports', 'events', 'markets', 'results', 'health']);
+const ROUTES = envList('BENCH_ROUTES', ['sports', 'events', 'markets', 'results', 'health', 'events-miss', 'markets-miss', 'results-miss']);
+/** The lookup routes again, over 5,000 distinct URLs each: more than the service's answer cache holds, so every request is computed. */
+const MISS_URLS = 5000;
 
 /** CPU of the Postgres backends serving one application, read from /proc (0 when not local). */
 class PgCpu {
@@ -79,6 +81,8 @@ class PgCpu {
   }
 }
 
+let next = 0;
+
 async function load(server: Server, paths: string[], seconds: number, hist?: Histogram) {
   const inst = autocannon({
     url: server.url,
@@ -86,7 +90,12 @@ async function load(server: Server, paths: string[], seconds: number, hist?: His
     pipelining: 1,
     duration: seconds,
     timeout: 10,
-    requests: paths.map((path) => ({ method: 'GET', path })),
+    requests: paths.length <= 10
+      ? paths.map((path) => ({ method: 'GET', path }))
+      // Many URLs: every request, whichever connection sends it, takes the next one, so no two
+      // requests close together ask for the same thing (each connection would otherwise walk the
+      // list in step with the others and all but the first would find the answer cached).
+      : [{ method: 'GET', path: paths[0], setupRequest: (req: Request) => ({ ...req, path: paths[next++ % paths.length] }) }],
   });
   if (hist) inst.on('response', (_c: unknown, _s: number, _b: number, ms: number) => hist.recordMs(ms));
   return inst;
@@ -121,15 +130,16 @@ async function measureOnce(server: Server, target: Target, route: string, paths:
 
 /** One measurement on a quiet machine; repeated (up to 3 times) when other processes disturbed it. */
 async function measure(server: Server, target: Target, route: string, paths: string[], round: number, pgCpu: PgCpu | undefined, pids: number[]): Promise<Run> {
-  let run: Run | undefined;
+  let best: Run | undefined;
   for (let attempt = 1; attempt <= 3; attempt++) {
     await waitQuiet(() => pids);
-    run = await measureOnce(server, target, route, paths, round, pgCpu, pids);
+    const run = await measureOnce(server, target, route, paths, round, pgCpu, pids);
     run.attempts = attempt;
+    if (!best || run.foreignPct < best.foreignPct) best = run;
     if (run.foreignPct < FOREIGN_LIMIT) break;
     log(`${route} ${target}: other processes used ${run.foreignPct.toFixed(0)}% of a core during the run; repeating it`);
   }
-  return run!;
+  return best!;
 }
 
 function serviceEnv(url: string): Record<string, string> {
@@ -181,13 +191,20 @@ async function main(): Promise<void> {
     const seeded = await seed(service.url);
     log(`service at ${service.url}; seeded ${seeded} items through POST /api/v1/ingest`);
 
-    const paths = restPaths(10);
+    const paths: Record<string, string[]> = { ...restPaths(10), ...missPaths(MISS_URLS) };
+    // Bodies of the first 10 URLs per route: the byte-for-byte check, the sizes and the ceiling's answers
+    // (a miss route's other URLs get its median-sized body, under the bare path).
     const bodies: Record<string, string> = {};
+    const checked = (route: string) => paths[route].slice(0, 10);
     for (const route of ROUTES) {
-      for (const p of paths[route]) {
+      for (const p of checked(route)) {
         const r = await fetch(service.url + p);
         if (r.status !== 200) throw new Error(`service answered ${r.status} to ${p}`);
         bodies[p] = await r.text();
+      }
+      if (route.endsWith('-miss')) {
+        const sorted = checked(route).map((p) => bodies[p]).sort((a, b) => a.length - b.length);
+        bodies[checked(route)[0].split('?')[0]] = sorted[Math.floor(sorted.length / 2)];
       }
     }
     mkdirSync(RESULTS, { recursive: true });
@@ -205,7 +222,7 @@ async function main(): Promise<void> {
     for (const route of ROUTES) {
       let same = 0;
       let firstDiff = '';
-      for (const p of paths[route]) {
+      for (const p of checked(route)) {
         const b = await (await fetch(baseline.url + p)).text();
         if (b === bodies[p]) same++;
         else if (!firstDiff) {
@@ -214,17 +231,17 @@ async function main(): Promise<void> {
           firstDiff = ` (first difference at byte ${i} of ${p}: service …${bodies[p].slice(Math.max(0, i - 40), i + 40)}… baseline …${b.slice(Math.max(0, i - 40), i + 40)}…)`;
         }
       }
-      identical[route] = `${same}/${paths[route].length}${firstDiff}`;
+      identical[route] = `${same}/${checked(route).length}${firstDiff}`;
       if (firstDiff) log(`baseline differs on ${route}${firstDiff}`);
     }
-    const sizes = Object.fromEntries(ROUTES.map((r) => [r, Math.round(median(paths[r].map((p) => Buffer.byteLength(bodies[p]))))]));
+    const sizes = Object.fromEntries(ROUTES.map((r) => [r, Math.round(median(checked(r).map((p) => Buffer.byteLength(bodies[p]))))]));
 
     admin = new pg.Client({ connectionString: db.url, application_name: 'bench-admin' });
     await admin.connect();
     const pgCpu = new PgCpu(admin, 'bench-baseline');
 
     log(`warm-up: ${ROUTES.length} routes x 3 servers x 1 s`);
-    for (const route of ROUTES) for (const t of ['service', 'baseline', 'ceiling'] as Target[]) await load(byTarget[t], paths[route], 1);
+    for (const route of ROUTES) for (const t of ['service', 'baseline', 'ceiling'] as Target[]) await load(byTarget[t], paths[route].slice(0, 500), 1);
 
     const runs: Run[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
@@ -240,6 +257,7 @@ async function main(): Promise<void> {
     }
     await admin.end();
     admin = undefined;
+    const warnings = Object.fromEntries(servers.map((s) => [s.name, s.warnings()]).filter(([, w]) => w.length));
     for (const s of servers.splice(0)) await s.stop();
 
     const profiles = PROFILE ? await profileRoutes(db.url, pinning, paths) : {};
@@ -267,6 +285,11 @@ async function main(): Promise<void> {
     }));
 
     const dataRoutes = ROUTES.filter((r) => r !== 'health');
+    const missNote = ROUTES.some((r) => r.endsWith('-miss'))
+      ? `The \`-miss\` rows repeat the lookup routes over ${fmt(MISS_URLS)} distinct URLs each, more than the service's answer cache ` +
+        `(2,000 answers, emptied when full or when the data changes) holds, so every request is parsed and joined; the other rows ` +
+        `cycle 10 URLs per route and are answered from that cache. The ceiling answers a miss route with its median-sized body.`
+      : '';
     const targets = {
       '2x baseline req/s on every data route': dataRoutes.map((r) => `${r} ${summary[r].xBaseline.toFixed(2)}x`).join(', '),
       'within 15% of the ceiling (req/s)': ROUTES.map((r) => `${r} ${(100 * summary[r].ofCeiling).toFixed(0)}%`).join(', '),
@@ -305,7 +328,7 @@ async function main(): Promise<void> {
       `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
         `${ROUNDS} alternating rounds of ${SECONDS} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
         `${SEED.sports * SEED.eventsPerSport} events and ${SEED.sports * SEED.eventsPerSport * 6} markets seeded through \`POST /api/v1/ingest\`; ` +
-        `each request asks for 10 sport IDs, 10 event IDs or 50 market IDs (10 different URLs per route, cycled). ${db.where}.`,
+        `each request asks for 10 sport IDs, 10 event IDs or 50 market IDs. ${db.where}. ${missNote}`,
       '',
       t1,
       '',
@@ -318,13 +341,15 @@ async function main(): Promise<void> {
         `${met.ceiling ? 'MET' : 'MISSED'} within 15% of the ceiling by req/s (${targets['within 15% of the ceiling (req/s)']}), ` +
         `${met.ceilingCpu ? 'MET' : 'MISSED'} by CPU per request (${targets['within 15% of the ceiling (CPU/req)']}); ` +
         `${met.p99 ? 'MET' : 'MISSED'} p99 ≤ baseline (${targets['p99 no worse than baseline']}); errors/non-2xx all zero: ${targets['zero errors and non-2xx']}.`,
+      ...Object.entries(warnings).map(([name, w]) => `Note: the ${name} logged: ${(w as string[]).slice(0, 3).join(' | ')}`),
       '',
       ...(PROFILE ? ['CPU profiles of the service, one route at a time (V8 sampling profiler through the inspector, plus Linux perf when available):', '', ...ROUTES.map((r) => profileMarkdown(r, profiles[r]))] : []),
     ].join('\n');
 
     const json = {
       benchmark: 'rest', at: new Date().toISOString(), machine: host, pinning: pinning.note, database: db.where,
-      settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, routes: ROUTES }, paths, summary, targets, met, runs, profiles,
+      settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, routes: ROUTES },
+      paths: Object.fromEntries(Object.entries(paths).map(([r, ps]) => [r, ps.length > 10 ? { distinct: ps.length, first: ps.slice(0, 3) } : ps])), summary, targets, met, runs, profiles, warnings,
       elapsedSeconds: (Date.now() - started) / 1000,
     };
     const files = writeResults('rest', json, md);

@@ -4,7 +4,8 @@
  * the same sizes), with the same status line and content-type the service writes. No parsing,
  * no model, no error handling: what is left is the library and the kernel.
  *
- * Env: BODIES_FILE (JSON object, URL with query -> body), PORT (0 = free port), HOST.
+ * Env: BODIES_FILE (JSON object, URL with query -> body; a bare path is the fallback for its
+ * other URLs), PORT (0 = free port), HOST.
  */
 import { readFileSync } from 'node:fs';
 import uws from 'uWebSockets.js';
@@ -20,7 +21,8 @@ const missing = Buffer.from('{"status":0,"message":"no body for this URL"}');
 const app = uws.App();
 app.get('/*', (res, req) => {
   const q = req.getQuery();
-  const body = bodies.get(q ? `${req.getUrl()}?${q}` : req.getUrl());
+  // A URL without a body of its own (the cache-miss variants) gets its path's representative body.
+  const body = bodies.get(q ? `${req.getUrl()}?${q}` : req.getUrl()) ?? bodies.get(req.getUrl());
   res.cork(() => {
     res.writeStatus(body ? '200 OK' : '404 Not Found').writeHeader('content-type', 'application/json').end(body ?? missing);
   });

@@ -69,6 +69,8 @@ export interface Server {
   readonly port: number;
   /** The inspector's WebSocket URL when started with inspect. */
   readonly inspector: string | undefined;
+  /** Distinct warning and error lines the server logged after it started (at most 20). */
+  warnings(): string[];
   stop(): Promise<void>;
 }
 
@@ -103,6 +105,17 @@ export function startServer(spec: ServerSpec): Promise<Server> {
     let out = '';
     let inspector: string | undefined;
     let done = false;
+    const warnings = new Set<string>();
+    let partial = '';
+    const scan = (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        if (warnings.size < 20 && /"level":"(warn|error)"|\b(WARN|ERROR|Error)\b/.test(line) && !/Debugger|inspector|For help/.test(line)) {
+          warnings.add(line.replace(/"time":"[^"]*",?/, '').slice(0, 300));
+        }
+      }
+    };
     const timer = setTimeout(() => finish(new Error(`${spec.name} did not start within ${spec.timeoutMs ?? 60000} ms:\n${out}`)), spec.timeoutMs ?? 60000);
     const finish = (err?: Error, url?: string) => {
       if (done) return;
@@ -115,7 +128,7 @@ export function startServer(spec: ServerSpec): Promise<Server> {
       const port = Number(new URL(url!).port);
       const exited = new Promise<void>((r) => (proc.exitCode !== null ? r() : proc.once('exit', () => r())));
       ok({
-        name: spec.name, proc, pid: proc.pid!, url: url!, port, inspector,
+        name: spec.name, proc, pid: proc.pid!, url: url!, port, inspector, warnings: () => [...warnings],
         stop: async () => {
           if (proc.exitCode !== null) return;
           proc.kill('SIGTERM');
@@ -126,6 +139,7 @@ export function startServer(spec: ServerSpec): Promise<Server> {
       });
     };
     const onData = (chunk: Buffer) => {
+      if (done) return scan(chunk.toString());
       out += chunk.toString();
       const ins = /Debugger listening on (ws:\/\/\S+)/.exec(out);
       if (ins) inspector = ins[1];
@@ -137,6 +151,9 @@ export function startServer(spec: ServerSpec): Promise<Server> {
     proc.stderr!.on('data', (c: Buffer) => {
       onData(c);
       if (done && process.env.BENCH_VERBOSE) process.stderr.write(`[${spec.name}] ${c}`);
+    });
+    proc.stdout!.on('data', (c: Buffer) => {
+      if (done && process.env.BENCH_VERBOSE) process.stdout.write(`[${spec.name}] ${c}`);
     });
     proc.once('exit', (code) => finish(new Error(`${spec.name} exited with ${code} before listening:\n${out}`)));
   });

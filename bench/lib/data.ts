@@ -157,6 +157,38 @@ export function restPaths(count = 10): Record<string, string[]> {
   return paths;
 }
 
+/**
+ * `count` distinct URLs per lookup route (deterministic random ID sets), for the cache-miss
+ * variants: cycling through more distinct URLs than the service's answer cache holds means
+ * every request is computed.
+ */
+export function missPaths(count = 5000): Record<string, string[]> {
+  const allEids = sis.flatMap((si) => Array.from({ length: SEED.eventsPerSport }, (_, e) => eidOf(si, e + 1)));
+  const allMids = allEids.flatMap((eid) => [1, 2, 3, 4, 5, 6].map((n) => midOf(eid, n)).concat([midOf(eid, 6) + '.1']));
+  let state = 42;
+  const rand = () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const sample = <T>(xs: T[], n: number): T[] => {
+    const a = [...xs];
+    for (let i = 0; i < n; i++) {
+      const j = i + Math.floor(rand() * (a.length - i));
+      [a[i], a[j]] = [a[j], a[i]];
+    }
+    return a.slice(0, n);
+  };
+  const out: Record<string, string[]> = { 'events-miss': [], 'markets-miss': [], 'results-miss': [] };
+  const seen = new Set<string>();
+  const add = (route: string, url: string) => {
+    if (!seen.has(url)) {
+      seen.add(url);
+      out[route].push(url);
+    }
+  };
+  while (out['events-miss'].length < count) add('events-miss', '/api/v1/sports/events?si=' + sample(sis, 10).join(','));
+  while (out['markets-miss'].length < count) add('markets-miss', '/api/v1/events/markets?eid=' + sample(allEids, 10).join(','));
+  while (out['results-miss'].length < count) add('results-miss', '/api/v1/markets/result?mid=' + sample(allMids, 50).join(','));
+  return out;
+}
+
 /** Markets for the fan-out benchmark: seeded match-odds and bookmaker markets, with their runners. */
 export function fanoutMarkets(count: number): { mid: string; rids: number[] }[] {
   const out: { mid: string; rids: number[] }[] = [];

@@ -77,3 +77,18 @@ export function perfMarkdown(s: PerfSummary, topN = 8): string {
   const top = s.top.slice(0, topN).map((t) => `${t.pct.toFixed(1)}% ${t.symbol} (${t.binary})`).join('; ');
   return `  - perf (all CPU incl. native and kernel; \`${s.file}\`): ${bins}\n  - perf top symbols: ${top}`;
 }
+
+/** Counts the process's socket-write system calls over `seconds` (perf stat on syscall tracepoints). */
+export function perfCountSends(pid: number, seconds: number): Promise<number | undefined> {
+  const events = ['sendto', 'sendmsg', 'write', 'writev'].map((e) => `syscalls:sys_enter_${e}`).join(',');
+  return new Promise((done) => {
+    const p = spawn('perf', ['stat', '-x', ',', '-e', events, '-p', String(pid), '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+    p.on('exit', () => {
+      const counts = err.split('\n').map((l) => Number(l.split(',')[0])).filter((n) => Number.isFinite(n));
+      done(counts.length ? counts.reduce((a, b) => a + b, 0) : undefined);
+    });
+    p.on('error', () => done(undefined));
+  });
+}

@@ -74,6 +74,8 @@ export interface ProfileSummary {
   areas: { area: string; selfPct: number }[];
   /** The same window seen by Linux perf, when available. */
   perf?: PerfSummary;
+  /** Frames written per send/write system call in the window (fan-out only). */
+  framesPerSyscall?: number;
 }
 
 function where(cf: CallFrame): string {
@@ -146,5 +148,6 @@ export function profileMarkdown(title: string, s: ProfileSummary, topN = 8): str
   const top = s.top.slice(0, topN).map((t) => `${t.selfPct.toFixed(1)}% ${t.fn}${t.where ? ` (${t.where})` : ''}`).join('; ');
   const areas = s.areas.slice(0, 7).map((a) => `${a.area} ${a.selfPct.toFixed(0)}%`).join(', ');
   return `- **${title}**: ${s.window}; \`${s.file}\`\n  - V8 profile, by area (% of the process's CPU time): ${areas}\n  - V8 top self time: ${top}` +
-    (s.perf ? '\n' + perfMarkdown(s.perf) : '');
+    (s.perf ? '\n' + perfMarkdown(s.perf) : '') +
+    (s.framesPerSyscall ? `\n  - ${s.framesPerSyscall.toFixed(2)} frames per socket write system call` : '');
 }

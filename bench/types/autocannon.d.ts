@@ -7,6 +7,8 @@ declare module 'autocannon' {
     path: string;
     headers?: Record<string, string>;
     body?: string;
+    /** Called before each request; returns the request to send. */
+    setupRequest?: (req: Request, context: Record<string, unknown>) => Request;
   }
 
   export interface Options {
