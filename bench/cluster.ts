@@ -10,10 +10,9 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { startEmbedded } from '../src/db/embedded.js';
+import { freePort, startEmbedded } from '../src/db/embedded.js';
 import { createLogger } from '../src/log.js';
 
 const SOCKETS = Number(process.env.BENCH_SOCKETS ?? 2000);
@@ -22,11 +21,6 @@ const RATES = (process.env.BENCH_RATES ?? '50000,100000,200000,400000').split(',
 const PER_SOCKET = 10;
 const MARKETS = 50;
 const NATS = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
-
-
-const freePort = (): Promise<number> => new Promise((ok) => {
-  const s = createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => ok(p)); });
-});
 
 async function pod(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });

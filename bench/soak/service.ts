@@ -6,12 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { log, sleep } from './util.js';
+import { freePort } from '../../src/db/embedded.js';
 
 /** The project root (this file is dist/bench/soak/service.js). */
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -91,17 +91,6 @@ async function stopLeftoverPostgres(pgDir: string): Promise<void> {
       await sleep(100);
     }
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
 }
 
 export interface Exit {

@@ -9,7 +9,8 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port that was free a moment ago. */
+export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
     srv.once('error', fail);
