@@ -55,18 +55,10 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
 
 // ---- Prometheus text ----
 
-/** Series key as exposed (`name{label="v",...}`) to value. */
-export type Scrape = Map<string, number>;
+import type { Scrape } from '../../test/helpers/prometheus.js';
 
-export function parseMetrics(text: string): Scrape {
-  const out: Scrape = new Map();
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
+// The parser the tests use: one reading of the exposition format for both.
+export { parseMetrics, type Scrape } from '../../test/helpers/prometheus.js';
 
 /** Sum of every series of a metric whose labels pass `keep` (all of them by default). */
 export function total(s: Scrape, name: string, keep: (labels: string) => boolean = () => true): number {
