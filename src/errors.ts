@@ -1,47 +1,79 @@
 /**
- * Every error a caller can see, in one place. HTTP answers carry the status
- * code and `{"status":0,"message":...}`; socket acks carry the same message.
+ * Every error a caller can see, in one catalogue. Domain code throws a
+ * ServiceError carrying a code and a message in the caller's words; each edge
+ * maps the code once: HTTP to a status (`http/status.ts`), sockets to a
+ * status-0 ack with the same message, import to a rejected item. Nothing
+ * below the edges knows about HTTP.
  */
-export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Readonly<Record<string, string>> = {}) {
-    super(message);
-  }
+export const ERROR_CODES = [
+  'BAD_PARAM', 'BAD_BODY', 'ITEM_REJECTED', 'LIMIT', 'NOT_WEBSOCKET', 'ABORTED',
+  'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
+  'RATE_LIMITED', 'TOO_MANY_SOCKETS', 'SERVER_FULL',
+  'DB_UNAVAILABLE', 'OUTCOME_UNKNOWN', 'NOT_READY', 'INTERNAL',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
-  get body(): string {
-    return JSON.stringify({ status: 0, message: this.message });
+export class ServiceError extends Error {
+  constructor(readonly code: ErrorCode, message: string, readonly headers: Readonly<Record<string, string>> = {}) {
+    super(message);
   }
 }
 
-export const STATUS_LINES: Readonly<Record<number, string>> = {
-  200: '200 OK',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  413: '413 Payload Too Large',
-  415: '415 Unsupported Media Type',
-  429: '429 Too Many Requests',
-  500: '500 Internal Server Error',
-  503: '503 Service Unavailable',
-};
-
 export const errors = {
-  badParam: (name: string, rule: string) => new HttpError(400, `${name} ${rule}`),
-  badBody: (rule: string) => new HttpError(400, `request body ${rule}`),
-  badItem: (item: string, why: string) => new HttpError(400, `${item}: ${why}`),
-  unauthorized: (why: string) => new HttpError(401, why),
-  forbidden: (why: string) => new HttpError(403, why),
+  badParam: (name: string, rule: string) => new ServiceError('BAD_PARAM', `${name} ${rule}`),
+  badBody: (rule: string) => new ServiceError('BAD_BODY', `request body ${rule}`),
+  badItem: (item: string, why: string) => new ServiceError('ITEM_REJECTED', `${item}: ${why}`),
+  /** A structure a client grows (its stored set, a socket's markets, batches in flight) is full. */
+  limit: (why: string) => new ServiceError('LIMIT', why),
+  unauthorized: (why: string) => new ServiceError('UNAUTHORIZED', why),
+  forbidden: (why: string) => new ServiceError('FORBIDDEN', why),
   rateLimited: (perSecond: number, retryAfterS: number) =>
-    new HttpError(429, `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
-  tooManySockets: (why: string) => new HttpError(429, why),
-  notFound: (path: string) => new HttpError(404, `no route for ${path}`),
+    new ServiceError('RATE_LIMITED', `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),
+  serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
+  notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>
-    new HttpError(405, `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),
-  notWebSocket: (path: string) => new HttpError(400, `${path} takes WebSocket connections only: send a GET with Upgrade: websocket`),
-  tooLarge: (limit: number) => new HttpError(413, `request body is larger than ${limit} bytes`),
-  unsupportedType: (allowed: string) => new HttpError(415, `content-type must be ${allowed}`),
-  databaseDown: () => new HttpError(503, 'the database is unavailable; nothing was changed, try again'),
-  notReady: (why: string) => new HttpError(503, why),
-  internal: () => new HttpError(500, 'internal error; nothing was changed'),
+    new ServiceError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),
+  notWebSocket: (path: string) => new ServiceError('NOT_WEBSOCKET', `${path} takes WebSocket connections only: send a GET with Upgrade: websocket`),
+  tooLarge: (limit: number) => new ServiceError('TOO_LARGE', `request body is larger than ${limit} bytes`),
+  unsupportedType: (allowed: string) => new ServiceError('UNSUPPORTED_TYPE', `content-type must be ${allowed}`),
+  aborted: () => new ServiceError('ABORTED', 'request aborted'),
+  databaseDown: () => new ServiceError('DB_UNAVAILABLE', 'the database is unavailable; nothing was changed, try again'),
+  /** The commit was sent but never confirmed: the change may or may not have been applied. */
+  outcomeUnknown: () => new ServiceError('OUTCOME_UNKNOWN', 'the database did not confirm the commit, so the change may or may not have been applied; sending it again is safe'),
+  notReady: (why: string) => new ServiceError('NOT_READY', why),
+  internal: () => new ServiceError('INTERNAL', 'internal error; nothing was changed'),
 } as const;
+
+/** True for errors that mean Postgres could not answer, whatever the request was. */
+export const isDatabaseError = (err: unknown): boolean =>
+  err instanceof ServiceError && (err.code === 'DB_UNAVAILABLE' || err.code === 'OUTCOME_UNKNOWN');
+
+/**
+ * Close codes the server sends on sockets. 1001 is the standard "going away";
+ * the 4xxx codes are the service's own, in the range RFC 6455 leaves to
+ * applications.
+ */
+export const CLOSE = {
+  /** Shutting down: reconnect, another pod will take you. */
+  GOING_AWAY: 1001,
+  /** The socket's API key was revoked. */
+  REVOKED: 4003,
+  /** Slow consumer: stayed behind past the backpressure limits. */
+  SLOW: 4008,
+} as const;
+
+/** Where an unknown error is reported: the service's logger, or anything with its `error` method. */
+interface ErrorLog {
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * Any thrown value as a ServiceError. One that is not from the catalogue is a
+ * bug: logged here, once, with where it happened, and answered as INTERNAL.
+ */
+export function known(err: unknown, log: ErrorLog, where: string): ServiceError {
+  if (err instanceof ServiceError) return err;
+  log.error(`${where} failed`, { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  return errors.internal();
+}

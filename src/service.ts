@@ -4,6 +4,7 @@ import type { us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { createPool, isUnavailable } from './db/pool.js';
+import { retry, sleep } from './lib/retry.js';
 import { migrate } from './db/migrate.js';
 import { Listener } from './db/listen.js';
 import { ReadModel } from './refdata/model.js';
@@ -46,20 +47,12 @@ const SWEEP_MS = 100;
 const FEED_CHECK_MS = 250;
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const sleep = (ms: number) => new Promise((ok) => setTimeout(ok, ms));
-
 /** Waits for Postgres with capped backoff: pods may start before their database does. */
-async function waitForPostgres(pool: pg.Pool, log: Logger, attempts = 60): Promise<void> {
-  for (let i = 1; ; i++) {
-    try {
-      await pool.query('SELECT 1');
-      return;
-    } catch (err) {
-      if (i >= attempts) throw err;
-      log.warn('postgres not reachable yet', { attempt: i, err: (err as Error).message });
-      await sleep(Math.min(100 * 2 ** i, 5000));
-    }
-  }
+async function waitForPostgres(pool: pg.Pool, log: Logger): Promise<void> {
+  await retry(() => pool.query('SELECT 1'), {
+    attempts: 60, minMs: 200, maxMs: 5000,
+    onRetry: (err, attempt) => log.warn('postgres not reachable yet', { attempt, err: (err as Error).message }),
+  });
 }
 
 /**

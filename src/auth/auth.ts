@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
-import { HttpError, errors } from '../errors.js';
+import { errors, type ServiceError } from '../errors.js';
+import { TokenBucket } from '../lib/token-bucket.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import { hashSecret, loadKeys, parseToken, type Role } from './keys.js';
 
@@ -28,7 +29,7 @@ const DUMMY = hashSecret('no such key');
  */
 export class Auth {
   private keys = new Map<string, LiveKey>();
-  private buckets = new Map<string, { tokens: number; at: number }>();
+  private buckets = new Map<string, TokenBucket>();
 
   constructor(
     readonly enabled: boolean,
@@ -75,20 +76,14 @@ export class Auth {
   /** Spends one REST request of the caller's allowance, or answers 429 with when to retry. */
   limit(p: Principal): void {
     if (this.restRate <= 0) return;
-    const now = Date.now();
-    const b = this.buckets.get(p.keyId) ?? { tokens: this.restRate, at: now };
-    b.tokens = Math.min(this.restRate, b.tokens + ((now - b.at) / 1000) * this.restRate);
-    b.at = now;
-    this.buckets.set(p.keyId, b);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return;
-    }
+    let b = this.buckets.get(p.keyId);
+    if (!b) this.buckets.set(p.keyId, (b = new TokenBucket(this.restRate)));
+    if (b.take()) return;
     this.metrics.rateLimited.inc({ scope: 'rest' });
-    throw errors.rateLimited(this.restRate, Math.max(1, Math.ceil((1 - b.tokens) / this.restRate)));
+    throw errors.rateLimited(this.restRate, b.retryAfterS());
   }
 
-  private refuse(reason: string, err: HttpError): never {
+  private refuse(reason: string, err: ServiceError): never {
     this.metrics.rejected.inc({ reason });
     throw err;
   }

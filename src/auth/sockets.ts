@@ -1,12 +1,9 @@
-import { errors, type HttpError } from '../errors.js';
+import { CLOSE, errors, type ServiceError } from '../errors.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 
 export interface Closable {
   end(code?: number, reason?: string): void;
 }
-
-/** Close code for sockets whose API key was revoked (documented in the README). */
-export const CLOSE_REVOKED = 4003;
 
 /**
  * Every open socket, subscriber or publisher, by the key it came in with: for
@@ -26,14 +23,14 @@ export class SocketRegistry {
   ) {}
 
   /** Why a new socket for this key may not open, or undefined when it may. */
-  refuse(keyId: string): HttpError | undefined {
+  refuse(keyId: string): ServiceError | undefined {
     if (this.total >= this.max) {
       this.metrics.socketsRefused.inc({ reason: 'total' });
-      return errors.notReady(`this server holds its limit of ${this.max} sockets; connect again (another pod may take you)`);
+      return errors.serverFull(this.max);
     }
     if (this.countPerKey && (this.byKey.get(keyId)?.size ?? 0) >= this.perKey) {
       this.metrics.socketsRefused.inc({ reason: 'per_key' });
-      return errors.tooManySockets(`this API key already holds its limit of ${this.perKey} sockets`);
+      return errors.tooManySockets(this.perKey);
     }
     return undefined;
   }
@@ -55,7 +52,7 @@ export class SocketRegistry {
   closeKey(keyId: string): void {
     for (const s of [...(this.byKey.get(keyId) ?? [])]) {
       this.metrics.revokedCloses.inc();
-      s.end(CLOSE_REVOKED, 'API key revoked');
+      s.end(CLOSE.REVOKED, 'API key revoked');
     }
   }
 }

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { ConfigError, loadConfig } from '../config.js';
 import { openDatabase, type Database } from './database.js';
-import { HttpError } from '../errors.js';
+import { ServiceError } from '../errors.js';
 import { itemsFromRest } from '../ingest/from-rest.js';
 import { describe, type ReferenceItem } from '../ingest/items.js';
 import { validateReference } from '../ingest/validate.js';
@@ -84,12 +84,12 @@ export async function importItems(
     try {
       count(await writeReference(pool, valid.map(([p, item]) => [p.at, item] as const), log));
     } catch (err) {
-      if (!(err instanceof HttpError) || err.status !== 400) throw err;
+      if (!(err instanceof ServiceError) || err.code !== 'ITEM_REJECTED') throw err;
       for (const [p, item] of valid) {
         try {
           count(await writeReference(pool, [[p.at, item]], log));
         } catch (one) {
-          if (!(one instanceof HttpError) || one.status !== 400) throw one;
+          if (!(one instanceof ServiceError) || one.code !== 'ITEM_REJECTED') throw one;
           summary.rejected.push(`${p.file} ${one.message}`);
         }
       }

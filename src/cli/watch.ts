@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs as parseOptions } from 'node:util';
 import WebSocket from 'ws';
 import { decodeServerJson, decodeServerProto, encodeClientProto } from '../odds/codec.js';
-import type { ClientMessage, PriceSize, ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type ClientMessage, type PriceSize, type ServerMessage } from '../odds/messages.js';
 
 export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw] <mid>...
   --url     odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
@@ -40,8 +40,8 @@ export function parseArgs(argv: string[]): WatchOptions {
   if (format !== 'json' && format !== 'proto') throw new UsageError(`--format must be json or proto, got ${format}`);
   let hb: number | undefined;
   if (values.hb !== undefined) {
-    hb = /^\d{1,5}$/.test(values.hb) ? Number(values.hb) : NaN;
-    if (!(hb >= 500 && hb <= 30000)) throw new UsageError(`--hb must be a whole number from 500 to 30000, got ${values.hb}`);
+    hb = parseHeartbeat(values.hb);
+    if (hb === undefined) throw new UsageError(`--hb must be a whole number from ${HEARTBEAT.min} to ${HEARTBEAT.max}, got ${values.hb}`);
   }
   const url = values.url ?? 'ws://127.0.0.1:8080/ws';
   if (!/^wss?:\/\//.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { retry } from '../lib/retry.js';
 
 /**
  * A client's market set, changed by REST subscribe and unsubscribe and kept in
@@ -47,14 +48,7 @@ export class StoredSets {
     this.cache.delete(client);
   }
 
-  private async load(client: string): Promise<string[]> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await listMarkets(this.pool, client);
-      } catch (err) {
-        if (attempt >= RETRIES) throw err;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
-      }
-    }
+  private load(client: string): Promise<string[]> {
+    return retry(() => listMarkets(this.pool, client), { attempts: RETRIES + 1 });
   }
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../log.js';
+import { Backoff } from '../lib/retry.js';
 
 export interface ListenerHandlers {
   /** Called after every (re)connect, once LISTEN is in place: anything may have been missed before it. */
@@ -7,9 +8,6 @@ export interface ListenerHandlers {
   onNotify(payload: string): void;
   onDisconnect(): void;
 }
-
-const MIN_BACKOFF_MS = 100;
-const MAX_BACKOFF_MS = 5000;
 
 /**
  * One dedicated connection for LISTEN, kept out of the pool because a pooled
@@ -19,7 +17,7 @@ const MAX_BACKOFF_MS = 5000;
 export class Listener {
   private client: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private backoff = MIN_BACKOFF_MS;
+  private readonly backoff = new Backoff(100, 5000);
   private stopped = false;
   connected = false;
 
@@ -60,7 +58,7 @@ export class Listener {
     }
     if (this.client !== client) return;
     this.connected = true;
-    this.backoff = MIN_BACKOFF_MS;
+    this.backoff.reset();
     this.log.info('postgres listener connected', { channel: this.channel });
     this.handlers.onConnect();
   }
@@ -74,7 +72,6 @@ export class Listener {
       this.log.warn('postgres listener lost', { err: err?.message });
       this.handlers.onDisconnect();
     }
-    this.timer = setTimeout(() => void this.connect(), this.backoff);
-    this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF_MS);
+    this.timer = setTimeout(() => void this.connect(), this.backoff.next());
   }
 }

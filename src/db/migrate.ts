@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../log.js';
-import { withClient } from './pool.js';
+import { transaction, withClient } from './pool.js';
 
 const SQL_DIR = fileURLToPath(new URL('../../../sql/', import.meta.url));
 // Any constant shared by every pod of this service: pods starting together
@@ -36,13 +36,12 @@ export async function migrate(pool: pg.Pool, log: Logger, dir = SQL_DIR): Promis
 
 async function applyFile(client: pg.PoolClient, dir: string, file: string): Promise<void> {
   const sql = await readFile(`${dir}${file}`, 'utf8');
-  await client.query('BEGIN');
   try {
-    await client.query(sql);
-    await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
-    await client.query('COMMIT');
+    await transaction(client, async () => {
+      await client.query(sql);
+      await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [file]);
+    });
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
     throw new Error(`migration ${file} failed: ${(err as Error).message}`);
   }
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
+import { errors } from '../errors.js';
 
 // bigint columns hold IDs the interface types as integers; every one fits a
 // double, and returning strings would leak into the JSON.
@@ -54,17 +55,30 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
   }
 }
 
-/** Runs fn in one transaction; the caller sees either all of it committed or an error. */
+/**
+ * Runs fn in one transaction on a client the caller holds. A COMMIT that
+ * Postgres never answers leaves the outcome unknown: that is said as such,
+ * never as "nothing was changed".
+ */
+export async function transaction<T>(client: pg.ClientBase, fn: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  let out: T;
+  try {
+    out = await fn();
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+  try {
+    await client.query('COMMIT');
+  } catch (err) {
+    if (isUnavailable(err)) throw errors.outcomeUnknown();
+    throw err;
+  }
+  return out;
+}
+
+/** Runs fn in one transaction on a client of its own; the caller sees it committed, an error, or OUTCOME_UNKNOWN. */
 export function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return withClient(pool, async (client) => {
-    await client.query('BEGIN');
-    try {
-      const out = await fn(client);
-      await client.query('COMMIT');
-      return out;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  });
+  return withClient(pool, (client) => transaction(client, () => fn(client)));
 }

@@ -1,5 +1,5 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import { HttpError, errors } from '../errors.js';
+import { errors, known } from '../errors.js';
 import { decodeIngestProto, encodeJson, encodeProto } from '../odds/codec.js';
 import type { Ingest, IngestResult } from '../ingest/ingest.js';
 import type { Logger } from '../log.js';
@@ -31,12 +31,6 @@ function decodeBatch(bytes: Uint8Array, binary: boolean): Batch {
 
 const summary = (r: IngestResult): string => `Ingested ${r.count} item${r.count === 1 ? '' : 's'}`;
 
-function failure(err: unknown, log: Logger): HttpError {
-  if (err instanceof HttpError) return err;
-  log.error('ingest failed', { err: String(err) });
-  return errors.internal();
-}
-
 interface PublisherState {
   format: 'json' | 'proto';
   /** Set on close: an ack for a batch still committing must not touch a closed socket. */
@@ -67,7 +61,7 @@ export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest
         const refused = auth.sockets.refuse(keyId);
         if (refused) throw refused;
       } catch (err) {
-        return sendError(res, err instanceof HttpError ? err : errors.internal());
+        return sendError(res, known(err, log, 'publisher upgrade'));
       }
       const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim());
       const proto = offered.includes('odds.v1.proto');
@@ -86,11 +80,11 @@ export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest
         // The message buffer is only valid during this callback: decode it now.
         batch = decodeBatch(new Uint8Array(data), isBinary);
       } catch (err) {
-        return reply(0, 0, failure(err, log).message);
+        return reply(0, 0, known(err, log, 'ingest').message);
       }
       ingest.accept(batch.data).then(
         (r) => reply(batch.id, 1, summary(r)),
-        (err) => reply(batch.id, 0, failure(err, log).message),
+        (err) => reply(batch.id, 0, known(err, log, 'ingest').message),
       );
     },
     open: (ws) => auth.sockets.add(ws.getUserData().keyId, ws),

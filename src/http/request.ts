@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { HttpError, STATUS_LINES, errors } from '../errors.js';
+import { errors, type ServiceError } from '../errors.js';
+import { STATUS_LINES, errorBody, httpStatus } from './status.js';
 import { MAX_IDS } from '../refdata/ids.js';
 
 export type Query = ReadonlyMap<string, string>;
@@ -63,8 +64,8 @@ export function send(res: HttpResponse, status: number, body: string, headers?: 
   });
 }
 
-export function sendError(res: HttpResponse, err: HttpError, close = false): void {
-  send(res, err.status, err.body, err.headers, undefined, close);
+export function sendError(res: HttpResponse, err: ServiceError, close = false): void {
+  send(res, httpStatus(err), errorBody(err), err.headers, undefined, close);
 }
 
 /**
@@ -87,9 +88,9 @@ export class Exchange {
     if (!this.aborted) send(this.res, status, body, headers, type, close);
   }
 
-  fail(err: HttpError, close = false): void {
+  fail(err: ServiceError, close = false): void {
     // A body we stopped reading early leaves bytes on the wire: close after answering.
-    this.reply(err.status, err.body, err.headers, undefined, close || err.status === 413);
+    this.reply(httpStatus(err), errorBody(err), err.headers, undefined, close || err.code === 'TOO_LARGE');
   }
 
   /** Reads the whole body, refusing more than `limit` bytes. Call before any await. */
@@ -101,7 +102,7 @@ export class Exchange {
       if (declared > limit) return reject(errors.tooLarge(limit));
       const chunks: Buffer[] = [];
       let size = 0;
-      this.onAbort = () => reject(new HttpError(400, 'request aborted'));
+      this.onAbort = () => reject(errors.aborted());
       this.res.onData((chunk, isLast) => {
         if (size < 0) return;
         size += chunk.byteLength;

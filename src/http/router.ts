@@ -1,5 +1,6 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
-import { HttpError, errors } from '../errors.js';
+import { errors, known, type ServiceError } from '../errors.js';
+import { httpStatus } from './status.js';
 import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
@@ -18,7 +19,7 @@ export interface Answer {
 
 /**
  * Registers routes on the uWS app and does their I/O in one place: handlers
- * return the body (or throw an HttpError) and never touch the response, so
+ * return the body (or throw a ServiceError) and never touch the response, so
  * every route gets the same error bodies, abort handling, corking and
  * metrics. Remembers each path's methods for the 405 and 404 fallbacks.
  */
@@ -87,10 +88,10 @@ export class Router {
 
   /** 400 for plain requests to socket routes, 405 with Allow for known paths, 404 for the rest. Call last. */
   fallbacks(socketRoutes: readonly string[]): void {
-    const fallback = (path: string, err: (req: HttpRequest) => HttpError) => (res: HttpResponse, req: HttpRequest) => {
+    const fallback = (path: string, err: (req: HttpRequest) => ServiceError) => (res: HttpResponse, req: HttpRequest) => {
       const e = err(req);
       sendError(res, e, this.draining);
-      this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), e.status, 0);
+      this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), httpStatus(e), 0);
     };
     for (const path of socketRoutes) this.app.any(path, fallback(path, () => errors.notWebSocket(path)));
     for (const [path, allowed] of this.methods) {
@@ -139,20 +140,14 @@ export class Router {
   }
 
   private fail(res: HttpResponse, err: unknown, path: string): number {
-    const e = this.asHttp(err, path);
+    const e = known(err, this.log, path);
     sendError(res, e, this.draining);
-    return e.status;
+    return httpStatus(e);
   }
 
   private failAsync(ex: Exchange, err: unknown, path: string): number {
-    const e = this.asHttp(err, path);
+    const e = known(err, this.log, path);
     ex.fail(e, this.draining);
-    return e.status;
-  }
-
-  private asHttp(err: unknown, path: string): HttpError {
-    if (err instanceof HttpError) return err;
-    this.log.error('request failed', { route: path, err: String(err) });
-    return errors.internal();
+    return httpStatus(e);
   }
 }

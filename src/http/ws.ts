@@ -1,8 +1,8 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t } from 'uWebSockets.js';
-import { HttpError, errors } from '../errors.js';
+import { errors, known } from '../errors.js';
 import { decodeClient } from '../odds/codec.js';
 import type { Broadcaster, Socket, SocketState } from '../odds/broadcaster.js';
-import type { ClientMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import { MAX_IDS, isMarketId } from '../refdata/ids.js';
 import type { Logger } from '../log.js';
@@ -32,9 +32,6 @@ export interface WsDeps {
 }
 
 export const SUBPROTOCOLS: Record<string, Format> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
-const HB_DEFAULT = 5000;
-const HB_MIN = 500;
-const HB_MAX = 30000;
 let nextId = 1;
 
 /** First of the client's offered subprotocols that we speak; JSON when none is offered. */
@@ -48,9 +45,9 @@ function pickProtocol(header: string): { name: string; format: Format } {
 }
 
 function heartbeat(raw: string | undefined): number {
-  if (raw === undefined) return HB_DEFAULT;
-  const hb = /^\d{1,5}$/.test(raw) ? Number(raw) : NaN;
-  if (!(hb >= HB_MIN && hb <= HB_MAX)) throw errors.badParam('hb', `must be a whole number of milliseconds from ${HB_MIN} to ${HB_MAX}`);
+  if (raw === undefined) return HEARTBEAT.default;
+  const hb = parseHeartbeat(raw);
+  if (hb === undefined) throw errors.badParam('hb', `must be a whole number of milliseconds from ${HEARTBEAT.min} to ${HEARTBEAT.max}`);
   return hb;
 }
 
@@ -118,7 +115,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
         const refused = deps.sockets.refuse(who.keyId);
         if (refused) throw refused;
       } catch (err) {
-        return sendError(res, err instanceof HttpError ? err : errors.internal());
+        return sendError(res, known(err, log, 'socket upgrade'));
       }
       const { name, format } = pickProtocol(req.getHeader('sec-websocket-protocol'));
       const now = Date.now();

@@ -6,7 +6,7 @@ import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
-import { HttpError, errors } from '../errors.js';
+import { errors, isDatabaseError } from '../errors.js';
 import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
@@ -46,7 +46,7 @@ export class Ingest {
       this.metrics.ingestBatches.inc({ outcome: 'ok' });
       return result;
     } catch (err) {
-      this.metrics.ingestBatches.inc({ outcome: err instanceof HttpError && err.status === 503 ? 'unavailable' : 'rejected' });
+      this.metrics.ingestBatches.inc({ outcome: isDatabaseError(err) ? 'unavailable' : 'rejected' });
       throw err;
     }
   }

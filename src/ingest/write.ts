@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { HttpError, errors } from '../errors.js';
+import { ServiceError, errors, known } from '../errors.js';
 import { inTransaction, isUnavailable } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { ApplyError, applyItem, type Outcome } from './apply.js';
@@ -7,8 +7,8 @@ import { describe, type ReferenceItem } from './items.js';
 
 /**
  * Writes checked reference items in one transaction: all of them or, on the
- * first refused item, none. Errors come out as the HTTP errors callers answer
- * with: 400 naming the item, 503 when Postgres is unreachable.
+ * first refused item, none. Errors come out coded: ITEM_REJECTED naming the
+ * item, DB_UNAVAILABLE when Postgres is unreachable.
  */
 export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger): Promise<Outcome[]> {
   try {
@@ -25,9 +25,8 @@ export async function writeReference(pool: pg.Pool, items: readonly (readonly [n
       return out;
     });
   } catch (err) {
-    if (err instanceof HttpError) throw err;
+    if (err instanceof ServiceError) throw err;
     if (isUnavailable(err)) throw errors.databaseDown();
-    log.error('reference write failed', { err: String(err) });
-    throw errors.internal();
+    throw known(err, log, 'reference write');
   }
 }

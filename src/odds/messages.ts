@@ -93,6 +93,15 @@ export type ServerMessage =
   | HeartbeatMessage
   | FeedMessage;
 
+/** The heartbeat silence a socket may ask for with `?hb=`, in ms. */
+export const HEARTBEAT = { min: 500, max: 30000, default: 5000 } as const;
+
+/** A heartbeat written as text, or undefined unless it is a whole number of ms within HEARTBEAT. */
+export function parseHeartbeat(text: string): number | undefined {
+  const hb = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  return hb >= HEARTBEAT.min && hb <= HEARTBEAT.max ? hb : undefined;
+}
+
 export const CLIENT_OPS = ['subscribe', 'unsubscribe', 'ping'] as const;
 export type ClientOp = (typeof CLIENT_OPS)[number];
 
