@@ -9,38 +9,90 @@ export type Outcome = 'inserted' | 'updated';
 type Client = Pick<pg.PoolClient, 'query'>;
 type Columns = Record<string, unknown>;
 
+/**
+ * One row an item writes. Table and column names come from this file only;
+ * every value travels as a parameter.
+ */
+interface Target {
+  table: string;
+  key: [string, unknown];
+  /** The columns the item carries: written on create and on update. */
+  given: Columns;
+  /** Written only when the row is created. */
+  createOnly?: Columns;
+  required: readonly string[];
+  /** How a refusal names the row when it is not the item itself. */
+  name?: string;
+  /** An existing row must hold this value in this column; otherwise the item is refused with `refusal`. */
+  guard?: { column: string; value: unknown; refusal: string };
+}
+
 function defined(cols: Columns): Columns {
   return Object.fromEntries(Object.entries(cols).filter(([, v]) => v !== undefined));
 }
 
-/**
- * Changes only the given columns of an existing row, or creates the row when
- * every required column is given. UPDATE first because partial state changes
- * (a market suspending) far outnumber creations.
- */
-async function upsert(db: Client, table: string, key: [string, unknown], given: Columns, required: readonly string[], where = ''): Promise<Outcome> {
-  const cols = defined(given);
-  const names = Object.keys(cols);
-  const values = Object.values(cols);
-  const found = names.length
-    ? await db.query(`UPDATE ${table} SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')} WHERE ${key[0]} = $1${where}`, [key[1], ...values])
-    : await db.query(`SELECT 1 FROM ${table} WHERE ${key[0]} = $1${where}`, [key[1]]);
-  if (found.rowCount) return 'updated';
-  const missing = required.filter((r) => !(r in cols));
-  if (missing.length) throw new ApplyError(`does not exist yet, and ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required to create it`);
-  await db.query(
-    `INSERT INTO ${table} (${[key[0], ...names].join(', ')}) VALUES (${[key[1], ...values].map((_, i) => `$${i + 1}`).join(', ')})`,
-    [key[1], ...values],
-  );
-  return 'inserted';
+/** The guard as a condition on the existing row, its value added to params. */
+function guarded(t: Target, params: unknown[]): string | undefined {
+  if (!t.guard) return undefined;
+  params.push(t.guard.value);
+  return `${t.table}.${t.guard.column} IS NOT DISTINCT FROM $${params.length}`;
 }
 
+/**
+ * Creates the row, or changes only the given columns of the row that is
+ * there, in one statement: two transactions creating one row at once queue on
+ * its key instead of both inserting.
+ */
+async function upsert(db: Client, t: Target): Promise<Outcome> {
+  const set = defined(t.given);
+  const create = { ...defined(t.createOnly ?? {}), ...set };
+  const missing = t.required.filter((r) => !(r in create));
+  if (missing.length) return update(db, t, set, missing);
+  const names = [t.key[0], ...Object.keys(create)];
+  const params = [t.key[1], ...Object.values(create)];
+  const changes = Object.keys(set).map((n) => `${n} = EXCLUDED.${n}`);
+  const condition = changes.length ? guarded(t, params) : undefined;
+  // With nothing to change an existing row is left as it is, so there is nothing for the guard to protect.
+  const onConflict = changes.length ? `DO UPDATE SET ${changes.join(', ')}${condition ? ` WHERE ${condition}` : ''}` : 'DO NOTHING';
+  const { rows } = await db.query<{ inserted: boolean }>(
+    `INSERT INTO ${t.table} (${names.join(', ')}) VALUES (${names.map((_, i) => `$${i + 1}`).join(', ')})
+     ON CONFLICT (${t.key[0]}) ${onConflict} RETURNING (xmax = 0) AS inserted`,
+    params,
+  );
+  if (rows.length) return rows[0].inserted ? 'inserted' : 'updated';
+  if (condition && t.guard) throw new ApplyError(t.guard.refusal);
+  return 'updated';
+}
+
+/** An item without the keys to create its row may only change a row that exists. */
+async function update(db: Client, t: Target, set: Columns, missing: string[]): Promise<Outcome> {
+  const names = Object.keys(set);
+  const params = [t.key[1], ...Object.values(set)];
+  const condition = guarded(t, params);
+  const where = `${t.key[0]} = $1${condition ? ` AND ${condition}` : ''}`;
+  const found = names.length
+    ? await db.query(`UPDATE ${t.table} SET ${names.map((n, i) => `${n} = $${i + 2}`).join(', ')} WHERE ${where}`, params)
+    : await db.query(`SELECT 1 FROM ${t.table} WHERE ${where}`, params);
+  if (found.rowCount) return 'updated';
+  const subject = t.name ? `${t.name} ` : '';
+  throw new ApplyError(`${subject}does not exist yet, and ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} required to create it`);
+}
+
+/**
+ * Makes the market's runners exactly the given list, in its order. Upserting
+ * rather than deleting and reinserting lets two writers of one list meet on
+ * its keys; rid order makes them lock the rows in the same order.
+ */
 async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promise<void> {
-  await db.query('DELETE FROM runners WHERE mid = $1', [mid]);
+  const rids = runners.map((r) => r.rid);
+  await db.query('DELETE FROM runners WHERE mid = $1 AND NOT (rid = ANY($2::bigint[]))', [mid, rids]);
   if (!runners.length) return;
   await db.query(
-    `INSERT INTO runners (mid, rid, pos, na) SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::text[])`,
-    [mid, runners.map((r) => r.rid), runners.map((_, i) => i), runners.map((r) => r.na)],
+    `INSERT INTO runners (mid, rid, pos, na)
+     SELECT $1, rid, pos, na FROM unnest($2::bigint[], $3::int[], $4::text[]) AS given (rid, pos, na) ORDER BY rid
+     ON CONFLICT (mid, rid) DO UPDATE SET pos = EXCLUDED.pos, na = EXCLUDED.na
+      WHERE (runners.pos, runners.na) IS DISTINCT FROM (EXCLUDED.pos, EXCLUDED.na)`,
+    [mid, rids, runners.map((_, i) => i), runners.map((r) => r.na)],
   );
 }
 
@@ -51,31 +103,30 @@ async function applyEvent(db: Client, e: EventItem): Promise<Outcome> {
     const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.eid])).rows[0];
     const li = e.li ?? current?.li;
     if (li === undefined) throw new ApplyError('le needs li to name its league');
-    await upsert(db, 'leagues', ['li', li], { na: e.le }, ['si']).catch(async (err) => {
-      if (!(err instanceof ApplyError)) throw err;
-      const si = e.si ?? current?.si;
-      if (si === undefined) throw new ApplyError(`league ${li} does not exist yet, and si is required to create it`);
-      await db.query('INSERT INTO leagues (li, si, na) VALUES ($1, $2, $3)', [li, si, e.le]);
-    });
+    // An event renames its league but never moves it to another sport.
+    await upsert(db, { table: 'leagues', key: ['li', li], given: { na: e.le }, createOnly: { si: e.si ?? current?.si }, required: ['si'], name: `league ${li}` });
   }
-  return upsert(db, 'events', ['eid', e.eid], { na: e.na, st: e.st, go: e.go, ip: e.ip, si: e.si, li: e.li, tv: e.tv }, REQUIRED.event);
+  const given = { na: e.na, st: e.st, go: e.go, ip: e.ip, si: e.si, li: e.li, tv: e.tv };
+  return upsert(db, { table: 'events', key: ['eid', e.eid], given, required: REQUIRED.event });
 }
 
 async function applyNested(db: Client, parent: string, eid: number, list: NestedItem[]): Promise<void> {
   await db.query('DELETE FROM markets WHERE parent_mid = $1 AND NOT (mid = ANY($2))', [parent, list.map((n) => n.mid)]);
   for (const [pos, n] of list.entries()) {
-    await upsert(db, 'markets', ['mid', n.mid], { parent_mid: parent, pos, eid, s: n.s, go: n.go, ...info(n) }, [], ` AND parent_mid = '${parent}'`)
-      .catch((err) => {
-        if (err?.code === '23505') throw new ApplyError(`m[${pos}].mid ${n.mid} is already another market`);
-        throw err;
-      });
+    await upsert(db, {
+      table: 'markets', key: ['mid', n.mid], given: { parent_mid: parent, pos, eid, s: n.s, go: n.go, ...info(n) }, required: [],
+      guard: { column: 'parent_mid', value: parent, refusal: `m[${pos}].mid ${n.mid} is already another market` },
+    });
     await replaceRunners(db, n.mid, n.r);
   }
 }
 
 async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
-  const cols = { eid: m.eid, na: m.na, ty: m.ty, s: m.s, go: m.go, rt: m.rt, di: m.di, bl: m.bl, ...info(m), ...(m.r ? { has_r: true } : {}) };
-  const outcome = await upsert(db, 'markets', ['mid', m.mid], cols, REQUIRED.market, ' AND parent_mid IS NULL');
+  const given = { eid: m.eid, na: m.na, ty: m.ty, s: m.s, go: m.go, rt: m.rt, di: m.di, bl: m.bl, ...info(m), ...(m.r ? { has_r: true } : {}) };
+  const outcome = await upsert(db, {
+    table: 'markets', key: ['mid', m.mid], given, required: REQUIRED.market,
+    guard: { column: 'parent_mid', value: null, refusal: `mid ${m.mid} is already a nested market` },
+  });
   const row = (await db.query<{ eid: number; si: number; ty: string }>(
     'SELECT m.eid, e.si, m.ty FROM markets m JOIN events e ON e.eid = m.eid WHERE m.mid = $1', [m.mid])).rows[0];
   if (m.si !== undefined && m.si !== row.si) throw new ApplyError(`si ${m.si} is not the sport of event ${row.eid} (${row.si})`);
@@ -91,14 +142,13 @@ async function applyResult(db: Client, r: ResultItem): Promise<Outcome> {
     'SELECT coalesce(m.ty, p.ty) AS mt FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1', [r.mid])).rows[0];
   if (!market) throw new ApplyError(`market ${r.mid} does not exist`);
   if (r.mt !== undefined && r.mt !== market.mt) throw new ApplyError(`mt ${r.mt} is not the type of market ${r.mid} (${market.mt})`);
-  return upsert(db, 'results', ['mid', r.mid], { res: r.res, rt: r.rt, ia: r.ia }, REQUIRED.result);
+  return upsert(db, { table: 'results', key: ['mid', r.mid], given: { res: r.res, rt: r.rt, ia: r.ia }, required: REQUIRED.result });
 }
 
 /** Why Postgres refused a row, in words a publisher can act on. */
 function explain(err: { code?: string; detail?: string; constraint?: string; message?: string }): string | undefined {
   if (err.code === '23503') return (err.detail ?? err.message ?? '').replace(/^Key \((\w+)\)=\(([^)]*)\) is not present in table "(\w+)"\.?$/, '$1 $2 does not exist in $3');
   if (err.code === '23514') return `breaks the rule ${err.constraint}`;
-  if (err.code === '23505') return err.detail ?? 'repeats an existing key';
   if (err.code === '23502') return `${(err as { column?: string }).column ?? 'a column'} is required`;
   // Data exceptions: a value of the right type that Postgres still cannot store.
   if (err.code?.startsWith('22')) return `has a value the database cannot store (${err.message})`;
@@ -109,8 +159,8 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
 export async function applyItem(db: Client, item: ReferenceItem): Promise<Outcome> {
   try {
     switch (item.kind) {
-      case 'sport': return await upsert(db, 'sports', ['si', item.si], { na: item.na, a: item.a }, REQUIRED.sport);
-      case 'league': return await upsert(db, 'leagues', ['li', item.li], { si: item.si, na: item.na }, REQUIRED.league);
+      case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.si], given: { na: item.na, a: item.a }, required: REQUIRED.sport });
+      case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.li], given: { si: item.si, na: item.na }, required: REQUIRED.league });
       case 'event': return await applyEvent(db, item);
       case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);
