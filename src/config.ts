@@ -28,6 +28,12 @@ export interface Config {
   readonly pgConnectTimeoutMs: number;
   readonly pgStatementTimeoutMs: number;
   readonly wsMaxMarkets: number;
+  /** Markets a client's stored set (REST subscribe) may hold. */
+  readonly clientMaxMarkets: number;
+  /** Batches one `/ingest` connection may have in flight. */
+  readonly ingestMaxInFlight: number;
+  /** How often the LISTEN connection is pinged to find it half-open. */
+  readonly pgListenPingMs: number;
   readonly wsMaxMessageBytes: number;
   readonly wsMessagesPerSecond: number;
   readonly wsSlowBytes: number;
@@ -131,6 +137,9 @@ export function loadConfig(env: Env = process.env): Config {
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),
     wsMaxMarkets: int(env, 'WS_MAX_MARKETS', 2000, 1, 100000),
+    clientMaxMarkets: int(env, 'CLIENT_MAX_MARKETS', 2000, 1, 100000),
+    ingestMaxInFlight: int(env, 'INGEST_MAX_IN_FLIGHT', 128, 1, 100000),
+    pgListenPingMs: int(env, 'PG_LISTEN_PING_MS', 10000, 200, 60000),
     wsMaxMessageBytes: int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024),
     wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),
     wsSlowBytes: int(env, 'WS_SLOW_BYTES', 256 * 1024, 1024, 1024 * 1024 * 1024),

@@ -19,6 +19,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { validateOdds } from '../../src/ingest/odds.js';
 import { encodeJson, encodeProto } from '../../src/odds/codec.js';
 import type { OddsImage } from '../../src/odds/messages.js';
+import { newEpoch } from '../../src/odds/book.js';
 
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
@@ -255,10 +256,13 @@ class Latest {
   }
 }
 
+/** Frames carry an epoch as the service's do, so both send the same bytes per update. */
+const EPOCH = newEpoch('m');
+
 function publish(image: OddsImage): void {
   const seq = (seqs.get(image.mid) ?? 0) + 1;
   seqs.set(image.mid, seq);
-  const entry = new Latest({ op: 'odds', mid: image.mid, seq, ts: image.ts, pt: Date.now(), st: image.st, ip: image.ip, con: false, r: image.r });
+  const entry = new Latest({ op: 'odds', mid: image.mid, epoch: EPOCH, seq, ts: image.ts, pt: Date.now(), st: image.st, ip: image.ip, con: false, cf: false, r: image.r });
   latest.set(image.mid, entry);
   const set = topics.get(image.mid);
   if (!set) return;

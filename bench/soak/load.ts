@@ -6,7 +6,8 @@
  */
 import http from 'node:http';
 import WebSocket from 'ws';
-import { decodeServerJson, decodeServerProto, encodeClientProto } from '../../src/odds/codec.js';
+import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
+import { encodeClientProto } from '../../src/odds/client-codec.js';
 import type { AckMessage, ClientMessage, OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 import type { Catalog, OpenMarket } from './catalog.js';
 import { Problems, sleep } from './util.js';

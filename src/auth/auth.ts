@@ -2,6 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
+import { retry } from '../lib/retry.js';
+import type { Logger } from '../log.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import { hashSecret, loadKeys, parseToken, type Role } from './keys.js';
 
@@ -30,6 +32,9 @@ const DUMMY = hashSecret('no such key');
 export class Auth {
   private keys = new Map<string, LiveKey>();
   private buckets = new Map<string, TokenBucket>();
+  private wanted = new Set<string>();
+  private wantAll = false;
+  private refreshing: Promise<void> | undefined;
 
   constructor(
     readonly enabled: boolean,
@@ -40,11 +45,39 @@ export class Auth {
     private readonly revoked: (keyId: string) => void,
   ) {}
 
+  /**
+   * Reloads keys after a NOTIFY (some IDs) or a reconnect (all). A reload that
+   * fails is retried with backoff until it succeeds, so a revoked key never
+   * keeps working because Postgres blinked; requests meanwhile fold into one.
+   */
+  refresh(db: Pick<pg.Pool, 'query'>, ids: readonly string[] | 'all', log: Logger): void {
+    if (ids === 'all') this.wantAll = true;
+    else for (const id of ids) this.wanted.add(id);
+    this.refreshing ??= retry(async () => {
+      while (this.wantAll || this.wanted.size) {
+        if (this.wantAll) {
+          this.wantAll = false;
+          this.wanted.clear();
+          await this.loadAll(db).catch((err) => { this.wantAll = true; throw err; });
+        } else {
+          const ids = [...this.wanted];
+          this.wanted.clear();
+          await this.reload(db, ids).catch((err) => { for (const id of ids) this.wanted.add(id); throw err; });
+        }
+      }
+    }, { minMs: 200, maxMs: 5000, onRetry: (err, attempt) => log.warn('api key reload failed; retrying', { attempt, err: (err as Error).message }) })
+      .finally(() => (this.refreshing = undefined));
+  }
+
   async loadAll(db: Pick<pg.Pool, 'query'>): Promise<void> {
     const rows = await loadKeys(db);
     const before = new Set(this.keys.keys());
     this.keys = new Map(rows.filter((k) => !k.revokedAt).map((k) => [k.id, { hash: k.hash, principal: { keyId: k.id, client: k.client, role: k.role } }]));
-    for (const id of before) if (!this.keys.has(id)) this.revoked(id);
+    for (const id of before) {
+      if (this.keys.has(id)) continue;
+      this.buckets.delete(id);
+      this.revoked(id);
+    }
   }
 
   async reload(db: Pick<pg.Pool, 'query'>, ids: string[]): Promise<void> {

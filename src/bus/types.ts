@@ -1,31 +1,46 @@
-import type { OddsImage, OddsMessage } from '../odds/messages.js';
+import type { OddsImage } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
 
-/** What other pods send this one. */
+/** An image with its place in its market's order. */
+export interface Ordered {
+  epoch: string;
+  seq: number;
+  pt: number;
+  image: OddsImage;
+  /** Its full protobuf frame, when it arrived as one (from the bus). */
+  frame?: Uint8Array;
+}
+
+/** What the bus hands this pod. */
 export interface BusHandlers {
-  /** An image of a market with its cluster-wide seq; `frame`, when given, is its protobuf frame as subscribers get it. */
-  odds(msg: OddsMessage, frame?: Uint8Array): void;
+  /**
+   * An image to keep if it is newer than the one held: numbered here
+   * (`local`), sent live by another pod (`remote`), or read back from the
+   * stream while syncing (`stored`).
+   */
+  odds(o: Ordered, origin: 'local' | 'remote' | 'stored'): void;
   /** A client's market set changed on another pod (REST subscribe or unsubscribe). */
   client(op: ClientOp, client: string, mids: string[]): void;
-  /** The bus went down (true) or came back and resynced (false). */
+  /** The bus went down (true), or is back and synced (false). */
   down(isDown: boolean): void;
 }
 
 /**
- * How pods act as one service: odds images and client changes fan out to
- * every pod. `memory` is the single-process default and does nothing.
+ * How pods act as one service. `memory` is one process; `nats` shares odds
+ * images and client changes between pods, and numbers each market's images
+ * the same way on every pod.
  */
 export interface Bus {
   readonly kind: 'memory' | 'nats';
-  /** Connects and loads the newest image of every market; resolves when this pod may report ready. */
+  /** Connects and syncs; resolves once synced, or once it is clear the bus is away (it keeps trying). */
   start(handlers: BusHandlers): Promise<void>;
   /**
-   * The image's place in its market's order, the same on every pod; undefined
-   * when this pod numbers it itself (one process, or the bus is down).
+   * Numbers an image in its market's order, hands it to `odds` and shares it
+   * with other pods. Images of one market are numbered in the order given.
+   * Returns nothing when done at once, or a promise.
    */
-  sequence(image: OddsImage, pt: number): Promise<number | undefined>;
-  publishOdds(mid: string, frame: Uint8Array): void;
+  publish(image: OddsImage, pt: number): Promise<void> | void;
   publishClient(op: ClientOp, client: string, mids: readonly string[]): void;
   close(): Promise<void>;
 }

@@ -5,7 +5,8 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs as parseOptions } from 'node:util';
 import WebSocket from 'ws';
-import { decodeServerJson, decodeServerProto, encodeClientProto } from '../odds/codec.js';
+import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
+import { encodeClientProto } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type ClientMessage, type PriceSize, type ServerMessage } from '../odds/messages.js';
 
 export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw] <mid>...

@@ -9,25 +9,32 @@ export interface ListenerHandlers {
   onDisconnect(): void;
 }
 
+export interface ListenerOptions {
+  url: string;
+  channel: string;
+  handlers: ListenerHandlers;
+  log: Logger;
+  connectTimeoutMs: number;
+  /** How often the connection is pinged; an unanswered ping (half the interval) counts as lost. */
+  pingMs: number;
+}
+
 /**
  * One dedicated connection for LISTEN, kept out of the pool because a pooled
  * client is handed to other work and would lose the subscription. When it
- * drops it reconnects with capped exponential backoff until stopped.
+ * drops it reconnects with capped exponential backoff until stopped. A
+ * connection can also go half-open (the server or the network gone without a
+ * word), which TCP alone notices only after hours: a periodic ping finds it.
  */
 export class Listener {
   private client: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private ping: NodeJS.Timeout | undefined;
   private readonly backoff = new Backoff(100, 5000);
   private stopped = false;
   connected = false;
 
-  constructor(
-    private readonly url: string,
-    private readonly channel: string,
-    private readonly handlers: ListenerHandlers,
-    private readonly log: Logger,
-    private readonly connectTimeoutMs: number,
-  ) {}
+  constructor(private readonly opts: ListenerOptions) {}
 
   start(): void {
     void this.connect();
@@ -36,22 +43,24 @@ export class Listener {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearInterval(this.ping);
     const client = this.client;
     this.client = undefined;
     if (client) await client.end().catch(() => undefined);
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.connectTimeoutMs, keepAlive: true });
+    const { url, channel, connectTimeoutMs, pingMs, log, handlers } = this.opts;
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2) });
     this.client = client;
     client.on('notification', (msg) => {
-      if (msg.payload) this.handlers.onNotify(msg.payload);
+      if (msg.payload) handlers.onNotify(msg.payload);
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${this.channel}`);
+      await client.query(`LISTEN ${channel}`);
     } catch (err) {
       this.lost(client, err as Error);
       return;
@@ -59,18 +68,25 @@ export class Listener {
     if (this.client !== client) return;
     this.connected = true;
     this.backoff.reset();
-    this.log.info('postgres listener connected', { channel: this.channel });
-    this.handlers.onConnect();
+    log.info('postgres listener connected', { channel });
+    clearInterval(this.ping);
+    this.ping = setInterval(() => {
+      client.query('SELECT 1').catch((err: Error) => this.lost(client, new Error(`ping unanswered: ${err.message}`)));
+    }, pingMs);
+    handlers.onConnect();
   }
 
   private lost(client: pg.Client, err?: Error): void {
     if (this.client !== client || this.stopped) return;
     this.client = undefined;
+    clearInterval(this.ping);
+    // end() waits for the server's goodbye, which a half-open connection never sends.
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     client.end().catch(() => undefined);
     if (this.connected) {
       this.connected = false;
-      this.log.warn('postgres listener lost', { err: err?.message });
-      this.handlers.onDisconnect();
+      this.opts.log.warn('postgres listener lost', { err: err?.message });
+      this.opts.handlers.onDisconnect();
     }
     this.timer = setTimeout(() => void this.connect(), this.backoff.next());
   }

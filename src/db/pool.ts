@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { errors } from '../errors.js';
+import { ServiceError, errors } from '../errors.js';
 
 // bigint columns hold IDs the interface types as integers; every one fits a
 // double, and returning strings would leak into the JSON.
@@ -34,6 +34,16 @@ export function isUnavailable(err: unknown): boolean {
   if (/^(08|57P|53)/.test(code)) return true;
   if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
   return /timeout|terminat|Connection|ECONNREFUSED/i.test(e.message ?? '');
+}
+
+/**
+ * A Postgres failure in the catalogue's words: DB_UNAVAILABLE when Postgres
+ * could not answer (never a 400 that blames the caller); catalogue errors and
+ * real bugs pass through as they are.
+ */
+export function asDatabaseError(err: unknown): unknown {
+  if (err instanceof ServiceError) return err;
+  return isUnavailable(err) ? errors.databaseDown() : err;
 }
 
 /**

@@ -28,7 +28,15 @@ function simMarkets(model: ReadModel): SimMarket[] {
  * Publishes simulated odds, and moves markets through their lifecycle,
  * through the ingest path, as an external publisher would.
  */
-export function startSimulator(model: ReadModel, ingest: Ingest, intervalMs: number, lifecycleMs: number, log: Logger): { stop(): void } {
+export interface SimulatorRun {
+  model: ReadModel;
+  ingest: Ingest;
+  intervalMs: number;
+  lifecycleMs: number;
+  log: Logger;
+}
+
+export function startSimulator({ model, ingest, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
   const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs });
   const sim = new Simulator({
     intervalMs,

@@ -1,12 +1,13 @@
-import type { TemplatedApp } from 'uWebSockets.js';
-import { errors, known } from '../errors.js';
-import { decodeIngestProto, encodeJson, encodeProto } from '../odds/codec.js';
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { CLOSE, errors, known } from '../errors.js';
+import { decodeIngestProto } from '../odds/ingest-codec.js';
+import type { Format } from '../odds/book.js';
+import { encodeFor } from '../hub/broadcaster.js';
 import type { Ingest, IngestResult } from '../ingest/ingest.js';
-import type { Logger } from '../log.js';
-import { parseJson, parseQuery, sendError } from './request.js';
-import type { Auth } from '../auth/auth.js';
-import type { SocketRegistry } from '../auth/sockets.js';
+import { Lane, type Outcome } from '../ingest/lane.js';
+import { parseJson } from './request.js';
 import type { Router } from './router.js';
+import { upgrade, type UpgradeDeps } from './upgrade.js';
 
 const JSON_TYPE = 'application/json';
 const PROTO_TYPE = 'application/x-protobuf';
@@ -31,49 +32,56 @@ function decodeBatch(bytes: Uint8Array, binary: boolean): Batch {
 
 const summary = (r: IngestResult): string => `Ingested ${r.count} item${r.count === 1 ? '' : 's'}`;
 
-interface PublisherState {
-  format: 'json' | 'proto';
-  /** Set on close: an ack for a batch still committing must not touch a closed socket. */
-  closed: boolean;
+interface PublisherData {
   keyId: string;
+  format: Format;
+  lane: Lane;
+  /** Set on close: an ack for a batch still running must not touch a closed socket. */
+  closed: boolean;
+}
+
+export interface IngestRoutesDeps extends UpgradeDeps {
+  ingest: Ingest;
+  maxBodyBytes: number;
+  /** Batches one `/ingest` connection may have in flight. */
+  maxInFlight: number;
+}
+
+export interface Publishers {
+  /** Shutdown: every connection stops taking batches, answers those it took, then closes with 1001. */
+  drain(): Promise<void>;
 }
 
 /**
- * Publishers' routes. Both take the same items; the socket form answers
- * each message with an ack in the socket's format, echoing the batch `id`.
+ * Publishers' routes. Both take the same items. The socket form answers each
+ * message with an ack in the socket's format, echoing the batch `id`, and
+ * applies a connection's batches in the order sent (ingest/lane.ts).
  */
-export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest, auth: { auth: Auth; sockets: SocketRegistry; gate(): string | undefined }, maxBodyBytes: number, log: Logger): void {
-  router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], maxBodyBytes, async (body, type) => {
+export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): Publishers {
+  const { ingest, log } = deps;
+  const open = new Set<WebSocket<PublisherData>>();
+
+  router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type) => {
     const batch = decodeBatch(body, type === PROTO_TYPE);
     return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data)) });
   }, 'publisher');
 
-  app.ws<PublisherState>('/ingest', {
-    maxPayloadLength: maxBodyBytes,
+  app.ws<PublisherData>('/ingest', {
+    maxPayloadLength: deps.maxBodyBytes,
     idleTimeout: 60,
     sendPingsAutomatically: true,
-    upgrade: (res, req, context) => {
-      let keyId: string;
-      try {
-        const closed = auth.gate();
-        if (closed) throw errors.notReady(closed);
-        keyId = auth.auth.authenticate(req.getHeader('x-api-key') || parseQuery(req.getQuery()).get('key') || undefined, 'publisher').keyId;
-        const refused = auth.sockets.refuse(keyId);
-        if (refused) throw refused;
-      } catch (err) {
-        return sendError(res, known(err, log, 'publisher upgrade'));
-      }
-      const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim());
-      const proto = offered.includes('odds.v1.proto');
-      res.upgrade<PublisherState>({ format: proto ? 'proto' : 'json', closed: false, keyId }, req.getHeader('sec-websocket-key'),
-        proto ? 'odds.v1.proto' : offered.includes('odds.v1.json') ? 'odds.v1.json' : '', req.getHeader('sec-websocket-extensions'), context);
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => ({
+      keyId: who.keyId, format, lane: new Lane(ingest, deps.maxInFlight), closed: false,
+    })),
+    open: (ws) => {
+      open.add(ws);
+      deps.hub.addSocket(ws.getUserData().keyId, ws);
     },
     message: (ws, data, isBinary) => {
       const state = ws.getUserData();
       const reply = (id: number, status: 0 | 1, message: string) => {
         if (state.closed) return;
-        const ack = { op: 'ack' as const, id, status, message };
-        ws.cork(() => (state.format === 'proto' ? ws.send(encodeProto(ack), true) : ws.send(encodeJson(ack), false)));
+        ws.cork(() => ws.send(encodeFor(state.format, { op: 'ack', id, status, message }), state.format === 'proto'));
       };
       let batch: Batch;
       try {
@@ -82,16 +90,25 @@ export function registerIngest(app: TemplatedApp, router: Router, ingest: Ingest
       } catch (err) {
         return reply(0, 0, known(err, log, 'ingest').message);
       }
-      ingest.accept(batch.data).then(
-        (r) => reply(batch.id, 1, summary(r)),
-        (err) => reply(batch.id, 0, known(err, log, 'ingest').message),
-      );
+      state.lane.submit(batch.data, (o: Outcome) => {
+        if ('ok' in o) reply(batch.id, 1, summary(o.ok));
+        else reply(batch.id, 0, known(o.err, log, 'ingest').message);
+      });
     },
-    open: (ws) => auth.sockets.add(ws.getUserData().keyId, ws),
     close: (ws) => {
       const state = ws.getUserData();
       state.closed = true;
-      auth.sockets.remove(state.keyId, ws);
+      open.delete(ws);
+      deps.hub.removeSocket(state.keyId, ws);
     },
   });
+
+  return {
+    drain: async () => {
+      await Promise.all([...open].map(async (ws) => {
+        await ws.getUserData().lane.close();
+        if (!ws.getUserData().closed) ws.end(CLOSE.GOING_AWAY, 'server shutting down');
+      }));
+    },
+  };
 }

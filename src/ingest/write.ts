@@ -1,9 +1,13 @@
 import type pg from 'pg';
 import { ServiceError, errors, known } from '../errors.js';
-import { inTransaction, isUnavailable } from '../db/pool.js';
+import { asDatabaseError, inTransaction } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { ApplyError, applyItem, type Outcome } from './apply.js';
 import { describe, type ReferenceItem } from './items.js';
+import { retry } from '../lib/retry.js';
+
+/** Deadlock detected, serialization failure: the transaction was rolled back and may simply run again. */
+const RETRYABLE = new Set(['40P01', '40001']);
 
 /**
  * Writes checked reference items in one transaction: all of them or, on the
@@ -12,7 +16,8 @@ import { describe, type ReferenceItem } from './items.js';
  */
 export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger): Promise<Outcome[]> {
   try {
-    return await inTransaction(pool, async (client) => {
+    // Two batches touching the same rows in opposite orders can deadlock; Postgres aborts one, which is simply tried again.
+    return await retry(() => inTransaction(pool, async (client) => {
       const out: Outcome[] = [];
       for (const [i, item] of items) {
         try {
@@ -23,10 +28,9 @@ export async function writeReference(pool: pg.Pool, items: readonly (readonly [n
         }
       }
       return out;
-    });
+    }), { attempts: 3, minMs: 10, maxMs: 100, retryIf: (err) => RETRYABLE.has((err as { code?: string }).code ?? '') });
   } catch (err) {
-    if (err instanceof ServiceError) throw err;
-    if (isUnavailable(err)) throw errors.databaseDown();
-    throw known(err, log, 'reference write');
+    const e = asDatabaseError(err);
+    throw e instanceof ServiceError ? e : known(e, log, 'reference write');
   }
 }

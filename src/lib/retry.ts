@@ -32,6 +32,8 @@ export interface RetryOptions {
   maxMs?: number;
   /** Stops retrying (the last error is thrown) once this says so, e.g. the socket closed. */
   cancelled?(): boolean;
+  /** Only errors this accepts are retried; others are thrown at once. */
+  retryIf?(err: unknown): boolean;
   /** Told before each wait, for logs. */
   onRetry?(err: unknown, attempt: number, delayMs: number): void;
 }
@@ -44,7 +46,7 @@ export async function retry<T>(fn: () => Promise<T>, opts: RetryOptions = {}): P
       return await fn();
     } catch (err) {
       const attempt = backoff.attempts + 1;
-      if ((opts.attempts !== undefined && attempt >= opts.attempts) || opts.cancelled?.()) throw err;
+      if ((opts.attempts !== undefined && attempt >= opts.attempts) || opts.cancelled?.() || opts.retryIf?.(err) === false) throw err;
       const delay = backoff.next();
       opts.onRetry?.(err, attempt, delay);
       await sleep(delay);

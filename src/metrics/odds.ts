@@ -1,18 +1,25 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
+type Format = 'json' | 'proto';
+
+/** What the socket gauges read when scraped. */
 export interface SocketCounts {
-  sockets(format: 'json' | 'proto'): number;
+  sockets(format: Format): number;
   subscriptions(): number;
   feedStale(): boolean;
 }
 
-/** The feed: sockets, subscriptions, what was ingested, published, delivered and skipped. */
+/**
+ * The feed: sockets, subscriptions, what was ingested, published, delivered
+ * and skipped. Frames are counted per publish on the hottest path, so those
+ * counts are plain numbers, folded into their counters when scraped.
+ */
 export class OddsMetrics {
+  readonly published: Record<Format, number> = { json: 0, proto: 0 };
+  readonly delivered: Record<Format, number> = { json: 0, proto: 0 };
   readonly oddsIngested: Counter;
   readonly ingestItems: Counter<'kind'>;
   readonly ingestBatches: Counter<'outcome'>;
-  readonly framesPublished: Counter<'format'>;
-  readonly framesDelivered: Counter<'format'>;
   readonly framesSkipped: Counter;
   readonly resyncs: Counter;
   readonly slowCloses: Counter;
@@ -21,27 +28,35 @@ export class OddsMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    const counts = {
-      sockets: (f: 'json' | 'proto') => this.counts?.sockets(f) ?? 0,
-      subscriptions: () => this.counts?.subscriptions() ?? 0,
-      feedStale: () => this.counts?.feedStale() ?? false,
+    const counts = (): SocketCounts | undefined => this.counts;
+    const plain = (name: string, help: string, from: Record<Format, number>) => {
+      let folded: Record<Format, number> = { json: 0, proto: 0 };
+      new Counter({
+        name, help, labelNames: ['format'], registers,
+        collect() {
+          for (const f of ['json', 'proto'] as const) {
+            if (from[f] > folded[f]) this.inc({ format: f }, from[f] - folded[f]);
+          }
+          folded = { ...from };
+        },
+      });
     };
     new Gauge({
       name: 'odds_ws_connections', help: 'Open subscriber sockets by frame format', labelNames: ['format'], registers,
       collect() {
-        this.set({ format: 'json' }, counts.sockets('json'));
-        this.set({ format: 'proto' }, counts.sockets('proto'));
+        this.set({ format: 'json' }, counts()?.sockets('json') ?? 0);
+        this.set({ format: 'proto' }, counts()?.sockets('proto') ?? 0);
       },
     });
-    new Gauge({ name: 'odds_ws_subscriptions', help: 'Market subscriptions held by open sockets', registers, collect() { this.set(counts.subscriptions()); } });
-    new Gauge({ name: 'odds_feed_stale', help: '1 while no publisher has sent anything for FEED_STALE_MS', registers, collect() { this.set(counts.feedStale() ? 1 : 0); } });
+    new Gauge({ name: 'odds_ws_subscriptions', help: 'Market subscriptions held by open sockets', registers, collect() { this.set(counts()?.subscriptions() ?? 0); } });
+    new Gauge({ name: 'odds_feed_stale', help: '1 while the feed is STALE: no publisher heard for FEED_STALE_MS, or the bus is down', registers, collect() { this.set(counts()?.feedStale() ? 1 : 0); } });
     this.oddsIngested = new Counter({ name: 'odds_updates_ingested_total', help: 'Odds images accepted from publishers', registers });
     this.ingestItems = new Counter({ name: 'odds_ingest_items_total', help: 'Ingest items accepted, by kind', labelNames: ['kind'], registers });
     this.ingestBatches = new Counter({ name: 'odds_ingest_batches_total', help: 'Ingest batches by outcome (ok, rejected, unavailable)', labelNames: ['outcome'], registers });
-    this.framesPublished = new Counter({ name: 'odds_frames_published_total', help: 'Frames published to a market topic, by format', labelNames: ['format'], registers });
-    this.framesDelivered = new Counter({ name: 'odds_frames_delivered_total', help: 'Frames handed to sockets (published frames times subscribers, plus direct sends), by format', labelNames: ['format'], registers });
+    plain('odds_frames_published_total', 'Frames published to a market topic, by format', this.published);
+    plain('odds_frames_delivered_total', 'Frames handed to sockets (published frames times subscribers, plus direct sends), by format', this.delivered);
     this.framesSkipped = new Counter({ name: 'odds_frames_skipped_total', help: 'Odds frames skipped for slow sockets', registers });
-    this.resyncs = new Counter({ name: 'odds_resyncs_total', help: 'Slow sockets that drained and were sent the newest images', registers });
+    this.resyncs = new Counter({ name: 'odds_resyncs_total', help: 'Slow sockets that drained and were sent what changed', registers });
     this.slowCloses = new Counter({ name: 'odds_slow_consumer_closes_total', help: 'Sockets closed for staying behind (4008)', registers });
     this.ingestToPublish = new Histogram({
       name: 'odds_ingest_to_publish_seconds', help: 'Time from an odds batch arriving to its frames being published', registers,
@@ -49,7 +64,7 @@ export class OddsMetrics {
     });
   }
 
-  /** Where the socket gauges read from when scraped: the broadcaster, which is built with these metrics. */
+  /** Where the socket gauges read from when scraped. */
   watch(counts: SocketCounts): void {
     this.counts = counts;
   }

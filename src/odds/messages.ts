@@ -1,6 +1,7 @@
 /**
- * The odds protocol messages in their JSON shape (DESIGN.md section 5), key for key. The
- * protobuf form in proto/odds.proto carries the same messages; codec.ts converts between them.
+ * The odds protocol messages in their JSON shape, key for key, as the README's protocol section
+ * documents them. The protobuf form in proto/odds.proto carries the same messages; the codec
+ * files convert between them.
  */
 
 export const MARKET_STATUSES = ['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED'] as const;
@@ -36,12 +37,20 @@ export interface OddsImage {
 
 export interface OddsMessage extends OddsImage {
   op: 'odds';
-  /** Rises with every update of this market. */
+  /**
+   * The numbering `seq` belongs to. It changes whenever numbering could start
+   * again (a process start in memory mode, a new stream with NATS). A different
+   * epoch replaces what a client holds; within one, the higher seq wins.
+   */
+  epoch: string;
+  /** Rises by exactly one with every update of this market, within its epoch. */
   seq: number;
   /** Publish time, ms. */
   pt: number;
-  /** True when frames of this market were skipped for this socket before this one. */
+  /** True when frames of this market were skipped for this socket (too slow) before this one. */
   con: boolean;
+  /** True when updates of this market were held back by the socket's own conflation before this one. */
+  cf: boolean;
 }
 
 export interface AckMessage {
@@ -50,6 +59,8 @@ export interface AckMessage {
   /** 1 ok, 0 refused. */
   status: 0 | 1;
   message: string;
+  /** On a resumed subscribe: how many markets were already current and got no image. */
+  current?: number;
 }
 
 export interface MarketStateMessage {
@@ -105,15 +116,31 @@ export function parseHeartbeat(text: string): number | undefined {
 export const CLIENT_OPS = ['subscribe', 'unsubscribe', 'ping'] as const;
 export type ClientOp = (typeof CLIENT_OPS)[number];
 
+/** What a resuming client holds: its epoch and, per market, the newest seq it has. */
+export interface Since {
+  epoch: string;
+  seqs: Record<string, number>;
+}
+
 /**
- * A request from a socket. Decoded requests always carry `mids` for subscribe and unsubscribe
- * (empty when the client sent none) and never for ping.
+ * A request from a socket. Decoded subscribe and unsubscribe requests always
+ * carry `mids`, `eids` and `sis` (empty when the client sent none); ping
+ * carries none of them.
  */
 export interface ClientMessage {
   op: ClientOp;
   /** Echoed in the ack; uint32 so the protobuf ack can carry it. */
   id: number;
   mids?: string[];
+  /** Every market of these events, including markets created later. */
+  eids?: number[];
+  /** Every market of these sports, including markets created later. */
+  sis?: number[];
+  /** Ladder levels a side, 1 to 10; absent means all. */
+  depth?: number;
+  /** At most one frame per market per this many ms (100 to 60000); 0 or absent means every update. */
+  conflate?: number;
+  since?: Since;
 }
 
 export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds'] as const;

@@ -21,6 +21,17 @@ const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
 const byDisplayThenId = (a: Entry<Market>, b: Entry<Market>): number =>
   (a.value.di ?? -1) - (b.value.di ?? -1) || (a.value.mid < b.value.mid ? -1 : a.value.mid > b.value.mid ? 1 : 0);
 
+/** What differs between two generations of one kind of element, by their serialised form. */
+function diff<T>(kind: ModelChange['kind'], before: Map<string, Entry<T>>, after: Map<string, Entry<T>>): ModelChange[] {
+  const out: ModelChange[] = [];
+  for (const [id, e] of after) {
+    const old = before.get(id);
+    if (!old || old.json !== e.json) out.push({ kind, before: old?.value, after: e.value } as ModelChange);
+  }
+  for (const [id, old] of before) if (!after.has(id)) out.push({ kind, before: old.value } as ModelChange);
+  return out;
+}
+
 function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
   let set = index.get(key);
   if (!set) index.set(key, (set = new Set()));
@@ -83,6 +94,29 @@ export class ReadModel {
     return this.markets.get(mid)?.value;
   }
 
+  /** Every market of an event, nested player-race markets included. */
+  eventMarkets(eid: number): string[] {
+    const out: string[] = [];
+    for (const mid of this.marketsByEvent.get(eid) ?? []) {
+      out.push(mid);
+      for (const n of this.markets.get(mid)?.value.m ?? []) out.push(n.mid);
+    }
+    return out;
+  }
+
+  /** Every market of a sport's events, nested ones included. */
+  sportMarkets(si: number): string[] {
+    return [...(this.eventsBySport.get(si) ?? [])].flatMap((eid) => this.eventMarkets(eid));
+  }
+
+  /** Whether a market, top-level or nested, has concluded (a nested one also when its player-race has). */
+  concluded(mid: string): boolean {
+    const parent = this.nestedParent.get(mid);
+    if (parent === undefined) return this.markets.get(mid)?.value.go ?? false;
+    const p = this.markets.get(parent)?.value;
+    return (p?.go ?? false) || (p?.m?.find((n) => n.mid === mid)?.go ?? false);
+  }
+
   /** Whether a market, top-level or nested in a player-race, exists. */
   knows(mid: string): boolean {
     return this.markets.has(mid) || this.nestedParent.has(mid);
@@ -104,8 +138,12 @@ export class ReadModel {
     return { sports: this.sports.size, events: this.events.size, markets: this.markets.size, results: this.results.size };
   }
 
-  /** Replaces everything with what Postgres holds now. */
-  async loadAll(db: Queryable): Promise<void> {
+  /**
+   * Replaces everything with what Postgres holds now, and says what changed
+   * against what it replaced, so a full reload tells subscribers exactly what
+   * a targeted refresh would have.
+   */
+  async loadAll(db: Queryable): Promise<ModelChange[]> {
     const [sports, events, markets, results, nested] = await Promise.all([
       loadSports(db), loadEvents(db), loadMarkets(db), loadResults(db), loadNestedParents(db),
     ]);
@@ -115,9 +153,11 @@ export class ReadModel {
     for (const m of markets) fresh.putMarket(m);
     for (const r of results) fresh.results.set(r.mid, entry(r));
     fresh.nestedParent = new Map(nested);
+    const changes = [...diff('market', this.markets, fresh.markets), ...diff('result', this.results, fresh.results)];
     const next = this.generation + 1;
     Object.assign(this, fresh);
     this.generation = next;
+    return changes;
   }
 
   /** Reloads the rows named by NOTIFY payloads (`event:42`, `market:1.5`...) and says what changed. */

@@ -5,7 +5,7 @@ import type { ModelChange, ReadModel } from './model.js';
 const RETRY_MS = 1000;
 
 export interface SyncObserver {
-  /** What a targeted reload changed; a full reload reports nothing. */
+  /** What a reload changed, targeted or full. */
   changes?(changes: ModelChange[]): void;
   /** Seconds from the first NOTIFY of a batch to the model reflecting it. */
   lag?(seconds: number): void;
@@ -33,10 +33,6 @@ export class ModelSync {
     private readonly log: Logger,
     private readonly observer: SyncObserver = {},
   ) {}
-
-  get loaded(): boolean {
-    return this.loadedOnce;
-  }
 
   /** Resolves once the model has been fully loaded at least once. */
   whenLoaded(): Promise<void> {
@@ -69,8 +65,9 @@ export class ModelSync {
         if (this.full) {
           this.full = false;
           this.pending.clear();
-          await this.model.loadAll(this.db);
+          const changes = await this.model.loadAll(this.db);
           this.markLoaded();
+          if (changes.length) this.observer.changes?.(changes);
         } else {
           const keys = this.pending;
           const start = this.batchStart;

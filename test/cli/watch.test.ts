@@ -102,7 +102,7 @@ t.test('a server that hangs up: close code and reason, exit 1', async (t) => {
 
 t.test('odds lines show the best level of each runner and mark con frames', async (t) => {
   const msg: OddsMessage = {
-    op: 'odds', mid: MID, seq: 42, ts: 0, pt: 0, st: 'OPEN', ip: true, con: true,
+    op: 'odds', mid: MID, epoch: 'm1', seq: 42, ts: 0, pt: 0, st: 'OPEN', ip: true, con: true, cf: false,
     r: [
       { rid: 101, st: 'ACTIVE', b: [[3.2, 1471.74], [3.15, 10]], l: [[3.25, 712.37]] },
       { rid: 102, st: 'SUSPENDED', b: [], l: [] },

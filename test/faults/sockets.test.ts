@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { scrape, value, type Scrape } from '../helpers/metrics.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
-import { encodeClientProto } from '../../src/odds/codec.js';
+import { encodeClientProto } from '../../src/odds/client-codec.js';
 import type { ClientMessage } from '../../src/odds/messages.js';
 import { captureErrorLogs, eventually, mb, sleep } from './lib.js';
 
@@ -150,7 +150,7 @@ t.test('every socket opened in the storm started with the client\'s stored marke
 
 t.test('odds_ws_connections came back to the sockets still open', async (t) => {
   t.equal(connections(settled), SURVIVORS);
-  t.equal(svc.broadcaster.size, SURVIVORS, 'the broadcaster holds only the survivors');
+  t.equal(svc.hub.size, SURVIVORS, 'the broadcaster holds only the survivors');
   t.equal(connections(settled), connections(baseline) + SURVIVORS, 'nothing of the storm is still counted');
 });
 

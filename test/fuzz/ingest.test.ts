@@ -6,7 +6,7 @@
  * failed to break can change nothing. Seeded from SEED (FUZZ_SEED=n to explore).
  */
 import t from 'tap';
-import { encodeIngestProto } from '../../src/odds/codec.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { startTestService } from '../helpers/service.js';
 import {
   Gen, INGEST_KINDS, Pairs, Raw, SENTINEL, anyValue, corruptText, cutOrExtend, deep, ingestTemplate, mayBeValidItem, mutateItem, troubleItem,

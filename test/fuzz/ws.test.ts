@@ -12,7 +12,7 @@
  * failed by uWS as RFC 6455 requires (1006/1007). Both close only that socket.
  */
 import t from 'tap';
-import { encodeClientProto } from '../../src/odds/codec.js';
+import { encodeClientProto } from '../../src/odds/client-codec.js';
 import type { ClientMessage } from '../../src/odds/messages.js';
 import { startTestService } from '../helpers/service.js';
 import {

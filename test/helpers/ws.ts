@@ -1,5 +1,6 @@
 import WebSocket from 'ws';
-import { decodeServerJson, decodeServerProto, encodeClientProto } from '../../src/odds/codec.js';
+import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
+import { encodeClientProto } from '../../src/odds/client-codec.js';
 import type { AckMessage, ClientMessage, ServerMessage } from '../../src/odds/messages.js';
 
 export type Format = 'json' | 'proto';

@@ -212,7 +212,8 @@ t.test('per-socket limits: markets, message size and message rate answer status 
 });
 
 t.test('protobuf ingest over HTTP and over the socket', async (t) => {
-  const { encodeIngestProto, decodeServerProto } = await import('../../src/odds/codec.js');
+  const { decodeServerProto } = await import('../../src/odds/codec.js');
+  const { encodeIngestProto } = await import('../../src/odds/ingest-codec.js');
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
   await c.request({ op: 'subscribe', mids: [M1] });

@@ -1,46 +1,62 @@
 import t from 'tap';
-import { Book } from '../../src/odds/book.js';
+import { Book, isNewer, newEpoch } from '../../src/odds/book.js';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 
-const img = (mid: string, price: number): OddsImage => ({ mid, ts: 1000, st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [[price + 0.02, 10]] }] });
-
-t.test('seq rises by one per update of a market, independently per market', async (t) => {
-  const book = new Book();
-  t.same([book.apply(img('a', 2))!.seq, book.apply(img('a', 2.02))!.seq, book.apply(img('b', 3))!.seq, book.apply(img('a', 2.04))!.seq], [1, 2, 1, 3]);
+const img = (mid: string, price: number): OddsImage => ({
+  mid, ts: 1000, st: 'OPEN', ip: true,
+  r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10], [price - 0.01, 20], [price - 0.02, 30]], l: [[price + 0.02, 10]] }],
 });
+const E = 'e1';
 
-t.test('an image ordered elsewhere keeps its seq, and an older one than held is dropped', async (t) => {
+t.test('within an epoch the higher seq wins; a different epoch replaces whatever is held', async (t) => {
   const book = new Book();
-  t.equal(book.apply(img('a', 2), 1, 40)!.seq, 40);
-  t.equal(book.apply(img('a', 2.5), 2, 35), undefined, 'older seq dropped');
-  t.equal(book.apply(img('a', 2.5), 2, 40), undefined, 'same seq dropped');
+  t.equal(book.put(E, 40, 1, img('a', 2))!.seq, 40);
+  t.equal(book.put(E, 35, 2, img('a', 2.5)), undefined, 'older seq dropped');
+  t.equal(book.put(E, 40, 2, img('a', 2.5)), undefined, 'same seq dropped');
   t.equal(book.get('a')!.image.r[0].b[0][0], 2);
-  t.equal(book.apply(img('a', 3), 3)!.seq, 41, 'local numbering continues from the held seq');
+  t.equal(book.put('e2', 1, 3, img('a', 3))!.seq, 1, 'a new epoch replaces, even with a lower seq');
+  t.equal(book.get('a')!.epoch, 'e2');
+  t.ok(isNewer(undefined, E, 1) && isNewer({ epoch: E, seq: 5 }, 'x', 1) && !isNewer({ epoch: E, seq: 5 }, E, 5));
 });
 
-t.test('the newest image is the one kept, with its publish time', async (t) => {
+t.test('local numbering rises by one per market within its epoch and starts at 1 in a new one', async (t) => {
   const book = new Book();
-  book.apply(img('a', 2), 5000);
-  book.apply(img('a', 2.5), 6000);
-  const e = book.get('a')!;
-  t.equal(e.image.r[0].b[0][0], 2.5);
-  t.equal(e.pt, 6000);
-  t.equal(book.size, 1);
+  const put = (mid: string, p: number, epoch = E) => book.put(epoch, book.next(mid, epoch), 0, img(mid, p))!.seq;
+  t.same([put('a', 2), put('a', 2.02), put('b', 3), put('a', 2.04), put('a', 2.06, 'e2')], [1, 2, 1, 3, 1]);
 });
 
-t.test('each frame is encoded once per format and reused', async (t) => {
-  const e = new Book().apply(img('a', 2))!;
+t.test('epochs are short and never repeat', async (t) => {
+  const seen = new Set(Array.from({ length: 1000 }, () => newEpoch('m')));
+  t.equal(seen.size, 1000);
+  t.ok([...seen].every((e) => e.length <= 16 && e.startsWith('m')));
+});
+
+t.test('the revision tells what changed after a point', async (t) => {
+  const book = new Book();
+  book.put(E, 1, 0, img('a', 2));
+  const mark = book.revision;
+  const b = book.put(E, 1, 0, img('b', 2))!;
+  t.ok(b.rev > mark && book.get('a')!.rev <= mark);
+});
+
+t.test('each variant is encoded once and reused; a depth at or past the ladder is the full frame', async (t) => {
+  const e = new Book().put(E, 1, 0, img('a', 2))!;
   t.equal(e.frame('json'), e.frame('json'), 'same string');
   t.equal(e.frame('proto'), e.frame('proto'), 'same bytes object');
-  t.equal(e.frame('json', true), e.frame('json', true));
+  t.equal(e.frame('json', 'con'), e.frame('json', 'con'));
+  t.equal(e.frame('json', 'none', 3), e.frame('json'), 'depth 3 of a 3-level ladder is the full frame');
+  t.not(e.frame('json', 'none', 1), e.frame('json'));
+  const one = decodeServerJson(e.frame('json', 'none', 1) as string);
+  t.same(one.op === 'odds' && one.r[0].b, [[2, 10]], 'depth 1 keeps the best level only');
 });
 
-t.test('frames carry the image with seq, pt and con in both formats', async (t) => {
-  const e = new Book().apply(img('a', 2), 7000)!;
+t.test('frames carry the image with epoch, seq, pt and the marks in both formats', async (t) => {
+  const e = new Book().put(E, 1, 7000, img('a', 2))!;
   const json = decodeServerJson(e.frame('json') as string);
   const proto = decodeServerProto(e.frame('proto') as Uint8Array);
-  t.same(json, { op: 'odds', mid: 'a', seq: 1, ts: 1000, pt: 7000, st: 'OPEN', ip: true, con: false, r: img('a', 2).r });
+  t.same(json, { op: 'odds', mid: 'a', epoch: E, seq: 1, ts: 1000, pt: 7000, st: 'OPEN', ip: true, con: false, cf: false, r: img('a', 2).r });
   t.same(proto, json);
-  t.equal((decodeServerJson(e.frame('json', true) as string) as { con: boolean }).con, true);
+  t.equal((decodeServerJson(e.frame('json', 'con') as string) as { con: boolean }).con, true);
+  t.equal((decodeServerProto(e.frame('proto', 'cf') as Uint8Array) as { cf: boolean }).cf, true);
 });

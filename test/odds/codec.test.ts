@@ -1,8 +1,7 @@
 import t from 'tap';
-import {
-  decodeClient, decodeIngestProto, decodeServerJson, decodeServerProto, encodeClientProto,
-  encodeIngestProto, encodeJson, encodeProto,
-} from '../../src/odds/codec.js';
+import { decodeServerJson, decodeServerProto, encodeJson, encodeProto } from '../../src/odds/codec.js';
+import { decodeClient, encodeClientProto } from '../../src/odds/client-codec.js';
+import { decodeIngestProto, encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { odds as pb } from '../../src/odds/gen/odds.js';
 import type { ClientMessage, OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 
@@ -12,8 +11,8 @@ const ab = (u8: Uint8Array): ArrayBuffer =>
 const text = (s: string) => ab(new TextEncoder().encode(s));
 
 const odds: OddsMessage = {
-  op: 'odds', mid: '1.234', seq: 7, ts: 1700000000000, pt: 1700000000005, st: 'OPEN', ip: true,
-  con: false, r: [
+  op: 'odds', mid: '1.234', epoch: 'm1abc', seq: 7, ts: 1700000000000, pt: 1700000000005, st: 'OPEN', ip: true,
+  con: false, cf: false, r: [
     { rid: 101, st: 'ACTIVE', b: [[1.95, 120.5], [1.94, 300]], l: [[1.97, 80]] },
     { rid: Number.MAX_SAFE_INTEGER, st: 'REMOVED', b: [], l: [] },
   ],
@@ -22,6 +21,8 @@ const odds: OddsMessage = {
 const serverMessages: ServerMessage[] = [
   odds,
   { ...odds, seq: 2 ** 40, st: 'BALL_RUNNING', con: true },
+  { ...odds, cf: true },
+  { op: 'ack', id: 9, status: 1, message: 'Subscribed from market 1.1', current: 1 },
   { op: 'ack', id: 4294967295, status: 1, message: 'Subscribed from market 1.1,1.2' },
   { op: 'ack', id: 0, status: 0, message: 'over 50 IDs' },
   { op: 'market', mid: '1.1', s: true, go: false, rt: true },
@@ -47,11 +48,11 @@ t.test('server messages round-trip', async (t) => {
 t.test('JSON odds frame is the exact protocol text, keys in order', async (t) => {
   const scrambled = {
     r: [{ l: [[1.97, 80]], b: [[1.95, 120.5]], st: 'ACTIVE', rid: 101 }],
-    con: false, ip: true, st: 'OPEN', pt: 5, ts: 4, seq: 7, mid: '1.234', op: 'odds',
+    cf: false, con: false, ip: true, st: 'OPEN', pt: 5, ts: 4, seq: 7, epoch: 'm1', mid: '1.234', op: 'odds',
   } as OddsMessage;
   t.equal(
     encodeJson(scrambled),
-    '{"op":"odds","mid":"1.234","seq":7,"ts":4,"pt":5,"st":"OPEN","ip":true,"con":false,' +
+    '{"op":"odds","mid":"1.234","epoch":"m1","seq":7,"ts":4,"pt":5,"st":"OPEN","ip":true,"con":false,"cf":false,' +
       '"r":[{"rid":101,"st":"ACTIVE","b":[[1.95,120.5]],"l":[[1.97,80]]}]}',
   );
 });
@@ -66,21 +67,34 @@ t.test('decodeServerJson rejects JSON that is not a server message', async (t) =
 });
 
 t.test('client decode accepts', async (t) => {
-  const sub: ClientMessage = { op: 'subscribe', id: 1, mids: ['1.1', '1.2'] };
+  const sub: ClientMessage = { op: 'subscribe', id: 1, mids: ['1.1', '1.2'], eids: [], sis: [] };
+  const full: ClientMessage = {
+    op: 'subscribe', id: 2, mids: ['1.1'], eids: [30000001], sis: [4, 7], depth: 3, conflate: 1000,
+    since: { epoch: 'm1abc', seqs: { '1.1': 42, '1.2': 2 ** 40 } },
+  };
   t.test('JSON subscribe', async (t) => {
     t.strictSame(decodeClient(text(JSON.stringify(sub)), false), sub);
   });
   t.test('protobuf subscribe', async (t) => {
     t.strictSame(decodeClient(ab(encodeClientProto(sub)), true), sub);
   });
+  t.test('JSON subscribe with filters, depth, conflation and since', async (t) => {
+    t.same(decodeClient(text(JSON.stringify(full)), false), full);
+  });
+  t.test('protobuf subscribe with filters, depth, conflation and since', async (t) => {
+    t.same(decodeClient(ab(encodeClientProto(full)), true), full);
+  });
+  t.test('duplicates collapse, conflate 0 means every update', async (t) => {
+    t.strictSame(decodeClient(text('{"op":"subscribe","id":1,"mids":["1.1","1.1"],"conflate":0}'), false), { op: 'subscribe', id: 1, mids: ['1.1'], eids: [], sis: [] });
+  });
+  t.test('an event filter alone', async (t) => {
+    t.strictSame(decodeClient(text('{"op":"unsubscribe","id":1,"eids":[5]}'), false), { op: 'unsubscribe', id: 1, mids: [], eids: [5], sis: [] });
+  });
   t.test('JSON ping, dropping mids', async (t) => {
     t.strictSame(decodeClient(text('{"op":"ping","id":3,"mids":["a"]}'), false), { op: 'ping', id: 3 });
   });
   t.test('protobuf ping', async (t) => {
     t.strictSame(decodeClient(ab(encodeClientProto({ op: 'ping', id: 3 })), true), { op: 'ping', id: 3 });
-  });
-  t.test('JSON unsubscribe without mids as empty mids', async (t) => {
-    t.strictSame(decodeClient(text('{"op":"unsubscribe","id":2}'), false), { op: 'unsubscribe', id: 2, mids: [] });
   });
 });
 
@@ -97,7 +111,18 @@ t.test('client decode returns an error, never throws, for', async (t) => {
     ['id over uint32', text('{"op":"ping","id":4294967296}'), false, /id must be/],
     ['missing id', text('{"op":"ping"}'), false, /id must be/],
     ['mids not an array', text('{"op":"subscribe","id":1,"mids":"1.1"}'), false, /mids must be/],
-    ['mids with a number', text('{"op":"subscribe","id":1,"mids":["1.1",2]}'), false, /mids must be/],
+    ['mids with a number', text('{"op":"subscribe","id":1,"mids":["1.1",2]}'), false, /mids\[1\] must be a market ID/],
+    ['an unsubscribe naming nothing', text('{"op":"unsubscribe","id":2}'), false, /mids must list 1 to 50 market IDs, got 0/],
+    ['51 market IDs', text(JSON.stringify({ op: 'subscribe', id: 1, mids: Array.from({ length: 51 }, (_, i) => `1.${i}`) })), false, /mids must list 1 to 50/],
+    ['an event ID that is not a positive integer', text('{"op":"subscribe","id":1,"eids":[0]}'), false, /eids\[0\] must be a positive integer/],
+    ['51 sport IDs', text(JSON.stringify({ op: 'subscribe', id: 1, sis: Array.from({ length: 51 }, (_, i) => i + 1) })), false, /sis must list 1 to 50/],
+    ['depth 0', text('{"op":"subscribe","id":1,"mids":["1.1"],"depth":0}'), false, /depth must be a whole number from 1 to 10/],
+    ['depth 11', text('{"op":"subscribe","id":1,"mids":["1.1"],"depth":11}'), false, /depth must be/],
+    ['conflate 50', text('{"op":"subscribe","id":1,"mids":["1.1"],"conflate":50}'), false, /conflate must be 0 or a whole number of milliseconds from 100 to 60000/],
+    ['conflate over a minute', text('{"op":"subscribe","id":1,"mids":["1.1"],"conflate":60001}'), false, /conflate must be/],
+    ['since without seqs', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x"}}'), false, /since.seqs must be/],
+    ['since with a negative seq', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x","seqs":{"1.1":-1}}}'), false, /since.seqs\["1.1"\] must be a whole number/],
+    ['since with a bad market ID', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x","seqs":{"a b":1}}}'), false, /keys must be market IDs/],
     ['unknown protobuf op', ab(encodeClientProto({ op: 'bogus' as 'ping', id: 1 })), true, /op must be/],
     ['empty protobuf', new ArrayBuffer(0), true, /op must be/],
     ['truncated protobuf', ab(encodeClientProto({ op: 'subscribe', id: 1, mids: ['1.1'] }).subarray(0, 12)), true,

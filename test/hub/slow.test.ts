@@ -1,7 +1,7 @@
 import t from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
-import { CLOSE_SLOW } from '../../src/odds/broadcaster.js';
+import { CLOSE } from '../../src/errors.js';
 import { scrape, value } from '../helpers/metrics.js';
 
 /**
@@ -60,7 +60,7 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   await new Promise((r) => setTimeout(r, 1000));
   raw.resume();
   const { code } = await slow.closed;
-  t.equal(code, CLOSE_SLOW);
+  t.equal(code, CLOSE.SLOW);
   t.equal(value(await scrape(svc.url), 'odds_slow_consumer_closes_total'), 1);
 });
 

@@ -1,0 +1,224 @@
+import type { NatsConnection } from 'nats';
+import { newEpoch, type Book } from '../../odds/book.js';
+import { encodeProto } from '../../odds/codec.js';
+import type { OddsImage, OddsMessage } from '../../odds/messages.js';
+import type { Logger } from '../../log.js';
+import { Backoff, sleep } from '../../lib/retry.js';
+import { eachLimit, type SerialByKey } from '../../lib/serial.js';
+import type { BusHandlers, Ordered } from '../types.js';
+import { OddsStream, isWrongLast, type Stored } from './stream.js';
+
+export interface SequencerDeps {
+  prefix: string;
+  book: Book;
+  log: Logger;
+  handlers: BusHandlers;
+  /** The bus's per-market queue: numbering and storing one market happen one at a time. */
+  serial: SerialByKey<string>;
+}
+
+/** Writes that lose a race to another pod are retried after reading the winner; this many times at most. */
+const MAX_TRIES = 16;
+const RECONCILE_CONCURRENCY = 32;
+
+const imageOf = (m: OddsMessage): OddsImage => ({ mid: m.mid, ts: m.ts, st: m.st, ip: m.ip, r: m.r });
+
+/** The stored frame behind its stream sequence, as other pods receive it on `<prefix>.img.<mid>`. */
+function envelope(ss: number, frame: Uint8Array): Uint8Array {
+  const out = new Uint8Array(8 + frame.length);
+  new DataView(out.buffer).setFloat64(0, ss);
+  out.set(frame, 8);
+  return out;
+}
+
+/**
+ * Numbers images across pods. Up: each image gets its market's next seq in
+ * the stream's epoch and is stored under the expected last sequence of its
+ * subject; a pod that lost a race reads the winner and tries again. Down:
+ * the pod numbers images in an epoch of its own and keeps the newest of each
+ * market. Syncing (after every connect, or when a write failed): the newest
+ * image of each market, by publish time, is stored unless the stream already
+ * holds a newer one, then every stored image is read back. A new stream (lost
+ * or recreated) is a new epoch, and everything this pod holds is offered to it.
+ */
+export class Sequencer {
+  private stream: OddsStream | undefined;
+  private nc: NatsConnection | undefined;
+  /** The stream's epoch is confirmed since the last loss: images may be stored. */
+  private ready = false;
+  /** Synced since the last loss: reported up. */
+  private inSync = false;
+  private epoch: string | undefined;
+  /** Per market, the last stored image this pod knows of, in `epoch`. */
+  private readonly heads = new Map<string, { ss: number; seq: number }>();
+  private localEpoch: string | undefined;
+  /** Images numbered here while not in sync, newest per market: to be stored once back. */
+  private readonly pending = new Map<string, Ordered>();
+  /** Counts losses of sync, so a sync that spanned one runs again. */
+  private generation = 0;
+  private loop: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private firstSync: (() => void) | undefined;
+  private readonly firstSynced = new Promise<void>((ok) => (this.firstSync = ok));
+
+  constructor(private readonly deps: SequencerDeps) {}
+
+  attach(nc: NatsConnection): void {
+    if (this.nc === nc) return;
+    this.nc = nc;
+    this.stream = new OddsStream(nc, this.deps.prefix);
+  }
+
+  synced(): Promise<void> {
+    return this.firstSynced;
+  }
+
+  /** The connection dropped, or a write failed: number locally until the stream is confirmed again. */
+  lost(): void {
+    this.generation++;
+    this.ready = false;
+    if (this.inSync) this.deps.handlers.down(true);
+    this.inSync = false;
+  }
+
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Runs syncs until one completes with nothing left pending and no loss meanwhile. One loop at a time. */
+  requestSync(): Promise<void> {
+    this.again = true;
+    this.loop ??= this.syncLoop().finally(() => (this.loop = undefined));
+    return this.loop;
+  }
+
+  async publish(image: OddsImage, pt: number): Promise<void> {
+    for (let tries = 0; this.ready && tries < MAX_TRIES; tries++) {
+      try {
+        await this.store(image, pt);
+        return;
+      } catch (err) {
+        if (isWrongLast(err) && (await this.readLast(image.mid).then(() => true, () => false))) continue;
+        this.deps.log.warn('nats did not store an image; numbering locally until resynced', { mid: image.mid, err: (err as Error).message });
+        this.lost();
+        void this.requestSync();
+      }
+    }
+    this.number(image, pt);
+  }
+
+  /** Numbers an image on this pod alone, in an epoch of its own, to be stored once the bus is back. */
+  number(image: OddsImage, pt: number): void {
+    const epoch = (this.localEpoch ??= newEpoch('l'));
+    const o: Ordered = { epoch, seq: this.deps.book.next(image.mid, epoch), pt, image };
+    this.pending.set(image.mid, o);
+    this.deps.handlers.odds(o, 'local');
+  }
+
+  /** An image another pod stored and fanned out. */
+  received(s: Stored): void {
+    if (s.msg.epoch === this.epoch) return this.note(s, 'remote');
+    // Stored in another numbering: the stream changed under this pod. A sync adopts it.
+    if (this.ready) {
+      this.lost();
+      void this.requestSync();
+    }
+  }
+
+  private async syncLoop(): Promise<void> {
+    const backoff = new Backoff(250, 5000);
+    while (this.again && !this.stopped) {
+      this.again = false;
+      const generation = this.generation;
+      if (!this.stream || this.nc?.isClosed()) return;
+      try {
+        await this.syncOnce(this.stream);
+      } catch (err) {
+        this.deps.log.warn('nats resync failed; retrying', { err: (err as Error).message });
+        this.again = true;
+        await sleep(backoff.next());
+        continue;
+      }
+      if (generation !== this.generation || this.pending.size) {
+        this.again = true;
+        continue;
+      }
+      this.inSync = true;
+      this.localEpoch = undefined;
+      this.deps.handlers.down(false);
+      this.firstSync?.();
+      this.deps.log.info('nats in sync', { epoch: this.epoch, markets: this.heads.size });
+    }
+  }
+
+  private async syncOnce(stream: OddsStream): Promise<void> {
+    const epoch = await stream.ensure();
+    if (epoch !== this.epoch) {
+      if (this.epoch) this.deps.log.warn('nats stream is new: numbering starts a new epoch', { from: this.epoch, to: epoch });
+      this.epoch = epoch;
+      this.heads.clear();
+      // The stream may have lost everything: every image this pod holds may be the newest anyone has.
+      for (const e of this.deps.book.values()) {
+        if (e.epoch !== epoch && !this.pending.has(e.mid)) this.pending.set(e.mid, { epoch: e.epoch, seq: e.seq, pt: e.pt, image: e.image });
+      }
+    }
+    // From here new images go to the stream; only what was numbered alone is left to reconcile.
+    this.ready = true;
+    await stream.loadAll((s) => this.note(s, 'stored'));
+    while (this.pending.size) {
+      await eachLimit([...this.pending.values()], RECONCILE_CONCURRENCY, (o) => this.deps.serial.run(o.image.mid, () => this.reconcile(o)));
+    }
+  }
+
+  /** Stores a pending image unless the stream already holds one as new or newer (by publish time). */
+  private async reconcile(o: Ordered): Promise<void> {
+    const mid = o.image.mid;
+    for (let tries = 0; tries < MAX_TRIES && this.pending.get(mid) === o; tries++) {
+      const last = await this.readLast(mid);
+      if (!last || last.msg.pt < o.pt) {
+        try {
+          await this.store(o.image, o.pt);
+        } catch (err) {
+          if (isWrongLast(err)) continue;
+          throw err;
+        }
+      }
+      if (this.pending.get(mid) === o) this.pending.delete(mid);
+      return;
+    }
+    if (this.pending.get(mid) === o) throw new Error(`could not store the newest image of ${mid}: ${MAX_TRIES} races lost`);
+  }
+
+  /** Stores an image as its market's next in the epoch and hands it on: here first, then to other pods. */
+  private async store(image: OddsImage, pt: number): Promise<void> {
+    const epoch = this.epoch!;
+    const head = this.heads.get(image.mid);
+    const held = this.deps.book.get(image.mid);
+    const seq = Math.max(head?.seq ?? 0, held?.epoch === epoch ? held.seq : 0) + 1;
+    const frame = encodeProto({ op: 'odds', ...image, epoch, seq, pt, con: false, cf: false });
+    const ss = await this.stream!.store(image.mid, frame, head?.ss ?? 0);
+    if (!head || ss > head.ss) this.heads.set(image.mid, { ss, seq });
+    this.deps.handlers.odds({ epoch, seq, pt, image, frame }, 'local');
+    this.nc?.publish(`${this.deps.prefix}.img.${image.mid}`, envelope(ss, frame));
+  }
+
+  /** Reads a market's last stored image after a lost race, and learns from it. */
+  private async readLast(mid: string): Promise<Stored | undefined> {
+    const last = await this.stream!.last(mid);
+    if (last) this.note(last, 'stored');
+    // Nothing stored (it aged out, or was purged): the next write expects none, and seq still rises.
+    else this.heads.set(mid, { ss: 0, seq: this.heads.get(mid)?.seq ?? 0 });
+    return last;
+  }
+
+  private note(s: Stored, origin: 'remote' | 'stored'): void {
+    const { msg } = s;
+    if (msg.epoch !== this.epoch) return;
+    const head = this.heads.get(msg.mid);
+    if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
+    // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
+    if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
+    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: imageOf(msg), frame: s.frame }, origin);
+  }
+}

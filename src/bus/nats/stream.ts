@@ -1,0 +1,105 @@
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats';
+import { decodeServerProto } from '../../odds/codec.js';
+import type { OddsMessage } from '../../odds/messages.js';
+
+/** A stored image: its stream sequence, the odds message, and the frame as stored. */
+export interface Stored {
+  ss: number;
+  msg: OddsMessage;
+  frame: Uint8Array;
+}
+
+/** JetStream's answer when the expected last sequence of a subject was not the actual one. */
+const WRONG_LAST_SEQUENCE = 10071;
+const NO_MESSAGE = 10037;
+
+const apiError = (err: unknown): number | undefined => (err as { api_error?: { err_code?: number } })?.api_error?.err_code;
+export const isWrongLast = (err: unknown): boolean => apiError(err) === WRONG_LAST_SEQUENCE;
+
+/** How long a JetStream call may take before the bus is treated as away. */
+const TIMEOUT_MS = 2000;
+
+/** Reads a stored frame; undefined for anything that is not an odds image. */
+export function decodeStored(ss: number, frame: Uint8Array): Stored | undefined {
+  const msg = decodeServerProto(frame);
+  return msg.op === 'odds' ? { ss, msg, frame } : undefined;
+}
+
+/**
+ * The JetStream stream that orders every market's images across pods: one
+ * subject per market (`<prefix>.raw.<mid>`), keeping the last image of each.
+ * A write names the stream sequence it expects as the subject's last, so two
+ * pods can never give the same seq to different images.
+ */
+export class OddsStream {
+  readonly name: string;
+  private readonly js: JetStreamClient;
+  private jsm: JetStreamManager | undefined;
+
+  constructor(private readonly nc: NatsConnection, private readonly prefix: string) {
+    this.name = `${prefix.replace(/[^A-Za-z0-9_-]/g, '_').toUpperCase()}_ODDS`;
+    this.js = nc.jetstream({ timeout: TIMEOUT_MS });
+  }
+
+  subject(mid: string): string {
+    return `${this.prefix}.raw.${mid}`;
+  }
+
+  /**
+   * Finds the stream, or creates it, and names its epoch: the time it was
+   * created, so a stream that is lost and made again is a new numbering.
+   */
+  async ensure(): Promise<string> {
+    const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
+    let info;
+    try {
+      info = await jsm.streams.info(this.name);
+    } catch {
+      // Two pods may race to create it; the loser finds it made.
+      info = await jsm.streams.add({ name: this.name, subjects: [`${this.prefix}.raw.>`], max_msgs_per_subject: 1 })
+        .catch(() => jsm.streams.info(this.name));
+    }
+    const created = info.created;
+    const nanos = /\.(\d+)Z$/.exec(created)?.[1] ?? '0';
+    return 's' + Date.parse(created).toString(36) + Number(nanos.slice(3, 9).padEnd(6, '0')).toString(36);
+  }
+
+  /** Stores a frame if the subject's last stream sequence is `expect` (0: none); returns its stream sequence. */
+  async store(mid: string, frame: Uint8Array, expect: number): Promise<number> {
+    const ack = await this.js.publish(this.subject(mid), frame, { expect: { lastSubjectSequence: expect } });
+    return ack.seq;
+  }
+
+  /** The last stored image of a market, if any. */
+  async last(mid: string): Promise<Stored | undefined> {
+    const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
+    try {
+      const m = await jsm.streams.getMessage(this.name, { last_by_subj: this.subject(mid) });
+      return decodeStored(m.seq, m.data);
+    } catch (err) {
+      if (apiError(err) === NO_MESSAGE) return undefined;
+      throw err;
+    }
+  }
+
+  /** Every market's last stored image, handed over one by one. */
+  async loadAll(each: (s: Stored) => void): Promise<number> {
+    const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
+    if ((await jsm.streams.info(this.name)).state.messages === 0) return 0;
+    // One filter as a string: an array becomes filter_subjects, which nats-server 2.9 ignores, and the consumer never delivers.
+    const consumer = await this.js.consumers.get(this.name, { filterSubjects: `${this.prefix}.raw.>`, deliver_policy: DeliverPolicy.LastPerSubject });
+    const messages = await consumer.consume();
+    let n = 0;
+    try {
+      for await (const m of messages) {
+        const s = decodeStored(m.seq, m.data);
+        if (s) each(s);
+        n++;
+        if (m.info.pending === 0) break;
+      }
+    } finally {
+      await messages.close();
+    }
+    return n;
+  }
+}

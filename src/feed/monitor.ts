@@ -1,0 +1,62 @@
+import type { FeedStatus } from '../odds/messages.js';
+
+export interface FeedMonitorOptions {
+  /** Silence from publishers after which the feed is STALE. */
+  staleMs: number;
+  /** Told of every change, once. */
+  changed(status: FeedStatus): void;
+  /** How often silence is checked; a STALE comes at most this late. */
+  checkMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The one owner of the feed status. The feed is OK while some publisher was
+ * heard within `staleMs` (here, or on another pod through the bus) and the bus
+ * is up; otherwise STALE. A refused batch is not a publisher being heard.
+ */
+export class FeedMonitor {
+  private lastHeard: number;
+  private down = false;
+  private current: FeedStatus = 'OK';
+  private timer: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: FeedMonitorOptions) {
+    this.now = opts.now ?? Date.now;
+    this.lastHeard = this.now();
+  }
+
+  get status(): FeedStatus {
+    return this.current;
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => this.evaluate(), this.opts.checkMs ?? Math.min(250, this.opts.staleMs / 4));
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** A publisher was heard: an accepted batch here, or an image from another pod. */
+  heard(): void {
+    this.lastHeard = this.now();
+    this.evaluate();
+  }
+
+  /** The bus between pods went down (true) or is back and synced (false). */
+  busDown(down: boolean): void {
+    this.down = down;
+    this.evaluate();
+  }
+
+  /** Recomputes the status from silence and the bus; the timer calls it too. */
+  evaluate(): void {
+    const status: FeedStatus = this.down || this.now() - this.lastHeard > this.opts.staleMs ? 'STALE' : 'OK';
+    if (status === this.current) return;
+    this.current = status;
+    this.opts.changed(status);
+  }
+}

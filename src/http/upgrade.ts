@@ -1,0 +1,63 @@
+import type { HttpRequest, HttpResponse, us_socket_context_t } from 'uWebSockets.js';
+import { errors, known } from '../errors.js';
+import type { Format } from '../odds/book.js';
+import type { Auth, Principal } from '../auth/auth.js';
+import type { Role } from '../auth/keys.js';
+import type { Hub } from '../hub/hub.js';
+import type { Logger } from '../log.js';
+import { parseQuery, sendError, type Query } from './request.js';
+
+export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
+
+export interface UpgradeDeps {
+  auth: Auth;
+  hub: Hub;
+  /** Why sockets cannot open yet (starting, draining), or undefined. */
+  gate(): string | undefined;
+  log: Logger;
+}
+
+export interface Handshake {
+  who: Principal;
+  format: Format;
+  query: Query;
+}
+
+/** First of the client's offered subprotocols that we speak; JSON when none is offered. */
+function pickProtocol(header: string): { name: string; format: Format } {
+  for (const offered of header.split(',')) {
+    const name = offered.trim();
+    const format = SUBPROTOCOLS[name];
+    if (format) return { name, format };
+  }
+  return { name: '', format: 'json' };
+}
+
+/**
+ * The handshake of both socket routes, `/ws` and `/ingest`: readiness, the
+ * caller's key and role (header, or `?key=` since browsers cannot set headers
+ * on a WebSocket), the socket limits, and the subprotocol. `accept` builds
+ * the socket's data and may refuse by throwing; any refusal is answered with
+ * the usual error body and the upgrade does not happen.
+ */
+export function upgrade<T>(
+  res: HttpResponse, req: HttpRequest, context: us_socket_context_t, deps: UpgradeDeps, role: Role,
+  accept: (h: Handshake) => T,
+): void {
+  let data: T;
+  let name: string;
+  try {
+    const closed = deps.gate();
+    if (closed) throw errors.notReady(closed);
+    const query = parseQuery(req.getQuery());
+    const who = deps.auth.authenticate(req.getHeader('x-api-key') || query.get('key') || undefined, role);
+    const refused = deps.hub.refuse(who.keyId);
+    if (refused) throw refused;
+    const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
+    name = picked.name;
+    data = accept({ who, format: picked.format, query });
+  } catch (err) {
+    return sendError(res, known(err, deps.log, `${role} upgrade`));
+  }
+  res.upgrade(data, req.getHeader('sec-websocket-key'), name, req.getHeader('sec-websocket-extensions'), context);
+}

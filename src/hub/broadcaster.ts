@@ -1,0 +1,183 @@
+import { encodeJson, encodeProto } from '../odds/codec.js';
+import { FORMATS, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
+import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
+import type { Logger } from '../log.js';
+import type { OddsMetrics } from '../metrics/odds.js';
+import { Conflator } from './conflate.js';
+import type { Hub } from './hub.js';
+import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
+import type { MarketStates } from './states.js';
+
+export function encodeFor(format: Format, msg: ServerMessage): Frame {
+  return format === 'json' ? encodeJson(msg) : encodeProto(msg);
+}
+
+export interface BroadcasterDeps {
+  topics: Topics;
+  hub: Hub;
+  book: Book;
+  states: MarketStates;
+  metrics: OddsMetrics;
+  log: Logger;
+}
+
+/**
+ * Fan-out of the book to sockets. Each market has one uWS topic per variant
+ * that someone takes (format, depth, conflation); an update is encoded once
+ * per variant and published, so nothing is built per subscriber. Sockets that
+ * fall behind are taken off their topics by the sweep (lag.ts) and catch up
+ * when they drain.
+ */
+export class Broadcaster {
+  private feedStatus: FeedStatus = 'OK';
+  /** Markets published since the sweep last looked: their sockets may hold buffered data. */
+  readonly touched = new Set<string>();
+  /** Sockets sent a frame directly since the sweep last looked. */
+  readonly sentTo = new Set<Session>();
+  private readonly conflator: Conflator;
+
+  constructor(private readonly deps: BroadcasterDeps) {
+    this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
+  }
+
+  get feed(): FeedStatus {
+    return this.feedStatus;
+  }
+
+  /** A newer image: to every live variant now, to conflated ones at the end of their interval. */
+  publish(entry: BookEntry): void {
+    const subs = this.deps.hub.market(entry.mid);
+    if (!subs) return;
+    for (const v of subs.variants.keys()) {
+      if (v.conflate) this.conflator.mark(entry.mid, v.conflate);
+      else this.toTopic(topicOf(v, entry.mid), v.format, entry.frame(v.format, 'none', v.depth));
+    }
+    this.touched.add(entry.mid);
+  }
+
+  /** A `market` or `result` frame: to every subscriber of the market at once, whatever its variant. */
+  publishState(msg: MarketStateMessage | ResultMessage): void {
+    this.deps.states.record(msg);
+    const subs = this.deps.hub.market(msg.mid);
+    if (!subs) return;
+    const frames: Partial<Record<Format, Frame>> = {};
+    for (const v of subs.variants.keys()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
+    this.touched.add(msg.mid);
+  }
+
+  setFeed(status: FeedStatus): void {
+    if (status === this.feedStatus) return;
+    this.feedStatus = status;
+    this.deps.log.info('feed status', { status });
+    const msg = { op: 'feed', status } as const;
+    for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg));
+  }
+
+  opened(s: Session): void {
+    this.deps.hub.open(s);
+    s.conn.subscribe(FEED_TOPIC[s.format]);
+    if (this.feedStatus !== 'OK') this.send(s, { op: 'feed', status: this.feedStatus });
+  }
+
+  closed(s: Session): void {
+    this.deps.hub.close(s);
+    this.sentTo.delete(s);
+  }
+
+  send(s: Session, msg: ServerMessage): void {
+    this.sendFrame(s, encodeFor(s.format, msg));
+  }
+
+  sendFrame(s: Session, frame: Frame): void {
+    if (s.closed) return;
+    s.conn.send(frame, s.binary);
+    s.lastSendAt = Date.now();
+    this.sentTo.add(s);
+    this.deps.metrics.delivered[s.format]++;
+  }
+
+  /**
+   * Adds markets to a socket, each followed at once by its current image unless
+   * `since` shows the client already holds it. Returns how many were current.
+   */
+  attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): number {
+    let current = 0;
+    s.conn.cork(() => {
+      for (const mid of mids) {
+        const before = s.subs.get(mid);
+        if (this.deps.hub.take(s, mid, v)) {
+          s.lag?.lost.delete(mid);
+          if (!s.lag) {
+            if (before) s.conn.unsubscribe(topicOf(before, mid));
+            s.conn.subscribe(topicOf(v, mid));
+          }
+        }
+        const entry = this.deps.book.get(mid);
+        if (!entry || s.lag) continue;
+        if (since && since.epoch === entry.epoch && since.seqs[mid] === entry.seq) current++;
+        else this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+      }
+    });
+    return current;
+  }
+
+  /** Removes markets from a socket; returns those it had. */
+  detach(s: Session, mids: Iterable<string>): string[] {
+    const had: string[] = [];
+    for (const mid of mids) {
+      const v = s.subs.get(mid);
+      if (!v || !this.deps.hub.drop(s, mid)) continue;
+      had.push(mid);
+      if (!s.lag) s.conn.unsubscribe(topicOf(v, mid));
+    }
+    return had;
+  }
+
+  /** Detaches on the server's initiative and says so; a socket behind is told once it has caught up. */
+  detachAndTell(s: Session, mids: Iterable<string>): void {
+    const had = this.detach(s, mids);
+    if (!had.length) return;
+    if (s.lag) for (const mid of had) s.lag.lost.add(mid);
+    else this.send(s, { op: 'unsubscribed', mids: had });
+  }
+
+  /** Markets that concluded: every socket that takes them loses them, and is told. */
+  detachEverywhere(mids: readonly string[]): void {
+    const bySession = new Map<Session, string[]>();
+    for (const mid of mids) {
+      for (const s of this.deps.hub.market(mid)?.sessions ?? []) {
+        const list = bySession.get(s);
+        if (list) list.push(mid);
+        else bySession.set(s, [mid]);
+      }
+    }
+    for (const [s, list] of bySession) this.detachAndTell(s, list);
+  }
+
+  closeAll(code: number, reason: string): void {
+    for (const s of this.deps.hub.sessions()) s.conn.end(code, reason);
+  }
+
+  /** Publishes where someone listens; counts per format, in plain numbers folded into metrics at scrape. */
+  private toTopic(topic: string, format: Format, frame: Frame): void {
+    const n = this.deps.topics.numSubscribers(topic);
+    if (n === 0) return;
+    this.deps.topics.publish(topic, frame, format === 'proto');
+    this.deps.metrics.published[format]++;
+    this.deps.metrics.delivered[format] += n;
+  }
+
+  private publishConflated(mid: string, conflate: number, thinned: boolean): void {
+    const entry = this.deps.book.get(mid);
+    const subs = this.deps.hub.market(mid);
+    if (!entry || !subs) return;
+    for (const v of subs.variants.keys()) {
+      if (v.conflate === conflate) this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
+    }
+    this.touched.add(mid);
+  }
+
+  stop(): void {
+    this.conflator.stop();
+  }
+}

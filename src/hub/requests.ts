@@ -1,0 +1,92 @@
+import type { Book } from '../odds/book.js';
+import type { AckMessage, ClientMessage } from '../odds/messages.js';
+import type { ReadModel } from '../refdata/model.js';
+import type { Broadcaster } from './broadcaster.js';
+import type { Hub } from './hub.js';
+import { variant, type Session } from './session.js';
+
+export interface RequestsDeps {
+  hub: Hub;
+  bc: Broadcaster;
+  book: Book;
+  model: ReadModel;
+  /** Markets one socket may take, however they were added. */
+  maxMarkets: number;
+}
+
+type Ack = Omit<AckMessage, 'op' | 'id'>;
+
+/** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
+function named(msg: ClientMessage): string {
+  const parts: string[] = [];
+  if (msg.mids?.length) parts.push(`market ${msg.mids.join(',')}`);
+  if (msg.eids?.length) parts.push(`event ${msg.eids.join(',')}`);
+  if (msg.sis?.length) parts.push(`sport ${msg.sis.join(',')}`);
+  return parts.join('; ');
+}
+
+/**
+ * A socket's own subscribe and unsubscribe requests (REST changes a client's
+ * stored set instead: subscriptions/). Market IDs, event and sport filters
+ * (which also take markets created later), depth and conflation per request.
+ * A socket's market limit counts every market a request would add; a request
+ * that would pass it changes nothing.
+ */
+export class SocketRequests {
+  constructor(private readonly deps: RequestsDeps) {}
+
+  subscribe(s: Session, msg: ClientMessage): { ack: Ack; then?: () => void } {
+    const { hub, bc, book, maxMarkets } = this.deps;
+    const covered = this.covered(msg, true);
+    let adding = 0;
+    for (const mid of covered) if (!s.subs.has(mid)) adding++;
+    if (s.subs.size + adding > maxMarkets) {
+      return { ack: { status: 0, message: `subscribing to ${adding} more markets would pass the limit of ${maxMarkets} markets per socket` } };
+    }
+    const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0);
+    for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);
+    for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
+    const filters = msg.eids?.length || msg.sis?.length;
+    const ack: Ack = { status: 1, message: `Subscribed from ${named(msg)}${filters ? ` (${covered.size} markets)` : ''}` };
+    const since = msg.since;
+    if (since) {
+      let current = 0;
+      for (const mid of covered) {
+        const e = book.get(mid);
+        if (e && e.epoch === since.epoch && since.seqs[mid] === e.seq) current++;
+      }
+      ack.current = current;
+    }
+    // The ack goes first; each market's image right after it, before any newer frame.
+    return { ack, then: () => bc.attach(s, covered, v, since) };
+  }
+
+  unsubscribe(s: Session, msg: ClientMessage): Ack {
+    for (const eid of msg.eids ?? []) this.deps.hub.filter(s, 'events', eid, undefined);
+    for (const si of msg.sis ?? []) this.deps.hub.filter(s, 'sports', si, undefined);
+    this.deps.bc.detach(s, this.covered(msg, false));
+    return { status: 1, message: `Unsubscribed from ${named(msg)}` };
+  }
+
+  /** Markets created after a filter was set: each socket whose filter covers one takes it, within its limit. */
+  appeared(mid: string, eid: number, si: number): void {
+    const { hub, bc, maxMarkets } = this.deps;
+    for (const [s, v] of hub.filtered(eid, si)) {
+      if (s.subs.has(mid)) continue;
+      if (s.subs.size < maxMarkets) bc.attach(s, [mid], v);
+      else bc.send(s, { op: 'ack', id: 0, status: 0, message: `market ${mid} of your event or sport filter was not added: this socket holds its limit of ${maxMarkets} markets` });
+    }
+  }
+
+  /** The markets a request names: its IDs, and every market of its events and sports (live ones only, when adding). */
+  private covered(msg: ClientMessage, liveOnly: boolean): Set<string> {
+    const { model } = this.deps;
+    const out = new Set(msg.mids);
+    const add = (mids: string[]) => {
+      for (const mid of mids) if (!liveOnly || !model.concluded(mid)) out.add(mid);
+    };
+    for (const eid of msg.eids ?? []) add(model.eventMarkets(eid));
+    for (const si of msg.sis ?? []) add(model.sportMarkets(si));
+    return out;
+  }
+}

@@ -1,0 +1,133 @@
+import { CLOSE } from '../errors.js';
+import type { Book } from '../odds/book.js';
+import type { Logger } from '../log.js';
+import type { OddsMetrics } from '../metrics/odds.js';
+import type { Broadcaster } from './broadcaster.js';
+import type { Hub } from './hub.js';
+import { catchUp, fallBehind } from './lag.js';
+import type { Session } from './session.js';
+import type { MarketStates } from './states.js';
+
+export interface SweepLimits {
+  /** Buffered bytes above which a socket falls behind (off its topics). */
+  slowBytes: number;
+  /** Buffered bytes above which a socket is closed at once. */
+  maxBytes: number;
+  /** How long a socket may stay behind before it is closed. */
+  slowCloseMs: number;
+}
+
+export interface SweepDeps {
+  bc: Broadcaster;
+  hub: Hub;
+  book: Book;
+  states: MarketStates;
+  limits: SweepLimits;
+  metrics: OddsMetrics;
+  log: Logger;
+}
+
+/** How often the sweep runs; heartbeats are due to within this. */
+export const SWEEP_MS = 100;
+
+/**
+ * The periodic pass that keeps sockets honest: backpressure (behind, caught
+ * up, or closed) and heartbeats. It touches only sockets that need it: those
+ * sent something since the last pass or known to hold buffered data, and
+ * those whose heartbeat falls due, kept in buckets by due time. An idle
+ * socket costs one look per heartbeat interval.
+ */
+export class Sweeper {
+  private readonly watched = new Set<Session>();
+  private readonly due = new Map<number, Session[]>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: SweepDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.run(Date.now()), SWEEP_MS);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  opened(s: Session, now = Date.now()): void {
+    this.schedule(s, now + s.hbMs);
+  }
+
+  /** uWS's drain callback: a socket behind that emptied its buffer catches up at once. */
+  drained(s: Session): void {
+    if (s.lag && s.conn.getBufferedAmount() <= this.deps.limits.slowBytes / 4) this.catchUp(s);
+  }
+
+  run(now: number): void {
+    for (const s of this.candidates()) this.check(s, now);
+    const slot = Math.floor(now / SWEEP_MS);
+    for (const [at, list] of this.due) {
+      if (at > slot) continue;
+      this.due.delete(at);
+      for (const s of list) if (!s.closed) this.heartbeat(s, now);
+    }
+  }
+
+  private candidates(): Set<Session> {
+    const out = new Set(this.watched);
+    const { bc, hub } = this.deps;
+    for (const s of bc.sentTo) out.add(s);
+    bc.sentTo.clear();
+    let reach = 0;
+    for (const mid of bc.touched) reach += hub.market(mid)?.sessions.size ?? 0;
+    // Under broad load every socket was touched: one pass over all of them is cheaper than over each market's.
+    if (reach >= hub.size) for (const s of hub.sessions()) out.add(s);
+    else for (const mid of bc.touched) for (const s of hub.market(mid)?.sessions ?? []) out.add(s);
+    bc.touched.clear();
+    return out;
+  }
+
+  private check(s: Session, now: number): void {
+    if (s.closed) {
+      this.watched.delete(s);
+      return;
+    }
+    const { limits, log, metrics, book, states } = this.deps;
+    const buffered = s.conn.getBufferedAmount();
+    if (buffered > limits.maxBytes || (s.lag && now - s.lag.since > limits.slowCloseMs)) {
+      log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, behindMs: s.lag ? now - s.lag.since : 0 });
+      metrics.slowCloses.inc();
+      this.watched.delete(s);
+      s.conn.end(CLOSE.SLOW, 'slow consumer');
+      return;
+    }
+    if (!s.lag && buffered > limits.slowBytes) fallBehind(s, book, states, now);
+    else if (s.lag && buffered <= limits.slowBytes / 4) this.catchUp(s);
+    if (buffered > 0 || s.lag) this.watched.add(s);
+    else this.watched.delete(s);
+  }
+
+  private catchUp(s: Session): void {
+    const { bc, book, states, metrics } = this.deps;
+    catchUp(s, bc, book, states, metrics);
+  }
+
+  /** A heartbeat only after `hb` ms with no frame at all, counting frames from the socket's markets' topics. */
+  private heartbeat(s: Session, now: number): void {
+    let last = s.lastSendAt;
+    for (const mid of s.subs.keys()) {
+      const pt = this.deps.book.get(mid)?.pt;
+      if (pt !== undefined && pt > last) last = pt;
+    }
+    if (now - last >= s.hbMs) {
+      this.deps.bc.send(s, { op: 'hb', ts: now });
+      last = now;
+    }
+    this.schedule(s, last + s.hbMs);
+  }
+
+  private schedule(s: Session, at: number): void {
+    const slot = Math.ceil(at / SWEEP_MS);
+    const list = this.due.get(slot);
+    if (list) list.push(s);
+    else this.due.set(slot, [s]);
+  }
+}

@@ -1,0 +1,113 @@
+import type pg from 'pg';
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { CLOSE } from './errors.js';
+import { closeListen, listen } from './http/app.js';
+import type { Router } from './http/router.js';
+import { retry, sleep } from './lib/retry.js';
+import type { ReadModel } from './refdata/model.js';
+import type { Book } from './odds/book.js';
+import type { Hub } from './hub/hub.js';
+import type { Broadcaster } from './hub/broadcaster.js';
+import type { Ingest } from './ingest/ingest.js';
+
+export interface Service {
+  readonly port: number;
+  readonly url: string;
+  readonly pool: pg.Pool;
+  readonly model: ReadModel;
+  readonly book: Book;
+  readonly hub: Hub;
+  readonly broadcaster: Broadcaster;
+  readonly ingest: Ingest;
+  /** Drains and stops: not ready, no new connections, requests finish, publishers answered, sockets get 1001, Postgres closes. */
+  close(): Promise<void>;
+}
+
+/** The parts' own steps, in the order the service runs them. */
+export interface Steps {
+  /** After Postgres answers: schema, seed, read model, bus. */
+  prepare(): Promise<void>;
+  /** Ready: timers and the simulator. */
+  started(): { stop(): void } | undefined;
+  sockets(): number;
+  /** Publishers stop taking batches, answer those they took, and close. */
+  publishers(): Promise<void>;
+  closeSockets(code: number, reason: string): void;
+  /** Everything that talks to Postgres or NATS, before the pool ends. */
+  stop(): Promise<void>;
+}
+
+export interface RunOptions {
+  config: Config;
+  log: Logger;
+  app: TemplatedApp;
+  pool: pg.Pool;
+  router: Router;
+  state: { starting: boolean; draining: boolean };
+  steps: Steps;
+  expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
+}
+
+/** Waits for Postgres with capped backoff: pods may start before their database does. */
+async function waitForPostgres(pool: pg.Pool, log: Logger): Promise<void> {
+  await retry(() => pool.query('SELECT 1'), {
+    attempts: 60, minMs: 200, maxMs: 5000,
+    onRetry: (err, attempt) => log.warn('postgres not reachable yet', { attempt, err: (err as Error).message }),
+  });
+}
+
+/**
+ * Start and shutdown, in order. Listening comes first, so /health answers (and
+ * a taken port fails) while Postgres is awaited. Shutdown takes the pod out of
+ * rotation, lets requests and sockets finish, answers every batch a publisher
+ * sent, and only then closes the bus and Postgres, so nothing is acked that
+ * could no longer be written or published.
+ */
+export async function run(o: RunOptions): Promise<Service> {
+  const { config, log, app, pool, router, state, steps } = o;
+  const bound = await listen(app, config.host, config.port).catch(async (err) => {
+    await pool.end();
+    throw err;
+  });
+  let listenSocket: us_listen_socket | undefined = bound.socket;
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const url = `http://${host}:${bound.port}`;
+  log.info('listening; starting', { url });
+  try {
+    await waitForPostgres(pool, log);
+    await steps.prepare();
+  } catch (err) {
+    closeListen(bound.socket);
+    await steps.stop();
+    await pool.end();
+    throw err;
+  }
+  state.starting = false;
+  const simulator = steps.started();
+  log.info('ready', { url, bus: config.bus, auth: config.auth });
+
+  const shutdown = async (): Promise<void> => {
+    state.draining = true;
+    log.info('shutdown: readiness off');
+    simulator?.stop();
+    if (listenSocket) closeListen(listenSocket);
+    listenSocket = undefined;
+    log.info('shutdown: listen socket closed');
+    await router.drain();
+    log.info('shutdown: in-flight requests finished; draining sockets', { sockets: steps.sockets(), drainDelayMs: config.drainDelayMs });
+    await sleep(config.drainDelayMs);
+    await steps.publishers();
+    log.info('shutdown: publishers answered and closed');
+    steps.closeSockets(CLOSE.GOING_AWAY, 'server shutting down');
+    log.info('shutdown: sockets closed');
+    await steps.stop();
+    // Connections closing now are ours closing, not Postgres being lost.
+    pool.removeAllListeners('error').on('error', () => undefined);
+    await pool.end();
+    log.info('shutdown: postgres pool closed');
+  };
+  let closing: Promise<void> | undefined;
+  return { port: bound.port, url, pool, ...o.expose, close: () => (closing ??= shutdown()) };
+}

@@ -1,0 +1,122 @@
+/**
+ * Client-to-server requests in both formats, checked whole: what comes out is
+ * either a request the hub can act on as it is, or the first problem in words
+ * (with the request's id when it had a valid one, so the refusal can be acked).
+ */
+import { odds as pb } from './gen/odds.js';
+import { CLIENT_OPS, type ClientMessage, type ClientOp, type Since } from './messages.js';
+import { MAX_IDS, isMarketId, isPositiveId } from '../refdata/ids.js';
+import { int, type Int64 } from './wire.js';
+
+const v1 = pb.v1;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const OPS_TEXT = 'op must be one of subscribe, unsubscribe, ping';
+export const MAX_DEPTH = 10;
+export const CONFLATE = { min: 100, max: 60000 } as const;
+const MAX_EPOCH = 64;
+
+export type Decoded = ClientMessage | { error: string; id?: number };
+type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown };
+
+class Refused extends Error {}
+const refuse = (why: string): never => {
+  throw new Refused(why);
+};
+
+function list<T>(v: unknown, name: string, valid: (x: unknown) => x is T, rule: string): T[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) return refuse(`${name} must be an array of ${rule}`);
+  if (v.length > MAX_IDS) return refuse(`${name} must list 1 to ${MAX_IDS} ${name === 'mids' ? 'market IDs' : 'IDs'}, got ${v.length}`);
+  const bad = v.findIndex((x) => !valid(x));
+  if (bad >= 0) return refuse(`${name}[${bad}] must be ${rule}`);
+  return [...new Set(v as T[])];
+}
+
+function since(v: unknown): Since {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return refuse('since must be an object {"epoch": "...", "seqs": {"<mid>": seq}}');
+  const { epoch, seqs } = v as Record<string, unknown>;
+  if (typeof epoch !== 'string' || epoch.length > MAX_EPOCH) return refuse(`since.epoch must be a string of at most ${MAX_EPOCH} characters`);
+  if (!seqs || typeof seqs !== 'object' || Array.isArray(seqs)) return refuse('since.seqs must be an object of market ID to seq');
+  const out: Record<string, number> = Object.create(null);
+  for (const [mid, seq] of Object.entries(seqs)) {
+    if (!isMarketId(mid)) return refuse(`since.seqs has "${String(mid).slice(0, 70)}": keys must be market IDs`);
+    const n = typeof seq === 'number' ? seq : NaN;
+    if (!Number.isSafeInteger(n) || n < 0) return refuse(`since.seqs["${mid}"] must be a whole number`);
+    out[mid] = n;
+  }
+  return { epoch, seqs: out };
+}
+
+/** The checks every request passes, whatever its format. */
+function check(f: Fields): ClientMessage {
+  const { op } = f;
+  const id = f.id as number;
+  if (!CLIENT_OPS.includes(op as ClientOp)) return refuse(OPS_TEXT);
+  if (op === 'ping') return { op, id };
+  const mids = list(f.mids, 'mids', isMarketId, 'a market ID matching [A-Za-z0-9._:-]{1,64}');
+  const eids = list(f.eids, 'eids', isPositiveId, 'a positive integer event ID');
+  const sis = list(f.sis, 'sis', isPositiveId, 'a positive integer sport ID');
+  if (!mids.length && !eids.length && !sis.length) refuse(`mids must list 1 to ${MAX_IDS} market IDs, got 0`);
+  const msg: ClientMessage = { op: op as ClientOp, id, mids, eids, sis };
+  if (op === 'unsubscribe') return msg;
+  if (f.depth != null) {
+    if (!Number.isInteger(f.depth) || (f.depth as number) < 1 || (f.depth as number) > MAX_DEPTH) refuse(`depth must be a whole number from 1 to ${MAX_DEPTH} ladder levels`);
+    msg.depth = f.depth as number;
+  }
+  if (f.conflate != null) {
+    const c = f.conflate as number;
+    if (!Number.isInteger(c) || (c !== 0 && (c < CONFLATE.min || c > CONFLATE.max))) refuse(`conflate must be 0 or a whole number of milliseconds from ${CONFLATE.min} to ${CONFLATE.max}`);
+    if (c > 0) msg.conflate = c;
+  }
+  if (f.since != null) msg.since = since(f.since);
+  return msg;
+}
+
+function fields(f: Fields): Decoded {
+  const id = f.id;
+  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) return { error: 'id must be an integer from 0 to 4294967295' };
+  try {
+    return check(f);
+  } catch (err) {
+    if (err instanceof Refused) return { error: err.message, id };
+    throw err;
+  }
+}
+
+function fromProto(m: pb.v1.ClientMessage): Fields {
+  const ints = (xs: Int64[], name: string) => xs.map((x, i) => int(x, `${name}[${i}]`));
+  const out: Fields = { op: m.op, id: m.id, mids: m.mids, eids: ints(m.eids as Int64[], 'eids'), sis: ints(m.sis as Int64[], 'sis') };
+  if (m.depth != null) out.depth = m.depth;
+  if (m.conflate != null) out.conflate = m.conflate;
+  if (m.since) {
+    const seqs: Record<string, number> = {};
+    for (const [mid, seq] of Object.entries(m.since.seqs ?? {})) seqs[mid] = int(seq as Int64, `since.seqs["${mid}"]`);
+    out.since = { epoch: m.since.epoch, seqs };
+  }
+  return out;
+}
+
+/** Never throws: any malformed frame comes back as `{error}`. */
+export function decodeClient(data: ArrayBuffer, isBinary: boolean): Decoded {
+  if (isBinary) {
+    let f: Fields;
+    try {
+      f = fromProto(v1.ClientMessage.decode(new Uint8Array(data)));
+    } catch (e) {
+      return { error: `malformed protobuf ClientMessage: ${(e as Error).message}` };
+    }
+    return fields(f);
+  }
+  let m: unknown;
+  try {
+    m = JSON.parse(utf8.decode(data));
+  } catch (e) {
+    return { error: `malformed JSON: ${(e as Error).message}` };
+  }
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return { error: 'message must be a JSON object' };
+  return fields(m as Fields);
+}
+
+export function encodeClientProto(msg: ClientMessage): Uint8Array {
+  return v1.ClientMessage.encode(msg).finish();
+}

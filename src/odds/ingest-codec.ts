@@ -1,0 +1,115 @@
+/**
+ * The protobuf ingest batch (`application/x-protobuf`, and binary frames on
+ * `/ingest`) converted to and from the plain items the JSON ingest takes, so
+ * both formats go through the one validation path.
+ */
+import { odds as pb } from './gen/odds.js';
+import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
+import { enumName, enumValue, int, runnersFromProto, runnersToProto, type Int64 } from './wire.js';
+
+const v1 = pb.v1;
+type Obj = Record<string, unknown>;
+
+/** Copies the scalar fields present on a decoded message; absent `optional` fields read as null. */
+function present(src: object, keys: readonly string[], out: IngestItemInput): IngestItemInput {
+  for (const k of keys) {
+    const v = (src as Obj)[k];
+    if (v != null) out[k] = typeof v === 'object' ? int(v as Int64, k) : v;
+  }
+  return out;
+}
+
+function parseIf(json: string, what: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    throw new Error(`${what} is not valid JSON`);
+  }
+}
+
+const runners = (r: pb.v1.Runner[], what: string) =>
+  r.map((x, i) => ({ rid: int(x.rid, `${what}[${i}].rid`), na: x.na }));
+
+function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
+  switch (it.item) {
+    case 'sport': return present(it.sport!, ['si', 'na', 'a'], { kind: 'sport' });
+    case 'league': return present(it.league!, ['li', 'si', 'na'], { kind: 'league' });
+    case 'result': return present(it.result!, ['mid', 'res', 'rt', 'ia', 'mt'], { kind: 'result' });
+    case 'event': {
+      const e = it.event!;
+      const out = present(e, ['eid', 'na', 'le', 'st', 'go', 'ip', 'si', 'li', 'tv'], { kind: 'event' });
+      if (e.tv_null) out.tv = null;
+      return out;
+    }
+    case 'market': {
+      const m = it.market as pb.v1.MarketItem;
+      const keys = ['mid', 'eid', 'na', 'si', 's', 'go', 'rt', 'ty', 'di', 'bl'];
+      const out = present(m, keys, { kind: 'market' });
+      if (m.if_json != null) out.if = parseIf(m.if_json, 'if_json');
+      if (m.has_r) out.r = runners(m.r as pb.v1.Runner[], 'r');
+      if (m.has_m) {
+        out.m = (m.m as pb.v1.NestedMarket[]).map((n, i) => {
+          const r = runners(n.r as pb.v1.Runner[], `m[${i}].r`);
+          const nested: Obj = { mid: n.mid, s: n.s, go: n.go, r };
+          if (n.if_json != null) nested.if = parseIf(n.if_json, `m[${i}].if_json`);
+          return nested;
+        });
+      }
+      return out;
+    }
+    case 'odds': {
+      const o = it.odds as pb.v1.OddsItem;
+      const st = enumName(MARKET_STATUSES, o.st, 'st');
+      return { kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) };
+    }
+    default: throw new Error('item carries no kind');
+  }
+}
+
+/** An IngestBatch as the plain items the JSON ingest takes. Never throws. */
+export function decodeIngestProto(bytes: Uint8Array): { data: IngestItemInput[] } | { error: string } {
+  let batch: pb.v1.IngestBatch;
+  try {
+    batch = v1.IngestBatch.decode(bytes);
+  } catch (e) {
+    return { error: `malformed protobuf IngestBatch: ${(e as Error).message}` };
+  }
+  const data: IngestItemInput[] = [];
+  for (let i = 0; i < batch.data.length; i++) {
+    try {
+      data.push(itemFromProto(batch.data[i]));
+    } catch (e) {
+      return { error: `data[${i}]: ${(e as Error).message}` };
+    }
+  }
+  return { data };
+}
+
+const ifJson = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
+
+// The item encoders read only their own fields, so `kind` and unknown keys are ignored.
+function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
+  switch (item.kind) {
+    case 'sport': return { sport: item as pb.v1.SportItem.$Properties };
+    case 'league': return { league: item as pb.v1.LeagueItem.$Properties };
+    case 'result': return { result: item as pb.v1.ResultItem.$Properties };
+    case 'event': return { event: item.tv === null ? { ...item, tv: undefined, tv_null: true } : item };
+    case 'market': {
+      const m = item.m as Obj[] | undefined;
+      return { market: {
+        ...item, if_json: ifJson(item.if), has_r: item.r !== undefined, has_m: m !== undefined,
+        m: m?.map((n) => ({ ...n, if_json: ifJson(n.if) })),
+      } };
+    }
+    case 'odds': return { odds: {
+      mid: item.mid as string, ts: item.ts as number, st: enumValue(MARKET_STATUSES, item.st, 'st'),
+      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]),
+    } };
+    default: throw new Error(`unknown ingest kind ${String(item.kind)}`);
+  }
+}
+
+/** The inverse of decodeIngestProto, for publishers, tests and benchmarks. Throws on an unknown kind. */
+export function encodeIngestProto(data: Obj[]): Uint8Array {
+  return v1.IngestBatch.encode({ data: data.map(itemToProto) }).finish();
+}

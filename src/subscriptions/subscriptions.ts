@@ -1,0 +1,111 @@
+import type pg from 'pg';
+import { asDatabaseError } from '../db/pool.js';
+import type { Broadcaster } from '../hub/broadcaster.js';
+import type { Hub } from '../hub/hub.js';
+import { variant, type Session } from '../hub/session.js';
+import type { Bus, ClientOp } from '../bus/types.js';
+import type { ReadModel } from '../refdata/model.js';
+import type { Logger } from '../log.js';
+import { retry } from '../lib/retry.js';
+import { addMarkets, listMarkets, removeMarkets } from './store.js';
+
+export interface SubscriptionsDeps {
+  pool: pg.Pool;
+  hub: Hub;
+  bc: Broadcaster;
+  bus: Bus;
+  model: ReadModel;
+  /** Markets a client's stored set may hold. */
+  maxStored: number;
+  /** Markets one socket may take. */
+  maxPerSocket: number;
+  log: Logger;
+  /** Told when Postgres could not answer, for the metrics. */
+  unavailable(): void;
+}
+
+/** How long a loaded stored set serves sockets of the same client (a reconnect storm shares one query). */
+const CACHE_MS = 2000;
+
+/**
+ * The one owner of client market sets (REST subscribe and unsubscribe): the
+ * stored set in Postgres, the cached copy new sockets start from, the
+ * client's live sockets on this pod, and the same change on every other pod
+ * through the bus. Postgres changes first, so a refused or failed change
+ * leaves sockets as they were.
+ */
+export class Subscriptions {
+  private readonly cache = new Map<string, Promise<string[]>>();
+
+  constructor(private readonly deps: SubscriptionsDeps) {}
+
+  async subscribe(client: string, mids: readonly string[]): Promise<void> {
+    await this.db(addMarkets(this.deps.pool, client, mids, this.deps.maxStored));
+    this.applyRemote('attach', client, [...mids]);
+    this.deps.bus.publishClient('attach', client, mids);
+  }
+
+  async unsubscribe(client: string, mids: readonly string[]): Promise<void> {
+    await this.db(removeMarkets(this.deps.pool, client, mids));
+    this.applyRemote('detach', client, [...mids]);
+    this.deps.bus.publishClient('detach', client, mids);
+  }
+
+  /** A change made on this pod or another: this pod's sockets of the client follow it. */
+  applyRemote(op: ClientOp, client: string, mids: string[]): void {
+    this.cache.delete(client);
+    for (const s of this.deps.hub.clientSessions(client)) {
+      if (op === 'attach') this.attach(s, mids);
+      else this.deps.bc.detachAndTell(s, mids);
+    }
+  }
+
+  /** The client's stored set, shared by the sockets that open within a moment of each other. */
+  stored(client: string): Promise<string[]> {
+    let mids = this.cache.get(client);
+    if (!mids) {
+      mids = this.db(listMarkets(this.deps.pool, client));
+      const held = mids;
+      this.cache.set(client, held);
+      const forget = () => setTimeout(() => this.cache.get(client) === held && this.cache.delete(client), CACHE_MS).unref();
+      held.then(forget, () => this.cache.get(client) === held && this.cache.delete(client));
+    }
+    return mids;
+  }
+
+  /**
+   * A new socket starts with its client's stored set. If Postgres cannot
+   * answer, the socket is told, and the load is retried until it works or the
+   * socket closes.
+   */
+  opened(s: Session): void {
+    retry(() => this.stored(s.client), {
+      minMs: 500, maxMs: 10000, cancelled: () => s.closed,
+      onRetry: (err, attempt) => {
+        this.deps.log.warn('could not load a client\'s stored markets for a new socket; retrying', { client: s.client, attempt, err: (err as Error).message });
+        if (attempt === 1) this.deps.bc.send(s, { op: 'ack', id: 0, status: 0, message: 'your client\'s stored markets could not be loaded yet (the database is unavailable); retrying, they will follow' });
+      },
+    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined);
+  }
+
+  /** Adds markets to one socket up to its limit, leaving out concluded ones; the socket is told of any that did not fit. */
+  private attach(s: Session, mids: readonly string[]): void {
+    const fresh = mids.filter((mid) => !s.subs.has(mid) && !this.deps.model.concluded(mid));
+    const room = Math.max(0, this.deps.maxPerSocket - s.subs.size);
+    this.deps.bc.attach(s, fresh.slice(0, room), variant(s.format));
+    if (fresh.length > room) {
+      const left = fresh.slice(room);
+      this.deps.bc.send(s, { op: 'ack', id: 0, status: 0, message: `markets ${left.join(',')} of your client's stored set were not added to this socket: it holds its limit of ${this.deps.maxPerSocket} markets` });
+    }
+  }
+
+  private async db<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      const e = asDatabaseError(err);
+      if (e !== err) this.deps.unavailable();
+      throw e;
+    }
+  }
+}
