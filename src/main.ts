@@ -4,6 +4,12 @@ import { startEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { nativeUws } from './http/app.js';
 import { startService, type Service } from './service.js';
 
+/** What went wrong, in words: some errors carry only a code, and a rejection may carry nothing. */
+function reason(err: unknown): string {
+  const { message, code } = (err ?? {}) as { message?: string; code?: string };
+  return message || code || (err === undefined ? 'no reason given' : String(err));
+}
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -54,11 +60,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   try {
-    if (!config.databaseUrl) embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log);
+    if (!config.databaseUrl) {
+      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
+    }
     service = await startService(config, config.databaseUrl ?? embedded!.url, log);
     process.stdout.write(`odds service listening on ${service.url}\n`);
   } catch (err) {
-    log.error('start failed', errorFields(err));
+    log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);
     process.exit(1);
   }

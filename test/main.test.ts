@@ -1,51 +1,9 @@
-import t, { type Test } from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import t from 'tap';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
-import { http } from './helpers/service.js';
-
-/** `npm start` as a user runs it: the compiled entry point in its own process. */
-const MAIN = new URL('../src/main.js', import.meta.url).pathname;
-
-interface Running {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-function run(env: Record<string, string | undefined>, waitForUrl = true): Promise<Running> {
-  const base = { ...process.env };
-  delete base.DATABASE_URL;
-  const child = spawn(process.execPath, [MAIN], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
-  return new Promise((resolve, reject) => {
-    if (!waitForUrl) return resolve({ child, url: '', output: () => out, exited });
-    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s:\n${out}`)), 30000);
-    const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1], output: () => out, exited });
-      }
-    };
-    child.stdout!.on('data', check);
-    void exited.then(() => { clearTimeout(timer); reject(new Error(`exited before listening:\n${out}`)); });
-  });
-}
-
-async function tempDir(t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'odds-main-'));
-  await chmod(dir, 0o755);
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { http, postJson } from './helpers/service.js';
+import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
   const dir = await tempDir(t);
@@ -159,4 +117,46 @@ t.test('while Postgres is awaited at start, /health answers, /ready and the data
   t.same(Object.keys(data.body), ['status', 'message']);
   svc.child.kill('SIGKILL');
   await svc.exited;
+});
+
+t.test('killed with SIGKILL, its embedded Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const first = await run({ EMBEDDED_PG_DIR: pgDir });
+  const ingest = await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] });
+  t.equal(ingest.status, 200, 'a sport ingested before the kill');
+  const orphan = postmasterPid(pgDir);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  t.same(postgresOn(pgDir), [orphan], 'its Postgres outlived it');
+
+  const again = await run({ EMBEDDED_PG_DIR: pgDir });
+  t.equal((await http(again.url, '/ready')).status, 200);
+  const sports = await http<{ si: number; na: string }[]>(again.url, '/api/v1/sports');
+  t.same(sports.body.find((s) => s.si === 901), { si: 901, na: 'Curling', a: true }, 'the sport is still there');
+  t.match(again.output(), /stopping the embedded postgres left running by a process that is gone/);
+  t.same(postgresOn(pgDir), [postmasterPid(pgDir)], 'one Postgres on the folder, its own');
+  t.not(postmasterPid(pgDir), orphan);
+  again.child.kill('SIGTERM');
+  t.equal(await again.exited, 0);
+  t.same(postgresOn(pgDir), [], 'and it stops that one');
+});
+
+const notRoot = process.getuid?.() !== 0 && 'only run as root does the embedded server run as another user';
+
+t.test('run as root with the data folder where the postgres user cannot enter: one line naming the folder and the remedy, exit 1', { skip: notRoot }, async (t) => {
+  const locked = await tempDir(t, 0o700);
+  const svc = await run({ EMBEDDED_PG_DIR: join(locked, 'pg') }, false);
+  t.equal(await svc.exited, 1);
+  const errors = svc.output().split('\n').filter((l) => l.includes('"level":"error"')).map((l) => (JSON.parse(l) as { msg: string }).msg);
+  t.equal(errors.length, 1, svc.output());
+  t.match(errors[0], `start failed: run as root, the embedded Postgres runs as the system user "postgres", which cannot enter ${locked} `);
+  t.match(errors[0], /set DATABASE_URL to a Postgres server, set EMBEDDED_PG_DIR to a folder it can reach, or run chmod o\+x/);
+  t.notMatch(svc.output(), /\n\s+at |undefined/, 'no stack trace, no undefined');
+});
+
+t.test('npm test as root with the data folder where the postgres user cannot enter: the same one line, exit 1', { skip: notRoot }, async (t) => {
+  const locked = await tempDir(t, 0o700);
+  const run = await runTool(TEST_RUNNER, [], { DATABASE_URL: undefined, EMBEDDED_PG_DIR: join(locked, 'pg') });
+  t.equal(run.code, 1);
+  t.match(run.stderr, new RegExp(`^npm test: run as root, the embedded Postgres runs as the system user "postgres", which cannot enter ${locked} .*chmod o\\+x ${locked}\n$`));
 });

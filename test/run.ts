@@ -6,15 +6,24 @@
  */
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js';
 
 const log = createLogger('info', true, (l) => process.stderr.write(l));
 let embedded: EmbeddedServer | undefined;
-// A folder per run, so runs side by side (two terminals, CI and a developer) never share a server.
-const dir = `.data/test-pg/${process.pid}`;
+let dir = '';
 if (!process.env.DATABASE_URL) {
-  embedded = await startEmbedded(dir, 0, log);
+  try {
+    // A folder per run beside the embedded data folder, so runs side by side
+    // (two terminals, CI and a developer) never share a server.
+    dir = join(loadConfig().embeddedPgDir, '..', 'test-pg', String(process.pid));
+    embedded = await startEmbedded(dir, 0, log, { kind: 'cli', command: 'npm test', stopsOnSignal: true });
+  } catch (err) {
+    process.stderr.write(`${err instanceof ConfigError ? 'configuration error' : 'npm test'}: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
 }
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL || embedded!.url };
 const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: 'inherit', env });

