@@ -9,6 +9,9 @@ export interface ListenerHandlers {
   onDisconnect(): void;
 }
 
+/** How the LISTEN connection names itself in pg_stat_activity, so an operator can tell it from the pool's. */
+export const LISTENER_NAME = 'odds-service-listen';
+
 export interface ListenerOptions {
   url: string;
   channel: string;
@@ -51,7 +54,7 @@ export class Listener {
 
   private async connect(): Promise<void> {
     const { url, channel, connectTimeoutMs, pingMs, log, handlers } = this.opts;
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2) });
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2), application_name: LISTENER_NAME });
     this.client = client;
     client.on('notification', (msg) => {
       if (msg.payload) handlers.onNotify(msg.payload);

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { postJson, startTestService, type TestService } from '../helpers/service.js';
+import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
 import { freshDatabase } from '../helpers/db.js';
 import { Client, image } from '../helpers/ws.js';
 import { NATS_BINARY, NatsServer } from '../helpers/nats.js';
@@ -93,4 +94,104 @@ if (!NATS_BINARY) {
     }
     t.equal(value(await scrape(b.url), 'odds_bus_connected'), 1, 'metrics show the bus back');
   });
+
+  const connected = async (pod: TestService) => value(await scrape(pod.url), 'odds_bus_connected');
+  const bothUp = () => eventually(async () => Math.min(await connected(a), await connected(b)), (v) => v === 1, 15000);
+  const newest = (pod: TestService, mid: string) => {
+    const e = pod.book.get(mid);
+    return e && { epoch: e.epoch, seq: e.seq, price: e.image.r[0].b[0][0] };
+  };
+  const lastFrame = (c: Client, mid: string) => {
+    const f = c.oddsOf(mid).at(-1);
+    return f && { epoch: f.epoch, seq: f.seq, price: f.r[0].b[0][0] };
+  };
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  t.test('NATS away with ingest on two pods, back with no update after: books, subscribers and the stream all end on the newest image', async (t) => {
+    const M3 = '1.200001003';
+    const subs = [await Client.connect(a.url), await Client.connect(b.url, { format: 'proto' })];
+    t.teardown(() => subs.forEach((c) => c.close()));
+    for (const c of subs) await c.request({ op: 'subscribe', mids: [M3] });
+    await ingest(a, image(M3, 2));
+    await nats.stop();
+    await eventually(async () => Math.max(await connected(a), await connected(b)), (v) => v === 0);
+    t.equal((await ingest(a, image(M3, 2.1))).status, 200, 'pod A takes ingest while NATS is away');
+    await pause(20);
+    t.equal((await ingest(b, image(M3, 2.2))).status, 200, 'pod B too');
+    await pause(20);
+    await ingest(a, image(M3, 2.3));
+    const own = await subs[1].next((f) => f.op === 'odds' && f.mid === M3 && f.r[0].b[0][0] === 2.2);
+    t.match(own, { epoch: /^l/ }, 'each pod\'s subscribers see its own images meanwhile, numbered in an epoch of the pod\'s own');
+    await nats.resume();
+    await bothUp();
+    const end = await eventually(async () => [newest(a, M3), newest(b, M3)], ([x, y]) => x?.price === 2.3 && JSON.stringify(x) === JSON.stringify(y), 15000);
+    t.same(end[0], end[1], 'both pods hold the same newest image, epoch and seq');
+    t.equal(end[0]!.price, 2.3, 'the newest ingested, whichever pod took it');
+    t.match(end[0]!.epoch, /^s/, 'numbered by the stream again');
+    for (const c of subs) {
+      await c.next((f) => f.op === 'odds' && f.mid === M3 && f.seq === end[0]!.seq && f.epoch === end[0]!.epoch, 10000);
+      t.same(lastFrame(c, M3), end[0], 'every subscriber\'s newest frame is it');
+    }
+    const late = await startTestService(t, env, db);
+    const c = await Client.connect(late.url);
+    t.teardown(() => c.close());
+    await c.request({ op: 'subscribe', mids: [M3] });
+    await c.next((f) => f.op === 'odds' && f.mid === M3);
+    t.same(lastFrame(c, M3), end[0], 'a pod started afterwards serves it from the stream');
+
+    await ingest(b, image(M3, 2.4));
+    for (const s of subs) {
+      const f = await s.next((x) => x.op === 'odds' && x.mid === M3 && x.r[0].b[0][0] === 2.4, 5000);
+      t.match(f, { epoch: end[0]!.epoch, seq: end[0]!.seq + 1 }, 'the next update is the next seq, on every pod');
+    }
+  });
+
+  t.test('NATS back with an empty store: a new epoch, the newest images kept, and the next ingest reaches every subscriber', async (t) => {
+    const M4 = '1.200001004';
+    const subs = [await Client.connect(a.url), await Client.connect(b.url, { format: 'proto' })];
+    t.teardown(() => subs.forEach((c) => c.close()));
+    for (const c of subs) await c.request({ op: 'subscribe', mids: [M4] });
+    await ingest(a, image(M4, 5));
+    await eventually(async () => newest(b, M4)?.price, (p) => p === 5);
+    const before = newest(a, M4)!;
+    await nats.reset();
+    await bothUp();
+    const kept = await eventually(async () => [newest(a, M4), newest(b, M4)], ([x, y]) => !!x && x.epoch !== before.epoch && JSON.stringify(x) === JSON.stringify(y), 15000);
+    t.not(kept[0]!.epoch, before.epoch, 'a lost stream is a new epoch');
+    t.equal(kept[0]!.price, 5, 'the image the pods held is kept, stored again in the new stream');
+    t.equal(kept[0]!.seq, 1, 'numbering starts again in the new epoch');
+    const from = subs.map((c) => c.frames.length);
+    await ingest(a, image(M4, 5.5));
+    for (const [i, c] of subs.entries()) {
+      const f = await c.next((x) => x.op === 'odds' && x.mid === M4 && x.r[0].b[0][0] === 5.5, 5000, from[i]);
+      t.match(f, { epoch: kept[0]!.epoch, seq: 2 }, 'the next ingest reaches every subscriber, in the new epoch');
+    }
+    const late = await startTestService(t, env, db);
+    const c = await Client.connect(late.url);
+    t.teardown(() => c.close());
+    await c.request({ op: 'subscribe', mids: [M4] });
+    const f = await c.next((x) => x.op === 'odds' && x.mid === M4);
+    t.match(f, { epoch: kept[0]!.epoch, seq: 2 }, 'and a late pod serves it from the new stream');
+  });
+
+  t.test('a pod started while NATS is away is ready, says STALE, serves its own ingest, and joins once NATS is back', async (t) => {
+    const M5 = '1.200001005';
+    await nats.stop();
+    const started = Date.now();
+    const alone = await startTestService(t, env, db);
+    t.ok(Date.now() - started < 15000, 'it did not wait for NATS');
+    t.equal((await http(alone.url, '/ready')).status, 200, 'ready');
+    const c = await Client.connect(alone.url);
+    t.teardown(() => c.close());
+    t.same(await c.next((f) => f.op === 'feed'), { op: 'feed', status: 'STALE' }, 'its sockets are told the feed is stale');
+    await c.request({ op: 'subscribe', mids: [M5] });
+    t.equal((await ingest(alone, image(M5, 7.7))).status, 200);
+    await c.next((f) => f.op === 'odds' && f.mid === M5 && f.r[0].b[0][0] === 7.7);
+    await nats.resume();
+    await eventually(() => connected(alone), (v) => v === 1, 15000);
+    const joined = await eventually(async () => [newest(alone, M5), newest(a, M5), newest(b, M5)], (xs) => xs.every((x) => x?.price === 7.7 && x.epoch === xs[0]!.epoch && x.seq === xs[0]!.seq), 15000);
+    t.ok(joined.every((x) => x?.price === 7.7), 'its image reached the other pods once NATS was back');
+    t.same(await c.next((f) => f.op === 'feed' && f.status === 'OK', 5000), { op: 'feed', status: 'OK' }, 'and its feed is OK again');
+  });
 }
+

@@ -45,6 +45,13 @@ export class NatsServer {
     for (let i = 0; i < 100 && !(await reachable(this.port)); i++) await new Promise((r) => setTimeout(r, 50));
   }
 
+  /** Stops the server, throws its store away and starts it again: a NATS that comes back empty. */
+  async reset(): Promise<void> {
+    await this.stop();
+    await rm(this.dir, { recursive: true, force: true });
+    await this.resume();
+  }
+
   async stop(): Promise<void> {
     const child = this.child;
     this.child = undefined;

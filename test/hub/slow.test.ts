@@ -63,16 +63,3 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   t.equal(code, CLOSE.SLOW);
   t.equal(value(await scrape(svc.url), 'odds_slow_consumer_closes_total'), 1);
 });
-
-t.test('feed STALE when no publisher sent anything for the configured time, OK when one resumes', async (t) => {
-  const svc = await startTestService(t, { FEED_STALE_MS: '400' });
-  const c = await Client.connect(svc.url);
-  t.teardown(() => c.close());
-  t.same(await c.next((f) => f.op === 'feed', 3000), { op: 'feed', status: 'STALE' });
-  const late = await Client.connect(svc.url, { format: 'proto' });
-  t.teardown(() => late.close());
-  t.same(await late.next((f) => f.op === 'feed', 1000), { op: 'feed', status: 'STALE' }, 'a socket opening while stale is told at once');
-  const from = c.frames.length;
-  await postJson(svc.url, '/api/v1/ingest', { data: [image(M, 2, [1])] });
-  t.same(await c.next((f) => f.op === 'feed', 2000, from), { op: 'feed', status: 'OK' });
-});

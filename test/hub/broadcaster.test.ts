@@ -1,0 +1,168 @@
+import t from 'tap';
+import { Registry } from 'prom-client';
+import { Book, type Frame } from '../../src/odds/book.js';
+import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
+import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
+import { Broadcaster } from '../../src/hub/broadcaster.js';
+import { Hub } from '../../src/hub/hub.js';
+import { Session, variant, type Conn, type Topics } from '../../src/hub/session.js';
+import { MarketStates } from '../../src/hub/states.js';
+import { Sweeper } from '../../src/hub/sweep.js';
+import { OddsMetrics } from '../../src/metrics/odds.js';
+import { createLogger } from '../../src/log.js';
+
+/**
+ * The broadcaster without a server: uWS's pub/sub is two methods (Topics) and
+ * a socket a handful (Conn), so both are played here by plain objects that
+ * record what they were given.
+ */
+class FakeTopics implements Topics {
+  readonly subs = new Map<string, Set<FakeConn>>();
+  readonly published: { topic: string; frame: Frame }[] = [];
+  publish(topic: string, frame: Frame): boolean {
+    this.published.push({ topic, frame });
+    for (const c of this.subs.get(topic) ?? []) c.frames.push(frame);
+    return true;
+  }
+  numSubscribers(topic: string): number {
+    return this.subs.get(topic)?.size ?? 0;
+  }
+}
+
+class FakeConn implements Conn {
+  readonly frames: Frame[] = [];
+  buffered = 0;
+  closedWith: number | undefined;
+  constructor(private readonly topics: FakeTopics) {}
+  send(frame: Frame): number {
+    this.frames.push(frame);
+    return 1;
+  }
+  subscribe(topic: string): boolean {
+    let set = this.topics.subs.get(topic);
+    if (!set) this.topics.subs.set(topic, (set = new Set()));
+    set.add(this);
+    return true;
+  }
+  unsubscribe(topic: string): boolean {
+    return this.topics.subs.get(topic)?.delete(this) ?? false;
+  }
+  getBufferedAmount(): number {
+    return this.buffered;
+  }
+  cork(fn: () => void): void {
+    fn();
+  }
+  end(code?: number): void {
+    this.closedWith = code;
+  }
+  messages(): ServerMessage[] {
+    return this.frames.map((f) => (typeof f === 'string' ? decodeServerJson(f) : decodeServerProto(f)));
+  }
+}
+
+const img = (mid: string, price: number): OddsImage => ({
+  mid, ts: 1, st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 1], [price - 0.01, 2]], l: [[price + 0.01, 3]] }],
+});
+
+function setup() {
+  const topics = new FakeTopics();
+  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false }, () => undefined);
+  const book = new Book();
+  const states = new MarketStates();
+  const metrics = new OddsMetrics(new Registry());
+  const log = createLogger('error', false, () => undefined);
+  const bc = new Broadcaster({ topics, hub, book, states, metrics, log });
+  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }, metrics, log });
+  let id = 0;
+  const open = (format: 'json' | 'proto' = 'json') => {
+    const conn = new FakeConn(topics);
+    const s = new Session(++id, 'public', 'public', format, 5000, conn);
+    bc.opened(s);
+    return { s, conn };
+  };
+  const put = (mid: string, price: number) => book.put('e', book.next(mid, 'e'), Date.now(), img(mid, price))!;
+  t.teardown(() => bc.stop());
+  return { topics, hub, book, states, metrics, bc, sweeper, open, put };
+}
+
+t.test('an update is encoded once per variant and published once per topic, however many sockets take it', async (t) => {
+  const { topics, bc, open, put, metrics } = setup();
+  const json = [open(), open(), open()];
+  const shallow = [open('proto'), open('proto')];
+  for (const { s } of json) bc.attach(s, ['m'], variant('json'));
+  for (const { s } of shallow) bc.attach(s, ['m'], variant('proto', 1));
+  topics.published.length = 0;
+  bc.publish(put('m', 2));
+  t.equal(topics.published.length, 2, 'one publish per variant');
+  t.equal(json[0].conn.frames[0], json[2].conn.frames[0], 'the very same frame for every socket of a variant');
+  const one = decodeServerProto(shallow[1].conn.frames[0] as Uint8Array);
+  t.same(one.op === 'odds' && one.r[0].b, [[2, 1]], 'depth 1 cut once for its sockets');
+  t.same({ ...metrics.published }, { json: 1, proto: 1 });
+  t.same({ ...metrics.delivered }, { json: 3, proto: 2 });
+});
+
+t.test('state frames reach every subscriber of the market at once, whatever its variant', async (t) => {
+  const { bc, open } = setup();
+  const a = open();
+  const b = open('proto');
+  bc.attach(a.s, ['m'], variant('json', 2));
+  bc.attach(b.s, ['m'], variant('proto', 0, 1000));
+  bc.publishState({ op: 'market', mid: 'm', s: false, go: false, rt: false });
+  t.same(a.conn.messages(), [{ op: 'market', mid: 'm', s: false, go: false, rt: false }]);
+  t.same(b.conn.messages(), [{ op: 'market', mid: 'm', s: false, go: false, rt: false }], 'conflation does not hold state back');
+});
+
+t.test('a conflated socket gets one frame per interval, the newest, marked when updates were held back', async (t) => {
+  const { bc, open, put } = setup();
+  const live = open();
+  const slow = open();
+  bc.attach(live.s, ['m'], variant('json'));
+  bc.attach(slow.s, ['m'], variant('json', 0, 100));
+  for (let i = 0; i < 5; i++) bc.publish(put('m', 2 + i / 100));
+  t.equal(live.conn.frames.length, 5);
+  t.equal(slow.conn.frames.length, 0, 'nothing before the interval ends');
+  await new Promise((r) => setTimeout(r, 160));
+  const got = slow.conn.messages();
+  t.equal(got.length, 1);
+  t.match(got[0], { op: 'odds', seq: 5, cf: true, con: false }, 'the newest image, marked cf');
+  bc.publish(put('m', 3));
+  await new Promise((r) => setTimeout(r, 160));
+  t.match(slow.conn.messages()[1], { seq: 6, cf: false }, 'one update in an interval: nothing was held back');
+});
+
+t.test('a socket that fell behind catches up with the newest images, changed state and one unsubscribed', async (t) => {
+  const { bc, sweeper, open, put } = setup();
+  const { s, conn } = open();
+  bc.attach(s, ['a', 'b', 'c'], variant('json'));
+  bc.publish(put('a', 2));
+  conn.buffered = 5000;
+  sweeper.run(Date.now());
+  t.ok(s.lag, 'behind: off its topics');
+  const before = conn.frames.length;
+  bc.publish(put('a', 2.1));
+  bc.publish(put('a', 2.2));
+  bc.publishState({ op: 'market', mid: 'b', s: false, go: false, rt: false });
+  bc.publishState({ op: 'result', mid: 'c', mt: 'match-odd', res: '1', rt: false, ia: false });
+  bc.detachAndTell(s, ['c']);
+  t.equal(conn.frames.length, before, 'nothing sent while behind');
+  conn.buffered = 0;
+  sweeper.drained(s);
+  t.same(conn.messages().slice(before).map((m) => m.op === 'odds' ? `odds ${m.mid} ${m.seq} con=${m.con}` : `${m.op} ${'mid' in m ? m.mid : (m as { mids: string[] }).mids}`), [
+    'odds a 3 con=true', 'market b', 'result c', 'unsubscribed c',
+  ]);
+  bc.publish(put('a', 2.3));
+  t.match(conn.messages().at(-1), { op: 'odds', seq: 4, con: false }, 'back on its topic');
+});
+
+t.test('concluded markets: each socket that takes them loses them and is told once, listing its own', async (t) => {
+  const { bc, open, hub } = setup();
+  const a = open();
+  const b = open();
+  bc.attach(a.s, ['x', 'y', 'z'], variant('json'));
+  bc.attach(b.s, ['y'], variant('json'));
+  bc.detachEverywhere(['x', 'y']);
+  t.same(a.conn.messages(), [{ op: 'unsubscribed', mids: ['x', 'y'] }]);
+  t.same(b.conn.messages(), [{ op: 'unsubscribed', mids: ['y'] }]);
+  t.equal(hub.subscriptions(), 1, 'the count follows the index');
+});

@@ -1,0 +1,53 @@
+import t from 'tap';
+import { postJson, startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import type { MarketStateMessage, ResultMessage, UnsubscribedMessage } from '../../src/odds/messages.js';
+
+/**
+ * A socket that stops reading misses frames, but never the truth: once it
+ * drains it gets the newest image of every market, and every state change,
+ * settlement and detach that happened while it was behind.
+ */
+const SUSPENDED = '1.200001007';
+const DROPPED = '1.200001001';
+const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
+
+t.test('a paused socket through a suspension, a settlement and a REST unsubscribe ends with all three', async (t) => {
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '134217728', WS_SLOW_CLOSE_MS: '60000' });
+  const ingest = (...data: Record<string, unknown>[]) => postJson(svc.url, '/api/v1/ingest', { data });
+  const slow = await Client.connect(svc.url);
+  t.teardown(() => slow.close());
+  await slow.request({ op: 'subscribe', mids: [SUSPENDED, DROPPED] });
+  const raw = (slow.ws as unknown as { _socket: import('node:net').Socket })._socket;
+  raw.pause();
+  for (let round = 0; round < 40; round++) {
+    const r = await ingest(...Array.from({ length: 50 }, (_, i) => image(i % 2 ? SUSPENDED : DROPPED, 2 + ((round * 50 + i) % 90) / 100, RUNNERS)));
+    t.equal(r.status, 200);
+  }
+  // Let the sweep see the socket fall behind before the changes it must not miss.
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal((await ingest({ kind: 'market', mid: SUSPENDED, s: false })).status, 200, 'suspended');
+  t.equal((await ingest({ kind: 'result', mid: SUSPENDED, res: '101', rt: false, ia: false }, { kind: 'market', mid: SUSPENDED, go: true })).status, 200, 'settled and concluded');
+  t.equal((await postJson(svc.url, '/api/v1/unsubscribe', { data: [DROPPED] })).status, 200, 'REST unsubscribe');
+  const latest = svc.book.get(DROPPED)!.seq;
+  await new Promise((r) => setTimeout(r, 200));
+  raw.resume();
+
+  const state = (await slow.next((f) => f.op === 'market' && f.mid === SUSPENDED && !f.s, 20000)) as MarketStateMessage;
+  t.same(state, { op: 'market', mid: SUSPENDED, s: false, go: true, rt: false }, 'the current state of the market, suspended and concluded');
+  const result = (await slow.next((f) => f.op === 'result' && f.mid === SUSPENDED)) as ResultMessage;
+  t.same(result, { op: 'result', mid: SUSPENDED, mt: 'winner-market', res: '101', rt: false, ia: false }, 'its settlement');
+  const gone = (await slow.next((f) => f.op === 'unsubscribed')) as UnsubscribedMessage;
+  t.same([...gone.mids].sort(), [DROPPED, SUSPENDED].sort(), 'and one unsubscribed for both markets it lost meanwhile');
+  t.ok(slow.frames.indexOf(result) < slow.frames.indexOf(gone), 'the settlement comes before the detach');
+  const dropped = slow.oddsOf(DROPPED);
+  t.ok(dropped.length < 1000, `frames were skipped (${dropped.length} of 1000)`);
+  t.ok(dropped.at(-1)!.seq <= latest, 'nothing of a market after it was lost');
+
+  // Back on its topics: later frames of markets it still holds would flow; it holds none now.
+  await slow.settled();
+  const count = slow.frames.length;
+  await ingest(image(DROPPED, 3));
+  await slow.settled();
+  t.equal(slow.frames.filter((f) => f.op === 'odds').length, slow.frames.slice(0, count).filter((f) => f.op === 'odds').length, 'no odds frame of a lost market after catching up');
+});

@@ -1,0 +1,93 @@
+import t from 'tap';
+import WebSocket from 'ws';
+import { startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import { http } from '../helpers/service.js';
+import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
+
+/**
+ * Batches from one publisher connection take effect in the order sent, even
+ * when the publisher pipelines them without waiting for acks and some wait on
+ * a transaction while later ones carry only odds.
+ */
+const M = '1.200001001';
+
+/** A publisher on /ingest that sends without waiting and keeps every ack by id. */
+async function publisher(url: string): Promise<{ ws: WebSocket; acks: Map<number, AckMessage>; order: number[]; closed: Promise<number> }> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws') + '/ingest', ['odds.v1.json']);
+  const acks = new Map<number, AckMessage>();
+  const order: number[] = [];
+  ws.on('message', (d) => {
+    const a = JSON.parse(String(d)) as AckMessage;
+    acks.set(a.id, a);
+    order.push(a.id);
+  });
+  const closed = new Promise<number>((ok) => ws.on('close', (code) => ok(code)));
+  await new Promise((ok, fail) => ws.once('open', ok).once('error', fail));
+  return { ws, acks, order, closed };
+}
+
+const until = async (check: () => boolean, ms = 15000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+t.test('pipelined batches mixing reference items and odds end on the last image, with the highest seq, everywhere', async (t) => {
+  const svc = await startTestService(t);
+  const watcher = await Client.connect(svc.url);
+  t.teardown(() => watcher.close());
+  await watcher.request({ op: 'subscribe', mids: [M] });
+  const pub = await publisher(svc.url);
+  t.teardown(() => pub.ws.close());
+  const N = 40;
+  const price = (i: number) => Math.round((1.5 + i / 100) * 100) / 100;
+  for (let i = 1; i <= N; i++) {
+    const img = { ...image(M, price(i)), st: i % 3 === 0 ? 'SUSPENDED' : 'OPEN' };
+    // Every other batch waits on a transaction before its image: it must not be overtaken.
+    const data = i % 2 ? [{ kind: 'market', mid: M, s: i % 4 === 1 }, img] : [img];
+    pub.ws.send(JSON.stringify({ id: i, data }));
+  }
+  await until(() => pub.acks.size === N);
+  t.ok([...pub.acks.values()].every((a) => a.status === 1), 'every batch acked with status 1');
+  t.same(pub.order, Array.from({ length: N }, (_, i) => i + 1), 'acks come back in the order sent');
+
+  const last = { price: price(N), st: N % 3 === 0 ? 'SUSPENDED' : 'OPEN' };
+  const late = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => late.close());
+  await late.request({ op: 'subscribe', mids: [M] });
+  const first = (await late.next((f) => f.op === 'odds' && f.mid === M)) as OddsMessage;
+  t.same({ price: first.r[0].b[0][0], st: first.st }, last, 'a new subscriber gets the last batch\'s image');
+
+  await watcher.settled();
+  const frames = watcher.oddsOf(M);
+  t.same({ price: frames.at(-1)!.r[0].b[0][0], st: frames.at(-1)!.st }, last, 'the live subscriber ends on it too');
+  t.equal(frames.at(-1)!.seq, first.seq, 'with the same, highest seq');
+  t.same(frames.map((f) => f.r[0].b[0][0]), Array.from({ length: N }, (_, i) => price(i + 1)), 'every image, in the order sent');
+  t.ok(frames.every((f, i) => i === 0 || (f.seq === frames[i - 1].seq + 1 && f.epoch === frames[0].epoch)), 'seq rises by exactly one within one epoch');
+  const markets = await http<{ data: Record<string, { mid: string; s: boolean }[]> }>(svc.url, '/api/v1/events/markets?eid=30000001');
+  t.equal(markets.body.data['30000001'].find((m) => m.mid === M)!.s, (N - 1) % 4 === 1, 'the market state is the last one sent');
+});
+
+t.test('batches past the in-flight limit are refused, not queued, and were not applied', async (t) => {
+  const svc = await startTestService(t, { INGEST_MAX_IN_FLIGHT: '3' });
+  const watcher = await Client.connect(svc.url);
+  t.teardown(() => watcher.close());
+  await watcher.request({ op: 'subscribe', mids: [M] });
+  const pub = await publisher(svc.url);
+  t.teardown(() => pub.ws.close());
+  const N = 30;
+  // Each batch waits on a transaction, so the publisher gets ahead of the lane.
+  for (let i = 1; i <= N; i++) pub.ws.send(JSON.stringify({ id: i, data: [{ kind: 'market', mid: M, s: true }, image(M, 2 + i / 100)] }));
+  await until(() => pub.acks.size === N);
+  const refused = [...pub.acks.values()].filter((a) => a.status === 0);
+  t.ok(refused.length > 0, `some batches refused (${refused.length} of ${N})`);
+  t.match(refused[0].message, /3 batches are already in flight on this connection; wait for their acks before sending more \(this batch was not applied\)/);
+  await watcher.settled();
+  const seen = new Set(watcher.oddsOf(M).map((f) => Math.round(f.r[0].b[0][0] * 100)));
+  for (const a of pub.acks.values()) {
+    t.equal(seen.has(200 + a.id), a.status === 1, `batch ${a.id} ${a.status ? 'applied' : 'not applied'}`);
+  }
+});

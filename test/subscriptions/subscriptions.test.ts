@@ -1,0 +1,47 @@
+import t, { type Test } from 'tap';
+import { postJson, startTestService } from '../helpers/service.js';
+import { sqlClient } from '../helpers/db.js';
+import { Client } from '../helpers/ws.js';
+
+/** The stored market sets REST subscribe changes: bounded, live markets only, and applied to the client's sockets within their own limit. */
+const live = ['1.200001001', '1.200001002', '1.200001003', '1.200001004'];
+const CONCLUDED = '1.200002001';
+
+async function stored(t: Test, url: string): Promise<string[]> {
+  const { rows } = await (await sqlClient(t, url)).query<{ mid: string }>("SELECT mid FROM client_markets WHERE client_id = 'public' ORDER BY mid");
+  return rows.map((r) => r.mid);
+}
+
+t.test('subscribing past the stored-set limit is refused naming the limit, and nothing changes', async (t) => {
+  const svc = await startTestService(t, { CLIENT_MAX_MARKETS: '3' });
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: live.slice(0, 2) })).status, 200);
+  await c.settled();
+  const frames = c.frames.length;
+  const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/subscribe', { data: live.slice(1) });
+  t.equal(r.status, 400);
+  t.same(r.body, { status: 0, message: 'subscribing to 2 more markets would pass the limit of 3 stored markets per client (it holds 2); unsubscribe some first' });
+  t.same(await stored(t, svc.databaseUrl), live.slice(0, 2), 'the stored set is as it was');
+  await c.settled();
+  t.equal(c.frames.length, frames + 1, 'the live socket got nothing but the ping answer');
+  t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: [live[0], live[2]] })).status, 200, 'markets already held do not count again');
+});
+
+t.test('a concluded market is never stored, so a new socket starts with live markets only', async (t) => {
+  const svc = await startTestService(t);
+  t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: [CONCLUDED, live[0]] })).status, 200);
+  t.same(await stored(t, svc.databaseUrl), [live[0]]);
+});
+
+t.test('REST subscribe past a socket\'s own limit: the socket takes what fits and is told of the rest', async (t) => {
+  const svc = await startTestService(t, { WS_MAX_MARKETS: '2' });
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [live[0]] });
+  t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: live.slice(1) })).status, 200, 'the stored set takes all of them');
+  const told = await c.next((f) => f.op === 'ack' && f.id === 0);
+  t.same(told, { op: 'ack', id: 0, status: 0, message: `markets ${live[2]},${live[3]} of your client's stored set were not added to this socket: it holds its limit of 2 markets` });
+  const over = await c.request({ op: 'subscribe', mids: [live[3]] });
+  t.match(over.message, /would pass the limit of 2 markets per socket/, 'the socket is full, however its markets were added');
+});
