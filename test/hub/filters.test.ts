@@ -1,0 +1,120 @@
+import t from 'tap';
+import { http, postJson, startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import { eventually } from '../helpers/wait.js';
+import type { OddsMessage } from '../../src/odds/messages.js';
+
+/**
+ * Subscribing the way betting sites think: by event or sport (markets created
+ * later included), with ladder depth and conflation per request, in both
+ * formats.
+ */
+const EVENT = 30000001;
+const CRICKET = 4;
+const svc = await startTestService(t);
+const ingest = (...data: Record<string, unknown>[]) => postJson(svc.url, '/api/v1/ingest', { data });
+const marketsOf = async (eid: number) =>
+  (await http<{ data: Record<string, { mid: string; go: boolean; m?: { mid: string; go: boolean }[] }[]> }>(svc.url, `/api/v1/events/markets?eid=${eid}`)).body.data[eid];
+/** Every live market of an event, nested ones included, as a filter covers them. */
+const liveMids = async (eid: number) => (await marketsOf(eid)).flatMap((m) => (m.go ? [] : [m.mid, ...(m.m ?? []).filter((n) => !n.go).map((n) => n.mid)]));
+let nextMarket = 990;
+
+/** A new market on an event, created through ingest. */
+async function newMarket(eid: number): Promise<string> {
+  const mid = `1.9${eid}${nextMarket++}`;
+  t.equal((await ingest({ kind: 'market', mid, eid, na: 'Late market', ty: 'match-odd', r: [{ rid: 1, na: 'A' }, { rid: 2, na: 'B' }] })).status, 200);
+  // It reaches the filters in the same read-model refresh that makes REST show it.
+  await eventually(() => marketsOf(eid), (ms) => ms.some((m) => m.mid === mid));
+  return mid;
+}
+
+for (const format of ['json', 'proto'] as const) {
+  t.test(`${format}: subscribing by event takes every live market of it, and one created afterwards`, async (t) => {
+    const c = await Client.connect(svc.url, { format });
+    t.teardown(() => c.close());
+    const mids = await liveMids(EVENT);
+    const ack = await c.request({ op: 'subscribe', eids: [EVENT] });
+    t.same(ack, { op: 'ack', id: ack.id, status: 1, message: `Subscribed from event ${EVENT} (${mids.length} markets)` });
+    await ingest(...mids.map((m, i) => image(m, 2 + i / 100)));
+    await c.settled();
+    t.same(new Set(c.frames.filter((f) => f.op === 'odds').map((f) => (f as OddsMessage).mid)), new Set(mids), 'frames of every market, nested ones included');
+    const late = await newMarket(EVENT);
+    await ingest(image(late, 3.3));
+    const f = await c.next((x) => x.op === 'odds' && x.mid === late, 5000);
+    t.equal((f as OddsMessage).r[0].b[0][0], 3.3, 'the later market\'s frames arrive without another request');
+  });
+}
+
+t.test('subscribing by sport takes every live market of its events, and markets created later', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  const ack = await c.request({ op: 'subscribe', sis: [CRICKET] });
+  t.match(ack, { status: 1, message: new RegExp(`^Subscribed from sport ${CRICKET} \\(\\d+ markets\\)$`) });
+  const other = 30000002;
+  const late = await newMarket(other);
+  await ingest(image(late, 4.4));
+  t.equal(((await c.next((x) => x.op === 'odds' && x.mid === late, 5000)) as OddsMessage).r[0].b[0][0], 4.4);
+});
+
+t.test('depth 1 gets one level a side while another socket on the same market gets every level', async (t) => {
+  const M = '1.200001001';
+  const shallow = await Client.connect(svc.url, { format: 'proto' });
+  const deep = await Client.connect(svc.url);
+  t.teardown(() => { shallow.close(); deep.close(); });
+  await shallow.request({ op: 'subscribe', mids: [M], depth: 1 });
+  await deep.request({ op: 'subscribe', mids: [M] });
+  await ingest(image(M, 2.5));
+  const s = (await shallow.next((f) => f.op === 'odds' && f.r[0].b[0][0] === 2.5)) as OddsMessage;
+  const d = (await deep.next((f) => f.op === 'odds' && f.r[0].b[0][0] === 2.5)) as OddsMessage;
+  t.ok(s.r.every((r) => r.b.length === 1 && r.l.length === 1), 'best level only');
+  t.ok(d.r.every((r) => r.b.length === 3 && r.l.length === 3), 'all levels');
+  t.same(s.r.map((r) => [r.b[0], r.l[0]]), d.r.map((r) => [r.b[0], r.l[0]]), 'the same best prices');
+  t.equal(s.seq, d.seq);
+});
+
+t.test('conflating at 1000 ms: at most one frame a second while updates come ten times a second, and the last is the newest', async (t) => {
+  const M = '1.200001002';
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [M], conflate: 1000 });
+  const from = c.frames.length;
+  let last = 0;
+  for (let i = 1; i <= 25; i++) {
+    last = 2 + i / 100;
+    await ingest(image(M, last));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await c.next((f) => f.op === 'odds' && f.r[0].b[0][0] === last, 2500, from);
+  const got = c.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds');
+  const at = got.map((f) => f.seq);
+  t.ok(got.length >= 2 && got.length <= 4, `${got.length} frames for 25 updates over 2.5 s`);
+  t.ok(got.every((f) => f.cf === true && f.con === false), 'marked as thinned by conflation, not as a slow consumer');
+  t.ok(at.every((s, i) => i === 0 || s > at[i - 1]), 'in order');
+  t.equal(got.at(-1)!.r[0].b[0][0], last, 'the last frame is the newest image');
+});
+
+t.test('a filter that would pass the socket\'s market limit is refused, and nothing changes', async (t) => {
+  const small = await startTestService(t, { WS_MAX_MARKETS: '5' });
+  const c = await Client.connect(small.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: ['1.200001001'] });
+  const ack = await c.request({ op: 'subscribe', eids: [EVENT] });
+  t.equal(ack.status, 0);
+  t.match(ack.message, /would pass the limit of 5 markets per socket/);
+  await postJson(small.url, '/api/v1/ingest', { data: [image('1.200001002', 2), image('1.200001001', 2)] });
+  await c.settled();
+  t.same([...new Set(c.frames.filter((f) => f.op === 'odds').map((f) => (f as OddsMessage).mid))], ['1.200001001'], 'still only the market it had');
+});
+
+t.test('unsubscribing by event stops its frames, including those of markets created later', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', eids: [EVENT] });
+  const ack = await c.request({ op: 'unsubscribe', eids: [EVENT] });
+  t.same(ack, { op: 'ack', id: ack.id, status: 1, message: `Unsubscribed from event ${EVENT}` });
+  const from = c.frames.length;
+  const late = await newMarket(EVENT);
+  await ingest(image('1.200001001', 6), image(late, 6));
+  await c.settled();
+  t.equal(c.frames.slice(from).filter((f) => f.op === 'odds').length, 0, 'no frame of the event after');
+});
