@@ -22,7 +22,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
-# 3. Runtime: compiled code, migrations, protobuf schema, production
+# 3. Runtime: compiled code, migrations, protobuf schema, the OpenAPI document (served at /openapi.json), production
 #    node_modules. Files stay owned by root, so the app cannot change them.
 FROM node:20-bookworm-slim AS runtime
 ENV NODE_ENV=production \
@@ -33,6 +33,7 @@ COPY --from=build /app/dist ./dist
 COPY package.json package-lock.json ./
 COPY sql ./sql
 COPY proto ./proto
+COPY docs/openapi.json ./docs/openapi.json
 # The image's "node" user (uid 1000), numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
 EXPOSE 8080
