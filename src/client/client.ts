@@ -1,0 +1,199 @@
+import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
+import { encodeClientProto } from '../odds/client-codec.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
+import { Backoff } from '../lib/retry.js';
+import { MarketBook } from './book.js';
+import { Silence } from './silence.js';
+import { Emitter } from './emitter.js';
+import { Requests, type Removal, type Subscription } from './requests.js';
+import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
+
+/** The server's close code for a revoked API key: trying again cannot help. */
+const REVOKED = 4003;
+/** The server going away (shutdown): another pod takes the client at once. */
+const GOING_AWAY = 1001;
+
+/**
+ * An odds feed client that runs in browsers and Node: subscribes with
+ * promises settled by the acks, keeps a book per market by the epoch and seq
+ * rule, drops markets that concluded, and reconnects with jittered backoff,
+ * resuming what it asked for with `since` so unchanged markets are not sent
+ * again. Silence for two heartbeat intervals is taken as a dead peer.
+ */
+export class OddsClient extends Emitter<ClientEvents> {
+  readonly book = new MarketBook();
+  private readonly requests = new Requests();
+  private readonly backoff: Backoff;
+  private readonly url: string;
+  private readonly hbMs: number;
+  private readonly Socket: SocketConstructor;
+  private socket: SocketLike | undefined;
+  private live = false;
+  private stopped = false;
+  private readonly silence: Silence;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private feedStatus: FeedStatus = 'OK';
+
+  constructor(private readonly options: ClientOptions) {
+    super();
+    const Socket = options.WebSocket ?? (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
+    if (!Socket) throw new Error('no WebSocket here: pass one as the WebSocket option (in Node, the ws package\'s)');
+    this.Socket = Socket;
+    this.hbMs = options.hb ?? HEARTBEAT.default;
+    if (!(this.hbMs >= HEARTBEAT.min && this.hbMs <= HEARTBEAT.max)) throw new Error(`hb must be ${HEARTBEAT.min} to ${HEARTBEAT.max} ms`);
+    const url = new URL(options.url);
+    url.searchParams.set('hb', String(this.hbMs));
+    if (options.key) url.searchParams.set('key', options.key);
+    this.url = url.href;
+    this.silence = new Silence(this.hbMs, (ms) => this.dead(ms));
+    this.backoff = new Backoff(options.backoff?.minMs ?? 250, options.backoff?.maxMs ?? 30_000);
+  }
+
+  get connected(): boolean {
+    return this.live;
+  }
+
+  get feed(): FeedStatus {
+    return this.feedStatus;
+  }
+
+  /** What the client asks for again on every connection. */
+  get subscriptions(): readonly Subscription[] {
+    return this.requests.subscriptions;
+  }
+
+  /** Opens the connection (and keeps one open until close()). */
+  connect(): void {
+    if (this.stopped || this.socket) return;
+    const format = this.options.format ?? 'json';
+    const socket = new this.Socket(this.url, [`odds.v1.${format}`]);
+    socket.binaryType = 'arraybuffer';
+    this.socket = socket;
+    let opened = false;
+    let error: string | undefined;
+    // Events of a socket the client has already given up on (a dead peer, close()) are ignored.
+    const mine = <E>(fn: (e: E) => void) => (e: E) => {
+      if (this.socket === socket) fn(e);
+    };
+    socket.addEventListener('open', mine(() => {
+      opened = this.live = true;
+      this.silence.start();
+      // Replayed before listeners hear of the open, so a subscribe made in a listener is sent once.
+      this.requests.replay((m) => this.send(m), (sub) => this.book.since(sub.eids?.length || sub.sis?.length ? undefined : sub.mids));
+      this.emit('open', socket.protocol);
+    }));
+    socket.addEventListener('message', mine((e: { data: unknown }) => this.receive(e.data)));
+    socket.addEventListener('error', mine((e: { message?: string; error?: { message?: string } }) => {
+      error = e.message ?? e.error?.message;
+    }));
+    socket.addEventListener('close', mine((e: { code: number; reason: string }) => this.lost(e.code, String(e.reason ?? ''), opened, error)));
+  }
+
+  /** Subscribes; resolves with the ack, rejects with RefusedError on status 0. Kept and resumed across reconnects. */
+  subscribe(sub: Subscription): Promise<AckMessage> {
+    return this.requests.subscribe(sub, this.sender());
+  }
+
+  /** Unsubscribes and forgets: these are neither asked for again nor kept in the book (markets named by `mids`). */
+  unsubscribe(removal: Removal): Promise<AckMessage> {
+    this.requests.forget(removal);
+    for (const mid of removal.mids ?? []) this.book.delete(mid);
+    return this.requests.oneOff({ op: 'unsubscribe', mids: removal.mids ?? [], eids: removal.eids ?? [], sis: removal.sis ?? [] }, this.sender());
+  }
+
+  /** Resolves once the server has sent everything it sent before the pong: frames on one socket are ordered. */
+  ping(): Promise<AckMessage> {
+    return this.requests.oneOff({ op: 'ping' }, this.sender());
+  }
+
+  /** Stops for good: closes the connection, stops reconnecting, and rejects whatever still waits. */
+  close(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.silence.stop();
+    clearTimeout(this.reconnectTimer);
+    const socket = this.socket;
+    const opened = this.live;
+    this.socket = undefined;
+    this.live = false;
+    socket?.close(1000, 'client closed');
+    this.requests.fail(new Error('the client was closed'));
+    this.emit('close', { code: 1000, reason: 'client closed', opened });
+  }
+
+  private sender(): ((m: ClientMessage) => void) | undefined {
+    return this.live ? (m) => this.send(m) : undefined;
+  }
+
+  private send(msg: ClientMessage): void {
+    const socket = this.socket!;
+    socket.send(socket.protocol === 'odds.v1.proto' ? encodeClientProto(msg) : JSON.stringify(msg));
+  }
+
+  private receive(data: unknown): void {
+    this.silence.heard();
+    let msg: ServerMessage;
+    try {
+      msg = typeof data === 'string' ? decodeServerJson(data) : decodeServerProto(new Uint8Array(data as ArrayBuffer));
+    } catch (err) {
+      this.emit('error', err as Error);
+      return;
+    }
+    // The server spoke on this connection: the next failure starts the backoff afresh.
+    this.backoff.reset();
+    this.emit('message', msg);
+    switch (msg.op) {
+      case 'odds': {
+        const previous = this.book.get(msg.mid);
+        if (this.book.apply(msg)) this.emit('odds', msg, previous);
+        return;
+      }
+      case 'ack':
+        if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', msg);
+        return;
+      case 'market':
+        if (msg.go) this.evict([msg.mid]);
+        this.emit('market', msg);
+        return;
+      case 'result': this.emit('result', msg); return;
+      case 'unsubscribed':
+        this.evict(msg.mids);
+        this.emit('unsubscribed', msg);
+        return;
+      case 'feed':
+        this.feedStatus = msg.status;
+        this.emit('feed', msg);
+        return;
+      case 'hb': return;
+    }
+  }
+
+  /** Markets the server is done with (concluded, or detached): out of the book and out of what is asked for again. */
+  private evict(mids: string[]): void {
+    for (const mid of mids) this.book.delete(mid);
+    this.requests.forget({ mids });
+  }
+
+  /** Two heartbeats without a frame: reconnects, dropping the old connection without the close handshake a dead peer would never answer (where the socket can). */
+  private dead(silentMs: number): void {
+    const socket = this.socket as (SocketLike & { terminate?: () => void }) | undefined;
+    // Forgotten first, so its own close event is ignored.
+    this.lost(1006, `no frame for ${silentMs} ms (two heartbeats of ${this.hbMs} ms): dead peer`, true, undefined);
+    if (socket?.terminate) socket.terminate();
+    else socket?.close();
+  }
+
+  private lost(code: number, reason: string, opened: boolean, error: string | undefined): void {
+    this.silence.stop();
+    this.socket = undefined;
+    this.live = false;
+    this.requests.lost();
+    if (code === REVOKED) {
+      this.stopped = true;
+      this.requests.fail(new Error(`closed ${code}: ${reason}`));
+    }
+    const delay = this.stopped ? undefined : code === GOING_AWAY ? Math.random() * 1000 : this.backoff.next();
+    this.emit('close', { code, reason, opened, error, reconnectInMs: delay });
+    if (delay !== undefined) this.reconnectTimer = setTimeout(() => this.connect(), delay);
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * `odds-service/client`: the odds feed client for browsers and Node. It uses
+ * no Node-only API; in Node 20, pass the `ws` package's WebSocket:
+ *
+ *   import WebSocket from 'ws';
+ *   import { OddsClient } from 'odds-service/client';
+ *   const client = new OddsClient({ url: 'ws://127.0.0.1:8080/ws', WebSocket });
+ *   client.on('odds', (frame) => console.log(frame.mid, frame.seq));
+ *   client.connect();
+ *   await client.subscribe({ mids: ['1.200001001'] });
+ */
+export { OddsClient } from './client.js';
+export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
+export { MarketBook } from './book.js';
+export { Emitter } from './emitter.js';
+export { RefusedError, type Removal, type Subscription } from './requests.js';
+export type {
+  AckMessage, FeedMessage, FeedStatus, HeartbeatMessage, MarketStateMessage, MarketStatus, OddsMessage, PriceSize, ResultMessage,
+  RunnerOdds, RunnerStatus, ServerMessage, Since, UnsubscribedMessage,
+} from '../odds/messages.js';

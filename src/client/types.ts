@@ -1,0 +1,56 @@
+import type { AckMessage, FeedMessage, MarketStateMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage } from '../odds/messages.js';
+
+/** What the client needs of a WebSocket: the browser's, or the `ws` package's in Node. */
+export interface SocketLike {
+  readonly protocol: string;
+  binaryType: string;
+  send(data: string | Uint8Array): void;
+  close(code?: number, reason?: string): void;
+  // Any event argument: the browser's and the `ws` package's event types differ.
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: any) => void): void;
+}
+export type SocketConstructor = new (url: string, protocols: string[]) => SocketLike;
+
+export interface ClientOptions {
+  /** The odds feed, `ws://HOST:PORT/ws` or `wss://...`. */
+  url: string;
+  /** `json` (text frames, the default) or `proto` (binary frames). */
+  format?: 'json' | 'proto';
+  /** The server's heartbeat after this many ms of silence (500 to 30000, default 5000); two of them without a frame mean a dead peer. */
+  hb?: number;
+  /** An API key, sent as the `key` query parameter (browsers cannot set headers on a WebSocket). */
+  key?: string;
+  /** The WebSocket class: `globalThis.WebSocket` by default; in Node 20, pass the `ws` package's. */
+  WebSocket?: SocketConstructor;
+  /** Reconnect delays: doubling from minMs to maxMs, each between half and all of it. */
+  backoff?: { minMs?: number; maxMs?: number };
+}
+
+export interface CloseInfo {
+  code: number;
+  reason: string;
+  /** Whether this connection had opened (false: it could not connect). */
+  opened: boolean;
+  /** The socket's error message, when it gave one (e.g. "connect ECONNREFUSED ..."). */
+  error?: string;
+  /** The delay before the next attempt; absent when the client will not reconnect. */
+  reconnectInMs?: number;
+}
+
+export type ClientEvents = {
+  open: [protocol: string];
+  close: [info: CloseInfo];
+  /** Every frame as received, in order, before anything below. */
+  message: [msg: ServerMessage];
+  /** A frame the rule kept: newer than what the book held (`previous`). */
+  odds: [frame: OddsMessage, previous: OddsMessage | undefined];
+  market: [msg: MarketStateMessage];
+  result: [msg: ResultMessage];
+  feed: [msg: FeedMessage];
+  unsubscribed: [msg: UnsubscribedMessage];
+  /** An ack with id 0 and status 0: the server telling this socket something it did not ask. */
+  notice: [ack: AckMessage];
+  /** A frame that could not be decoded (it is skipped). */
+  error: [err: Error];
+};
+
