@@ -1,19 +1,27 @@
 /**
- * `npm run watch -- [options] <mid>...`: subscribes to markets on the odds WebSocket and prints
- * every frame as one line, for eyeballing the live feed during development.
+ * `npm run watch -- [options] [<mid>...]`: subscribes on the odds WebSocket through the client
+ * (src/client) and prints every frame as one line, for eyeballing the live feed during
+ * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { pathToFileURL } from 'node:url';
 import { parseArgs as parseOptions } from 'node:util';
 import WebSocket from 'ws';
-import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
-import { encodeClientProto } from '../odds/client-codec.js';
-import { HEARTBEAT, parseHeartbeat, type ClientMessage, type PriceSize, type ServerMessage } from '../odds/messages.js';
+import { OddsClient, type SocketConstructor, type Subscription } from '../client/index.js';
+import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
+import { HEARTBEAT, parseHeartbeat, type PriceSize, type ServerMessage } from '../odds/messages.js';
+import { parsePositiveId } from '../refdata/ids.js';
 
-export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw] <mid>...
-  --url     odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
-  --format  wire format: json (default) or proto
-  --hb      heartbeat after this many ms of silence, 500 to 30000
-  --raw     print each decoded message as JSON instead of a summary line`;
+export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw]
+                        [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
+  --url       odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
+  --format    wire format: json (default) or proto
+  --hb        heartbeat after this many ms of silence, 500 to 30000
+  --raw       print each decoded message as JSON instead of a summary line
+  --event     every market of these events, and markets created later (repeatable, or a comma list)
+  --sport     every market of these sports' events, and markets created later (repeatable, or a comma list)
+  --depth     ladder levels a side, 1 to ${MAX_DEPTH}
+  --conflate  at most one frame per market per this many ms: 0, or ${CONFLATE.min} to ${CONFLATE.max}
+Market IDs are optional when --event or --sport is given.`;
 
 export interface WatchOptions {
   url: string;
@@ -21,17 +29,42 @@ export interface WatchOptions {
   hb?: number;
   raw: boolean;
   mids: string[];
+  eids: number[];
+  sis: number[];
+  depth?: number;
+  conflate?: number;
 }
 
 /** A command line the CLI cannot run; main prints it with the usage and exits 2. */
 export class UsageError extends Error {}
+
+/** Repeated options and comma lists, as one list of positive integers. */
+function ids(values: string[] | undefined, option: string): number[] {
+  const out: number[] = [];
+  for (const part of (values ?? []).flatMap((v) => v.split(','))) {
+    const id = parsePositiveId(part);
+    if (id === undefined) throw new UsageError(`${option} takes positive integer IDs, got "${part}"`);
+    if (!out.includes(id)) out.push(id);
+  }
+  return out;
+}
+
+function whole(value: string | undefined, option: string, ok: (n: number) => boolean, rule: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
+  if (!ok(n)) throw new UsageError(`${option} must be ${rule}, got ${value}`);
+  return n;
+}
 
 export function parseArgs(argv: string[]): WatchOptions {
   let parsed;
   try {
     parsed = parseOptions({
       args: argv, allowPositionals: true, strict: true,
-      options: { url: { type: 'string' }, format: { type: 'string' }, hb: { type: 'string' }, raw: { type: 'boolean' } },
+      options: {
+        url: { type: 'string' }, format: { type: 'string' }, hb: { type: 'string' }, raw: { type: 'boolean' },
+        event: { type: 'string', multiple: true }, sport: { type: 'string', multiple: true }, depth: { type: 'string' }, conflate: { type: 'string' },
+      },
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
@@ -46,8 +79,12 @@ export function parseArgs(argv: string[]): WatchOptions {
   }
   const url = values.url ?? 'ws://127.0.0.1:8080/ws';
   if (!/^wss?:\/\//.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
-  if (positionals.length === 0) throw new UsageError('give at least one market ID');
-  return { url, format, hb, raw: values.raw ?? false, mids: positionals };
+  const eids = ids(values.event, '--event');
+  const sis = ids(values.sport, '--sport');
+  if (positionals.length === 0 && !eids.length && !sis.length) throw new UsageError('give at least one market ID, --event or --sport');
+  const depth = whole(values.depth, '--depth', (n) => n >= 1 && n <= MAX_DEPTH, `a whole number from 1 to ${MAX_DEPTH}`);
+  const conflate = whole(values.conflate, '--conflate', (n) => n === 0 || (n >= CONFLATE.min && n <= CONFLATE.max), `0 or a whole number from ${CONFLATE.min} to ${CONFLATE.max}`);
+  return { url, format, hb, raw: values.raw ?? false, mids: positionals, eids, sis, depth, conflate };
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -66,7 +103,7 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
   const at = clock(now);
   switch (msg.op) {
     case 'odds': {
-      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}`;
+      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}`;
       const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}`);
       return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}`;
     }
@@ -77,6 +114,17 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
     case 'hb': return `${at} hb`;
     case 'feed': return `${at} feed ${msg.status}`;
   }
+}
+
+/** The one subscribe a command line asks for. */
+export function subscriptionOf(opts: WatchOptions): Subscription {
+  const sub: Subscription = {};
+  if (opts.mids.length) sub.mids = opts.mids;
+  if (opts.eids.length) sub.eids = opts.eids;
+  if (opts.sis.length) sub.sis = opts.sis;
+  if (opts.depth !== undefined) sub.depth = opts.depth;
+  if (opts.conflate !== undefined) sub.conflate = opts.conflate;
+  return sub;
 }
 
 function main(argv: string[]): void {
@@ -94,42 +142,34 @@ function main(argv: string[]): void {
     process.exitCode = 2;
     return;
   }
-  const url = new URL(opts.url);
-  if (opts.hb !== undefined) url.searchParams.set('hb', String(opts.hb));
-  const ws = new WebSocket(url, `odds.v1.${opts.format}`);
-  let opened = false;
-  let stopping = false;
-  let failure: string | undefined;
-
-  ws.on('open', () => {
-    opened = true;
-    const sub: ClientMessage = { op: 'subscribe', id: 1, mids: opts.mids };
-    ws.send(opts.format === 'proto' ? encodeClientProto(sub) : JSON.stringify(sub));
-  });
-  ws.on('message', (data, isBinary) => {
-    const buf = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-    try {
-      const msg = isBinary ? decodeServerProto(buf) : decodeServerJson(buf.toString('utf8'));
-      process.stdout.write(formatFrame(msg, opts.raw) + '\n');
-    } catch (err) {
-      // One bad frame is worth reporting, not worth dropping the whole session over.
-      process.stderr.write(`watch: undecodable ${isBinary ? 'binary' : 'text'} frame: ${(err as Error).message}\n`);
+  const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: WebSocket as unknown as SocketConstructor });
+  let everOpened = false;
+  client.on('open', () => (everOpened = true));
+  client.on('message', (msg) => process.stdout.write(formatFrame(msg, opts.raw) + '\n'));
+  // One bad frame is worth reporting, not worth dropping the whole session over.
+  client.on('error', (err) => process.stderr.write(`watch: undecodable frame: ${err.message}\n`));
+  client.on('close', (info) => {
+    if (info.code === 1000 && info.reason === 'client closed') return;
+    if (!everOpened) {
+      // Never connected at all: most likely a wrong URL, so say so and stop rather than retry forever.
+      process.stderr.write(`watch: cannot connect to ${opts.url}: ${info.error ?? `code ${info.code}`}\n`);
+      process.exitCode = 1;
+      return client.close();
+    }
+    const why = info.opened ? `connection closed unexpectedly: code ${info.code} reason "${info.reason}"` : `cannot connect: ${info.error ?? `code ${info.code}`}`;
+    if (info.reconnectInMs === undefined) {
+      process.stderr.write(`watch: ${why}\n`);
+      process.exitCode = 1;
+    } else {
+      process.stderr.write(`watch: ${why}; reconnecting in ${Math.round(info.reconnectInMs)} ms\n`);
     }
   });
-  // ws follows every 'error' with 'close', so the exit decision is made there alone.
-  ws.on('error', (err) => {
-    failure ??= opened ? `connection error: ${err.message}` : `cannot connect to ${url.href}: ${err.message}`;
-  });
-  ws.on('close', (code, reason) => {
-    if (stopping) return;
-    process.stderr.write(`watch: ${failure ?? `connection closed unexpectedly: code ${code} reason "${reason.toString()}"`}\n`);
-    process.exitCode = 1;
-  });
+  // A refusal is printed as its ack line; the session goes on.
+  client.subscribe(subscriptionOf(opts)).catch(() => undefined);
+  client.connect();
   process.on('SIGINT', () => {
-    stopping = true;
     process.exitCode = 0;
-    if (ws.readyState === WebSocket.OPEN) ws.close(1000, 'client quit');
-    else ws.terminate();
+    client.close();
     // A server that never answers the close frame must not keep the user waiting.
     setTimeout(() => process.exit(0), 2000).unref();
   });

@@ -2,7 +2,7 @@ import t from 'tap';
 import { freePort } from '../helpers/net.js';
 import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
-import { formatFrame, parseArgs } from '../../src/cli/watch.js';
+import { formatFrame, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 import { startTestService } from '../helpers/service.js';
 
@@ -13,22 +13,29 @@ const ODDS_LINE = new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ${MID.replace('.', 
 interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
 /**
- * Runs the compiled CLI. With `until`, sends SIGINT once stdout matches it, as a user watching
- * the feed would; a hard kill after 15 s keeps a broken CLI from hanging the suite.
+ * Runs the compiled CLI. With `until`, sends SIGINT once stdout (or, with `on: 'stderr'`, stderr)
+ * matches it, as a user watching the feed would; a hard kill after 15 s keeps a broken CLI from
+ * hanging the suite.
  */
-function run(args: string[], until?: RegExp): Promise<Run> {
+function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout'): Promise<Run> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   let interrupted = false;
-  child.stdout.setEncoding('utf8').on('data', (s: string) => {
-    stdout += s;
-    if (until && !interrupted && until.test(stdout)) {
+  const check = () => {
+    if (until && !interrupted && until.test(on === 'stdout' ? stdout : stderr)) {
       interrupted = true;
       child.kill('SIGINT');
     }
+  };
+  child.stdout.setEncoding('utf8').on('data', (s: string) => {
+    stdout += s;
+    check();
   });
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
+    stderr += s;
+    check();
+  });
   const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
   return new Promise((resolve) => child.on('close', (code, signal) => {
     clearTimeout(guard);
@@ -51,6 +58,23 @@ t.test('against the live service', async (t) => {
     });
   }
 
+  for (const format of ['json', 'proto']) {
+    t.test(`${format}: --event and --depth without market IDs: the event's markets, one level a side`, async (t) => {
+      const r = await run(['--url', wsUrl, '--format', format, '--event', '30000001', '--depth', '1', '--raw'], /"op":"odds"/);
+      t.equal(r.code, 0, `exit code (stderr: ${r.stderr})`);
+      const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { op: string; message?: string; r?: { b: unknown[]; l: unknown[] }[] });
+      t.match(msgs[0], { op: 'ack', id: 1, status: 1, message: /^Subscribed from event 30000001 \(\d+ markets\)$/ });
+      const odds = msgs.filter((m) => m.op === 'odds');
+      t.ok(odds.length > 0 && odds.every((m) => m.r!.every((x) => x.b.length <= 1 && x.l.length <= 1)), 'odds frames cut to one level');
+    });
+  }
+
+  t.test('--sport with --conflate: the ack names the sport', async (t) => {
+    const r = await run(['--url', wsUrl, '--sport', '4', '--conflate', '100'], /ack id=1/);
+    t.equal(r.code, 0);
+    t.match(r.stdout, /^\S+ ack id=1 ok Subscribed from sport 4 \(\d+ markets\)$/m);
+  });
+
   t.test('--raw prints one parseable JSON message per line', async (t) => {
     const r = await run(['--url', wsUrl, '--raw', MID], /"op":"odds"/);
     t.equal(r.code, 0);
@@ -61,10 +85,10 @@ t.test('against the live service', async (t) => {
   });
 });
 
-t.test('no market IDs: usage and exit 2', async (t) => {
+t.test('no market IDs and no filter: usage and exit 2', async (t) => {
   const r = await run(['--format', 'json']);
   t.equal(r.code, 2);
-  t.match(r.stderr, /at least one market ID/);
+  t.match(r.stderr, /at least one market ID, --event or --sport/);
   t.match(r.stderr, /^usage: npm run watch/m);
   t.equal(r.stdout, '');
 });
@@ -75,10 +99,24 @@ t.test('an unknown option: message and exit 2', async (t) => {
   t.match(r.stderr, /--bogus/);
 });
 
-t.test('a bad --format or --hb is refused before connecting', async (t) => {
+t.test('a bad --format, --hb, --event, --sport, --depth or --conflate is refused before connecting', async (t) => {
   t.throws(() => parseArgs(['--format', 'xml', MID]), /--format must be json or proto/);
   t.throws(() => parseArgs(['--hb', '100', MID]), /--hb must be/);
-  t.strictSame(parseArgs(['--hb', '500', 'a', 'b']), { url: 'ws://127.0.0.1:8080/ws', format: 'json', hb: 500, raw: false, mids: ['a', 'b'] });
+  t.throws(() => parseArgs(['--event', '0']), /--event takes positive integer IDs, got "0"/);
+  t.throws(() => parseArgs(['--sport', '4,x']), /--sport takes positive integer IDs, got "x"/);
+  t.throws(() => parseArgs(['--depth', '11', MID]), /--depth must be a whole number from 1 to 10, got 11/);
+  t.throws(() => parseArgs(['--conflate', '50', MID]), /--conflate must be 0 or a whole number from 100 to 60000, got 50/);
+  t.strictSame(parseArgs(['--hb', '500', 'a', 'b']), {
+    url: 'ws://127.0.0.1:8080/ws', format: 'json', hb: 500, raw: false, mids: ['a', 'b'], eids: [], sis: [], depth: undefined, conflate: undefined,
+  });
+});
+
+t.test('--event and --sport repeat or take comma lists; market IDs are then optional', async (t) => {
+  const opts = parseArgs(['--event', '30000001,30000002', '--event', '30000001', '--event', '30000003', '--sport', '4', '--depth', '2', '--conflate', '0']);
+  t.same(opts.eids, [30000001, 30000002, 30000003], 'duplicates collapse');
+  t.same(opts.sis, [4]);
+  t.same(opts.mids, []);
+  t.same(subscriptionOf(opts), { eids: [30000001, 30000002, 30000003], sis: [4], depth: 2, conflate: 0 });
 });
 
 t.test('connection refused: message and exit 1', async (t) => {
@@ -88,16 +126,22 @@ t.test('connection refused: message and exit 1', async (t) => {
   t.match(r.stderr, new RegExp(`cannot connect to ws://127\\.0\\.0\\.1:${port}/ws: .*ECONNREFUSED`));
 });
 
-t.test('a server that hangs up: close code and reason, exit 1', async (t) => {
+t.test('a server that hangs up: close code and reason, then a reconnect that asks again', async (t) => {
   // Hangs up as soon as the subscribe arrives, as a server enforcing a limit would.
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => [...p][0] ?? false });
   t.teardown(() => new Promise((ok) => wss.close(ok)));
-  wss.on('connection', (ws) => ws.on('message', () => ws.close(4008, 'too slow')));
+  const asked: string[] = [];
+  wss.on('connection', (ws) => ws.on('message', (data) => {
+    asked.push(data.toString());
+    ws.close(4008, 'too slow');
+  }));
   await new Promise((ok) => wss.once('listening', ok));
   const { port } = wss.address() as { port: number };
-  const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
-  t.equal(r.code, 1);
-  t.match(r.stderr, /connection closed unexpectedly: code 4008 reason "too slow"/);
+  const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID], /(reconnecting in \d+ ms[\s\S]*){2}/, 'stderr');
+  t.equal(r.code, 0, 'stopped by SIGINT, not by the hang-up');
+  t.match(r.stderr, /^watch: connection closed unexpectedly: code 4008 reason "too slow"; reconnecting in \d+ ms$/m);
+  t.ok(asked.length >= 2, 'it subscribed again on the new connection');
+  t.match(JSON.parse(asked[1]), { op: 'subscribe', mids: [MID] });
 });
 
 t.test('odds lines show the best level of each runner and mark con frames', async (t) => {
