@@ -6,7 +6,7 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs as parseOptions } from 'node:util';
 import WebSocket from 'ws';
-import { OddsClient, type SocketConstructor, type Subscription } from '../client/index.js';
+import { OddsClient, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type PriceSize, type ServerMessage } from '../odds/messages.js';
 import { parsePositiveId } from '../refdata/ids.js';
@@ -142,7 +142,7 @@ function main(argv: string[]): void {
     process.exitCode = 2;
     return;
   }
-  const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: WebSocket as unknown as SocketConstructor });
+  const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
   client.on('message', (msg) => process.stdout.write(formatFrame(msg, opts.raw) + '\n'));

@@ -7,7 +7,7 @@ import { createServer, connect, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { Test } from 'tap';
 import { OddsClient } from '../../src/client/index.js';
-import type { ClientEvents, ClientOptions, SocketConstructor } from '../../src/client/index.js';
+import type { ClientEvents, ClientOptions } from '../../src/client/index.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 
 export const wsUrl = (httpUrl: string): string => httpUrl.replace(/^http/, 'ws') + '/ws';
@@ -20,7 +20,7 @@ export interface Watched {
 
 /** A client with fast reconnects, closed when the test ends; connected unless told otherwise. */
 export function startClient(t: Test, options: Omit<ClientOptions, 'WebSocket'>, connectNow = true): Watched {
-  const client = new OddsClient({ backoff: { minMs: 50, maxMs: 400 }, ...options, WebSocket: WebSocket as unknown as SocketConstructor });
+  const client = new OddsClient({ backoff: { minMs: 50, maxMs: 400 }, ...options, WebSocket });
   const frames: ServerMessage[] = [];
   client.on('message', (m) => frames.push(m));
   client.on('error', (err) => t.fail(`undecodable frame: ${err.message}`));
