@@ -102,6 +102,8 @@ export class Broadcaster {
    */
   attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): number {
     let current = 0;
+    // uWS throws on any use of a closed socket; a late caller (a retried load) must find nothing to do.
+    if (s.closed) return current;
     s.conn.cork(() => {
       for (const mid of mids) {
         const before = s.subs.get(mid);
@@ -124,6 +126,7 @@ export class Broadcaster {
   /** Removes markets from a socket; returns those it had. */
   detach(s: Session, mids: Iterable<string>): string[] {
     const had: string[] = [];
+    if (s.closed) return had;
     for (const mid of mids) {
       const v = s.subs.get(mid);
       if (!v || !this.deps.hub.drop(s, mid)) continue;
