@@ -51,7 +51,10 @@ export class Listener {
 
   private async connect(): Promise<void> {
     const { url, channel, connectTimeoutMs, pingMs, log, handlers } = this.opts;
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2) });
+    // Named, so an operator (or a test) can find it in pg_stat_activity apart from the pool's connections.
+    const client = new pg.Client({
+      connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2), application_name: 'odds-service-listen',
+    });
     this.client = client;
     client.on('notification', (msg) => {
       if (msg.payload) handlers.onNotify(msg.payload);
