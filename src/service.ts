@@ -75,12 +75,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const sockets = new SocketRegistry(config.wsMaxSocketsPerKey, config.wsMaxSockets, config.auth, authMetrics);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => sockets.closeKey(keyId));
   const storedSets = new StoredSets(pool);
-  const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, odds, log);
+  const bc = new Broadcaster(app, book, { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs, compress: config.wsCompression }, odds, log);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     broadcaster: bc, auth, sockets, gate, metrics: authMetrics, log,
     storedMarkets: (client) => storedSets.get(client),
-    limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
+    limits: { maxMarkets: config.wsMaxMarkets, maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
   const sync = new ModelSync(pool, model, log, {
     changes: stateFrames(bc),

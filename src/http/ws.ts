@@ -1,3 +1,4 @@
+import uws from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t } from 'uWebSockets.js';
 import { errors, known } from '../errors.js';
 import { decodeClient } from '../odds/codec.js';
@@ -16,6 +17,8 @@ export interface WsLimits {
   maxMessageBytes: number;
   messagesPerSecond: number;
   idleTimeoutS: number;
+  /** permessage-deflate for clients that offer it; uWS then deflates every frame once per socket. */
+  compression: boolean;
 }
 
 export interface WsDeps {
@@ -100,6 +103,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     maxBackpressure: 0,
     closeOnBackpressureLimit: 0,
     idleTimeout: limits.idleTimeoutS,
+    compression: limits.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
     sendPingsAutomatically: true,
 
     upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {

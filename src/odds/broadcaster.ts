@@ -33,6 +33,8 @@ export interface BroadcastLimits {
   maxBytes: number;
   /** How long a socket may stay lagging before it is closed with CLOSE_SLOW. */
   slowCloseMs: number;
+  /** Published frames are deflated for sockets that negotiated permessage-deflate. */
+  compress: boolean;
 }
 
 /** Close codes sent by the server (documented in the README). */
@@ -102,7 +104,7 @@ export class Broadcaster {
   private toTopic(t: string, format: Format, frame: () => Frame): void {
     const n = this.app.numSubscribers(t);
     if (n === 0) return;
-    this.app.publish(t, frame(), format === 'proto');
+    this.app.publish(t, frame(), format === 'proto', this.limits.compress);
     this.metrics.framesPublished.inc({ format });
     this.metrics.framesDelivered.inc({ format }, n);
   }
