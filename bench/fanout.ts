@@ -275,7 +275,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
   };
   const env: Record<string, string> = impl === 'service'
     ? {
-      DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', FEED_STALE_MS: '3600000',
+      DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', FEED_STALE_MS: '3600000', DRAIN_DELAY_MS: '0',
       WS_COMPRESSION: format === 'deflate' ? 'on' : 'off',
     }
     : { DATABASE_URL: dbUrl, PORT: '0', BODIES_FILE: '' };
@@ -471,7 +471,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         if (syscalls) lastProfile.framesPerSyscall = inWindow / syscalls;
       }
       log(`${impl} ${format} ${n}: ${fmt(rate)} upd/s -> ${fmt(st.deliveriesPerSec)} deliveries/s, p50 ${st.p50.toFixed(2)} p99 ${st.p99.toFixed(2)} ms, ` +
-        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, ${st.bytesPerDelivery.toFixed(0)} B/delivery, server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
+        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, ${impl === 'socketio' ? '' : `${st.bytesPerDelivery.toFixed(0)} B/delivery, `}server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
       return st;
     };
 
@@ -568,7 +568,7 @@ async function main(): Promise<void> {
     // Seed once through a service, so the baseline sees the same markets.
     const seeder = await startServer({
       name: 'service (seeding)', args: ['dist/src/main.js'], pinning,
-      env: { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+      env: { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '0' },
     });
     await seed(seeder.url).finally(() => seeder.stop());
     const markets = fanoutMarkets(P);

@@ -152,7 +152,8 @@ async function measure(server: Server, target: Target, route: string, paths: str
 function serviceEnv(url: string): Record<string, string> {
   return {
     DATABASE_URL: url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json',
-    FEED_STALE_MS: '3600000',
+    // Nothing here measures shutdown: no drain delay before the sockets close.
+    FEED_STALE_MS: '3600000', DRAIN_DELAY_MS: '0',
   };
 }
 
