@@ -661,7 +661,7 @@ async function main(): Promise<void> {
       ['sockets', 'format', ...others.flatMap((o) => o === 'ceiling'
         ? ['max held: service of ceiling', 'CPU/delivery at the reference rate: ceiling ÷ service', 'at max held']
         : [`max held: service ÷ ${NAMES[o]}`, `CPU/delivery at the reference rate: ${NAMES[o]} ÷ service`, 'at max held'])],
-      shown.flatMap((n) => FORMATS.filter((f) => f !== 'deflate' && find('service', f, n)).map((format) => [fmt(n), format, ...others.flatMap((o) => {
+      shown.flatMap((n) => FORMATS.filter((f) => ratios.some((r) => r.sockets === n && r.format === f && r.present)).map((format) => [fmt(n), format, ...others.flatMap((o) => {
         const r = ratioOf(n, format, o);
         if (!r?.present) return ['–', '–', '–'];
         const f = o === 'ceiling' ? pct : x;
