@@ -19,6 +19,8 @@ export interface BroadcasterDeps {
   states: MarketStates;
   metrics: OddsMetrics;
   log: Logger;
+  /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
+  compress?: boolean;
 }
 
 /**
@@ -90,7 +92,7 @@ export class Broadcaster {
 
   sendFrame(s: Session, frame: Frame): void {
     if (s.closed) return;
-    s.conn.send(frame, s.binary);
+    s.conn.send(frame, s.binary, this.deps.compress === true);
     s.lastSendAt = Date.now();
     this.sentTo.add(s);
     this.deps.metrics.delivered[s.format]++;
@@ -165,7 +167,7 @@ export class Broadcaster {
   private toTopic(topic: string, format: Format, frame: Frame): void {
     const n = this.deps.topics.numSubscribers(topic);
     if (n === 0) return;
-    this.deps.topics.publish(topic, frame, format === 'proto');
+    this.deps.topics.publish(topic, frame, format === 'proto', this.deps.compress === true);
     this.deps.metrics.published[format]++;
     this.deps.metrics.delivered[format] += n;
   }
