@@ -1,15 +1,18 @@
 /**
- * `npm run bench:fanout`: odds fan-out of the service against the baseline (ws + Map of sockets).
- * For each server, format (odds.v1.json, odds.v1.proto) and socket count (100, 1,000, 10,000):
- * N sockets each subscribe to K markets; a publisher sends odds through the real ingest socket
- * (`/ingest`, acked per message) at rising rates; every socket's frames are counted and a few
- * sampled sockets decode every frame for latency and sequence checks. The server runs on core 0,
- * the publisher, the counting clients and the sampler on core 1.
+ * `npm run bench:fanout`: odds fan-out of the service against the baseline (ws + Map of sockets),
+ * the Socket.IO peer (one room per market) and the ceiling (bare uWS pub/sub).
+ * For each server, format (odds.v1.json, odds.v1.proto, JSON with permessage-deflate) and socket
+ * count (100, 1,000, 10,000): N sockets each subscribe to K markets; a publisher sends odds
+ * through the ingest socket (`/ingest`, acked per message) at rising rates, or at one fixed rate
+ * (FANOUT_RATE); every socket's frames and bytes are counted and a few sampled sockets decode
+ * every frame for latency and sequence checks. The server runs on core 0, the publisher, the
+ * counting clients and the sampler on core 1.
  *
  * Settings (env): BENCH_SECONDS (2; each rate step lasts half of it), BENCH_SOCKETS
- * (100,1000,10000), BENCH_FORMATS (json,proto), BENCH_SERVERS (service,baseline), FANOUT_K (10
- * markets per socket), FANOUT_MARKETS (100), FANOUT_SAMPLED (1% of the sockets, 20 to 100), FANOUT_START (25000
- * deliveries/s, doubled each step), FANOUT_P99_MS (50), BENCH_PROFILE (on).
+ * (100,1000,10000), BENCH_FORMATS (json,proto,deflate), BENCH_SERVERS (service,baseline,socketio,
+ * ceiling), FANOUT_K (10 markets per socket), FANOUT_MARKETS (100), FANOUT_SAMPLED (1% of the
+ * sockets, 20 to 100), FANOUT_START (25000 deliveries/s, doubled each step), FANOUT_RATE (unset:
+ * the ramp), FANOUT_P99_MS (50), FANOUT_MEMORY (on), BENCH_PROFILE (on), BENCH_RESULTS_NAME (fanout).
  */
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
@@ -23,13 +26,31 @@ import { fanoutMarkets, prepareDatabase, seed } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
 import { perfAvailable, perfCountSends, perfRecord, perfSummary } from './lib/perf.js';
 
-type Impl = 'service' | 'baseline';
-type Format = 'json' | 'proto' | 'mixed';
+type Impl = 'service' | 'baseline' | 'socketio' | 'ceiling';
+/** `deflate`: JSON with permessage-deflate (the service with WS_COMPRESSION=on); `mixed`: the profiles' half JSON, half protobuf. */
+type Format = 'json' | 'proto' | 'deflate' | 'mixed';
 
 const STEP_SECONDS = envNumber('BENCH_SECONDS', 2) / 2;
 const SOCKETS = envList('BENCH_SOCKETS', ['100', '1000', '10000']).map(Number);
-const FORMATS = envList('BENCH_FORMATS', ['json', 'proto']) as Format[];
-const IMPLS = envList('BENCH_SERVERS', ['service', 'baseline']) as Impl[];
+const FORMATS = envList('BENCH_FORMATS', ['json', 'proto', 'deflate']) as Format[];
+const IMPLS = envList('BENCH_SERVERS', ['service', 'baseline', 'socketio', 'ceiling']) as Impl[];
+const NAMES: Record<Impl, string> = { service: 'service', baseline: 'baseline (ws)', socketio: 'Socket.IO', ceiling: 'ceiling (bare uWS)' };
+/** Formats the servers other than the service run (the quick run compares them on JSON only). */
+const PEER_FORMATS = envList('FANOUT_PEER_FORMATS', ['json', 'proto']);
+/** Socket.IO speaks JSON through its default parser only; compression is measured on the service alone. */
+const runs = (impl: Impl, format: Format): boolean => impl === 'service' || (PEER_FORMATS.includes(format) && format !== 'deflate' && (impl !== 'socketio' || format === 'json'));
+/** One measured step per run at this many deliveries/s instead of the ramp (the quick run). */
+const FIXED_RATE = process.env.FANOUT_RATE ? envNumber('FANOUT_RATE', 50_000) : undefined;
+const MEMORY = envFlag('FANOUT_MEMORY', true);
+/**
+ * Formats whose runs ramp; the others (the quick run's protobuf and deflate) take one step at the
+ * highest rate every ramped run of the same socket count held, where their CPU and bytes per
+ * delivery compare with JSON's.
+ */
+const RAMP_FORMATS = envList('FANOUT_RAMP_FORMATS', ['json', 'proto', 'deflate']);
+/** The extra step at exactly half the highest rate held, for the p99 there. */
+const HALF_MAX = envFlag('FANOUT_HALF_MAX', true);
+const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
 const K = Math.round(envNumber('FANOUT_K', 10));
 const P = Math.round(envNumber('FANOUT_MARKETS', 100));
 /** Sampled sockets: FANOUT_SAMPLED, or 1% of the sockets, 20 to 100. */
@@ -43,7 +64,8 @@ const MAX_RATE = envNumber('FANOUT_MAX_RATE', 200_000);
 const PROFILE = envFlag('BENCH_PROFILE', true);
 const PER_WORKER = 5000;
 const FOREIGN_LIMIT = 15;
-const PROTOCOL: Record<'json' | 'proto', string> = { json: 'odds.v1.json', proto: 'odds.v1.proto' };
+const PROTOCOL: Record<'json' | 'proto' | 'deflate', string> = { json: 'odds.v1.json', proto: 'odds.v1.proto', deflate: 'odds.v1.json' };
+const DEFLATE_OFFER = 'permessage-deflate; client_max_window_bits';
 
 // ---- child processes ----
 
@@ -204,6 +226,8 @@ interface Step {
   refused: number;
   ackP99: number;
   cpuNsPerDelivery: number;
+  /** Bytes the counting clients read per frame delivered to them: WebSocket headers and payload (compressed or not). */
+  bytesPerDelivery: number;
   serverBusyPct: number;
   clientBusyPct: number;
   /** Whole cores (/proc/stat): more than the processes' own share means other work ran there. */
@@ -230,6 +254,10 @@ interface RunResult {
   /** What the server logged at warn or error level during the run. */
   warnings: string[];
   steps: Step[];
+  /** Found its highest rate held (FANOUT_RAMP_FORMATS), rather than one step at a given rate. */
+  ramped: boolean;
+  /** The step at the reference rate of its socket count (referenceRate), once every run is done. */
+  reference: Step | undefined;
   maxHeld: Step | undefined;
   halfMax: Step | undefined;
   firstFail: Step | undefined;
@@ -241,13 +269,17 @@ function assignment(n: number): string[][] {
 }
 
 async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinning: Pinning, markets: { mid: string; rids: number[] }[],
-  opts: { profileAt?: number } = {}): Promise<RunResult> {
-  const server = await startServer(impl === 'service'
+  opts: { profileAt?: number; fixedAt?: number } = {}): Promise<RunResult> {
+  const script: Record<Impl, string> = {
+    service: 'dist/src/main.js', baseline: 'dist/bench/baseline/server.js', socketio: 'dist/bench/peers/socketio.js', ceiling: 'dist/bench/ceiling/server.js',
+  };
+  const env: Record<string, string> = impl === 'service'
     ? {
-      name: 'service', args: ['dist/src/main.js'], pinning, inspect: true,
-      env: { DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', FEED_STALE_MS: '3600000' },
+      DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', FEED_STALE_MS: '3600000', DRAIN_DELAY_MS: '0',
+      WS_COMPRESSION: format === 'deflate' ? 'on' : 'off',
     }
-    : { name: 'baseline', args: ['dist/bench/baseline/server.js'], pinning, inspect: true, env: { DATABASE_URL: dbUrl, PORT: '0' } });
+    : { DATABASE_URL: dbUrl, PORT: '0', BODIES_FILE: '' };
+  const server = await startServer({ name: impl, args: [script[impl]], pinning, inspect: true, env });
   const children: Child[] = [];
   const publisher = new Publisher(markets);
   try {
@@ -274,13 +306,12 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const h = await insp.call<{ usedSize: number }>('Runtime.getHeapUsage');
       return { rss: rssBytes(server.pid), heap: h.usedSize };
     };
-    const before = await heap();
-    const rssBefore = before.rss;
+    const before = MEMORY ? await heap() : undefined;
 
     // Connect: counting clients niced, so the sampler and publisher get the core when they need it.
     const t0 = performance.now();
     const perWorker = format === 'mixed' ? Math.min(PER_WORKER, Math.ceil(rawSets.length / 2)) : PER_WORKER;
-    const workers = Array.from({ length: Math.ceil(rawSets.length / perWorker) }, () => Child.start('raw-client.js', 10));
+    const workers = Array.from({ length: Math.ceil(rawSets.length / perWorker) }, () => Child.start(impl === 'socketio' ? 'sio-client.js' : 'raw-client.js', 10));
     const sampler = Child.start('sampler.js', 0);
     children.push(...workers, sampler);
     const host = '127.0.0.1';
@@ -290,15 +321,22 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         return w.ask({
           type: 'connect', host, port: server.port, path: '/ws', protocol: PROTOCOL[f], sockets: rawSets.slice(wi * perWorker, (wi + 1) * perWorker),
           localAddresses: Array.from({ length: 4 }, (_, k) => `127.0.0.${2 + wi * 4 + k}`), concurrency: 64,
+          extensions: format === 'deflate' ? DEFLATE_OFFER : undefined,
         }, 'connected');
       }),
-      sampler.ask({ type: 'connect', url: server.url.replace(/^http/, 'ws') + '/ws', protocol: PROTOCOL[format === 'mixed' ? 'json' : format], sockets: sampledSets }, 'connected'),
+      sampler.ask({
+        type: 'connect', url: impl === 'socketio' ? server.url : server.url.replace(/^http/, 'ws') + '/ws', protocol: PROTOCOL[format === 'mixed' ? 'json' : format],
+        sockets: sampledSets, socketio: impl === 'socketio', deflate: format === 'deflate',
+      }, 'connected'),
     ]);
     const failed = connected.reduce((a, c) => a + c.failed, 0);
     if (failed) throw new Error(`${failed} of ${n} sockets failed to connect to the ${impl}`);
+    const deflating = connected.slice(0, workers.length).reduce((a, c) => a + c.deflating, 0);
+    if (format === 'deflate' && deflating < rawSets.length) throw new Error(`the ${impl} accepted permessage-deflate on ${deflating} of ${rawSets.length} sockets`);
     const rawCounts = async () => {
       const cs = await Promise.all(workers.map((w) => w.ask({ type: 'counts' }, 'counts')));
-      return { odds: cs.reduce((a, c) => a + c.odds, 0), acks: cs.reduce((a, c) => a + c.acks, 0), closed: cs.reduce((a, c) => a + c.closed, 0), cpu: cs.reduce((a, c) => a + cpuOf(c.cpu), 0) };
+      const sum = (k: string) => cs.reduce((a, c) => a + c[k], 0);
+      return { odds: sum('odds'), acks: sum('acks'), closed: sum('closed'), bytes: sum('bytes'), cpu: cs.reduce((a, c) => a + cpuOf(c.cpu), 0) };
     };
     for (let i = 0; ; i++) {
       const [c, s] = await Promise.all([rawCounts(), sampler.ask({ type: 'stats' }, 'stats')]);
@@ -307,18 +345,21 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       await sleep(50);
     }
     const connectSeconds = (performance.now() - t0) / 1000;
-    await sleep(500);
-    const after = await heap();
+    let memory = { rssBefore: NaN, rssAfter: NaN, heapPerSocketKiB: NaN, idleCpuPct: NaN };
+    if (before) {
+      await sleep(500);
+      const after = await heap();
+      const idle0 = cpuMicros(server.pid);
+      await sleep(1000);
+      memory = { rssBefore: before.rss, rssAfter: after.rss, heapPerSocketKiB: (after.heap - before.heap) / n / 1024, idleCpuPct: (cpuMicros(server.pid) - idle0) / 1e4 };
+    }
     insp.close();
-    const rssAfter = after.rss;
-    const heapPerSocketKiB = (after.heap - before.heap) / n / 1024;
-    const idle0 = cpuMicros(server.pid);
-    await sleep(1000);
-    const idleCpuPct = (cpuMicros(server.pid) - idle0) / 1e4;
-    log(`${impl} ${format} ${n} sockets: connected in ${connectSeconds.toFixed(1)} s, ${((rssAfter - rssBefore) / n / 1024).toFixed(2)} KiB/socket (JS heap ${heapPerSocketKiB.toFixed(2)}), idle CPU ${idleCpuPct.toFixed(1)}%`);
+    const { rssBefore, rssAfter, heapPerSocketKiB, idleCpuPct } = memory;
+    log(`${impl} ${format} ${n} sockets: connected in ${connectSeconds.toFixed(1)} s` + (before
+      ? `, ${((rssAfter - rssBefore) / n / 1024).toFixed(2)} KiB/socket (JS heap ${heapPerSocketKiB.toFixed(2)}), idle CPU ${idleCpuPct.toFixed(1)}%` : ''));
 
     let lastProfile: ProfileSummary | undefined;
-    const frameBytes = format === 'proto' ? 170 : 380;
+    const frameBytes = format === 'proto' ? 170 : format === 'deflate' ? 220 : 380;
     const fixedCycle = process.env.FANOUT_CYCLE_MS;
     const cycleFor = (rate: number) => {
       if (fixedCycle !== undefined && fixedCycle !== '') return Number(fixedCycle);
@@ -330,7 +371,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
     const pids = () => [server.pid, ...children.map((c) => c.proc.pid!)];
     const step = async (targetPerSec: number, seconds: number, profile?: Inspector): Promise<Step> => {
       let best: Step | undefined;
-      for (let attempt = 1; attempt <= 3; attempt++) {
+      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
         await waitQuiet(pids);
         const st = await stepOnce(targetPerSec, seconds, profile);
         // A profiled step keeps its last attempt, whose profile is the one saved.
@@ -409,7 +450,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         p50: hist.pMs(50), p99: hist.pMs(99), p999: hist.pMs(99.9), max: hist.max / 1000, ptP99: ptHist.pMs(99), samples: hist.count,
         lost: Math.max(0, expected - final), late: Math.max(0, Math.min(expected, final) - delivered), sampledLost: s1.lost, conflated: s1.conflated, reordered: s1.reordered,
         closed: c1.closed + s1.closed, refused: publisher.refused - refused0, ackP99: publisher.ackLatency.pMs(99),
-        cpuNsPerDelivery: (cpu * 1000) / Math.max(1, delivered), serverBusyPct: cpu / wall / 1e4, clientBusyPct: clientCpu / wall / 1e4,
+        cpuNsPerDelivery: (cpu * 1000) / Math.max(1, delivered), bytesPerDelivery: (c1.bytes - c0.bytes) / Math.max(1, deliveredRaw), serverBusyPct: cpu / wall / 1e4, clientBusyPct: clientCpu / wall / 1e4,
         core0Pct: cores[0] ?? NaN, core1Pct: cores[1] ?? NaN, foreignPct, cycleMs, pass: false, why: '',
       };
       const why: string[] = [];
@@ -430,12 +471,13 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         if (syscalls) lastProfile.framesPerSyscall = inWindow / syscalls;
       }
       log(`${impl} ${format} ${n}: ${fmt(rate)} upd/s -> ${fmt(st.deliveriesPerSec)} deliveries/s, p50 ${st.p50.toFixed(2)} p99 ${st.p99.toFixed(2)} ms, ` +
-        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
+        `${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, ${impl === 'socketio' ? '' : `${st.bytesPerDelivery.toFixed(0)} B/delivery, `}server ${st.serverBusyPct.toFixed(0)}%/${st.core0Pct.toFixed(0)}% client ${st.clientBusyPct.toFixed(0)}%/${st.core1Pct.toFixed(0)}% (cycle ${cycleMs} ms, others ${foreignPct.toFixed(0)}%) ${st.pass ? 'ok' : 'FAIL: ' + st.why}`);
       return st;
     };
 
-    // Warm-up (JIT, book entries), not recorded.
-    await step(Math.min(START, subsPerMarket * MAX_RATE), 1);
+    // Warm-up (JIT, book entries), not recorded, so not repeated when disturbed.
+    await stepOnce(Math.min(START, subsPerMarket * MAX_RATE), 1);
+    await publisher.idle();
 
     const steps: Step[] = [];
     if (opts.profileAt !== undefined) {
@@ -456,29 +498,34 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
         steps.push(st);
         return st;
       };
-      let target = START;
-      let fail: Step | undefined;
-      for (let i = 0; i < MAX_STEPS && target / subsPerMarket <= MAX_RATE; i++, target *= 2) {
-        const st = await attempt(target);
-        if (!st.pass) {
-          fail = st;
-          break;
+      // Rates double until a step is not held; then the geometric middle of the last two, and half the highest held.
+      const ramp = async () => {
+        let target = START;
+        let fail: Step | undefined;
+        for (let i = 0; i < MAX_STEPS && target / subsPerMarket <= MAX_RATE; i++, target *= 2) {
+          const st = await attempt(target);
+          if (!st.pass) {
+            fail = st;
+            break;
+          }
         }
-      }
-      // Between the last rate held and the first not held (2x apart): try the geometric middle.
-      if (fail && fail.targetPerSec > START) await attempt(Math.round(fail.targetPerSec / Math.SQRT2));
-      // The p99 at half the highest rate held, measured at exactly that rate.
-      const best = steps.filter((x) => x.pass).sort((a, b) => b.targetPerSec - a.targetPerSec)[0];
-      if (best && best.targetPerSec / 2 >= START / 2 && !steps.some((x) => x.pass && Math.abs(x.targetPerSec - best.targetPerSec / 2) < 1)) {
-        await attempt(best.targetPerSec / 2);
-      }
+        if (fail && fail.targetPerSec > START) await attempt(Math.round(fail.targetPerSec / Math.SQRT2));
+        const best = steps.filter((x) => x.pass).sort((a, b) => b.targetPerSec - a.targetPerSec)[0];
+        if (HALF_MAX && best && best.targetPerSec / 2 >= START / 2 && !steps.some((x) => x.pass && Math.abs(x.targetPerSec - best.targetPerSec / 2) < 1)) {
+          await attempt(best.targetPerSec / 2);
+        }
+      };
+      const fixed = opts.fixedAt ?? FIXED_RATE;
+      if (fixed !== undefined) await attempt(fixed);
+      else await ramp();
     }
     const passed = steps.filter((s) => s.pass);
     const maxHeld = passed.length ? passed.reduce((a, b) => (b.targetPerSec > a.targetPerSec ? b : a)) : undefined;
     const halfMax = maxHeld ? steps.find((s) => Math.abs(s.targetPerSec - maxHeld.targetPerSec / 2) < 1) : undefined;
     return {
       impl, format, sockets: n, connectSeconds, memPerSocketKiB: (rssAfter - rssBefore) / n / 1024, heapPerSocketKiB,
-      rssBeforeMiB: rssBefore / 2 ** 20, rssAfterMiB: rssAfter / 2 ** 20, idleCpuPct, warnings: server.warnings(), steps, maxHeld, halfMax,
+      rssBeforeMiB: rssBefore / 2 ** 20, rssAfterMiB: rssAfter / 2 ** 20, idleCpuPct, warnings: server.warnings(), steps,
+      ramped: opts.fixedAt === undefined && FIXED_RATE === undefined && opts.profileAt === undefined, reference: undefined, maxHeld, halfMax,
       firstFail: steps.filter((s) => !s.pass && (!maxHeld || s.targetPerSec > maxHeld.targetPerSec)).sort((a, b) => a.targetPerSec - b.targetPerSec)[0],
       profile: lastProfile,
     };
@@ -490,6 +537,12 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
 }
 
 // ---- main ----
+
+/** The highest step target every one of these runs held (the ramps share their targets). */
+function commonHeld(rs: RunResult[]): number | undefined {
+  const targets = [...new Set(rs.flatMap((r) => r.steps.map((s) => s.targetPerSec)))].sort((a, b) => b - a);
+  return rs.length ? targets.find((t) => rs.every((r) => r.steps.some((s) => s.pass && Math.abs(s.targetPerSec - t) < 1))) : undefined;
+}
 
 function fdLimit(): number {
   const r = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' });
@@ -515,7 +568,7 @@ async function main(): Promise<void> {
     // Seed once through a service, so the baseline sees the same markets.
     const seeder = await startServer({
       name: 'service (seeding)', args: ['dist/src/main.js'], pinning,
-      env: { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+      env: { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '0' },
     });
     await seed(seeder.url).finally(() => seeder.stop());
     const markets = fanoutMarkets(P);
@@ -524,7 +577,8 @@ async function main(): Promise<void> {
       for (const format of FORMATS) {
         // Alternate which server goes first, so neither always gets the fresher machine.
         const order = (counts.indexOf(n) + FORMATS.indexOf(format)) % 2 ? [...IMPLS].reverse() : IMPLS;
-        for (const impl of order) results.push(await runOne(impl, format, n, db.url, pinning, markets));
+        const fixedAt = RAMP_FORMATS.includes(format) ? undefined : commonHeld(results.filter((r) => r.sockets === n && r.ramped)) ?? START;
+        for (const impl of order.filter((i) => runs(i, format))) results.push(await runOne(impl, format, n, db.url, pinning, markets, { fixedAt }));
       }
     }
 
@@ -534,7 +588,7 @@ async function main(): Promise<void> {
       const at = process.env.FANOUT_PROFILE_SOCKETS ? envList('FANOUT_PROFILE_SOCKETS', []).map(Number)
         : [...new Set([counts.includes(1000) ? 1000 : counts[0], Math.max(...counts)])];
       for (const n of at) {
-        const held = results.filter((r) => r.impl === 'service' && r.sockets === n && r.maxHeld).map((r) => r.maxHeld!.targetPerSec);
+        const held = results.filter((r) => r.impl === 'service' && r.format !== 'deflate' && r.sockets === n && r.maxHeld).map((r) => r.maxHeld!.targetPerSec);
         const rate = process.env.FANOUT_PROFILE_RATE ? envNumber('FANOUT_PROFILE_RATE', START) : held.length ? Math.min(...held) / 2 : START;
         log(`profiling the service: ${fmt(n)} sockets (half JSON, half protobuf) at ${fmt(rate)} deliveries/s`);
         profiles.push(await runOne('service', 'mixed', n, db.url, pinning, markets, { profileAt: rate }));
@@ -542,31 +596,96 @@ async function main(): Promise<void> {
     }
 
     // ---- report ----
+    const shown = process.env.FANOUT_PROFILE_ONLY ? [] : counts;
     const find = (impl: Impl, format: Format, n: number) => results.find((r) => r.impl === impl && r.format === format && r.sockets === n);
+    // CPU per delivery is compared at one rate per socket count: FANOUT_RATE, or the highest step of the
+    // ramp (the same targets for every run) that every run held; at the highest rate each held, the
+    // servers would be compared at different loads.
+    const refRates = new Map(shown.map((n) => {
+      const atN = results.filter((r) => r.sockets === n);
+      const ramped = atN.filter((r) => r.ramped);
+      return [n, FIXED_RATE ?? (ramped.length ? commonHeld(ramped) : atN[0]?.steps[0]?.targetPerSec) ?? START];
+    }));
+    for (const r of results) r.reference = r.steps.find((s) => Math.abs(s.targetPerSec - (refRates.get(r.sockets) ?? START)) < 1);
+    const refRate = (n: number) => refRates.get(n) ?? START;
+    const refNote = shown.map((n) => `${fmt(refRate(n))} deliveries/s at ${fmt(n)} sockets`).join(', ');
+    const x = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && Number.isFinite(a / b) ? `${(a / b).toFixed(1)}x` : '–');
+    const pct = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && Number.isFinite(a / b) ? `${((100 * a) / b).toFixed(0)}%` : '–');
     const rows: (string | number)[][] = [];
-    for (const n of process.env.FANOUT_PROFILE_ONLY ? [] : counts) {
+    for (const n of shown) {
       for (const format of FORMATS) {
         for (const impl of IMPLS) {
           const r = find(impl, format, n);
           if (!r) continue;
-          const other = find(impl === 'service' ? 'baseline' : 'service', format, n);
-          const ratio = impl === 'service' && r.maxHeld && other?.maxHeld ? `${(r.maxHeld.deliveriesPerSec / other.maxHeld.deliveriesPerSec).toFixed(1)}x` : '';
           const m = r.maxHeld;
+          const ref = r.reference;
           rows.push([
-            fmt(n), format, impl, m ? fmt(m.deliveriesPerSec) : 'none', ratio, m ? fmt(m.rate) : '–',
-            m ? `${m.p50.toFixed(1)} / ${m.p99.toFixed(1)}` : '–', r.halfMax ? r.halfMax.p99.toFixed(1) : '–',
-            m ? m.cpuNsPerDelivery.toFixed(0) : '–', `${r.memPerSocketKiB.toFixed(1)} (${r.heapPerSocketKiB.toFixed(1)})`, r.idleCpuPct.toFixed(1),
-            r.firstFail ? `${fmt(r.firstFail.deliveriesPerSec)}/s: ${r.firstFail.why}` : `none up to ${fmt(r.steps[r.steps.length - 1]?.targetPerSec ?? 0)}/s`,
+            fmt(n), format, NAMES[impl], !r.ramped ? '–' : m ? fmt(m.deliveriesPerSec) : 'none',
+            !r.ramped || !m ? '–' : `${m.p50.toFixed(1)} / ${m.p99.toFixed(1)}`, r.halfMax && r.ramped ? r.halfMax.p99.toFixed(1) : '–',
+            !r.ramped || !m ? '–' : m.cpuNsPerDelivery.toFixed(0), ref ? `${ref.cpuNsPerDelivery.toFixed(0)}` : '–', ref ? `${ref.p99.toFixed(1)}${ref.pass ? '' : ' (not held)'}` : '–',
+            // The Socket.IO clients count events, not bytes.
+            ref && impl !== 'socketio' ? ref.bytesPerDelivery.toFixed(0) : '–',
+            MEMORY ? `${r.memPerSocketKiB.toFixed(1)} (${r.heapPerSocketKiB.toFixed(1)})` : '–', MEMORY ? r.idleCpuPct.toFixed(1) : '–',
+            !r.ramped ? '–' : r.firstFail ? `${fmt(r.firstFail.deliveriesPerSec)}/s: ${r.firstFail.why}` : `none up to ${fmt(r.steps[r.steps.length - 1]?.targetPerSec ?? 0)}/s`,
           ]);
         }
       }
     }
     const table = mdTable(
-      ['sockets', 'format', 'server', 'max held deliveries/s', 'vs baseline', 'updates/s', 'p50 / p99 ms at max', 'p99 ms at half max', 'CPU ns/delivery', 'KiB/socket (JS heap)', 'idle CPU %', 'first step not held'],
+      ['sockets', 'format', 'server', 'max held deliveries/s', 'p50 / p99 ms at max', 'p99 ms at half max', 'CPU ns/delivery at max', 'CPU ns/delivery at the reference rate', 'p99 ms at the reference rate', 'bytes/delivery',
+        'KiB/socket (JS heap)', 'idle CPU %', 'first step not held'],
       rows,
     );
-    const svc = results.filter((r) => r.impl === 'service');
-    const x3 = counts.filter((n) => n >= 1000).flatMap((n) => FORMATS.map((f) => {
+
+    // Service against each other server: throughput by the highest rate held, CPU at the same rate.
+    const others: Impl[] = (['baseline', 'socketio', 'ceiling'] as Impl[]).filter((i) => IMPLS.includes(i));
+    const ratios = shown.flatMap((n) => FORMATS.filter((f) => f !== 'deflate').flatMap((format) => {
+      const s = find('service', format, n);
+      return s ? others.map((impl) => {
+        const o = find(impl, format, n);
+        return {
+          sockets: n, format, vs: impl, present: o !== undefined, referenceRate: refRate(n),
+          heldRatio: s.ramped && o?.ramped && s.maxHeld && o.maxHeld ? s.maxHeld.deliveriesPerSec / o.maxHeld.deliveriesPerSec : NaN,
+          /** The other's CPU per delivery over the service's, at the reference rate: above 1, the service is cheaper. */
+          cpuRatio: s.reference && o?.reference ? o.reference.cpuNsPerDelivery / s.reference.cpuNsPerDelivery : NaN,
+          /** The same, each at its highest rate held (where per-update and idle costs weigh least). */
+          cpuAtMaxRatio: s.ramped && o?.ramped && s.maxHeld && o.maxHeld ? o.maxHeld.cpuNsPerDelivery / s.maxHeld.cpuNsPerDelivery : NaN,
+          serviceCpuNs: s.reference?.cpuNsPerDelivery ?? NaN, otherCpuNs: o?.reference?.cpuNsPerDelivery ?? NaN,
+          serviceP99: s.reference?.p99 ?? NaN, otherP99: o?.reference?.p99 ?? NaN,
+          serviceHeld: s.reference?.pass === true, otherHeld: o?.reference?.pass === true,
+        };
+      }) : [];
+    }));
+    const ratioOf = (n: number, format: Format, vs: Impl) => ratios.find((r) => r.sockets === n && r.format === format && r.vs === vs);
+    const ratioTable = mdTable(
+      ['sockets', 'format', ...others.flatMap((o) => o === 'ceiling'
+        ? ['max held: service of ceiling', 'CPU/delivery at the reference rate: ceiling ÷ service', 'at max held']
+        : [`max held: service ÷ ${NAMES[o]}`, `CPU/delivery at the reference rate: ${NAMES[o]} ÷ service`, 'at max held'])],
+      shown.flatMap((n) => FORMATS.filter((f) => ratios.some((r) => r.sockets === n && r.format === f && r.present)).map((format) => [fmt(n), format, ...others.flatMap((o) => {
+        const r = ratioOf(n, format, o);
+        if (!r?.present) return ['–', '–', '–'];
+        const f = o === 'ceiling' ? pct : x;
+        return [f(r.heldRatio, 1), f(r.cpuRatio, 1), f(r.cpuAtMaxRatio, 1)];
+      })])),
+    );
+
+    // Bandwidth: the service's bytes and CPU per delivery per encoding, at the reference rate.
+    const bandwidth = shown.flatMap((n) => (['json', 'proto', 'deflate'] as Format[]).flatMap((format) => {
+      const ref = find('service', format, n)?.reference;
+      const run = find('service', format, n);
+      return ref ? [{ sockets: n, format, referenceRate: refRate(n), maxHeld: run?.ramped ? run.maxHeld?.deliveriesPerSec ?? 0 : null, bytesPerDelivery: ref.bytesPerDelivery, cpuNsPerDelivery: ref.cpuNsPerDelivery, p99: ref.p99, held: ref.pass }] : [];
+    }));
+    const bandwidthTable = mdTable(
+      ['sockets', 'encoding', 'bytes/delivery', 'of JSON', 'CPU ns/delivery', 'vs JSON', 'p99 ms'],
+      bandwidth.map((b) => {
+        const json = bandwidth.find((j) => j.sockets === b.sockets && j.format === 'json');
+        return [fmt(b.sockets), b.format === 'deflate' ? 'JSON + permessage-deflate' : b.format === 'proto' ? 'protobuf' : 'JSON', b.bytesPerDelivery.toFixed(0),
+          pct(b.bytesPerDelivery, json?.bytesPerDelivery), b.cpuNsPerDelivery.toFixed(0), x(b.cpuNsPerDelivery, json?.cpuNsPerDelivery), `${b.p99.toFixed(1)}${b.held ? '' : ' (not held)'}`];
+      }),
+    );
+
+    const svc = results.filter((r) => r.impl === 'service' && r.format !== 'deflate');
+    const x3 = counts.filter((n) => n >= 1000).flatMap((n) => FORMATS.filter((f) => f !== 'deflate').map((f) => {
       const s = find('service', f, n);
       const b = find('baseline', f, n);
       return { n, f, x: s?.maxHeld && b?.maxHeld ? s.maxHeld.deliveriesPerSec / b.maxHeld.deliveriesPerSec : NaN };
@@ -577,32 +696,47 @@ async function main(): Promise<void> {
       memory: svc.filter((r) => r.sockets >= 1000).every((r) => r.memPerSocketKiB <= 10),
     };
     const stepsTable = mdTable(
-      ['sockets', 'format', 'server', 'updates/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'lost / late', 'CPU ns/delivery', 'server process / core 0', 'clients / core 1', 'held'],
-      results.flatMap((r) => r.steps.map((s) => [fmt(r.sockets), r.format, r.impl, fmt(s.rate), fmt(s.deliveriesPerSec), s.p50.toFixed(2), s.p99.toFixed(2), s.p999.toFixed(2),
-        `${fmt(s.lost)} / ${fmt(s.late)}`, s.cpuNsPerDelivery.toFixed(0), `${s.serverBusyPct.toFixed(0)}% / ${s.core0Pct.toFixed(0)}%`, `${s.clientBusyPct.toFixed(0)}% / ${s.core1Pct.toFixed(0)}%`, s.pass ? 'yes' : `no: ${s.why}`])),
+      ['sockets', 'format', 'server', 'updates/s', 'deliveries/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'lost / late', 'CPU ns/delivery', 'bytes/delivery', 'server process / core 0', 'clients / core 1', 'held'],
+      results.flatMap((r) => r.steps.map((s) => [fmt(r.sockets), r.format, NAMES[r.impl], fmt(s.rate), fmt(s.deliveriesPerSec), s.p50.toFixed(2), s.p99.toFixed(2), s.p999.toFixed(2),
+        `${fmt(s.lost)} / ${fmt(s.late)}`, s.cpuNsPerDelivery.toFixed(0), r.impl === 'socketio' ? '–' : s.bytesPerDelivery.toFixed(0), `${s.serverBusyPct.toFixed(0)}% / ${s.core0Pct.toFixed(0)}%`, `${s.clientBusyPct.toFixed(0)}% / ${s.core1Pct.toFixed(0)}%`, s.pass ? 'yes' : `no: ${s.why}`])),
     );
     const md = [
-      '## Odds fan-out: service vs baseline',
+      '## Odds fan-out: service vs baseline, Socket.IO and ceiling',
       '',
       `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. Each socket subscribes to ${K} of ${P} markets ` +
         `(so each market has sockets/${P / K} subscribers); the publisher sends full images (3 runners x 3 back + 3 lay levels) through ` +
-        `the \`/ingest\` socket, one message per 5 ms, acked per message. Rates double per step of ${STEP_SECONDS} s from ${fmt(START)} deliveries/s, ` +
-        `then one step at √2 between the last held and the first not held, and one at exactly half the highest held; ` +
+        `the \`/ingest\` socket, one message per 5 ms, acked per message. ` +
+        (FIXED_RATE
+          ? `One measured step of ${STEP_SECONDS} s per run at ${fmt(FIXED_RATE)} deliveries/s (after a 1 s warm-up), the same for every server; `
+          : `Rates double per step of ${STEP_SECONDS} s from ${fmt(START)} deliveries/s, then one step at √2 between the last held and the first not held` +
+            (HALF_MAX ? ', and one at exactly half the highest held; ' : '; ') +
+            (FORMATS.some((f) => !RAMP_FORMATS.includes(f)) ? `${FORMATS.filter((f) => !RAMP_FORMATS.includes(f)).join(' and ')}: one step at the highest rate every ramped run held; ` : '')) +
         `a step is held when every frame arrived within 2 s (counted on every socket; seq and \`con\` checked on ${counts.map((n) => sampledFor(n)).join('/')} sampled sockets) and the sampled ` +
         `publish-to-receive p99 (receive time minus the publisher's \`ts\`) is under ${P99_LIMIT} ms; a narrow failure is retried once, ` +
-        `and a step disturbed by other processes (over ${FOREIGN_LIMIT}% of a core) is repeated. ` +
-        `KiB/socket: server RSS growth after connecting the idle subscribed sockets, divided by their number. ${db.where}.`,
+        `and a step disturbed by other processes (over ${FOREIGN_LIMIT}% of a core) is repeated. CPU per delivery: the server process's CPU time over the step ` +
+        `divided by the frames delivered, compared at one reference rate per socket count, the highest every server held (${refNote}). Bytes per delivery: what the counting clients read ` +
+        `(WebSocket headers and payload) per frame. Socket.IO runs JSON only (its default parser), permessage-deflate the service only. ` +
+        (MEMORY ? 'KiB/socket: server RSS growth after connecting the idle subscribed sockets, divided by their number. ' : '') + `${db.where}.`,
       ...notes.map((n) => `Note: ${n}.`),
-      ...results.filter((r) => r.warnings.length).map((r) => `Note: the ${r.impl} (${r.format}, ${fmt(r.sockets)} sockets) logged: ${r.warnings.slice(0, 3).join(' | ')}`),
+      ...results.filter((r) => r.warnings.length).map((r) => `Note: the ${NAMES[r.impl]} (${r.format}, ${fmt(r.sockets)} sockets) logged: ${r.warnings.slice(0, 3).join(' | ')}`),
       '',
       table,
       '',
-      `Targets: ${met.x3 ? 'MET' : 'MISSED'} ≥3x baseline deliveries/s at 1,000 and 10,000 sockets (${x3.map((e) => `${fmt(e.n)} ${e.f} ${e.x.toFixed(1)}x`).join(', ')}); ` +
-        `${met.halfP99 ? 'MET' : 'MISSED'} service p99 < 20 ms at half the max rate (${svc.map((r) => `${fmt(r.sockets)} ${r.format} ${r.halfMax ? r.halfMax.p99.toFixed(1) + ' ms' : 'n/a'}`).join(', ')}); ` +
-        `${met.memory ? 'MET' : 'MISSED'} ≤ 10 KiB per idle subscribed socket (${svc.filter((r) => r.sockets >= 1000).map((r) => `${fmt(r.sockets)} ${r.format} ${r.memPerSocketKiB.toFixed(1)}`).join(', ')}).`,
+      `Ratios (service against each, same run; throughput by the highest rate held, CPU per delivery at the reference rate, ${refNote}):`,
       '',
-      'CPU profiles of the service during fan-out:', '', ...profiles.filter((p) => p.profile).map((p) => profileMarkdown(`fan-out, ${fmt(p.sockets)} sockets`, p.profile!)),
+      ratioTable,
       '',
+      `Bandwidth (the service, at the reference rate, ${refNote}; permessage-deflate with uWS's SHARED_COMPRESSOR, which deflates each frame once per socket):`,
+      '',
+      bandwidthTable,
+      '',
+      ...(FIXED_RATE ? [] : [
+        'Targets: ' + (x3.length ? `${met.x3 ? 'MET' : 'MISSED'} ≥3x baseline deliveries/s at 1,000 and 10,000 sockets (${x3.map((e) => `${fmt(e.n)} ${e.f} ${e.x.toFixed(1)}x`).join(', ')}); ` : '') +
+          `${met.halfP99 ? 'MET' : 'MISSED'} service p99 < 20 ms at half the max rate (${svc.map((r) => `${fmt(r.sockets)} ${r.format} ${r.halfMax ? r.halfMax.p99.toFixed(1) + ' ms' : 'n/a'}`).join(', ')}); ` +
+          (MEMORY && svc.some((r) => r.sockets >= 1000) ? `${met.memory ? 'MET' : 'MISSED'} ≤ 10 KiB per idle subscribed socket (${svc.filter((r) => r.sockets >= 1000).map((r) => `${fmt(r.sockets)} ${r.format} ${r.memPerSocketKiB.toFixed(1)}`).join(', ')}).` : ''),
+        '',
+      ]),
+      ...(profiles.length ? ['CPU profiles of the service during fan-out:', '', ...profiles.filter((p) => p.profile).map((p) => profileMarkdown(`fan-out, ${fmt(p.sockets)} sockets`, p.profile!)), ''] : []),
       '<details><summary>Every step</summary>',
       '',
       stepsTable,
@@ -611,10 +745,13 @@ async function main(): Promise<void> {
     ].join('\n');
     const json = {
       benchmark: 'fanout', at: new Date().toISOString(), machine: host, pinning: pinning.note, database: db.where, notes,
-      settings: { stepSeconds: STEP_SECONDS, sockets: counts, formats: FORMATS, servers: IMPLS, marketsPerSocket: K, markets: P, sampled: counts.map((n) => sampledFor(n)), start: START, p99LimitMs: P99_LIMIT },
-      met, x3, results, profiles, elapsedSeconds: (Date.now() - started) / 1000,
+      settings: {
+        stepSeconds: STEP_SECONDS, sockets: counts, formats: FORMATS, servers: IMPLS, marketsPerSocket: K, markets: P, sampled: counts.map((n) => sampledFor(n)),
+        start: START, fixedRate: FIXED_RATE ?? null, referenceRates: Object.fromEntries(refRates), peerFormats: PEER_FORMATS, p99LimitMs: P99_LIMIT,
+      },
+      met, x3, ratios, bandwidth, results, profiles, elapsedSeconds: (Date.now() - started) / 1000,
     };
-    const files = writeResults('fanout', json, md);
+    const files = writeResults(process.env.BENCH_RESULTS_NAME || 'fanout', json, md);
     process.stdout.write('\n' + md + '\n\n');
     log(`wrote ${files.md} and ${files.json} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {

@@ -1,10 +1,12 @@
 /**
  * `npm run bench:rest`: the service's REST reads against the baseline (node:http + pg, one query
- * per request) and the ceiling (a bare uWS app sending the same bytes), in alternating rounds,
- * server on core 0 and autocannon on core 1. Then a CPU profile of the service per route.
+ * per request), the fastify peer (fastify + pg, the same queries) and the ceiling (a bare uWS app
+ * sending the same bytes), in alternating rounds, server on core 0 and autocannon on core 1. Then
+ * a CPU profile of the service per route.
  *
- * BENCH_SECONDS (2) per run, BENCH_ROUNDS (2), BENCH_CONNECTIONS (50), BENCH_PROFILE (on),
- * BENCH_ROUTES (sports,events,markets,results,health). DATABASE_URL: see bench/README.md.
+ * BENCH_SECONDS (2) per run, BENCH_ROUNDS (2), BENCH_WARMUP (1 s per route and server),
+ * BENCH_CONNECTIONS (50), BENCH_PROFILE (on), BENCH_ROUTES (all eight), BENCH_RESULTS_NAME (rest).
+ * DATABASE_URL: see bench/README.md.
  */
 import autocannon, { type Request } from 'autocannon';
 import pg from 'pg';
@@ -18,7 +20,10 @@ import { missPaths, prepareDatabase, restPaths, seed, SEED } from './lib/data.js
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
 import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';
 
-type Target = 'service' | 'baseline' | 'ceiling';
+type Target = 'service' | 'baseline' | 'fastify' | 'ceiling';
+const TARGETS: Target[] = ['service', 'baseline', 'fastify', 'ceiling'];
+/** The servers that read Postgres per request, and the application_name their pools give it. */
+const PG_APPS: Partial<Record<Target, string>> = { baseline: 'bench-baseline', fastify: 'bench-fastify' };
 
 interface Run {
   target: Target;
@@ -35,7 +40,7 @@ interface Run {
   non2xx: number;
   /** Server process CPU per request, µs. */
   cpuUsPerReq: number;
-  /** Postgres backends' CPU per request, µs (baseline only). */
+  /** Postgres backends' CPU per request, µs (baseline and fastify). */
   pgUsPerReq: number;
   serverBusyPct: number;
   loadBusyPct: number;
@@ -49,6 +54,8 @@ interface Run {
 
 const SECONDS = envNumber('BENCH_SECONDS', 2);
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2));
+const WARMUP = envNumber('BENCH_WARMUP', 1);
+const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
 const CONNECTIONS = Math.round(envNumber('BENCH_CONNECTIONS', 50));
 const PROFILE = envFlag('BENCH_PROFILE', true);
 const FOREIGN_LIMIT = 15;
@@ -128,10 +135,10 @@ async function measureOnce(server: Server, target: Target, route: string, paths:
   };
 }
 
-/** One measurement on a quiet machine; repeated (up to 3 times) when other processes disturbed it. */
+/** One measurement on a quiet machine; repeated (up to BENCH_ATTEMPTS, 3, times) when other processes disturbed it. */
 async function measure(server: Server, target: Target, route: string, paths: string[], round: number, pgCpu: PgCpu | undefined, pids: number[]): Promise<Run> {
   let best: Run | undefined;
-  for (let attempt = 1; attempt <= 3; attempt++) {
+  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     await waitQuiet(() => pids);
     const run = await measureOnce(server, target, route, paths, round, pgCpu, pids);
     run.attempts = attempt;
@@ -145,7 +152,8 @@ async function measure(server: Server, target: Target, route: string, paths: str
 function serviceEnv(url: string): Record<string, string> {
   return {
     DATABASE_URL: url, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'on', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json',
-    FEED_STALE_MS: '3600000',
+    // Nothing here measures shutdown: no drain delay before the sockets close.
+    FEED_STALE_MS: '3600000', DRAIN_DELAY_MS: '0',
   };
 }
 
@@ -213,42 +221,48 @@ async function main(): Promise<void> {
 
     const baseline = await startServer({ name: 'baseline', args: ['dist/bench/baseline/server.js'], env: { DATABASE_URL: db.url, PORT: '0' }, pinning });
     servers.push(baseline);
+    const fastify = await startServer({ name: 'fastify', args: ['dist/bench/peers/fastify.js'], env: { DATABASE_URL: db.url, PORT: '0' }, pinning });
+    servers.push(fastify);
     const ceiling = await startServer({ name: 'ceiling', args: ['dist/bench/ceiling/server.js'], env: { BODIES_FILE: bodiesFile, PORT: '0' }, pinning });
     servers.push(ceiling);
-    const byTarget: Record<Target, Server> = { service, baseline, ceiling };
+    const byTarget: Record<Target, Server> = { service, baseline, fastify, ceiling };
 
-    // Same answers? Byte for byte, per URL.
-    const identical: Record<string, string> = {};
+    // Same answers? Byte for byte, per URL, for both servers that compute them.
+    const identical: Record<string, Record<'baseline' | 'fastify', string>> = {};
     for (const route of ROUTES) {
-      let same = 0;
-      let firstDiff = '';
-      for (const p of checked(route)) {
-        const b = await (await fetch(baseline.url + p)).text();
-        if (b === bodies[p]) same++;
-        else if (!firstDiff) {
-          let i = 0;
-          while (i < b.length && b[i] === bodies[p][i]) i++;
-          firstDiff = ` (first difference at byte ${i} of ${p}: service …${bodies[p].slice(Math.max(0, i - 40), i + 40)}… baseline …${b.slice(Math.max(0, i - 40), i + 40)}…)`;
+      identical[route] = { baseline: '', fastify: '' };
+      for (const target of ['baseline', 'fastify'] as const) {
+        let same = 0;
+        let firstDiff = '';
+        for (const p of checked(route)) {
+          const b = await (await fetch(byTarget[target].url + p)).text();
+          if (b === bodies[p]) same++;
+          else if (!firstDiff) {
+            let i = 0;
+            while (i < b.length && b[i] === bodies[p][i]) i++;
+            firstDiff = ` (first difference at byte ${i} of ${p}: service …${bodies[p].slice(Math.max(0, i - 40), i + 40)}… ${target} …${b.slice(Math.max(0, i - 40), i + 40)}…)`;
+          }
         }
+        identical[route][target] = `${same}/${checked(route).length}${firstDiff}`;
+        if (firstDiff) log(`${target} differs on ${route}${firstDiff}`);
       }
-      identical[route] = `${same}/${checked(route).length}${firstDiff}`;
-      if (firstDiff) log(`baseline differs on ${route}${firstDiff}`);
     }
     const sizes = Object.fromEntries(ROUTES.map((r) => [r, Math.round(median(checked(r).map((p) => Buffer.byteLength(bodies[p]))))]));
 
     admin = new pg.Client({ connectionString: db.url, application_name: 'bench-admin' });
     await admin.connect();
-    const pgCpu = new PgCpu(admin, 'bench-baseline');
+    const pgCpu: Partial<Record<Target, PgCpu>> = {};
+    for (const [t, app] of Object.entries(PG_APPS)) pgCpu[t as Target] = new PgCpu(admin, app);
 
-    log(`warm-up: ${ROUTES.length} routes x 3 servers x 1 s`);
-    for (const route of ROUTES) for (const t of ['service', 'baseline', 'ceiling'] as Target[]) await load(byTarget[t], paths[route].slice(0, 500), 1);
+    log(`warm-up: ${ROUTES.length} routes x ${TARGETS.length} servers x ${WARMUP} s`);
+    for (const route of ROUTES) for (const t of TARGETS) await load(byTarget[t], paths[route].slice(0, 500), WARMUP);
 
     const runs: Run[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const route of ROUTES) {
-        const order: Target[] = round % 2 ? ['service', 'baseline', 'ceiling'] : ['ceiling', 'baseline', 'service'];
+        const order: Target[] = round % 2 ? TARGETS : [...TARGETS].reverse();
         for (const target of order) {
-          const run = await measure(byTarget[target], target, route, paths[route], round, target === 'baseline' ? pgCpu : undefined, servers.map((s) => s.pid));
+          const run = await measure(byTarget[target], target, route, paths[route], round, pgCpu[target], servers.map((s) => s.pid));
           runs.push(run);
           log(`round ${round} ${route.padEnd(7)} ${target.padEnd(8)} ${fmt(run.reqPerSec).padStart(7)} req/s  p50 ${run.p50.toFixed(2)} p99 ${run.p99.toFixed(2)} ms  cpu ${run.cpuUsPerReq.toFixed(1)} µs/req  server ${run.serverBusyPct.toFixed(0)}%/${run.serverCorePct.toFixed(0)}% load ${run.loadBusyPct.toFixed(0)}%/${run.loadCorePct.toFixed(0)}%  err ${run.errors} non2xx ${run.non2xx} others ${run.foreignPct.toFixed(0)}%`);
           await sleep(200);
@@ -276,11 +290,14 @@ async function main(): Promise<void> {
     const summary = Object.fromEntries(ROUTES.map((route) => {
       const s = agg(route, 'service');
       const b = agg(route, 'baseline');
+      const f = agg(route, 'fastify');
       const c = agg(route, 'ceiling');
       return [route, {
-        bodyBytes: sizes[route], identical: identical[route], service: s, baseline: b, ceiling: c,
-        xBaseline: s.reqPerSec / b.reqPerSec, ofCeiling: s.reqPerSec / c.reqPerSec,
-        cpuXBaseline: (b.cpuUsPerReq + b.pgUsPerReq) / s.cpuUsPerReq, cpuOfCeiling: c.cpuUsPerReq / s.cpuUsPerReq,
+        bodyBytes: sizes[route], identical: identical[route], service: s, baseline: b, fastify: f, ceiling: c,
+        xBaseline: s.reqPerSec / b.reqPerSec, xFastify: s.reqPerSec / f.reqPerSec, ofCeiling: s.reqPerSec / c.reqPerSec,
+        // Theirs over ours: above 1, the service is cheaper. The peers' Postgres work counts, the service reads memory.
+        cpuXBaseline: (b.cpuUsPerReq + b.pgUsPerReq) / s.cpuUsPerReq, cpuXFastify: (f.cpuUsPerReq + f.pgUsPerReq) / s.cpuUsPerReq,
+        cpuOfCeiling: c.cpuUsPerReq / s.cpuUsPerReq,
       }];
     }));
 
@@ -292,6 +309,7 @@ async function main(): Promise<void> {
       : '';
     const targets = {
       '2x baseline req/s on every data route': dataRoutes.map((r) => `${r} ${summary[r].xBaseline.toFixed(2)}x`).join(', '),
+      'vs fastify (req/s)': dataRoutes.map((r) => `${r} ${summary[r].xFastify.toFixed(2)}x`).join(', '),
       'within 15% of the ceiling (req/s)': ROUTES.map((r) => `${r} ${(100 * summary[r].ofCeiling).toFixed(0)}%`).join(', '),
       'within 15% of the ceiling (CPU/req)': ROUTES.map((r) => `${r} ${(100 * summary[r].cpuOfCeiling).toFixed(0)}%`).join(', '),
       'p99 no worse than baseline': ROUTES.map((r) => `${r} ${summary[r].service.p99.toFixed(2)} vs ${summary[r].baseline.p99.toFixed(2)} ms`).join(', '),
@@ -306,24 +324,27 @@ async function main(): Promise<void> {
     };
 
     const t1 = mdTable(
-      ['route', 'body B', 'service req/s', 'baseline req/s', 'vs baseline', 'ceiling req/s', 'of ceiling (req/s)', 'CPU µs/req service / baseline (+Postgres) / ceiling', 'of ceiling (CPU/req)', 'same bytes'],
+      ['route', 'body B', 'service req/s', 'baseline req/s', 'vs baseline', 'fastify req/s', 'vs fastify', 'ceiling req/s', 'of ceiling (req/s)',
+        'CPU µs/req service / baseline (+Postgres) / fastify (+Postgres) / ceiling', 'CPU/req: baseline ÷ service', 'fastify ÷ service', 'of ceiling (CPU/req)', 'same bytes (baseline, fastify)'],
       ROUTES.map((r) => {
         const x = summary[r];
-        return [r, fmt(x.bodyBytes), fmt(x.service.reqPerSec), fmt(x.baseline.reqPerSec), `${x.xBaseline.toFixed(2)}x`, fmt(x.ceiling.reqPerSec),
-          `${(100 * x.ofCeiling).toFixed(0)}%`,
-          `${x.service.cpuUsPerReq.toFixed(1)} / ${x.baseline.cpuUsPerReq.toFixed(1)} (+${x.baseline.pgUsPerReq.toFixed(1)}) / ${x.ceiling.cpuUsPerReq.toFixed(1)}`,
-          `${(100 * x.cpuOfCeiling).toFixed(0)}%`, x.identical.split(' ')[0]];
+        return [r, fmt(x.bodyBytes), fmt(x.service.reqPerSec), fmt(x.baseline.reqPerSec), `${x.xBaseline.toFixed(2)}x`, fmt(x.fastify.reqPerSec), `${x.xFastify.toFixed(2)}x`,
+          fmt(x.ceiling.reqPerSec), `${(100 * x.ofCeiling).toFixed(0)}%`,
+          `${x.service.cpuUsPerReq.toFixed(1)} / ${x.baseline.cpuUsPerReq.toFixed(1)} (+${x.baseline.pgUsPerReq.toFixed(1)}) / ` +
+            `${x.fastify.cpuUsPerReq.toFixed(1)} (+${x.fastify.pgUsPerReq.toFixed(1)}) / ${x.ceiling.cpuUsPerReq.toFixed(1)}`,
+          `${x.cpuXBaseline.toFixed(1)}x`, `${x.cpuXFastify.toFixed(1)}x`, `${(100 * x.cpuOfCeiling).toFixed(0)}%`,
+          `${x.identical.baseline.split(' ')[0]}, ${x.identical.fastify.split(' ')[0]}`];
       }),
     );
     const t2 = mdTable(
       ['route', 'server', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'server process / core 0 busy', 'autocannon / core 1 busy'],
-      ROUTES.flatMap((r) => (['service', 'baseline', 'ceiling'] as Target[]).map((t) => {
+      ROUTES.flatMap((r) => TARGETS.map((t) => {
         const x = summary[r][t];
         return [r, t, fmt(x.reqPerSec), x.p50.toFixed(2), x.p99.toFixed(2), x.p999.toFixed(2), x.errors, x.non2xx, `${x.serverBusyPct.toFixed(0)}% / ${x.serverCorePct.toFixed(0)}%`, `${x.loadBusyPct.toFixed(0)}% / ${x.loadCorePct.toFixed(0)}%`];
       })),
     );
     const md = [
-      `## REST reads: service vs baseline vs ceiling`,
+      `## REST reads: service vs baseline (node:http), fastify and ceiling`,
       '',
       `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
         `${ROUNDS} alternating rounds of ${SECONDS} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
@@ -333,11 +354,11 @@ async function main(): Promise<void> {
       t1,
       '',
       'Where the load-generator core is ~100% busy, req/s is capped by autocannon, not by the server: compare CPU µs per request there. ' +
-        'The baseline\'s Postgres CPU is that of its pool\'s backends (pg_stat_activity + /proc); the service reads from memory.',
+        'The baseline\'s and fastify\'s Postgres CPU is that of their pools\' backends (pg_stat_activity + /proc); the service reads from memory.',
       '',
       t2,
       '',
-      `Targets: ${met.x2 ? 'MET' : 'MISSED'} 2x baseline (${targets['2x baseline req/s on every data route']}); ` +
+      `Targets: ${met.x2 ? 'MET' : 'MISSED'} 2x baseline (${targets['2x baseline req/s on every data route']}); against fastify: ${targets['vs fastify (req/s)']}; ` +
         `${met.ceiling ? 'MET' : 'MISSED'} within 15% of the ceiling by req/s (${targets['within 15% of the ceiling (req/s)']}), ` +
         `${met.ceilingCpu ? 'MET' : 'MISSED'} by CPU per request (${targets['within 15% of the ceiling (CPU/req)']}); ` +
         `${met.p99 ? 'MET' : 'MISSED'} p99 ≤ baseline (${targets['p99 no worse than baseline']}); errors/non-2xx all zero: ${targets['zero errors and non-2xx']}.`,
@@ -348,11 +369,11 @@ async function main(): Promise<void> {
 
     const json = {
       benchmark: 'rest', at: new Date().toISOString(), machine: host, pinning: pinning.note, database: db.where,
-      settings: { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, routes: ROUTES },
+      settings: { seconds: SECONDS, rounds: ROUNDS, warmupSeconds: WARMUP, connections: CONNECTIONS, routes: ROUTES },
       paths: Object.fromEntries(Object.entries(paths).map(([r, ps]) => [r, ps.length > 10 ? { distinct: ps.length, first: ps.slice(0, 3) } : ps])), summary, targets, met, runs, profiles, warnings,
       elapsedSeconds: (Date.now() - started) / 1000,
     };
-    const files = writeResults('rest', json, md);
+    const files = writeResults(process.env.BENCH_RESULTS_NAME || 'rest', json, md);
     process.stdout.write('\n' + md + '\n\n');
     log(`wrote ${files.md} and ${files.json} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {

@@ -40,6 +40,7 @@ export interface Config {
   readonly wsMaxBackpressure: number;
   readonly wsSlowCloseMs: number;
   readonly wsIdleTimeoutS: number;
+  readonly wsCompression: boolean;
   readonly feedStaleMs: number;
   readonly ingestMaxItems: number;
   readonly simulatorIntervalMs: number;
@@ -146,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),
     wsIdleTimeoutS: int(env, 'WS_IDLE_TIMEOUT_S', 32, 8, 960),
+    wsCompression: bool(env, 'WS_COMPRESSION', false),
     feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),
     ingestMaxItems: int(env, 'INGEST_MAX_ITEMS', 5000, 1, 1000000),
     simulatorIntervalMs: int(env, 'SIMULATOR_INTERVAL_MS', 250, 10, 60000),

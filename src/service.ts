@@ -57,7 +57,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const hub = new Hub({ perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth }, (reason) => authMetrics.socketsRefused.inc({ reason }));
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log });
+  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
   const requests = new SocketRequests({ hub, bc, book, model, maxMarkets: config.wsMaxMarkets });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.setFeed(status) });
@@ -74,7 +74,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
-    limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS },
+    limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
   const sync = new ModelSync(pool, model, log, {
     changes: referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si)),

@@ -7,6 +7,10 @@
  * resumed every `cycleMs`: frames wait in the kernel meanwhile (a few KB), which costs the
  * server nothing. Latency and sequence checks are the sampler's job (sampler.ts).
  *
+ * Every byte read after the handshake is counted, for the bytes per delivered frame. With
+ * `extensions`, the handshake offers permessage-deflate; payloads are then not inflated: the
+ * server compresses only what it publishes, so a compressed data frame is counted as odds.
+ *
  * A child process (fork) driven over IPC: connect, counts, cycle, close.
  */
 import net from 'node:net';
@@ -22,6 +26,8 @@ interface Connect {
   sockets: string[][];
   localAddresses: string[];
   concurrency: number;
+  /** Sec-WebSocket-Extensions to offer, if any. */
+  extensions?: string;
 }
 
 type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'close' };
@@ -36,6 +42,8 @@ interface State {
   left: number;
   pos: number;
   opcode: number;
+  /** RSV1 of the current frame: its payload is deflated. */
+  deflated: boolean;
   /** Control frame payload (ping), kept to echo in the pong. */
   ctrl: number[] | undefined;
   paused: boolean;
@@ -52,6 +60,9 @@ let acks = 0;
 let other = 0;
 let closed = 0;
 let reads = 0;
+let bytes = 0;
+/** Sockets whose handshake answer accepted permessage-deflate. */
+let deflating = 0;
 let binary = false;
 
 /** A client frame, masked with a zero key (allowed; the payload then goes as is). */
@@ -76,7 +87,9 @@ function frames(s: State, buf: Buffer, start: number, end: number): void {
     if (s.left > 0) {
       const take = Math.min(s.left, end - i);
       if (s.opcode === 1 || s.opcode === 2) {
-        if (at >= s.pos && at < s.pos + take) classify(buf[i + at - s.pos]);
+        if (s.deflated) {
+          if (s.pos === 0) odds++;
+        } else if (at >= s.pos && at < s.pos + take) classify(buf[i + at - s.pos]);
       } else if (s.ctrl) {
         for (let k = 0; k < take; k++) s.ctrl.push(buf[i + k]);
       }
@@ -93,6 +106,7 @@ function frames(s: State, buf: Buffer, start: number, end: number): void {
     if (s.hdrLen < need) continue;
     const len = len7 === 126 ? s.hdr.readUInt16BE(2) : len7 === 127 ? Number(s.hdr.readBigUInt64BE(2)) : len7;
     s.opcode = s.hdr[0] & 0x0f;
+    s.deflated = (s.hdr[0] & 0x40) !== 0;
     s.hdrLen = 0;
     s.pos = 0;
     s.left = len;
@@ -124,10 +138,13 @@ function onRead(s: State, n: number, buf: Buffer, ready: () => void): boolean {
       s.sock.destroy();
       return false;
     }
+    if (/\r\nsec-websocket-extensions: *permessage-deflate/i.test(head)) deflating++;
     ready();
+    bytes += rest.length;
     if (rest.length) frames(s, rest, 0, rest.length);
     return true;
   }
+  bytes += n;
   frames(s, buf, 0, n);
   if (cycleMs > 0 && !s.paused) {
     s.paused = true;
@@ -175,7 +192,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
       done();
     };
     const state: State = {
-      sock: undefined as unknown as net.Socket, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0,
+      sock: undefined as unknown as net.Socket, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0, deflated: false,
       ctrl: undefined, paused: false, closed: false,
     };
     const sock = net.connect({
@@ -192,7 +209,8 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     state.sock = sock;
     sock.on('connect', () => sock.write(
       `GET ${c.path} HTTP/1.1\r\nHost: ${c.host}:${c.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${c.protocol}\r\n\r\n`,
+      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${c.protocol}\r\n` +
+      (c.extensions ? `Sec-WebSocket-Extensions: ${c.extensions}\r\n` : '') + '\r\n',
     ));
     sock.on('error', (err) => {
       if (!settled) process.stderr.write(`raw client: ${err.message}\n`);
@@ -218,10 +236,10 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
 process.on('message', (m: Command) => {
   switch (m.type) {
     case 'connect':
-      connectAll(m).then((r) => process.send!({ type: 'connected', ...r }));
+      connectAll(m).then((r) => process.send!({ type: 'connected', ...r, deflating }));
       break;
     case 'counts':
-      process.send!({ type: 'counts', odds, acks, other, closed, reads, cpu: process.cpuUsage() });
+      process.send!({ type: 'counts', odds, acks, other, closed, reads, bytes, cpu: process.cpuUsage() });
       break;
     case 'cycle':
       setCycle(m.ms);

@@ -5,14 +5,17 @@
  * update) and server-to-receive latency (minus the server's `pt`), and check `seq` per market:
  * a gap is a lost frame, `con:true` a conflated one. Runs in its own process, at normal
  * priority, while the counting clients run niced, so its clock readings are not queued behind them.
+ * For the Socket.IO peer the sampled sockets are socket.io-client sockets with the default parser,
+ * reading the `odds` events; with `deflate`, the `ws` clients offer permessage-deflate and inflate.
  */
 import WebSocket from 'ws';
+import { io } from 'socket.io-client';
 import { decodeServerProto } from '../../src/odds/codec.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 import { Histogram } from '../lib/common.js';
 
 type Command =
-  | { type: 'connect'; url: string; protocol: string; sockets: string[][] }
+  | { type: 'connect'; url: string; protocol: string; sockets: string[][]; socketio?: boolean; deflate?: boolean }
   | { type: 'reset' }
   | { type: 'stats' }
   | { type: 'close' };
@@ -26,7 +29,7 @@ let conflated = 0;
 let reordered = 0;
 let acks = 0;
 let closed = 0;
-const clients: WebSocket[] = [];
+const closers: (() => void)[] = [];
 
 function onFrame(seqs: Map<string, number>, m: ServerMessage, at: number): void {
   if (m.op === 'ack') {
@@ -46,11 +49,35 @@ function onFrame(seqs: Map<string, number>, m: ServerMessage, at: number): void 
   seqs.set(m.mid, m.seq);
 }
 
-async function connect(url: string, protocol: string, sockets: string[][]): Promise<{ ok: number; failed: number }> {
+/** Socket.IO: `url` is the server's http:// address. */
+async function connectSocketIo(url: string, sockets: string[][]): Promise<{ ok: number; failed: number }> {
   let ok = 0;
   let failed = 0;
   await Promise.all(sockets.map((mids, i) => new Promise<void>((done) => {
-    const ws = new WebSocket(url, protocol, { perMessageDeflate: false });
+    const socket = io(url, { transports: ['websocket'], forceNew: true, reconnection: false });
+    const seqs = new Map<string, number>();
+    socket.on('odds', (m: ServerMessage) => onFrame(seqs, m, now()));
+    socket.on('connect', () => {
+      socket.emit('subscribe', { id: i + 1, mids }, (ack: ServerMessage) => onFrame(seqs, ack, now()));
+      ok++;
+      done();
+    });
+    socket.on('connect_error', (err) => {
+      process.stderr.write(`sampler: ${err.message}\n`);
+      failed++;
+      done();
+    });
+    socket.on('disconnect', () => closed++);
+    closers.push(() => socket.disconnect());
+  })));
+  return { ok, failed };
+}
+
+async function connect(url: string, protocol: string, sockets: string[][], deflate: boolean): Promise<{ ok: number; failed: number }> {
+  let ok = 0;
+  let failed = 0;
+  await Promise.all(sockets.map((mids, i) => new Promise<void>((done) => {
+    const ws = new WebSocket(url, protocol, { perMessageDeflate: deflate });
     const seqs = new Map<string, number>();
     ws.binaryType = 'nodebuffer';
     ws.on('open', () => {
@@ -69,7 +96,7 @@ async function connect(url: string, protocol: string, sockets: string[][]): Prom
       done();
     });
     ws.on('close', () => closed++);
-    clients.push(ws);
+    closers.push(() => ws.terminate());
   })));
   return { ok, failed };
 }
@@ -77,7 +104,8 @@ async function connect(url: string, protocol: string, sockets: string[][]): Prom
 process.on('message', (m: Command) => {
   switch (m.type) {
     case 'connect':
-      connect(m.url, m.protocol, m.sockets).then((r) => process.send!({ type: 'connected', ...r }));
+      (m.socketio ? connectSocketIo(m.url, m.sockets) : connect(m.url, m.protocol, m.sockets, m.deflate === true))
+        .then((r) => process.send!({ type: 'connected', ...r }));
       break;
     case 'reset':
       fromTs.reset();
@@ -89,7 +117,7 @@ process.on('message', (m: Command) => {
       process.send!({ type: 'stats', frames, lost, conflated, reordered, acks, closed, fromTs: fromTs.toJSON(), fromPt: fromPt.toJSON(), cpu: process.cpuUsage() });
       break;
     case 'close':
-      for (const ws of clients) ws.terminate();
+      for (const close of closers) close();
       process.send!({ type: 'closed' }, () => process.exit(0));
       break;
   }

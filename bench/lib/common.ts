@@ -4,7 +4,7 @@
  * Everything listens on and talks to 127.0.0.1 only.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -163,8 +163,26 @@ export function startServer(spec: ServerSpec): Promise<Server> {
 
 const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
 
-/** User + system CPU time of a process (all its threads), in microseconds. */
+/**
+ * User + system CPU time of a process (all its threads), in microseconds: the sum of its threads'
+ * run time in nanoseconds (/proc/<pid>/task/<tid>/schedstat) where the kernel has it, since
+ * /proc/<pid>/stat counts in clock ticks (10 ms), too coarse for a one-second step; time of
+ * threads that already exited is then missing, which a server in steady state does not have.
+ */
 export function cpuMicros(pid: number): number {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    if (ns > 0) return ns / 1000;
+  } catch {
+    // no schedstat: clock ticks below
+  }
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command (which may hold spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -245,8 +263,8 @@ const cpuSelf = (): number => {
   return u.user + u.system;
 };
 
-/** Waits (up to maxMs) until other processes use less than `pct` % of a core over 300 ms. */
-export async function waitQuiet(pids: () => number[], pct = 10, maxMs = 30_000): Promise<number> {
+/** Waits (up to maxMs, BENCH_QUIET_MS) until other processes use less than `pct` % of a core over 300 ms. */
+export async function waitQuiet(pids: () => number[], pct = 10, maxMs = envNumber('BENCH_QUIET_MS', 30_000)): Promise<number> {
   const until = performance.now() + maxMs;
   let last = NaN;
   let warned = false;

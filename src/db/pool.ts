@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { ServiceError, errors } from '../errors.js';
+import { ServiceError, errors, isDatabaseError } from '../errors.js';
 
 // bigint columns hold IDs the interface types as integers; every one fits a
 // double, and returning strings would leak into the JSON.
@@ -51,6 +51,8 @@ export function asDatabaseError(err: unknown): unknown {
  * listener from the pool, and Postgres dying between two of fn's queries
  * would otherwise be an uncaught 'error' that takes the process down; here it
  * is kept, the client is destroyed rather than reused, and the caller sees it.
+ * So is a client whose query went unanswered: that query still holds the
+ * connection, and every later query on it would queue behind it and time out.
  */
 export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
@@ -59,6 +61,9 @@ export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) =
   client.on('error', onError);
   try {
     return await fn(client);
+  } catch (err) {
+    if (!broken && (isUnavailable(err) || isDatabaseError(err))) broken = err as Error;
+    throw err;
   } finally {
     client.off('error', onError);
     client.release(broken ?? false);

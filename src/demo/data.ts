@@ -1,5 +1,5 @@
 /**
- * The demo data set (DESIGN section 7), as ingest items. It loads into an empty database so a
+ * The demo data set, as ingest items. It loads into an empty database so a
  * fresh `npm start` has something to show, and it doubles as a fixture: between them the events
  * cover every state a client must handle (upcoming, in play, concluded, abandoned, recalled,
  * suspended) and event 30000001 carries every market type of the spec except `goals`, which only

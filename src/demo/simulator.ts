@@ -1,5 +1,5 @@
 /**
- * The demo odds simulator (DESIGN section 7): animates the listed markets like a betting exchange
+ * The demo odds simulator: animates the listed markets like a betting exchange
  * and hands the changed books to `publish`, which feeds them through the ingest path. Each market
  * keeps its state across ticks, so prices drift by a few ticks instead of jumping.
  */

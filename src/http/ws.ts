@@ -1,4 +1,4 @@
-import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import uws, { type TemplatedApp, type WebSocket } from 'uWebSockets.js';
 import { errors } from '../errors.js';
 import { decodeClient } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type ClientMessage } from '../odds/messages.js';
@@ -16,6 +16,8 @@ export interface WsLimits {
   maxMessageBytes: number;
   messagesPerSecond: number;
   idleTimeoutS: number;
+  /** permessage-deflate for clients that offer it; uWS then deflates every frame once per socket. */
+  compression: boolean;
 }
 
 export interface WsDeps extends UpgradeDeps {
@@ -71,6 +73,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     maxBackpressure: 0,
     closeOnBackpressureLimit: 0,
     idleTimeout: limits.idleTimeoutS,
+    compression: limits.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
     sendPingsAutomatically: true,
 
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => ({

@@ -19,6 +19,8 @@ export interface BroadcasterDeps {
   states: MarketStates;
   metrics: OddsMetrics;
   log: Logger;
+  /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
+  compress?: boolean;
 }
 
 /**
@@ -90,7 +92,7 @@ export class Broadcaster {
 
   sendFrame(s: Session, frame: Frame): void {
     if (s.closed) return;
-    s.conn.send(frame, s.binary);
+    s.conn.send(frame, s.binary, this.deps.compress === true);
     s.lastSendAt = Date.now();
     this.sentTo.add(s);
     this.deps.metrics.delivered[s.format]++;
@@ -102,6 +104,8 @@ export class Broadcaster {
    */
   attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): number {
     let current = 0;
+    // uWS throws on any use of a closed socket; a late caller (a retried load) must find nothing to do.
+    if (s.closed) return current;
     s.conn.cork(() => {
       for (const mid of mids) {
         const before = s.subs.get(mid);
@@ -124,6 +128,7 @@ export class Broadcaster {
   /** Removes markets from a socket; returns those it had. */
   detach(s: Session, mids: Iterable<string>): string[] {
     const had: string[] = [];
+    if (s.closed) return had;
     for (const mid of mids) {
       const v = s.subs.get(mid);
       if (!v || !this.deps.hub.drop(s, mid)) continue;
@@ -162,7 +167,7 @@ export class Broadcaster {
   private toTopic(topic: string, format: Format, frame: Frame): void {
     const n = this.deps.topics.numSubscribers(topic);
     if (n === 0) return;
-    this.deps.topics.publish(topic, frame, format === 'proto');
+    this.deps.topics.publish(topic, frame, format === 'proto', this.deps.compress === true);
     this.deps.metrics.published[format]++;
     this.deps.metrics.delivered[format] += n;
   }

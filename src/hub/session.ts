@@ -5,7 +5,7 @@ import type { Format, Frame } from '../odds/book.js';
  * test can hand in anything else that does.
  */
 export interface Conn {
-  send(frame: Frame, isBinary?: boolean): number;
+  send(frame: Frame, isBinary?: boolean, compress?: boolean): number;
   subscribe(topic: string): boolean;
   unsubscribe(topic: string): boolean;
   getBufferedAmount(): number;
@@ -15,7 +15,7 @@ export interface Conn {
 
 /** What the broadcaster needs of uWS's pub/sub: one call to publish, one to count. */
 export interface Topics {
-  publish(topic: string, frame: Frame, isBinary: boolean): boolean;
+  publish(topic: string, frame: Frame, isBinary: boolean, compress?: boolean): boolean;
   numSubscribers(topic: string): number;
 }
 

@@ -34,7 +34,11 @@ export class Client {
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new Client(ws, ws.protocol === 'odds.v1.proto' ? 'proto' : 'json')));
       ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+      ws.once('unexpected-response', (req, res) => {
+        // Dropped at once, so a refused handshake never holds the test process open.
+        req.destroy();
+        reject(new Error(`upgrade refused: ${res.statusCode}`));
+      });
     });
   }
 

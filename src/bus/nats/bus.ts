@@ -6,7 +6,7 @@ import type { Logger } from '../../log.js';
 import { SerialByKey } from '../../lib/serial.js';
 import type { Bus, BusHandlers, ClientOp } from '../types.js';
 import { NatsLink } from './connection.js';
-import { decodeStored } from './stream.js';
+import { unwrap } from './stream.js';
 import { Sequencer } from './sequencer.js';
 
 interface ClientChange {
@@ -92,10 +92,9 @@ export class NatsBus implements Bus {
       const { prefix, log } = this.opts;
       nc.subscribe(`${prefix}.img.>`, {
         callback: (err, m) => {
-          if (err || m.data.length < 8) return;
-          const ss = new DataView(m.data.buffer, m.data.byteOffset, 8).getFloat64(0);
+          if (err) return;
           try {
-            const s = decodeStored(ss, m.data.subarray(8));
+            const s = unwrap(m.data);
             if (s) seq.received(s);
           } catch (e) {
             log.warn('undecodable odds image on the bus', { err: (e as Error).message });

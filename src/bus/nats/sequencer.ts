@@ -1,12 +1,12 @@
 import type { NatsConnection } from 'nats';
 import { newEpoch, type Book } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
-import type { OddsImage, OddsMessage } from '../../odds/messages.js';
+import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
-import { Backoff, sleep } from '../../lib/retry.js';
+import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
 import type { BusHandlers, Ordered } from '../types.js';
-import { OddsStream, isWrongLast, type Stored } from './stream.js';
+import { OddsStream, envelope, isWrongLast, type Stored } from './stream.js';
 
 export interface SequencerDeps {
   prefix: string;
@@ -20,16 +20,6 @@ export interface SequencerDeps {
 /** Writes that lose a race to another pod are retried after reading the winner; this many times at most. */
 const MAX_TRIES = 16;
 const RECONCILE_CONCURRENCY = 32;
-
-const imageOf = (m: OddsMessage): OddsImage => ({ mid: m.mid, ts: m.ts, st: m.st, ip: m.ip, r: m.r });
-
-/** The stored frame behind its stream sequence, as other pods receive it on `<prefix>.img.<mid>`. */
-function envelope(ss: number, frame: Uint8Array): Uint8Array {
-  const out = new Uint8Array(8 + frame.length);
-  new DataView(out.buffer).setFloat64(0, ss);
-  out.set(frame, 8);
-  return out;
-}
 
 /**
  * Numbers images across pods. Up: each image gets its market's next seq in
@@ -56,9 +46,7 @@ export class Sequencer {
   private readonly pending = new Map<string, Ordered>();
   /** Counts losses of sync, so a sync that spanned one runs again. */
   private generation = 0;
-  private loop: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly sync = new Repeater(() => this.syncOnce(), (err) => this.deps.log.warn('nats resync failed; retrying', { err: (err as Error).message }));
   private firstSync: (() => void) | undefined;
   private readonly firstSynced = new Promise<void>((ok) => (this.firstSync = ok));
 
@@ -83,14 +71,12 @@ export class Sequencer {
   }
 
   stop(): void {
-    this.stopped = true;
+    this.sync.stop();
   }
 
-  /** Runs syncs until one completes with nothing left pending and no loss meanwhile. One loop at a time. */
+  /** Syncs until one sync completes with nothing left pending and no loss meanwhile. */
   requestSync(): Promise<void> {
-    this.again = true;
-    this.loop ??= this.syncLoop().finally(() => (this.loop = undefined));
-    return this.loop;
+    return this.sync.request();
   }
 
   async publish(image: OddsImage, pt: number): Promise<void> {
@@ -126,33 +112,11 @@ export class Sequencer {
     }
   }
 
-  private async syncLoop(): Promise<void> {
-    const backoff = new Backoff(250, 5000);
-    while (this.again && !this.stopped) {
-      this.again = false;
-      const generation = this.generation;
-      if (!this.stream || this.nc?.isClosed()) return;
-      try {
-        await this.syncOnce(this.stream);
-      } catch (err) {
-        this.deps.log.warn('nats resync failed; retrying', { err: (err as Error).message });
-        this.again = true;
-        await sleep(backoff.next());
-        continue;
-      }
-      if (generation !== this.generation || this.pending.size) {
-        this.again = true;
-        continue;
-      }
-      this.inSync = true;
-      this.localEpoch = undefined;
-      this.deps.handlers.down(false);
-      this.firstSync?.();
-      this.deps.log.info('nats in sync', { epoch: this.epoch, markets: this.heads.size });
-    }
-  }
-
-  private async syncOnce(stream: OddsStream): Promise<void> {
+  /** One sync; true when it completed with nothing left pending and no loss meanwhile. */
+  private async syncOnce(): Promise<boolean> {
+    const stream = this.stream;
+    if (!stream || this.nc?.isClosed()) return true;
+    const generation = this.generation;
     const epoch = await stream.ensure();
     if (epoch !== this.epoch) {
       if (this.epoch) this.deps.log.warn('nats stream is new: numbering starts a new epoch', { from: this.epoch, to: epoch });
@@ -169,6 +133,13 @@ export class Sequencer {
     while (this.pending.size) {
       await eachLimit([...this.pending.values()], RECONCILE_CONCURRENCY, (o) => this.deps.serial.run(o.image.mid, () => this.reconcile(o)));
     }
+    if (generation !== this.generation || this.pending.size) return false;
+    this.inSync = true;
+    this.localEpoch = undefined;
+    this.deps.handlers.down(false);
+    this.firstSync?.();
+    this.deps.log.info('nats in sync', { epoch: this.epoch, markets: this.heads.size });
+    return true;
   }
 
   /** Stores a pending image unless the stream already holds one as new or newer (by publish time). */
@@ -219,6 +190,6 @@ export class Sequencer {
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
     if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: imageOf(msg), frame: s.frame }, origin);
+    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: { mid: msg.mid, ts: msg.ts, st: msg.st, ip: msg.ip, r: msg.r }, frame: s.frame }, origin);
   }
 }

@@ -25,6 +25,20 @@ export function decodeStored(ss: number, frame: Uint8Array): Stored | undefined 
   return msg.op === 'odds' ? { ss, msg, frame } : undefined;
 }
 
+/** The stored frame behind its stream sequence, as other pods receive it on `<prefix>.img.<mid>`. */
+export function envelope(ss: number, frame: Uint8Array): Uint8Array {
+  const out = new Uint8Array(8 + frame.length);
+  new DataView(out.buffer).setFloat64(0, ss);
+  out.set(frame, 8);
+  return out;
+}
+
+/** The inverse of envelope; undefined for anything too short or not an odds image. Throws on a malformed frame. */
+export function unwrap(data: Uint8Array): Stored | undefined {
+  if (data.length < 8) return undefined;
+  return decodeStored(new DataView(data.buffer, data.byteOffset, 8).getFloat64(0), data.subarray(8));
+}
+
 /**
  * The JetStream stream that orders every market's images across pods: one
  * subject per market (`<prefix>.raw.<mid>`), keeping the last image of each.

@@ -1,0 +1,137 @@
+/**
+ * `npm run bench`: the headline ratios in under three minutes. Runs short forms of `rest.ts` (one
+ * round of 1 s per server on a cached and a cache-miss route) and `fanout.ts` (1,000 sockets: the
+ * ramp on JSON for the service, the baseline, Socket.IO and the ceiling; then protobuf and JSON
+ * with permessage-deflate on the service, one step at the highest rate all of those held), each
+ * in its own process as `npm run bench:rest` and
+ * `npm run bench:fanout` would, then writes one table of ratios to bench/results/bench.md (and
+ * bench.json), beside the two runs' own reports (rest-quick.*, fanout-quick.*).
+ *
+ * Every setting of the two runs can still be given in the environment (see bench/README.md);
+ * the quick defaults apply only where it sets none. Without DATABASE_URL one embedded Postgres
+ * serves both runs.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DIST, RESULTS, fmt, log, machine, mdTable, writeResults } from './lib/common.js';
+import { prepareDatabase } from './lib/data.js';
+
+const REST_DEFAULTS: Record<string, string> = {
+  BENCH_SECONDS: '1', BENCH_ROUNDS: '1', BENCH_WARMUP: '0.5', BENCH_ROUTES: 'markets,markets-miss', BENCH_PROFILE: 'off',
+  BENCH_QUIET_MS: '3000', BENCH_ATTEMPTS: '2', BENCH_RESULTS_NAME: 'rest-quick',
+};
+const FANOUT_DEFAULTS: Record<string, string> = {
+  BENCH_SECONDS: '1', BENCH_SOCKETS: '1000', BENCH_FORMATS: 'json,proto,deflate', FANOUT_PEER_FORMATS: 'json', FANOUT_RAMP_FORMATS: 'json', FANOUT_MEMORY: 'off',
+  FANOUT_HALF_MAX: 'off', BENCH_PROFILE: 'off', BENCH_QUIET_MS: '3000', BENCH_ATTEMPTS: '2', BENCH_RESULTS_NAME: 'fanout-quick',
+};
+
+/** The environment for a run: the caller's settings win over the quick defaults. */
+function envFor(defaults: Record<string, string>, databaseUrl: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl };
+  for (const [k, v] of Object.entries(defaults)) if (!env[k]) env[k] = v;
+  return env;
+}
+
+function run(script: string, env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, [join(DIST, 'bench', script)], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`${script} exited with ${code}`))));
+    child.on('error', fail);
+  });
+}
+
+const readJson = (name: string): any => JSON.parse(readFileSync(join(RESULTS, `${name}.json`), 'utf8'));
+const x = (v: number, suffix = 'x') => (Number.isFinite(v) ? `${v.toFixed(1)}${suffix}` : '–');
+const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : '–');
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  // One database server for both runs; each run re-creates its database on it.
+  const db = process.env.DATABASE_URL ? undefined : await prepareDatabase();
+  const databaseUrl = process.env.DATABASE_URL ?? db!.url;
+  const restEnv = envFor(REST_DEFAULTS, databaseUrl);
+  const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
+  try {
+    log('REST (npm run bench:rest, short form)');
+    await run('rest.js', restEnv);
+    log('fan-out (npm run bench:fanout, short form)');
+    await run('fanout.js', fanoutEnv);
+  } finally {
+    await db?.stop();
+  }
+
+  const rest = readJson(restEnv.BENCH_RESULTS_NAME!);
+  const fanout = readJson(fanoutEnv.BENCH_RESULTS_NAME!);
+  const rows: string[][] = [];
+  const notes: string[] = [];
+
+  for (const route of rest.settings.routes as string[]) {
+    const r = rest.summary[route];
+    const what = `REST \`${route}\` (${route.endsWith('-miss') ? 'cache miss' : route === 'health' ? 'no data' : 'cached'})`;
+    rows.push([`${what}: req/s`, fmt(r.service.reqPerSec), x(r.xBaseline), x(r.xFastify), pct(r.ofCeiling)]);
+    rows.push([`${what}: CPU µs/request`, r.service.cpuUsPerReq.toFixed(1), x(r.cpuXBaseline), x(r.cpuXFastify), pct(r.cpuOfCeiling)]);
+    for (const [peer, same] of Object.entries(r.identical as Record<string, string>)) {
+      if (!same.startsWith('10/10')) notes.push(`${peer} did not answer \`${route}\` with the service's bytes: ${same}`);
+    }
+  }
+
+  type Ratio = {
+    sockets: number; format: string; vs: string; present: boolean; referenceRate: number; heldRatio: number; cpuRatio: number; cpuAtMaxRatio: number; serviceCpuNs: number;
+  };
+  const ratios = fanout.ratios as Ratio[];
+  const held = (impl: string, format: string, n: number) => fanout.results.find((r: any) => r.impl === impl && r.format === format && r.sockets === n)?.maxHeld;
+  for (const n of fanout.settings.sockets as number[]) {
+    for (const format of [...new Set(ratios.filter((r) => r.sockets === n && r.present).map((r) => r.format))]) {
+      const of = (vs: string) => ratios.find((r) => r.sockets === n && r.format === format && r.vs === vs && r.present);
+      const any = ratios.find((r) => r.sockets === n && r.format === format)!;
+      const m = held('service', format, n);
+      const what = `fan-out ${format}, ${fmt(n)} sockets`;
+      rows.push([`${what}: max held deliveries/s`, m ? fmt(m.deliveriesPerSec) : 'none', x(of('baseline')?.heldRatio ?? NaN), x(of('socketio')?.heldRatio ?? NaN), pct(of('ceiling')?.heldRatio ?? NaN)]);
+      rows.push([`${what}: CPU ns/delivery at ${fmt(any.referenceRate)}/s`, fmt(any.serviceCpuNs), x(of('baseline')?.cpuRatio ?? NaN), x(of('socketio')?.cpuRatio ?? NaN), pct(of('ceiling')?.cpuRatio ?? NaN)]);
+      rows.push([`${what}: CPU ns/delivery, each at its max held`, m ? fmt(m.cpuNsPerDelivery) : '–', x(of('baseline')?.cpuAtMaxRatio ?? NaN), x(of('socketio')?.cpuAtMaxRatio ?? NaN), pct(of('ceiling')?.cpuAtMaxRatio ?? NaN)]);
+    }
+  }
+
+  type Band = { sockets: number; format: string; referenceRate: number; maxHeld: number | null; bytesPerDelivery: number; cpuNsPerDelivery: number };
+  const bands = fanout.bandwidth as Band[];
+  const encoding: Record<string, string> = { json: 'JSON', proto: 'protobuf', deflate: 'JSON + permessage-deflate' };
+  for (const b of bands) {
+    const json = bands.find((j) => j.sockets === b.sockets && j.format === 'json');
+    const versus = json && b.format !== 'json'
+      ? ` (${pct(b.bytesPerDelivery / json.bytesPerDelivery)} of JSON's bytes, ${x(b.cpuNsPerDelivery / json.cpuNsPerDelivery)} its CPU)` : '';
+    rows.push([`bandwidth, ${encoding[b.format]}, ${fmt(b.sockets)} sockets: bytes · CPU ns per delivery at ${fmt(b.referenceRate)}/s`,
+      `${b.bytesPerDelivery.toFixed(0)} B · ${fmt(b.cpuNsPerDelivery)} ns${versus}`, '', '', '']);
+  }
+
+  const host = machine();
+  const elapsed = (Date.now() - started) / 1000;
+  const table = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
+  const md = [
+    '## Headline ratios (npm run bench)',
+    '',
+    `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${rest.pinning}; ${rest.database}; both runs took ${elapsed.toFixed(0)} s. ` +
+      'Every server ran in the same run, one at a time on core 0, the load generators on core 1. ' +
+      'Throughput (req/s, deliveries/s): service ÷ other. CPU: other ÷ service, so above 1x the service uses less (the baseline\'s and ' +
+      'fastify\'s Postgres backends count, the service reads memory). Against the ceiling: the service\'s throughput as a share of ' +
+      'the ceiling\'s, and the ceiling\'s CPU as a share of the service\'s (100% = as cheap as bare uWS). Fan-out CPU is compared at ' +
+      'the highest ramp rate every server held, and with each at its own highest rate held. Absolute figures drift on a shared ' +
+      'machine; the ratios are the result.',
+    ...notes.map((n) => `Note: ${n}.`),
+    '',
+    table,
+    '',
+    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\` and \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`.`,
+  ].join('\n');
+  const files = writeResults('bench', { benchmark: 'quick', at: new Date().toISOString(), machine: host, elapsedSeconds: elapsed, rows, notes }, md);
+  process.stdout.write('\n' + md + '\n\n');
+  log(`wrote ${files.md} in ${elapsed.toFixed(0)} s`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: Error) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
+    process.exit(1);
+  },
+);
