@@ -134,6 +134,13 @@ async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
   if (row.ty !== 'player-race' && m.m) throw new ApplyError('m is only allowed on a player-race market');
   if (m.r) await replaceRunners(db, m.mid, m.r);
   if (m.m) await applyNested(db, m.mid, row.eid, m.m);
+  // A new type keeps the presence rules: a player-race holds no runners of its own, any other type no nested markets.
+  if (m.ty !== undefined && row.ty === 'player-race') {
+    await db.query('UPDATE markets SET has_r = false WHERE mid = $1 AND has_r', [m.mid]);
+    await db.query('DELETE FROM runners WHERE mid = $1', [m.mid]);
+  } else if (m.ty !== undefined && !m.m) {
+    await db.query('DELETE FROM markets WHERE parent_mid = $1', [m.mid]);
+  }
   return outcome;
 }
 

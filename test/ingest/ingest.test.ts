@@ -128,6 +128,24 @@ t.test('odds for a market acknowledged a moment ago are accepted at once (read y
   t.same(refused, []);
 });
 
+t.test('a market that changes type keeps the presence rules: r never on player-race, m only on it', async (t) => {
+  const mid = '5.55000077';
+  const hasMarket = (r: { body: { data: Record<string, Obj[]> } }) => r.body.data['55000001'].some((m) => m.mid === mid);
+  await ingest(SPORT, LEAGUE, EVENT, { ...MARKET, mid });
+  await eventually(() => markets(55000001), hasMarket);
+  t.equal((await ingest({ kind: 'market', mid, ty: 'player-race' })).status, 200);
+  let m = (await eventually(() => markets(55000001), (r) => r.body.data['55000001'].find((x) => x.mid === mid)?.ty === 'player-race')).body.data['55000001'].find((x) => x.mid === mid)!;
+  t.notOk('r' in m, 'the runners it had are gone');
+  t.same(m.m, [], 'and it lists nested markets, none yet');
+  await ingest({ kind: 'market', mid, m: [{ mid: `${mid}.1`, s: true, go: false, r: [{ rid: 1, na: 'Price' }] }] });
+  await eventually(() => markets(55000001), (r) => (r.body.data['55000001'].find((x) => x.mid === mid)?.m as Obj[] | undefined)?.length === 1);
+  t.equal((await ingest({ kind: 'market', mid, ty: 'match-odd' })).status, 200);
+  m = (await eventually(() => markets(55000001), (r) => r.body.data['55000001'].find((x) => x.mid === mid)?.ty === 'match-odd')).body.data['55000001'].find((x) => x.mid === mid)!;
+  t.notOk('m' in m, 'back to match-odd: no nested markets');
+  t.same(await result(`${mid}.1`).then((r) => r.body), [], 'and its nested market is gone with them');
+});
+
+
 t.test('an acknowledged write survives a restart of the service', async (t) => {
   await ingest({ kind: 'event', eid: 55000001, na: 'Price v Smith (final)' });
   await svc.close();
