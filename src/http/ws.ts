@@ -59,8 +59,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
 
   const handle = (s: Session, msg: ClientMessage): void => {
     if (msg.op === 'ping') return ack(s, msg.id, { status: 1, message: 'pong' });
-    if (msg.op === 'unsubscribe') return ack(s, msg.id, deps.requests.unsubscribe(s, msg));
-    const { ack: a, then } = deps.requests.subscribe(s, msg);
+    const { ack: a, then } = msg.op === 'subscribe' ? deps.requests.subscribe(s, msg) : deps.requests.unsubscribe(s, msg);
     ack(s, msg.id, a);
     then?.();
   };

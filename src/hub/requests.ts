@@ -17,7 +17,7 @@ export interface RequestsDeps {
 type Ack = Omit<AckMessage, 'op' | 'id'>;
 
 /** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
-function named(msg: ClientMessage): string {
+function describe(msg: ClientMessage): string {
   const parts: string[] = [];
   if (msg.mids?.length) parts.push(`market ${msg.mids.join(',')}`);
   if (msg.eids?.length) parts.push(`event ${msg.eids.join(',')}`);
@@ -47,7 +47,7 @@ export class SocketRequests {
     for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);
     for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
     const filters = msg.eids?.length || msg.sis?.length;
-    const ack: Ack = { status: 1, message: `Subscribed from ${named(msg)}${filters ? ` (${covered.size} markets)` : ''}` };
+    const ack: Ack = { status: 1, message: `Subscribed from ${describe(msg)}${filters ? ` (${covered.size} markets)` : ''}` };
     const since = msg.since;
     if (since) {
       let current = 0;
@@ -61,11 +61,15 @@ export class SocketRequests {
     return { ack, then: () => bc.attach(s, covered, v, since) };
   }
 
-  unsubscribe(s: Session, msg: ClientMessage): Ack {
-    for (const eid of msg.eids ?? []) this.deps.hub.filter(s, 'events', eid, undefined);
-    for (const si of msg.sis ?? []) this.deps.hub.filter(s, 'sports', si, undefined);
-    this.deps.bc.detach(s, this.covered(msg, false));
-    return { status: 1, message: `Unsubscribed from ${named(msg)}` };
+  /** After the ack, the markets that went with an event or sport are listed, so a client knows what to drop. */
+  unsubscribe(s: Session, msg: ClientMessage): { ack: Ack; then?: () => void } {
+    const { hub, bc } = this.deps;
+    for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, undefined);
+    for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, undefined);
+    const named = new Set(msg.mids);
+    const withFilters = bc.detach(s, this.covered(msg, false)).filter((mid) => !named.has(mid));
+    const ack: Ack = { status: 1, message: `Unsubscribed from ${describe(msg)}` };
+    return { ack, then: withFilters.length ? () => bc.send(s, { op: 'unsubscribed', mids: withFilters }) : undefined };
   }
 
   /** Markets created after a filter was set: each socket whose filter covers one takes it, within its limit. */

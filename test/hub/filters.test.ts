@@ -110,8 +110,11 @@ t.test('unsubscribing by event stops its frames, including those of markets crea
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
   await c.request({ op: 'subscribe', eids: [EVENT] });
+  const mids = await liveMids(EVENT);
   const ack = await c.request({ op: 'unsubscribe', eids: [EVENT] });
   t.same(ack, { op: 'ack', id: ack.id, status: 1, message: `Unsubscribed from event ${EVENT}` });
+  const gone = await c.next((f) => f.op === 'unsubscribed', 2000, c.frames.indexOf(ack));
+  t.same(new Set(gone.op === 'unsubscribed' ? gone.mids : []), new Set(mids), 'then the markets that went with the event, so the client knows what to drop');
   const from = c.frames.length;
   const late = await newMarket(EVENT);
   await ingest(image('1.200001001', 6), image(late, 6));
