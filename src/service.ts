@@ -25,6 +25,7 @@ import { registerRest } from './http/rest.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 import { registerDocs } from './http/docs.js';
+import { registerWeb } from './http/web.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
@@ -101,6 +102,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
   const publishers = registerIngest(app, router, { ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight });
   registerDocs(router);
+  registerWeb(app);
   router.fallbacks(['/ws', '/ingest']);
 
   return run({

@@ -1,0 +1,175 @@
+import type { MarketStateMessage, OddsMessage, ResultMessage } from '../odds/messages.js';
+import type { Market, MarketResult, Runner } from '../refdata/types.js';
+import { h } from './dom.js';
+import { BookView } from './ladder.js';
+import { resultText, type Results } from './results.js';
+import type { Delay } from './delay.js';
+
+/** A market on screen: its header and its books (one, or one per head-to-head of a player race). */
+interface Card {
+  el: HTMLElement;
+  books: BookView[];
+}
+
+/** What a result is shown with: the market's name, and a runner's name for a runner ID. */
+interface Known {
+  name: string;
+  runner: (res: string) => string;
+}
+
+const label = (ty: string) => ty.replace(/-/g, ' ');
+const versus = (runners: readonly Runner[]) => runners.map((r) => r.na).join(' v ');
+const naming = (runners: readonly Runner[] | undefined) => (res: string) => runners?.find((r) => String(r.rid) === res)?.na ?? res;
+
+/**
+ * The markets of the chosen event. Frames are held per market until the next
+ * animation frame, so a market updated several times between two paints is
+ * drawn once, and only its changed cells are touched; nothing is drawn while
+ * the tab is hidden, and what waits is at most one frame per market.
+ */
+export class Board {
+  private readonly cards = new Map<string, Card>();
+  private readonly books = new Map<string, { book: BookView; card: Card }>();
+  /** The newest frame of each market not drawn yet, and whether it is a live update (timed for the delay). */
+  private readonly pending = new Map<string, { frame: OddsMessage; live: boolean }>();
+  private readonly known = new Map<string, Known>();
+  /** Markets dropped from this event's board: never added again, even by a list read before they went. */
+  private readonly gone = new Set<string>();
+  /** `s` of markets heard before the list that draws them: newer than, or the same as, what that list says. */
+  private readonly early = new Map<string, boolean>();
+  private scheduled = false;
+  /** Whether the event's market list has been read: before that, every market is unknown. */
+  private loaded = false;
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly results: Results,
+    private readonly delay: Delay,
+    /** A frame of a market the board does not list: a market created since the list was read. */
+    private readonly unknown: (mid: string) => void,
+  ) {}
+
+  clear(): void {
+    this.cards.clear();
+    this.books.clear();
+    this.pending.clear();
+    this.known.clear();
+    this.gone.clear();
+    this.early.clear();
+    this.loaded = false;
+    this.root.replaceChildren();
+    this.results.clear();
+  }
+
+  /**
+   * Adds the live markets of the list not yet on screen, each drawn at once
+   * from what the client's book holds, and learns every market's name for
+   * results (a market's result may come after it left the screen).
+   */
+  sync(markets: Market[], held: (mid: string) => OddsMessage | undefined): void {
+    this.loaded = true;
+    const live = new Set<string>();
+    for (const m of markets) {
+      this.learn(m);
+      if (m.go || this.gone.has(m.mid)) continue;
+      const books = m.m ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, r: n.r, s: n.s, title: versus(n.r) })) : [{ mid: m.mid, r: m.r, s: m.s, title: undefined }];
+      let card = this.cards.get(m.mid);
+      if (!card && !books.some((b) => !this.gone.has(b.mid))) continue;
+      live.add(m.mid);
+      if (!card) {
+        card = { el: h('article', { class: 'market', 'data-mid': m.mid, 'data-type': m.ty }), books: [] };
+        card.el.append(h('header', null, h('h3', null, m.na), h('span', { class: 'type' }, label(m.ty))));
+        this.cards.set(m.mid, card);
+        this.root.append(card.el);
+      }
+      for (const b of books) {
+        live.add(b.mid);
+        if (this.books.has(b.mid) || this.gone.has(b.mid)) continue;
+        const book = new BookView(b.mid, b.r, this.early.get(b.mid) ?? b.s, !m.m || (this.early.get(m.mid) ?? m.s), b.title);
+        card.books.push(book);
+        card.el.append(book.el);
+        this.books.set(b.mid, { book, card });
+        const frame = held(b.mid);
+        if (frame) book.show(frame);
+      }
+    }
+    // Concluded while the socket was away, or before the subscribe took: a list read later is the truth.
+    this.drop([...this.cards.keys(), ...this.books.keys()].filter((mid) => !live.has(mid)));
+  }
+
+  /** Results read over REST for markets that concluded before the page opened. */
+  settled(results: MarketResult[]): void {
+    for (const r of results) this.result(r);
+  }
+
+  /**
+   * A frame the client's book kept. Only one that follows the frame before it
+   * (same epoch, next seq) is timed: a subscribe's or a resume's images carry
+   * the publish time of an update made before they were asked for.
+   */
+  odds(frame: OddsMessage, previous: OddsMessage | undefined): void {
+    const live = previous !== undefined && previous.epoch === frame.epoch && frame.seq === previous.seq + 1;
+    this.pending.set(frame.mid, { frame, live });
+    if (this.scheduled) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => this.flush());
+  }
+
+  state(msg: MarketStateMessage): void {
+    if (msg.go) return this.drop([msg.mid]);
+    const card = this.cards.get(msg.mid);
+    if (card?.books.length === 1 && card.books[0].mid === msg.mid) card.books[0].setActive(msg.s);
+    else if (card) for (const book of card.books) book.setParentActive(msg.s);
+    else if (this.books.has(msg.mid)) this.books.get(msg.mid)!.book.setActive(msg.s);
+    else this.early.set(msg.mid, msg.s);
+  }
+
+  result(msg: Pick<ResultMessage, 'mid' | 'res' | 'rt' | 'ia'>): void {
+    const market = this.known.get(msg.mid);
+    if (!market) return;
+    const text = resultText(msg, market.runner);
+    this.books.get(msg.mid)?.book.result(text);
+    if (text) this.results.add(msg.mid, market.name, text);
+  }
+
+  /** Markets the server is done with (concluded, or detached): off the screen. */
+  drop(mids: readonly string[]): void {
+    for (const mid of mids) {
+      // Concluded is final: a list read before the drop must not bring it back.
+      this.gone.add(mid);
+      const card = this.cards.get(mid);
+      if (card) {
+        card.el.remove();
+        this.cards.delete(mid);
+        for (const book of card.books) this.books.delete(book.mid);
+        continue;
+      }
+      const on = this.books.get(mid);
+      if (!on) continue;
+      on.book.el.remove();
+      this.books.delete(mid);
+      on.card.books = on.card.books.filter((b) => b !== on.book);
+      if (!on.card.books.length) this.drop([on.card.el.dataset.mid!]);
+    }
+  }
+
+  private learn(m: Market): void {
+    this.known.set(m.mid, { name: m.na, runner: naming(m.r) });
+    for (const n of m.m ?? []) this.known.set(n.mid, { name: `${m.na}: ${versus(n.r)}`, runner: naming(n.r) });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const now = Date.now();
+    for (const { frame, live } of this.pending.values()) {
+      const on = this.books.get(frame.mid);
+      if (!on) {
+        if (this.loaded && !this.known.has(frame.mid)) this.unknown(frame.mid);
+        continue;
+      }
+      on.book.show(frame);
+      if (live) this.delay.add(now - frame.pt);
+    }
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,158 @@
+import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
+import type { Runner } from '../refdata/types.js';
+import { h } from './dom.js';
+
+/** Levels a side the board asks for (`depth`) and draws for markets with runners; lines have one. */
+export const DEPTH = 3;
+/** The one book of a session or line market: `b` is Yes and `l` is No, price the run line and size the rate. */
+const LINE_RID = 1;
+
+export type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
+const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'ball-running': 'Ball running', closed: 'Closed' };
+const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
+
+const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+/** One price and size on screen, with what it shows, so an unchanged value costs a comparison. */
+class Cell {
+  readonly el: HTMLElement;
+  private readonly price = document.createTextNode('');
+  private readonly size = document.createTextNode('');
+  private p: number | undefined;
+  private s: number | undefined;
+
+  constructor(side: 'b' | 'l', level: number) {
+    this.el = h('td', { class: `c ${side} d${level}` }, h('b', null, this.price), h('small', null, this.size));
+  }
+
+  show(level: PriceSize | undefined): void {
+    const [p, s] = level ?? [undefined, undefined];
+    if (p !== this.p) {
+      // A move, not a first price or a price going away: flash up or down.
+      if (p !== undefined && this.p !== undefined) {
+        this.el.dataset.move = p > this.p ? 'up' : 'down';
+        // Alternating between two identical animations restarts the flash without a forced layout.
+        this.el.classList.toggle('again');
+      }
+      this.price.data = p === undefined ? '' : String(p);
+      this.p = p;
+    }
+    if (s !== this.s) {
+      this.size.data = s === undefined ? '' : sizes.format(s);
+      this.s = s;
+    }
+  }
+}
+
+class RunnerRow {
+  readonly el: HTMLTableRowElement;
+  private readonly back: Cell[] = [];
+  private readonly lay: Cell[] = [];
+  private readonly tag = document.createTextNode('');
+  private st: RunnerStatus | undefined;
+
+  constructor(name: string, levels: number) {
+    for (let i = 0; i < levels; i++) {
+      this.back.push(new Cell('b', i + 1));
+      this.lay.push(new Cell('l', i + 1));
+    }
+    // Best back and best lay meet in the middle, as on an exchange.
+    this.el = h('tr', null, h('th', { scope: 'row' }, name, h('em', null, this.tag)), ...[...this.back].reverse().map((c) => c.el), ...this.lay.map((c) => c.el));
+  }
+
+  show(r: RunnerOdds | undefined): void {
+    for (let i = 0; i < this.back.length; i++) {
+      this.back[i].show(r?.b[i]);
+      this.lay[i].show(r?.l[i]);
+    }
+    const st = r?.st;
+    if (st !== this.st) {
+      this.tag.data = st ? RUNNER_TAGS[st] : '';
+      if (st && st !== 'ACTIVE') this.el.dataset.st = st.toLowerCase();
+      else delete this.el.dataset.st;
+      this.st = st;
+    }
+  }
+}
+
+/**
+ * One book on screen: a market with runners, a session or line market, or one
+ * head-to-head of a player race. Built once; each frame touches only the cells
+ * whose values changed, and the state attribute only when it moves.
+ */
+export class BookView {
+  readonly el: HTMLElement;
+  private readonly rows = new Map<number, RunnerRow>();
+  private readonly body: HTMLTableSectionElement;
+  private readonly badge = document.createTextNode('');
+  private readonly resultLine: HTMLElement;
+  private readonly levels: number;
+  private st: MarketStatus | undefined;
+  private shown: BookState | undefined;
+
+  constructor(
+    readonly mid: string,
+    runners: Runner[] | undefined,
+    private active: boolean,
+    /** A player race's own `s`: its head-to-heads trade only while it is active too. */
+    private parentActive: boolean,
+    title?: string,
+  ) {
+    this.levels = runners ? DEPTH : 1;
+    const heads = runners ? ['Back', 'Lay'] : ['Yes', 'No'];
+    const pad = (n: number) => Array.from({ length: n }, (_, i) => h('th', { class: `d${this.levels - i}` }));
+    this.body = h('tbody');
+    for (const r of runners ?? [{ rid: LINE_RID, na: 'Line' }]) this.row(r.rid, r.na);
+    this.resultLine = h('p', { class: 'result', hidden: '' });
+    this.el = h('div', { class: 'book', 'data-mid': mid },
+      h('div', { class: 'book-head' }, h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'badge' }, this.badge)),
+      h('table', { class: 'ladder' },
+        h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
+        this.body),
+      this.resultLine);
+    this.refresh();
+  }
+
+  show(frame: OddsMessage): void {
+    const seen = new Set<number>();
+    for (const r of frame.r) {
+      (this.rows.get(r.rid) ?? this.row(r.rid, `Runner ${r.rid}`)).show(r);
+      seen.add(r.rid);
+    }
+    for (const [rid, row] of this.rows) if (!seen.has(rid)) row.show(undefined);
+    this.st = frame.st;
+    this.refresh();
+  }
+
+  setActive(active: boolean): void {
+    this.active = active;
+    this.refresh();
+  }
+
+  setParentActive(active: boolean): void {
+    this.parentActive = active;
+    this.refresh();
+  }
+
+  result(text: string): void {
+    this.resultLine.textContent = text;
+    this.resultLine.hidden = !text;
+  }
+
+  private row(rid: number, name: string): RunnerRow {
+    const row = new RunnerRow(name, this.levels);
+    this.rows.set(rid, row);
+    this.body.append(row.el);
+    return row;
+  }
+
+  private refresh(): void {
+    const state: BookState = this.st === 'CLOSED' ? 'closed'
+      : !this.active || !this.parentActive || this.st === 'SUSPENDED' ? 'suspended'
+      : this.st === 'BALL_RUNNING' ? 'ball-running' : 'open';
+    if (state === this.shown) return;
+    this.el.dataset.state = state;
+    this.badge.data = BADGES[state];
+    this.shown = state;
+  }
+}

@@ -1,0 +1,276 @@
+/**
+ * The odds board at `/`, in headless Chromium against the real service: its
+ * routes, the demo with the simulator on, and, with the simulator off, states,
+ * conclusions, results, flashes and the two formats driven through ingest.
+ * The demo's screenshot goes to dist/board.png, or to BOARD_SCREENSHOT (a path
+ * from the repository root: `BOARD_SCREENSHOT=docs/board.png` refreshes the README's).
+ */
+import t from 'tap';
+import { mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
+import { createKey } from '../../src/auth/keys.js';
+import type { Market } from '../../src/refdata/types.js';
+import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const EVENT = 30000001;
+const CRICKET = `/?si=4&eid=${EVENT}`;
+/** What the page may weigh, all files together. */
+const BUDGET_BYTES = 300 * 1024;
+
+if (!hasChromium()) {
+  t.plan(0, `${CHROMIUM} is missing (Debian's chromium package; .ci/run installs it)`);
+} else {
+  const browser = await launch();
+  t.teardown(() => browser.close());
+  const demo = await startTestService(t, { SIMULATOR: 'on', LIFECYCLE_INTERVAL_MS: '3600000' });
+  // No simulator: every price is one the test published. A short stale limit lets the feed status move within a test.
+  const quiet = await startTestService(t, { FEED_STALE_MS: '1500' });
+
+  const ingest = async (svc: TestService, ...data: Record<string, unknown>[]) => {
+    const r = await postJson(svc.url, '/api/v1/ingest', { data });
+    if (r.status !== 200) throw new Error(`ingest refused: ${r.text}`);
+  };
+  const markets = (await http<{ data: Record<string, Market[]> }>(quiet.url, `/api/v1/events/markets?eid=${EVENT}`)).body.data[EVENT];
+  /** Every live book of the event: a market with runners or a line, or a player race's head-to-head. */
+  const books = markets.filter((m) => !m.go).flatMap((m) => (m.m ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid) })) : [{ mid: m.mid, rids: m.r?.map((r) => r.rid) ?? [1] }]));
+  const named = (na: string) => markets.find((m) => m.na === na)!.mid;
+  /** A full image with three levels a side from `price` up, sizes from `size`. */
+  const image = (mid: string, rids: number[], price: number, st = 'OPEN', size = 100) => ({
+    kind: 'odds', mid, ts: Date.now(), st, ip: true,
+    r: rids.map((rid, i) => ({
+      rid, st: 'ACTIVE',
+      b: [0, 1, 2].map((k) => [Math.round((price + i - k / 100) * 100) / 100, size + k]),
+      l: [0, 1, 2].map((k) => [Math.round((price + i + (k + 1) / 100) * 100) / 100, size + 10 + k]),
+    })),
+  });
+  const publishAll = (price: number) => ingest(quiet, ...books.map((b, i) => image(b.mid, b.rids, price + i)));
+
+  t.test('GET / and its assets come from memory with their types and caching; unknown paths stay 404', async (t) => {
+    const page = await http(quiet.url, '/');
+    t.equal(page.status, 200);
+    t.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+    t.equal(page.headers.get('cache-control'), 'no-cache');
+    t.match(page.headers.get('content-security-policy'), /default-src 'none'/);
+    const etag = page.headers.get('etag')!;
+    t.equal((await http(quiet.url, '/', { headers: { 'if-none-match': etag } })).status, 304, 'revalidated by its ETag');
+    const assets = [...page.text.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]);
+    t.same(assets.map((a) => a.replace(/-[A-Z0-9]+\./, '-HASH.')).sort(), ['/assets/board-HASH.css', '/assets/board-HASH.js']);
+    let bytes = Buffer.byteLength(page.text);
+    for (const path of assets) {
+      const asset = await http(quiet.url, path);
+      t.equal(asset.status, 200, path);
+      t.equal(asset.headers.get('content-type'), path.endsWith('.js') ? 'text/javascript; charset=utf-8' : 'text/css; charset=utf-8', path);
+      t.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable', path);
+      bytes += Number(asset.headers.get('content-length'));
+    }
+    t.comment(`the board weighs ${(bytes / 1024).toFixed(1)} KiB`);
+    t.ok(bytes < BUDGET_BYTES, `${bytes} bytes, under ${BUDGET_BYTES}`);
+    for (const path of ['/assets/board-NOPE.js', '/assets/', '/index.html', '/nothing']) {
+      const missing = await http<{ status: number; message: string }>(quiet.url, path);
+      t.equal(missing.status, 404, path);
+      t.same(missing.body, { status: 0, message: `no route for ${path}` }, path);
+    }
+    t.equal((await http(quiet.url, '/api/v1/sports')).status, 200, 'the API is untouched');
+  });
+
+  t.test('the demo page loads without console errors, lists the active sports and opens a protobuf socket', async (t) => {
+    const { page, errors, sockets, requests } = await open(t, browser, demo.url + '/');
+    await page.waitForSelector('#conn[data-state=live]');
+    t.same(await page.$$eval('#sports button', (bs) => bs.map((b) => b.textContent)), ['Soccer', 'Tennis', 'Cricket', 'Horse Racing'], 'active sports, Kabaddi left out');
+    t.equal(await page.textContent('#conn'), 'live · protobuf');
+    t.equal(sockets.length, 1);
+    t.match(sockets[0].url(), new RegExp(`^${demo.url.replace('http', 'ws')}/ws\\?hb=\\d+$`));
+    const binary = await sockets[0].waitForEvent('framereceived', { predicate: (f) => typeof f.payload !== 'string', timeout: 10_000 });
+    t.ok(binary, 'binary frames: the protobuf subprotocol');
+    await page.waitForSelector('.book .c b:not(:empty)');
+    await page.waitForTimeout(1000);
+    t.same(errors, [], 'no console errors');
+    t.same(requests.filter((u) => !u.startsWith(demo.url) && !u.startsWith('data:')), [], 'nothing fetched from anywhere else');
+  });
+
+  t.test('the demo prices move within seconds', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('.book .c b:not(:empty)');
+    const before = await page.$$eval('.book .c b', (cells) => cells.map((c) => c.textContent));
+    const moved = await page.waitForFunction((was) => {
+      const now = [...document.querySelectorAll('.book .c b')].map((c) => c.textContent);
+      return now.filter((p, i) => p && was[i] && p !== was[i]).length >= 5;
+    }, before, { timeout: 10_000 }).then(() => true, () => false);
+    t.ok(moved, 'at least five prices changed');
+  });
+
+  t.test('updates change cells in place: no market, row or cell is redrawn while prices move', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('.book .c b:not(:empty)');
+    const seen = await page.evaluate(() => new Promise<{ redrawn: number; texts: number }>((resolve) => {
+      const counts = { redrawn: 0, texts: 0 };
+      const watch = new MutationObserver((records) => {
+        for (const r of records) {
+          if (r.type === 'childList') counts.redrawn += r.addedNodes.length + r.removedNodes.length;
+          else counts.texts++;
+        }
+      });
+      watch.observe(document.getElementById('markets')!, { childList: true, characterData: true, subtree: true });
+      setTimeout(() => {
+        watch.disconnect();
+        resolve(counts);
+      }, 2000);
+    }));
+    t.ok(seen.texts > 20, `${seen.texts} prices and sizes changed`);
+    t.equal(seen.redrawn, 0, 'no element added or removed');
+  });
+
+  t.test('the format toggle reconnects in JSON and says so in the address', async (t) => {
+    const { page, sockets } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('#conn[data-state=live]');
+    await page.selectOption('#format', 'json');
+    await page.waitForSelector('#conn:text-is("live · JSON")');
+    t.equal(sockets.length, 2, 'a second socket');
+    const text = await sockets[1].waitForEvent('framereceived', { predicate: (f) => typeof f.payload === 'string', timeout: 10_000 });
+    t.match(JSON.parse(String(text.payload)), { op: String }, 'text frames: the JSON subprotocol');
+    t.ok(sockets[0].isClosed(), 'the protobuf socket is closed');
+    t.match(new URL(page.url()).searchParams.get('format'), 'json');
+  });
+
+  t.test('the header shows the feed status and the publish-to-screen delay', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForFunction(() => /^delay \d+ ms$/.test(document.getElementById('delay')!.textContent ?? ''), null, { timeout: 10_000 });
+    t.equal(await page.textContent('#feed'), 'feed OK');
+  });
+
+  t.test('the demo board prices every live book of the cricket event (screenshot)', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    const all = await page.waitForFunction(() => {
+      const bs = [...document.querySelectorAll('.book')];
+      return bs.length > 20 && bs.every((b) => [...b.querySelectorAll('.c b')].some((c) => c.textContent));
+    }, null, { timeout: 15_000 }).then(() => true, () => false);
+    t.ok(all, 'every book shows prices');
+    t.ok(await page.textContent('#results'), 'the results of the settled markets are listed');
+    await page.waitForFunction(() => /\d ms$/.test(document.getElementById('delay')!.textContent ?? ''));
+    // Frames held back and flashes run out, so the picture shows the board rather than its animation.
+    await page.context().setOffline(true);
+    await page.waitForFunction(() => document.getAnimations().length === 0);
+    const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
+    mkdirSync(dirname(path), { recursive: true });
+    await page.screenshot({ path });
+    t.ok(statSync(path).size > 10_000, `screenshot in ${path}`);
+  });
+
+  t.test('protobuf and JSON show the same board', async (t) => {
+    await publishAll(2);
+    const [proto, json] = await Promise.all([open(t, browser, quiet.url + CRICKET), open(t, browser, quiet.url + CRICKET + '&format=json')]);
+    const settled = (page: typeof proto.page) => page.waitForFunction((n) => {
+      const bs = [...document.querySelectorAll('.book')];
+      return bs.length === n && bs.every((b) => b.querySelector('.c.b.d1 b')?.textContent);
+    }, books.length, { timeout: 10_000 });
+    await Promise.all([settled(proto.page), settled(json.page)]);
+    t.equal(await json.page.textContent('#conn'), 'live · JSON');
+    const shown = await board(proto.page);
+    t.same(await board(json.page), shown, 'the same books, runners, prices and sizes');
+    t.same(shown.map((b) => b.mid).sort(), books.map((b) => b.mid).sort(), 'every live book of the event');
+    const matchOdds = shown.find((b) => b.mid === named('Match Odds'))!;
+    t.same(matchOdds.rows[0], ['India', '1.98 102', '1.99 101', '2 100', '2.01 110', '2.02 111', '2.03 112'], 'best back and lay meet in the middle');
+    const session = shown.find((b) => b.mid === named('10 Over Runs IND'))!;
+    t.same(session.rows.map((r) => r[0]), ['Line'], 'a session market is one line: Yes and No');
+  });
+
+  t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {
+    await publishAll(3);
+    const mid = named('Completed Match');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    await bookState(page, mid, 'open');
+    await ingest(quiet, { kind: 'market', mid, s: false });
+    await bookState(page, mid, 'suspended');
+    t.equal(await page.textContent(`.book[data-mid="${mid}"] .badge`), 'Suspended');
+    await ingest(quiet, { kind: 'market', mid, s: true });
+    await bookState(page, mid, 'open');
+    t.equal(await page.textContent(`.book[data-mid="${mid}"] .badge`), '');
+  });
+
+  t.test('an odds image shows its state plainly: suspended, ball running, closed', async (t) => {
+    await publishAll(3);
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const cases = [['15 Over Runs IND', 'SUSPENDED', 'suspended', 'Suspended'], ['20 Over Runs IND', 'BALL_RUNNING', 'ball-running', 'Ball running'], ['Virat Kohli Runs', 'CLOSED', 'closed', 'Closed']];
+    for (const [na] of cases) await bookState(page, named(na), 'open');
+    await ingest(quiet, ...cases.map(([na, st]) => image(named(na), [1], 40, st)));
+    for (const [na, , state, badge] of cases) {
+      await bookState(page, named(na), state);
+      t.equal(await page.textContent(`.book[data-mid="${named(na)}"] .badge`), badge, na);
+    }
+  });
+
+  t.test('a price that moves flashes, in one colour up and another down', async (t) => {
+    const mid = named('Bookmaker');
+    await ingest(quiet, image(mid, [101, 102], 2));
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const cell = `.book[data-mid="${mid}"] tbody tr:first-child .c.b.d1`;
+    await page.waitForSelector(`${cell} b:text-is("2")`);
+    t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price does not flash');
+    const colour = () => page.$eval(cell, (c) => getComputedStyle(c, '::after').backgroundColor);
+    await ingest(quiet, image(mid, [101, 102], 2.5));
+    await page.waitForSelector(`${cell}[data-move=up] b:text-is("2.5")`);
+    const up = await colour();
+    await ingest(quiet, image(mid, [101, 102], 1.5));
+    await page.waitForSelector(`${cell}[data-move=down] b:text-is("1.5")`);
+    t.not(await colour(), up, 'down is another colour');
+  });
+
+  t.test('a market concluded through ingest goes away', async (t) => {
+    await publishAll(4);
+    const mid = named('Super Over Winner');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    await bookState(page, mid, 'open');
+    await ingest(quiet, { kind: 'market', mid, go: true });
+    await page.waitForSelector(`.market[data-mid="${mid}"]`, { state: 'detached' });
+    t.same((await board(page)).filter((b) => b.mid === mid), []);
+  });
+
+  t.test("a settled market's result is listed by its runner's name", async (t) => {
+    await publishAll(4);
+    const mid = named('Tournament Winner');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    await bookState(page, mid, 'open');
+    await ingest(quiet, { kind: 'result', mid, res: '103', rt: false, ia: false }, { kind: 'market', mid, go: true, s: false });
+    await page.waitForSelector(`#results li[data-mid="${mid}"]`);
+    t.equal(await page.textContent(`#results li[data-mid="${mid}"]`), 'Tournament WinnerEngland');
+  });
+
+  t.test('the feed status shows STALE when publishers go quiet, and OK when they are back', async (t) => {
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    await page.waitForSelector('#feed[data-state=stale]', { timeout: 10_000 });
+    t.equal(await page.textContent('#feed'), 'feed STALE');
+    await publishAll(5);
+    await page.waitForSelector('#feed[data-state=ok]');
+    t.equal(await page.textContent('#feed'), 'feed OK');
+  });
+
+  t.test('a phone-sized screen keeps the best prices and drops the deeper levels', async (t) => {
+    await publishAll(6);
+    const { page } = await open(t, browser, quiet.url + CRICKET, { width: 390, height: 844 });
+    const first = `.book[data-mid="${named('Match Odds')}"] tbody tr:first-child`;
+    await page.waitForSelector(`${first} .c.b.d1 b:not(:empty)`);
+    t.ok(await page.isVisible(`${first} .c.b.d1`), 'best back shown');
+    t.ok(await page.isVisible(`${first} .c.l.d1`), 'best lay shown');
+    t.notOk(await page.isVisible(`${first} .c.b.d3`), 'third level hidden');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    t.equal(overflow, 0, 'no sideways scrolling of the page');
+  });
+
+  t.test('with AUTH=on the page passes its ?key= to REST and to the socket', async (t) => {
+    const secured = await startTestService(t, { AUTH: 'on' });
+    const key = (await createKey(secured.pool, 'viewer', 'subscriber')).token;
+    // A key made through the pool works once the service has had its NOTIFY.
+    await eventually(() => http(secured.url, '/api/v1/sports', { headers: { 'x-api-key': key } }), (r) => r.status === 200);
+    const { page, sockets } = await open(t, browser, `${secured.url}/?key=${key}`);
+    await page.waitForSelector('#conn[data-state=live]');
+    await page.waitForSelector('#sports button');
+    t.equal(await page.textContent('#sports button'), 'Soccer', 'the sports came over REST with the key');
+    t.match(sockets[0].url(), `key=${key}`);
+    const keyless = await open(t, browser, `${secured.url}/`);
+    await keyless.page.waitForSelector('#notice:not([hidden])');
+    t.match(await keyless.page.textContent('#notice'), /\?key=/, 'without a key the page says how to give one');
+  });
+}

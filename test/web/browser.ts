@@ -1,0 +1,68 @@
+/**
+ * Shared by the board tests: Debian's Chromium driven by playwright-core, a
+ * page that records its console errors and sockets, and the board read back
+ * as plain data. Not a test file itself: tap only runs `*.test.js`.
+ */
+import { existsSync } from 'node:fs';
+import type { Test } from 'tap';
+import { chromium, type Browser, type Page, type WebSocket } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+export const hasChromium = (): boolean => existsSync(CHROMIUM);
+
+/** Everything Chromium would fetch on its own (updates, sync, field trials) is off: nothing may load from the internet. */
+export function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+}
+
+export interface Opened {
+  page: Page;
+  /** Console errors and uncaught exceptions, as text. */
+  errors: string[];
+  /** Every socket the page opened. */
+  sockets: WebSocket[];
+  /** Every URL the page requested. */
+  requests: string[];
+}
+
+/** A page in a fresh context (no cache shared between tests), at `url`; closed when the test ends. */
+export async function open(t: Test, browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<Opened> {
+  const context = await browser.newContext({ viewport });
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  const opened: Opened = { page, errors: [], sockets: [], requests: [] };
+  page.on('console', (m) => {
+    if (m.type() === 'error') opened.errors.push(m.text());
+  });
+  page.on('pageerror', (err) => opened.errors.push(err.message));
+  page.on('websocket', (ws) => opened.sockets.push(ws));
+  page.on('request', (r) => opened.requests.push(r.url()));
+  await page.goto(url);
+  return opened;
+}
+
+export interface ShownBook {
+  mid: string;
+  state: string;
+  badge: string;
+  /** Each runner's row: its name, then each cell's price and size as shown. */
+  rows: string[][];
+}
+
+/** The books on the board, in screen order, as the reader sees them. */
+export function board(page: Page): Promise<ShownBook[]> {
+  return page.$$eval('.book', (books) => books.map((b) => ({
+    mid: (b as HTMLElement).dataset.mid ?? '',
+    state: (b as HTMLElement).dataset.state ?? '',
+    badge: b.querySelector('.badge')?.textContent ?? '',
+    rows: [...b.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((c) => [...c.childNodes].map((n) => n.textContent).join(' ').trim())),
+  })));
+}
+
+/** Waits until the book of `mid` is in `state` (its `data-state`). */
+export async function bookState(page: Page, mid: string, state: string, timeout = 10_000): Promise<void> {
+  await page.waitForSelector(`.book[data-mid="${mid}"][data-state="${state}"]`, { timeout });
+}
