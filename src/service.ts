@@ -112,6 +112,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerRest(router, {
     model,
     maxBodyBytes: config.maxBodyBytes,
+    answerCacheBytes: config.answerCacheBytes,
     subscriptions: {
       // Live sockets change only after the stored set did, so a 503 leaves both as they were.
       subscribe: async (client, mids) => {
