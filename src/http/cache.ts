@@ -10,6 +10,8 @@
  * normalised request, so ignored or reordered parameters share one answer.
  */
 
+import { Fifo } from '../lib/fifo.js';
+
 /** An answer's parts: bytes kept by the read model, and strings encoded as they are copied. */
 export type Piece = Buffer | string;
 
@@ -72,8 +74,9 @@ function copyAscii(out: Buffer, at: number, s: string): boolean {
 }
 
 export class AnswerCache {
-  /** Insertion order is age and ring order: the first entry is the oldest and sits at or ahead of `head`. */
   private readonly entries = new Map<string, Kept>();
+  /** Age and ring order: from the oldest, entries follow one another round the ring up to `head`. */
+  private readonly order = new Fifo<Kept>();
   private ring: Buffer | undefined;
   private head = 0;
   private keyBytes = 0;
@@ -94,6 +97,7 @@ export class AnswerCache {
   get(key: string, version: number): Kept | undefined {
     if (version !== this.version) {
       this.entries.clear();
+      this.order.clear();
       this.head = 0;
       this.keyBytes = 0;
       this.version = version;
@@ -118,17 +122,19 @@ export class AnswerCache {
     const ring = (this.ring ??= Buffer.allocUnsafeSlow(this.ringBytes));
     // Without room before the end the answer goes to the start, and what lies ahead of head, the oldest, goes first.
     const wrap = this.head + n > this.ringBytes;
-    for (const oldest of this.entries.values()) {
+    for (let oldest = this.order.peek(); oldest; oldest = this.order.peek()) {
       const overlaps = wrap ? oldest.at >= this.head || oldest.at < n : oldest.at >= this.head && oldest.at < this.head + n;
       if (!overlaps && this.keyBytes + charge <= this.keyBudget) break;
       oldest.view = undefined;
       this.entries.delete(oldest.key);
+      this.order.shift();
       this.keyBytes -= keyCost(oldest.key);
     }
     const at = wrap ? 0 : this.head;
     this.head = copy(ring, at, pieces.list);
     const kept = new Kept(key, at, ring.subarray(at, this.head), version);
     this.entries.set(key, kept);
+    this.order.push(kept);
     this.keyBytes += charge;
     return kept;
   }
@@ -141,31 +147,33 @@ export class AnswerCache {
  * older read model is not used: the query is then parsed again.
  */
 export class QueryAliases {
-  private readonly answers = new Map<string, Kept>();
+  private readonly answers = new Map<string, { raw: string; kept: Kept }>();
+  private readonly order = new Fifo<{ raw: string; kept: Kept }>();
   private bytes = 0;
 
   constructor(private readonly budget: number) {}
 
   get(raw: string): Kept | undefined {
-    return this.answers.get(raw);
+    return this.answers.get(raw)?.kept;
   }
 
   set(raw: string, kept: Kept): void {
+    const known = this.answers.get(raw);
+    // A raw query always means the same request, so its key and its cost stay as they were.
+    if (known) {
+      known.kept = kept;
+      return;
+    }
     const cost = keyCost(raw) + keyCost(kept.key);
-    if (cost > this.budget / 16) return;
-    const old = this.answers.get(raw);
-    if (old) {
-      this.answers.delete(raw);
-      this.bytes -= keyCost(raw) + keyCost(old.key);
+    if (cost > this.budget / 4) return;
+    for (let oldest = this.order.peek(); oldest && this.bytes + cost > this.budget; oldest = this.order.peek()) {
+      this.answers.delete(oldest.raw);
+      this.order.shift();
+      this.bytes -= keyCost(oldest.raw) + keyCost(oldest.kept.key);
     }
-    if (this.bytes + cost > this.budget) {
-      for (const [oldRaw, oldKept] of this.answers) {
-        this.answers.delete(oldRaw);
-        this.bytes -= keyCost(oldRaw) + keyCost(oldKept.key);
-        if (this.bytes + cost <= this.budget) break;
-      }
-    }
-    this.answers.set(raw, kept);
+    const alias = { raw, kept };
+    this.answers.set(raw, alias);
+    this.order.push(alias);
     this.bytes += cost;
   }
 }

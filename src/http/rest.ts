@@ -30,15 +30,14 @@ interface Lookup {
 }
 
 const HEALTH = Buffer.from(JSON.stringify({ message: 'Server is running' }));
-const [OPEN_DATA, CLOSE_DATA, OPEN_LIST, CLOSE_LIST] = ['{"data":{', '}}', '[', ']'].map((s) => Buffer.from(s));
 const READY = Buffer.from(JSON.stringify({ message: 'ready' }));
+const [OPEN_DATA, CLOSE_DATA, OPEN_LIST, CLOSE_LIST] = ['{"data":{', '}}', '[', ']'].map((s) => Buffer.from(s));
 const INTEGERS = 'positive integers';
 /** Reading the reference data and changing one's own market set: what a subscriber key may do. */
 const READ = 'subscriber';
 const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
 /** The cached routes, which share the cache's budget for raw queries. */
 const READ_ROUTES = 3;
-
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
 export function marketList(body: unknown): string[] {
@@ -53,7 +52,7 @@ export function marketList(body: unknown): string[] {
   return [...new Set(data as string[])];
 }
 
-/** The interface's routes (spec section 4) plus readiness. Reads never wait on Postgres. */
+/** The interface's routes plus readiness. Reads never wait on Postgres. */
 export function registerRest(router: Router, deps: RestDeps): void {
   const { model } = deps;
 
