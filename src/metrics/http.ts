@@ -68,8 +68,7 @@ export class HttpMetrics {
         const counts = new Map<object, RouteCounts>(all().map((c) => [c.labels, c]));
         for (const labels of counts.keys()) this.zero(labels);
         for (const child of Object.values((this as unknown as { hashMap: Record<string, HistogramChild> }).hashMap)) {
-          const c = counts.get(child.labels);
-          if (!c) continue;
+          const c = counts.get(child.labels)!;
           BUCKETS.forEach((bound, i) => (child.bucketValues[bound] = c.buckets[i]));
           child.sum = c.sum;
           child.count = c.count;
