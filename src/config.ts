@@ -24,6 +24,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
   readonly maxBodyBytes: number;
+  /** Memory the REST answer cache may use, answers and keys together. */
+  readonly answerCacheBytes: number;
   readonly pgPoolMax: number;
   readonly pgConnectTimeoutMs: number;
   readonly pgStatementTimeoutMs: number;
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
     logPretty: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['json', 'pretty'] as const) === 'pretty',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    answerCacheBytes: int(env, 'ANSWER_CACHE_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),

@@ -96,7 +96,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   });
   const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
   registerRest(router, {
-    model, maxBodyBytes: config.maxBodyBytes, subscriptions,
+    model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions,
     notReady: () => (state.draining ? 'draining' : gate()),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));

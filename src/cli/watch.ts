@@ -9,7 +9,7 @@ import WebSocket from 'ws';
 import { OddsClient, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type PriceSize, type ServerMessage } from '../odds/messages.js';
-import { parsePositiveId } from '../refdata/ids.js';
+import { POSITIVE_ID } from '../refdata/ids.js';
 
 export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
@@ -42,7 +42,7 @@ export class UsageError extends Error {}
 function ids(values: string[] | undefined, option: string): number[] {
   const out: number[] = [];
   for (const part of (values ?? []).flatMap((v) => v.split(','))) {
-    const id = parsePositiveId(part);
+    const id = POSITIVE_ID(part, 0, part.length);
     if (id === undefined) throw new UsageError(`${option} takes positive integer IDs, got "${part}"`);
     if (!out.includes(id)) out.push(id);
   }

@@ -1,67 +1,136 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errors, type ServiceError } from '../errors.js';
 import { STATUS_LINES, errorBody, httpStatus } from './status.js';
-import { MAX_IDS } from '../refdata/ids.js';
+import { MAX_IDS, type IdRule } from '../refdata/ids.js';
 
 export type Query = ReadonlyMap<string, string>;
+
+const decode = (text: string): string => decodeURIComponent(text.replace(/\+/g, ' '));
 
 /** Strict query parsing: a parameter given twice or badly percent-encoded is an error, not a guess. */
 export function parseQuery(raw: string | undefined): Query {
   const out = new Map<string, string>();
   if (!raw) return out;
-  for (const part of raw.split('&')) {
-    if (!part) continue;
-    const eq = part.indexOf('=');
-    let key: string;
-    let value: string;
-    try {
-      key = decodeURIComponent((eq < 0 ? part : part.slice(0, eq)).replace(/\+/g, ' '));
-      value = eq < 0 ? '' : decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' '));
-    } catch {
-      throw errors.badParam('query string', 'is not valid percent-encoding');
+  // Most queries are plain IDs and commas: nothing to decode, so parts are cut out and kept as they are.
+  const plain = raw.indexOf('%') < 0 && raw.indexOf('+') < 0;
+  // The next '=' at or after `start`, searched once per '=', so many parts without one stay linear.
+  let eq = raw.indexOf('=');
+  for (let start = 0; start <= raw.length;) {
+    let end = raw.indexOf('&', start);
+    if (end < 0) end = raw.length;
+    if (end > start) {
+      if (eq >= 0 && eq < start) eq = raw.indexOf('=', start);
+      const cut = eq >= 0 && eq < end ? eq : end;
+      let key = raw.slice(start, cut);
+      let value = cut < end ? raw.slice(cut + 1, end) : '';
+      if (!plain) {
+        try {
+          key = decode(key);
+          value = decode(value);
+        } catch {
+          throw errors.badParam('query string', 'is not valid percent-encoding');
+        }
+      }
+      if (out.has(key)) throw errors.badParam(key, 'is given more than once; join IDs with commas in one parameter');
+      out.set(key, value);
     }
-    if (out.has(key)) throw errors.badParam(key, 'is given more than once; join IDs with commas in one parameter');
-    out.set(key, value);
+    start = end + 1;
   }
   return out;
 }
 
-/**
- * A comma-joined list of 1 to 50 IDs, without spaces. Duplicates collapse,
- * keeping the caller's order of first appearance.
- */
-export function idList<T>(text: string, name: string, parse: (s: string) => T | undefined, rule: string): T[] {
-  if (text === '') throw errors.badParam(name, `must list 1 to ${MAX_IDS} ${rule}, comma-separated without spaces`);
-  const parts = text.split(',');
-  if (parts.length > MAX_IDS) throw errors.badParam(name, `lists ${parts.length} IDs; at most ${MAX_IDS} are allowed`);
-  const out = new Map<string, T>();
-  for (const part of parts) {
-    const id = parse(part);
-    if (id === undefined) throw errors.badParam(name, `has "${part}": IDs must be ${rule}, comma-separated without spaces`);
-    out.set(String(id), id);
-  }
-  return [...out.values()];
+/** A checked ID list. */
+export interface Ids<T> {
+  /** The IDs in the caller's order of first appearance, duplicates collapsed. */
+  readonly list: T[];
+  /** `name=<IDs>`, the parameter as the answer depends on it: as written when nothing collapsed (a checked ID is written one way only). */
+  readonly key: string;
 }
 
-export function queryIds<T>(q: Query, name: string, parse: (s: string) => T | undefined, rule: string, required: true): T[];
-export function queryIds<T>(q: Query, name: string, parse: (s: string) => T | undefined, rule: string, required: false): T[] | undefined;
-export function queryIds<T>(q: Query, name: string, parse: (s: string) => T | undefined, rule: string, required: boolean): T[] | undefined {
+/**
+ * Which IDs a list holds already: an open-addressing table over a hash of each
+ * ID's length and last characters, since a Set of 50 strings costs more than
+ * reading them. A slot holds an index into the list plus one; 0 is empty.
+ * Shared, since lists are read synchronously one at a time.
+ */
+const SLOTS = 128;
+const slots = new Int32Array(SLOTS);
+/** IDs of a list mostly differ towards their end. */
+const HASHED = 8;
+
+function addOnce<T>(list: T[], id: T, text: string, start: number, end: number): void {
+  let h = end - start;
+  for (let i = Math.max(start, end - HASHED); i < end; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
+  for (let s = (h ^ (h >>> 7)) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
+    const at = slots[s];
+    if (at === 0) {
+      slots[s] = list.push(id);
+      return;
+    }
+    if (list[at - 1] === id) return;
+  }
+}
+
+/**
+ * A comma-joined list of 1 to 50 IDs, without spaces, read in place from
+ * `source` between `from` and its end. `whole`: the source is the query
+ * `name=<list>` and nothing else, so it is the key as it stands.
+ */
+function idList<T>(source: string, from: number, whole: boolean, name: string, rule: IdRule<T>, describe: string): Ids<T> {
+  if (from === source.length) throw errors.badParam(name, `must list 1 to ${MAX_IDS} ${describe}, comma-separated without spaces`);
+  const list: T[] = [];
+  slots.fill(0);
+  let count = 0;
+  let bad: string | undefined;
+  for (let start = from; start <= source.length;) {
+    let end = source.indexOf(',', start);
+    if (end < 0) end = source.length;
+    // Past the limit items are only counted: too many is the error reported, whatever they hold.
+    if (++count <= MAX_IDS && bad === undefined) {
+      const id = rule(source, start, end);
+      if (id === undefined) bad = source.slice(start, end);
+      else addOnce(list, id, source, start, end);
+    }
+    start = end + 1;
+  }
+  if (count > MAX_IDS) throw errors.badParam(name, `lists ${count} IDs; at most ${MAX_IDS} are allowed`);
+  if (bad !== undefined) throw errors.badParam(name, `has "${bad}": IDs must be ${describe}, comma-separated without spaces`);
+  if (list.length < count) return { list, key: `${name}=${list.join(',')}` };
+  return { list, key: whole ? source : `${name}=${source.slice(from)}` };
+}
+
+/**
+ * The ID list of parameter `name` in query `q` (parsed from `raw`). When the
+ * query is that parameter alone and plain (anything else would make it
+ * longer), the IDs are read from the raw query itself: a flat string reads
+ * faster than a slice of one, and it is the key with no new string made.
+ */
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: true): Ids<T>;
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: false): Ids<T> | undefined;
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: boolean): Ids<T> | undefined {
   const text = q.get(name);
   if (text === undefined) {
-    if (required) throw errors.badParam(name, `is required: 1 to ${MAX_IDS} ${rule}, comma-separated`);
+    if (required) throw errors.badParam(name, `is required: 1 to ${MAX_IDS} ${describe}, comma-separated`);
     return undefined;
   }
-  return idList(text, name, parse, rule);
+  const whole = q.size === 1 && raw.length === name.length + 1 + text.length;
+  return whole ? idList(raw, name.length + 1, true, name, rule, describe) : idList(text, 0, false, name, rule, describe);
 }
 
 /** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */
-export function send(res: HttpResponse, status: number, body: string, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
-  res.cork(() => {
-    res.writeStatus(STATUS_LINES[status] ?? String(status));
-    res.writeHeader('content-type', type);
-    if (headers) for (const k in headers) res.writeHeader(k, headers[k]);
-    res.end(body, close);
-  });
+export function send(res: HttpResponse, status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
+  res.cork(() => write(res, status, body, headers, type, close));
+}
+
+/**
+ * `send` without the cork, for the synchronous top of a uWS handler, which uWS
+ * has corked already. A Buffer body is sent as it is; a string is encoded first.
+ */
+export function write(res: HttpResponse, status: number, body: string | Buffer, headers: Readonly<Record<string, string>> | undefined, type: string, close: boolean): void {
+  res.writeStatus(STATUS_LINES[status] ?? String(status));
+  res.writeHeader('content-type', type);
+  if (headers) for (const k in headers) res.writeHeader(k, headers[k]);
+  res.end(body, close);
 }
 
 export function sendError(res: HttpResponse, err: ServiceError, close = false): void {
@@ -84,7 +153,7 @@ export class Exchange {
     });
   }
 
-  reply(status: number, body: string, headers?: Readonly<Record<string, string>>, type?: string, close = false): void {
+  reply(status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type?: string, close = false): void {
     if (!this.aborted) send(this.res, status, body, headers, type, close);
   }
 

@@ -1,11 +1,11 @@
 import { errors } from '../errors.js';
-import { MAX_IDS, isMarketId, parsePositiveId } from '../refdata/ids.js';
+import { MARKET_ID, MAX_IDS, POSITIVE_ID, isMarketId } from '../refdata/ids.js';
 import type { ReadModel } from '../refdata/model.js';
 import { isUnavailable } from '../db/pool.js';
-import { parseJson, parseQuery, queryIds } from './request.js';
+import { parseJson, parseQuery, queryIds, type Query } from './request.js';
 import type { Router } from './router.js';
 import type { HttpRequest } from 'uWebSockets.js';
-import { AnswerCache } from './cache.js';
+import { AnswerCache, Pieces } from './cache.js';
 import type { Principal } from '../auth/auth.js';
 
 export interface Subscriptions {
@@ -17,17 +17,27 @@ export interface RestDeps {
   model: ReadModel;
   subscriptions: Subscriptions;
   maxBodyBytes: number;
+  /** Bytes the answer cache may hold, keys included. */
+  answerCacheBytes: number;
   /** Undefined when ready, else why not. */
   notReady(): string | undefined;
 }
 
-const HEALTH = JSON.stringify({ message: 'Server is running' });
-const READY = JSON.stringify({ message: 'ready' });
-const marketId = (s: string): string | undefined => (isMarketId(s) ? s : undefined);
+/** A read request, checked: the key of its answer (the normalised query) and how to build the answer. */
+interface Lookup {
+  key: string;
+  answer(): Pieces;
+}
+
+const HEALTH = Buffer.from(JSON.stringify({ message: 'Server is running' }));
+const READY = Buffer.from(JSON.stringify({ message: 'ready' }));
+const [OPEN_DATA, CLOSE_DATA, OPEN_LIST, CLOSE_LIST] = ['{"data":{', '}}', '[', ']'].map((s) => Buffer.from(s));
 const INTEGERS = 'positive integers';
 /** Reading the reference data and changing one's own market set: what a subscriber key may do. */
 const READ = 'subscriber';
 const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
+/** The cached routes, which share the cache's budget for raw queries. */
+const READ_ROUTES = 3;
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
 export function marketList(body: unknown): string[] {
@@ -42,7 +52,7 @@ export function marketList(body: unknown): string[] {
   return [...new Set(data as string[])];
 }
 
-/** The interface's routes (spec section 4) plus readiness. Reads never wait on Postgres. */
+/** The interface's routes plus readiness. Reads never wait on Postgres. */
 export function registerRest(router: Router, deps: RestDeps): void {
   const { model } = deps;
 
@@ -55,38 +65,65 @@ export function registerRest(router: Router, deps: RestDeps): void {
 
   router.get('/api/v1/sports', () => model.sportsJson(), READ);
 
-  const cache = new AnswerCache();
-  /** Answers a list route from the cache, computing and keeping it on a miss; errors are never kept. */
-  const cached = (route: string, compute: (query: string) => string) => (req: HttpRequest): string => {
-    const query = req.getQuery() ?? '';
-    const key = route + '?' + query;
-    const version = model.version;
-    let body = cache.get(key, version);
-    if (body === undefined) cache.set(key, version, (body = compute(query)));
-    return body;
+  const cache = new AnswerCache(deps.answerCacheBytes);
+  /**
+   * Answers a read route from the cache. A query seen before maps straight to
+   * its answer; a new one is parsed and checked first (errors are never kept),
+   * and its answer built only if no equivalent request left one.
+   */
+  const cached = (check: (q: Query, raw: string) => Lookup) => {
+    const aliases = cache.aliases(READ_ROUTES);
+    return (req: HttpRequest): Buffer => {
+      const raw = req.getQuery() ?? '';
+      const version = model.version;
+      const seen = aliases.get(raw);
+      if (seen?.view && seen.version === version) return seen.view;
+      const lookup = check(parseQuery(raw), raw);
+      const kept = cache.get(lookup.key, version) ?? cache.put(lookup.key, version, lookup.answer());
+      if (Buffer.isBuffer(kept)) return kept;
+      aliases.set(raw, kept);
+      return kept.view!;
+    };
+  };
+  /** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
+  const data = (ids: readonly number[], json: (id: number) => Buffer | string): Pieces => {
+    const out = new Pieces().add(OPEN_DATA);
+    ids.forEach((id, i) => out.add((i ? ',"' : '"') + id + '":').add(json(id)));
+    return out.add(CLOSE_DATA);
   };
 
-  router.get('/api/v1/sports/events', cached('events', (query) => {
-    const q = parseQuery(query);
-    const sis = queryIds(q, 'si', parsePositiveId, INTEGERS, true);
-    const lis = queryIds(q, 'li', parsePositiveId, INTEGERS, false);
-    const leagues = lis && new Set(lis);
-    return '{"data":{' + sis.map((si) => `"${si}":${model.eventsJson(si, leagues)}`).join(',') + '}}';
+  router.get('/api/v1/sports/events', cached((q, raw) => {
+    const sis = queryIds(q, raw, 'si', POSITIVE_ID, INTEGERS, true);
+    const lis = queryIds(q, raw, 'li', POSITIVE_ID, INTEGERS, false);
+    const leagues = lis && new Set(lis.list);
+    return {
+      // The answer depends on the leagues as a set: sorted, so their order and repeats do not matter.
+      key: leagues ? `${sis.key}&li=${[...leagues].sort((a, b) => a - b).join(',')}` : sis.key,
+      answer: () => data(sis.list, (si) => model.eventsJson(si, leagues)),
+    };
   }), READ);
 
-  router.get('/api/v1/events/markets', cached('markets', (query) => {
-    const eids = queryIds(parseQuery(query), 'eid', parsePositiveId, INTEGERS, true);
-    return '{"data":{' + eids.map((eid) => `"${eid}":${model.marketsJson(eid)}`).join(',') + '}}';
+  router.get('/api/v1/events/markets', cached((q, raw) => {
+    const eids = queryIds(q, raw, 'eid', POSITIVE_ID, INTEGERS, true);
+    return {
+      key: eids.key,
+      answer: () => data(eids.list, (eid) => model.marketsJson(eid)),
+    };
   }), READ);
 
-  router.get('/api/v1/markets/result', cached('results', (query) => {
-    const mids = queryIds(parseQuery(query), 'mid', marketId, MARKET_IDS, true);
-    const found: string[] = [];
-    for (const mid of mids) {
-      const json = model.resultJson(mid);
-      if (json !== undefined) found.push(json);
-    }
-    return '[' + found.join(',') + ']';
+  router.get('/api/v1/markets/result', cached((q, raw) => {
+    const mids = queryIds(q, raw, 'mid', MARKET_ID, MARKET_IDS, true);
+    return {
+      key: mids.key,
+      answer: () => {
+        const found: string[] = [];
+        for (const mid of mids.list) {
+          const json = model.resultJson(mid);
+          if (json !== undefined) found.push(json);
+        }
+        return new Pieces().add(OPEN_LIST).add(found.join(',')).add(CLOSE_LIST);
+      },
+    };
   }), READ);
 
   const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>

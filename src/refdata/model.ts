@@ -12,6 +12,14 @@ interface Entry<T> {
 
 const entry = <T>(value: T): Entry<T> => ({ value, json: JSON.stringify(value) });
 
+/** Bytes of their own, outside Node's shared 8 KiB pool, of which one long-lived slice would keep all. */
+function bytes(json: string): Buffer {
+  const out = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+  out.write(json);
+  return out;
+}
+const EMPTY = bytes('[]');
+
 /** What a refresh changed, for the frames subscribers get. Absent `after` means deleted. */
 export type ModelChange =
   | { kind: 'market'; before?: Market; after?: Market }
@@ -45,13 +53,15 @@ function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
  */
 export class ReadModel {
   private sports = new Map<number, Sport>();
-  private sportsBody: string | undefined;
+  private sportsBody: Buffer | undefined;
   private events = new Map<number, Entry<Event>>();
   private eventsBySport = new Map<number, Set<number>>();
+  /** Joined on first read after a change, only for sports and events that exist: asking for unknown IDs adds nothing. */
   private sortedBySport = new Map<number, Entry<Event>[]>();
+  private eventsBody = new Map<number, Buffer>();
   private markets = new Map<string, Entry<Market>>();
   private marketsByEvent = new Map<number, Set<string>>();
-  private marketsBody = new Map<number, string>();
+  private marketsBody = new Map<number, Buffer>();
   private results = new Map<string, Entry<MarketResult>>();
   private nestedParent = new Map<string, string>();
   private generation = 0;
@@ -61,27 +71,29 @@ export class ReadModel {
     return this.generation;
   }
 
-  sportsJson(): string {
-    return (this.sportsBody ??= '[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']');
+  sportsJson(): Buffer {
+    return (this.sportsBody ??= bytes('[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']'));
   }
 
-  /** The JSON array of a sport's events, optionally only those of some leagues. */
-  eventsJson(si: number, leagues?: ReadonlySet<number>): string {
+  /** The JSON array of a sport's events: kept bytes, or with `leagues` a string of only theirs (not kept). */
+  eventsJson(si: number, leagues?: ReadonlySet<number>): Buffer | string {
+    const eids = this.eventsBySport.get(si);
+    if (!eids?.size) return EMPTY;
     let sorted = this.sortedBySport.get(si);
-    if (!sorted) {
-      sorted = [...(this.eventsBySport.get(si) ?? [])].map((eid) => this.events.get(eid)!).sort(byStartThenId);
-      this.sortedBySport.set(si, sorted);
-    }
-    const picked = leagues ? sorted.filter((e) => leagues.has(e.value.li)) : sorted;
-    return '[' + picked.map((e) => e.json).join(',') + ']';
+    if (!sorted) this.sortedBySport.set(si, (sorted = [...eids].map((eid) => this.events.get(eid)!).sort(byStartThenId)));
+    if (leagues) return '[' + sorted.filter((e) => leagues.has(e.value.li)).map((e) => e.json).join(',') + ']';
+    let body = this.eventsBody.get(si);
+    if (!body) this.eventsBody.set(si, (body = bytes('[' + sorted.map((e) => e.json).join(',') + ']')));
+    return body;
   }
 
-  marketsJson(eid: number): string {
+  marketsJson(eid: number): Buffer {
+    const mids = this.marketsByEvent.get(eid);
+    if (!mids?.size) return EMPTY;
     let body = this.marketsBody.get(eid);
-    if (body === undefined) {
-      const list = [...(this.marketsByEvent.get(eid) ?? [])].map((mid) => this.markets.get(mid)!).sort(byDisplayThenId);
-      body = '[' + list.map((m) => m.json).join(',') + ']';
-      this.marketsBody.set(eid, body);
+    if (!body) {
+      const list = [...mids].map((mid) => this.markets.get(mid)!).sort(byDisplayThenId);
+      this.marketsBody.set(eid, (body = bytes('[' + list.map((m) => m.json).join(',') + ']')));
     }
     return body;
   }
@@ -244,12 +256,14 @@ export class ReadModel {
     this.events.set(e.eid, entry(e));
     addTo(this.eventsBySport, e.si, e.eid);
     this.sortedBySport.delete(e.si);
+    this.eventsBody.delete(e.si);
   }
 
   private dropEvent(e: Event): void {
     this.events.delete(e.eid);
     this.eventsBySport.get(e.si)?.delete(e.eid);
     this.sortedBySport.delete(e.si);
+    this.eventsBody.delete(e.si);
   }
 
   private putMarket(m: Market): void {
