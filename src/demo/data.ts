@@ -5,9 +5,11 @@
  * suspended) and event 30000001 carries every market type of the spec except `goals`, which only
  * means something on soccer. Start times are relative to `now` so the set never goes stale.
  */
-import type {
-  Sport, League, Event, Market, MarketResult, MarketType, Runner,
-} from '../refdata/types.js';
+import type { Sport, League, Event, Market, MarketResult } from '../refdata/types.js';
+import {
+  CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
+  closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, tennis,
+} from './markets.js';
 
 export type DemoItem =
   | ({ kind: 'sport' } & Sport)
@@ -17,10 +19,10 @@ export type DemoItem =
   | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
 
 type EventItem = Extract<DemoItem, { kind: 'event' }>;
-type MarketItem = Extract<DemoItem, { kind: 'market' }>;
-type ResultItem = Extract<DemoItem, { kind: 'result' }>;
+export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
+export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
 type State = 'live' | 'done' | 'soon';
-type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
+export type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 const HOUR = 3_600_000;
 
@@ -44,124 +46,6 @@ const LEAGUES: League[] = [
   { li: 7001, si: 7, na: 'Royal Ascot' },
   { li: 7002, si: 7, na: 'Cheltenham Festival' },
 ];
-
-/**
- * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
- * results below can name a market without holding on to the object.
- */
-function mid(eid: number, n: number): string {
-  return `1.2${String(eid % 100_000).padStart(5, '0')}${String(n).padStart(3, '0')}`;
-}
-
-// Runner IDs are stable per team or player so a client can follow one across markets.
-const rn = (rid: number, na: string): Runner => ({ rid, na });
-const YES = rn(9001, 'Yes');
-const NO = rn(9002, 'No');
-const DRAW = rn(9000, 'The Draw');
-const IND = rn(101, 'India');
-const AUS = rn(102, 'Australia');
-const ENG = rn(103, 'England');
-const MI = rn(111, 'Mumbai Indians');
-const CSK = rn(112, 'Chennai Super Kings');
-const RCB = rn(113, 'Royal Challengers Bengaluru');
-const KKR = rn(114, 'Kolkata Knight Riders');
-const SIX = rn(121, 'Sydney Sixers');
-const STA = rn(122, 'Melbourne Stars');
-
-function market(eid: number, n: number, ty: MarketType, na: string, extra: MarketExtra = {}): MarketItem {
-  return { kind: 'market', mid: mid(eid, n), eid, na, s: true, go: false, ty, rt: false, ...extra };
-}
-
-const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): MarketItem =>
-  market(eid, n, 'session', na, { di, ...extra });
-
-const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
-  market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
-
-/** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
-function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
-  const id = mid(eid, n);
-  const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
-  return market(eid, n, 'player-race', na, { m, ...extra });
-}
-
-/** What a concluded event's markets look like: settled and no longer trading. */
-function closed(m: MarketItem): MarketItem {
-  return { ...m, s: false, go: true, ...(m.m ? { m: m.m.map((x) => ({ ...x, s: false, go: true })) } : {}) };
-}
-
-/** Match odds (n 1) and bookmaker (n 2): what every cricket fixture trades. */
-function cricketCore(eid: number, a: Runner, b: Runner, extra: MarketExtra = {}): MarketItem[] {
-  return [
-    market(eid, 1, 'match-odd', 'Match Odds', { r: [a, b], ...extra }),
-    market(eid, 2, 'bookmaker', 'Bookmaker', { r: [a, b] }),
-  ];
-}
-
-/** The live showcase fixture: one or more markets of each of the 14 cricket types. */
-function everyCricketType(eid: number): MarketItem[] {
-  const [kohli, head, rohit, marsh] = [rn(4101, 'Virat Kohli'), rn(4102, 'Travis Head'), rn(4103, 'Rohit Sharma'), rn(4104, 'Mitchell Marsh')];
-  const [pant, maxwell, bumrah, cummins] = [rn(4105, 'Rishabh Pant'), rn(4106, 'Glenn Maxwell'), rn(4107, 'Jasprit Bumrah'), rn(4108, 'Pat Cummins')];
-  const [arshdeep, starc] = [rn(4109, 'Arshdeep Singh'), rn(4110, 'Mitchell Starc')];
-  return [
-    ...cricketCore(eid, IND, AUS, { if: null }),
-    // Suspended while the bookmaker re-prices: an active-looking event with an inactive market.
-    market(eid, 3, 'bookmaker2', 'Bookmaker 2', { r: [IND, AUS], s: false }),
-    market(eid, 4, 'completed-match', 'Completed Match', { r: [YES, NO] }),
-    market(eid, 5, 'tied-match', 'Tied Match', { r: [YES, NO] }),
-    market(eid, 6, 'super-over', 'Super Over Winner', { r: [IND, AUS] }),
-    market(eid, 7, 'winner-market', 'Tournament Winner', {
-      r: [IND, AUS, ENG, rn(104, 'Pakistan'), rn(105, 'South Africa'), rn(106, 'New Zealand')],
-    }),
-    // The 6-over session has already settled (see results); later ones still trade.
-    session(eid, 8, 1, '6 Over Runs IND', { s: false, go: true }),
-    session(eid, 9, 2, '10 Over Runs IND'),
-    session(eid, 10, 3, '15 Over Runs IND'),
-    session(eid, 11, 4, '20 Over Runs IND'),
-    session(eid, 12, 5, 'Virat Kohli Runs'),
-    market(eid, 13, 'other-market', 'Total Match Fours', { di: 6 }),
-    market(eid, 14, 'other-market', 'Highest Over Runs'),
-    market(eid, 15, 'odd-even', '6 Over Runs IND Odd', { di: 7, s: false, go: true }),
-    market(eid, 16, 'odd-even', '10 Over Runs IND Odd'),
-    market(eid, 17, 'khadometer', 'Khadometer 10 Over IND', { di: 8 }),
-    market(eid, 18, 'line-market', 'Total Match Runs Line'),
-    ball(eid, 19, 7.1, { s: false, go: true }),
-    ball(eid, 20, 7.2),
-    ball(eid, 21, 7.3),
-    ball(eid, 22, 7.4),
-    playerRace(eid, 23, 'Top Batter Race', [[kohli, head], [rohit, marsh], [pant, maxwell]], { if: null }),
-    playerRace(eid, 24, 'Top Bowler Race', [[bumrah, cummins], [arshdeep, starc]]),
-  ];
-}
-
-/** Match odds with the draw (n 1), then one over/under market per goal line (n 2...). */
-function soccer(eid: number, home: Runner, away: Runner, lines: number[]): MarketItem[] {
-  return [
-    market(eid, 1, 'match-odd', 'Match Odds', { r: [home, away, DRAW] }),
-    ...lines.map((g, i) => market(eid, i + 2, 'goals', `Over/Under ${g} Goals`, {
-      r: [rn(9011, `Over ${g} Goals`), rn(9012, `Under ${g} Goals`)],
-    })),
-  ];
-}
-
-/** Match odds (n 1) and set 1 winner (n 2); the games line (n 3) only trades in play. */
-function tennis(eid: number, p1: Runner, p2: Runner, live = false): MarketItem[] {
-  const ms = [
-    market(eid, 1, 'match-odd', 'Match Odds', { r: [p1, p2] }),
-    market(eid, 2, 'match-odd', 'Set 1 Winner', { r: [p1, p2] }),
-  ];
-  return live ? [...ms, market(eid, 3, 'line-market', 'Total Games Line')] : ms;
-}
-
-/** Win (n 1) and place (n 2) over the same field; horse rids are 7000 + race * 10 + draw. */
-function race(eid: number, field: string): MarketItem[] {
-  const r = field.split(', ').map((na, i) => rn(7000 + (eid % 100) * 10 + i + 1, na));
-  return [market(eid, 1, 'winner-market', 'Win', { r }), market(eid, 2, 'winner-market', 'To Be Placed', { r })];
-}
-
-function result(id: string, res: string, extra: Partial<Pick<MarketResult, 'rt' | 'ia'>> = {}): ResultItem {
-  return { kind: 'result', mid: id, res, rt: false, ia: false, ...extra };
-}
 
 export function demoItems(now: Date): DemoItem[] {
   // Whole minutes, so start times read like a schedule.

@@ -1,0 +1,156 @@
+import type { Event, Market, MarketResult, Sport } from './types.js';
+
+export interface Entry<T> {
+  readonly value: T;
+  /** The element serialised once, when it changed, not per request. */
+  readonly json: string;
+}
+
+export const entry = <T>(value: T): Entry<T> => ({ value, json: JSON.stringify(value) });
+
+/** Bytes of their own, outside Node's shared 8 KiB pool, of which one long-lived slice would keep all. */
+function bytes(json: string): Buffer {
+  const out = Buffer.allocUnsafeSlow(Buffer.byteLength(json));
+  out.write(json);
+  return out;
+}
+const EMPTY = bytes('[]');
+
+const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
+  a.value.st < b.value.st ? -1 : a.value.st > b.value.st ? 1 : a.value.eid - b.value.eid;
+const byDisplayThenId = (a: Entry<Market>, b: Entry<Market>): number =>
+  (a.value.di ?? -1) - (b.value.di ?? -1) || (a.value.mid < b.value.mid ? -1 : a.value.mid > b.value.mid ? 1 : 0);
+
+function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
+  let set = index.get(key);
+  if (!set) index.set(key, (set = new Set()));
+  set.add(value);
+}
+
+/**
+ * Everything REST reads, in memory, so no request waits on Postgres. Elements
+ * are serialised when they change; per-sport and per-event arrays are joined
+ * on first read after a change and kept until the next one. How it is kept
+ * equal to Postgres is the ReadModel's part (model.ts).
+ */
+export class Collections {
+  protected sports = new Map<number, Sport>();
+  protected sportsBody: Buffer | undefined;
+  protected events = new Map<number, Entry<Event>>();
+  protected eventsBySport = new Map<number, Set<number>>();
+  /** Joined on first read after a change, only for sports and events that exist: asking for unknown IDs adds nothing. */
+  protected sortedBySport = new Map<number, Entry<Event>[]>();
+  protected eventsBody = new Map<number, Buffer>();
+  protected markets = new Map<string, Entry<Market>>();
+  protected marketsByEvent = new Map<number, Set<string>>();
+  protected marketsBody = new Map<number, Buffer>();
+  protected results = new Map<string, Entry<MarketResult>>();
+  protected nestedParent = new Map<string, string>();
+  protected generation = 0;
+
+  /** Changes whenever anything REST answers may have changed. */
+  get version(): number {
+    return this.generation;
+  }
+
+  sportsJson(): Buffer {
+    return (this.sportsBody ??= bytes('[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']'));
+  }
+
+  /** The JSON array of a sport's events: kept bytes, or with `leagues` a string of only theirs (not kept). */
+  eventsJson(si: number, leagues?: ReadonlySet<number>): Buffer | string {
+    const eids = this.eventsBySport.get(si);
+    if (!eids?.size) return EMPTY;
+    let sorted = this.sortedBySport.get(si);
+    if (!sorted) this.sortedBySport.set(si, (sorted = [...eids].map((eid) => this.events.get(eid)!).sort(byStartThenId)));
+    if (leagues) return '[' + sorted.filter((e) => leagues.has(e.value.li)).map((e) => e.json).join(',') + ']';
+    let body = this.eventsBody.get(si);
+    if (!body) this.eventsBody.set(si, (body = bytes('[' + sorted.map((e) => e.json).join(',') + ']')));
+    return body;
+  }
+
+  marketsJson(eid: number): Buffer {
+    const mids = this.marketsByEvent.get(eid);
+    if (!mids?.size) return EMPTY;
+    let body = this.marketsBody.get(eid);
+    if (!body) {
+      const list = [...mids].map((mid) => this.markets.get(mid)!).sort(byDisplayThenId);
+      this.marketsBody.set(eid, (body = bytes('[' + list.map((m) => m.json).join(',') + ']')));
+    }
+    return body;
+  }
+
+  resultJson(mid: string): string | undefined {
+    return this.results.get(mid)?.json;
+  }
+
+  /** Every market of an event, nested player-race markets included. */
+  eventMarkets(eid: number): string[] {
+    const out: string[] = [];
+    for (const mid of this.marketsByEvent.get(eid) ?? []) {
+      out.push(mid);
+      for (const n of this.markets.get(mid)?.value.m ?? []) out.push(n.mid);
+    }
+    return out;
+  }
+
+  /** Every market of a sport's events, nested ones included. */
+  sportMarkets(si: number): string[] {
+    return [...(this.eventsBySport.get(si) ?? [])].flatMap((eid) => this.eventMarkets(eid));
+  }
+
+  /** Whether a market, top-level or nested, has concluded (a nested one also when its player-race has). */
+  concluded(mid: string): boolean {
+    const parent = this.nestedParent.get(mid);
+    if (parent === undefined) return this.markets.get(mid)?.value.go ?? false;
+    const p = this.markets.get(parent)?.value;
+    return (p?.go ?? false) || (p?.m?.find((n) => n.mid === mid)?.go ?? false);
+  }
+
+  /** Whether a market, top-level or nested in a player-race, exists. */
+  knows(mid: string): boolean {
+    return this.markets.has(mid) || this.nestedParent.has(mid);
+  }
+
+  event(eid: number): Event | undefined {
+    return this.events.get(eid)?.value;
+  }
+
+  allEvents(): Event[] {
+    return [...this.events.values()].map((e) => e.value);
+  }
+
+  allMarkets(): IterableIterator<Market> {
+    return [...this.markets.values()].map((e) => e.value).values();
+  }
+
+  get size(): { sports: number; events: number; markets: number; results: number } {
+    return { sports: this.sports.size, events: this.events.size, markets: this.markets.size, results: this.results.size };
+  }
+
+  protected putEvent(e: Event): void {
+    this.events.set(e.eid, entry(e));
+    addTo(this.eventsBySport, e.si, e.eid);
+    this.sortedBySport.delete(e.si);
+    this.eventsBody.delete(e.si);
+  }
+
+  protected dropEvent(e: Event): void {
+    this.events.delete(e.eid);
+    this.eventsBySport.get(e.si)?.delete(e.eid);
+    this.sortedBySport.delete(e.si);
+    this.eventsBody.delete(e.si);
+  }
+
+  protected putMarket(m: Market): void {
+    this.markets.set(m.mid, entry(m));
+    addTo(this.marketsByEvent, m.eid, m.mid);
+    this.marketsBody.delete(m.eid);
+  }
+
+  protected dropMarket(m: Market): void {
+    this.markets.delete(m.mid);
+    this.marketsByEvent.get(m.eid)?.delete(m.mid);
+    this.marketsBody.delete(m.eid);
+  }
+}
