@@ -15,9 +15,8 @@
  * it to complain, so the checks are known to bite.
  */
 import t from 'tap';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import ts from 'typescript';
 import { parseAllDocuments } from 'yaml';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -27,19 +26,10 @@ import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service, type IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
+import { findRoot } from './root.js';
 
 // ---------------------------------------------------------------- loading
 
-/** The project root: the nearest folder above this file that holds k8s/kustomization.yaml. */
-function findRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'k8s', 'kustomization.yaml'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error('k8s/kustomization.yaml not found above the test file');
-    dir = up;
-  }
-}
 const ROOT = findRoot();
 const K8S = join(ROOT, 'k8s');
 

@@ -18,27 +18,18 @@
  */
 import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { eventually } from '../helpers/wait.js';
 import { Client, image } from '../helpers/ws.js';
+import { findRoot } from './root.js';
 
 // ---------------------------------------------------------------- loading
 
-function findRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'k8s', 'kustomization.yaml'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error('k8s/kustomization.yaml not found above the test file');
-    dir = up;
-  }
-}
 const ROOT = findRoot();
 const RULE_FILE = join(ROOT, 'k8s', 'prometheusrule.yaml');
 const DASHBOARD_FILE = join(ROOT, 'k8s', 'grafana', 'odds-service.json');
