@@ -42,10 +42,6 @@ export class Broadcaster {
     this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
   }
 
-  get feed(): FeedStatus {
-    return this.feedStatus;
-  }
-
   /** A newer image: to every live variant now, to conflated ones at the end of their interval. */
   publish(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);

@@ -45,6 +45,26 @@ for (const format of ['json', 'proto'] as const) {
   });
 }
 
+t.test('resume works for filters: markets of the event that did not move get no image', async (t) => {
+  const mids = await liveMids(EVENT);
+  await ingest(...mids.map((m, i) => image(m, 5 + i / 100)));
+  const first = await Client.connect(svc.url);
+  await first.request({ op: 'subscribe', eids: [EVENT] });
+  await first.settled();
+  const held = new Map(first.frames.filter((f): f is OddsMessage => f.op === 'odds').map((f) => [f.mid, f]));
+  first.close();
+  t.equal(held.size, mids.length, 'an image of every market');
+  const moved = mids[0];
+  await ingest(image(moved, 6));
+  const again = await Client.connect(svc.url, { format: 'proto' });
+  t.teardown(() => again.close());
+  const epoch = [...held.values()][0].epoch;
+  const ack = await again.request({ op: 'subscribe', eids: [EVENT], since: { epoch, seqs: Object.fromEntries([...held].map(([mid, f]) => [mid, f.seq])) } });
+  t.equal(ack.current, mids.length - 1, 'all but the one that moved are current');
+  await again.settled();
+  t.same(again.frames.filter((f) => f.op === 'odds').map((f) => (f as OddsMessage).mid), [moved], 'only its newest image is sent');
+});
+
 t.test('subscribing by sport takes every live market of its events, and markets created later', async (t) => {
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
