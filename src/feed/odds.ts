@@ -5,6 +5,9 @@ import type { Bus, Ordered } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { FeedMonitor } from './monitor.js';
 
+/** Images queued for sockets past which a publisher's next batch waits for them to go out. */
+const BACKLOG = 1000;
+
 export interface OddsFeedDeps {
   book: Book;
   bc: Broadcaster;
@@ -22,13 +25,20 @@ export interface OddsFeedDeps {
 export class OddsFeed {
   constructor(private readonly deps: OddsFeedDeps) {}
 
-  /** Images of one batch; resolves once each is in the book here (and, with NATS, in the stream). */
+  /**
+   * Images of one batch; resolves once each is in the book here (and, with
+   * NATS, in the stream). While more images wait to be written to sockets
+   * than a turn of the loop should carry, it resolves only once they are
+   * out: a publisher sending faster than the sockets can take feels it as
+   * slower acks, and frames are never queued without bound.
+   */
   publish(images: readonly OddsImage[], pt: number): Promise<unknown> | void {
-    let waits: Promise<void>[] | undefined;
+    let waits: Promise<unknown>[] | undefined;
     for (const image of images) {
       const p = this.deps.bus.publish(image, pt);
       if (p) (waits ??= []).push(p);
     }
+    if (this.deps.bc.batch.size >= BACKLOG) (waits ??= []).push(this.deps.bc.batch.flushed());
     return waits && Promise.all(waits);
   }
 

@@ -2,7 +2,7 @@ import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { CLOSE, errors, known } from '../errors.js';
 import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
-import { encodeFor } from '../hub/broadcaster.js';
+import { encodeFor } from '../odds/codec.js';
 import type { Ingest, IngestResult } from '../ingest/ingest.js';
 import { Lane, type Outcome } from '../ingest/lane.js';
 import { parseJson } from './request.js';

@@ -1,16 +1,13 @@
-import { encodeJson, encodeProto } from '../odds/codec.js';
+import { encodeFor } from '../odds/codec.js';
 import { FORMATS, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
 import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
+import { PublishBatch } from './batch.js';
 import { Conflator } from './conflate.js';
 import type { Hub } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
 import type { MarketStates } from './states.js';
-
-export function encodeFor(format: Format, msg: ServerMessage): Frame {
-  return format === 'json' ? encodeJson(msg) : encodeProto(msg);
-}
 
 export interface BroadcasterDeps {
   topics: Topics;
@@ -37,13 +34,25 @@ export class Broadcaster {
   /** Sockets sent a frame directly since the sweep last looked. */
   readonly sentTo = new Set<Session>();
   private readonly conflator: Conflator;
+  /** Images queued for this turn of the loop (see batch.ts). */
+  readonly batch: PublishBatch;
 
   constructor(private readonly deps: BroadcasterDeps) {
     this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
+    this.batch = new PublishBatch((entry) => this.publishNow(entry));
   }
 
-  /** A newer image: to every live variant now, to conflated ones at the end of their interval. */
+  /** A newer image: to every live variant within this turn of the loop, to conflated ones at the end of their interval. */
   publish(entry: BookEntry): void {
+    this.batch.add(entry);
+  }
+
+  /** Hands queued images to uWS now, before a frame that must come after them. */
+  flush(): void {
+    this.batch.flush();
+  }
+
+  private publishNow(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);
     if (!subs) return;
     for (const v of subs.variants.keys()) {
@@ -55,6 +64,7 @@ export class Broadcaster {
 
   /** A `market` or `result` frame: to every subscriber of the market at once, whatever its variant. */
   publishState(msg: MarketStateMessage | ResultMessage): void {
+    this.flush();
     this.deps.states.record(msg);
     const subs = this.deps.hub.market(msg.mid);
     if (!subs) return;
@@ -102,6 +112,8 @@ export class Broadcaster {
     let current = 0;
     // uWS throws on any use of a closed socket; a late caller (a retried load) must find nothing to do.
     if (s.closed) return current;
+    // Queued images reach the topics first, so this socket gets each market's newest once, directly.
+    this.flush();
     s.conn.cork(() => {
       for (const mid of mids) {
         const before = s.subs.get(mid);
@@ -179,6 +191,7 @@ export class Broadcaster {
   }
 
   stop(): void {
+    this.batch.stop();
     this.conflator.stop();
   }
 }

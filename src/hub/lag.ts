@@ -30,6 +30,7 @@ export function fallBehind(s: Session, book: Book, states: MarketStates, now: nu
 export function catchUp(s: Session, bc: Broadcaster, book: Book, states: MarketStates, metrics: OddsMetrics): void {
   const lag = s.lag;
   if (!lag) return;
+  bc.flush();
   s.lag = undefined;
   metrics.resyncs.inc();
   s.conn.cork(() => {

@@ -50,6 +50,11 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
   return v1.ServerMessage.encode(m).finish();
 }
 
+/** A frame in a socket's format. */
+export function encodeFor(format: 'json' | 'proto', msg: ServerMessage): string | Uint8Array {
+  return format === 'json' ? encodeJson(msg) : encodeProto(msg);
+}
+
 /** Reads a binary frame back into the JSON shape. Throws on malformed input. */
 export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   const m = v1.ServerMessage.decode(bytes);

@@ -82,18 +82,23 @@ function setup() {
     return { s, conn };
   };
   const put = (mid: string, price: number) => book.put('e', book.next(mid, 'e'), Date.now(), img(mid, price))!;
+  /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
+  const publish = (entry: ReturnType<typeof put>) => {
+    bc.publish(entry);
+    bc.flush();
+  };
   t.teardown(() => bc.stop());
-  return { topics, hub, book, states, metrics, bc, sweeper, open, put };
+  return { topics, hub, book, states, metrics, bc, sweeper, open, put, publish };
 }
 
 t.test('an update is encoded once per variant and published once per topic, however many sockets take it', async (t) => {
-  const { topics, bc, open, put, metrics } = setup();
+  const { topics, bc, open, put, publish, metrics } = setup();
   const json = [open(), open(), open()];
   const shallow = [open('proto'), open('proto')];
   for (const { s } of json) bc.attach(s, ['m'], variant('json'));
   for (const { s } of shallow) bc.attach(s, ['m'], variant('proto', 1));
   topics.published.length = 0;
-  bc.publish(put('m', 2));
+  publish(put('m', 2));
   t.equal(topics.published.length, 2, 'one publish per variant');
   t.equal(json[0].conn.frames[0], json[2].conn.frames[0], 'the very same frame for every socket of a variant');
   const one = decodeServerProto(shallow[1].conn.frames[0] as Uint8Array);
@@ -114,34 +119,34 @@ t.test('state frames reach every subscriber of the market at once, whatever its 
 });
 
 t.test('a conflated socket gets one frame per interval, the newest, marked when updates were held back', async (t) => {
-  const { bc, open, put } = setup();
+  const { bc, open, put, publish } = setup();
   const live = open();
   const slow = open();
   bc.attach(live.s, ['m'], variant('json'));
   bc.attach(slow.s, ['m'], variant('json', 0, 100));
-  for (let i = 0; i < 5; i++) bc.publish(put('m', 2 + i / 100));
+  for (let i = 0; i < 5; i++) publish(put('m', 2 + i / 100));
   t.equal(live.conn.frames.length, 5);
   t.equal(slow.conn.frames.length, 0, 'nothing before the interval ends');
   await new Promise((r) => setTimeout(r, 160));
   const got = slow.conn.messages();
   t.equal(got.length, 1);
   t.match(got[0], { op: 'odds', seq: 5, cf: true, con: false }, 'the newest image, marked cf');
-  bc.publish(put('m', 3));
+  publish(put('m', 3));
   await new Promise((r) => setTimeout(r, 160));
   t.match(slow.conn.messages()[1], { seq: 6, cf: false }, 'one update in an interval: nothing was held back');
 });
 
 t.test('a socket that fell behind catches up with the newest images, changed state and one unsubscribed', async (t) => {
-  const { bc, sweeper, open, put } = setup();
+  const { bc, sweeper, open, put, publish } = setup();
   const { s, conn } = open();
   bc.attach(s, ['a', 'b', 'c'], variant('json'));
-  bc.publish(put('a', 2));
+  publish(put('a', 2));
   conn.buffered = 5000;
   sweeper.run(Date.now());
   t.ok(s.lag, 'behind: off its topics');
   const before = conn.frames.length;
-  bc.publish(put('a', 2.1));
-  bc.publish(put('a', 2.2));
+  publish(put('a', 2.1));
+  publish(put('a', 2.2));
   bc.publishState({ op: 'market', mid: 'b', s: false, go: false, rt: false });
   bc.publishState({ op: 'result', mid: 'c', mt: 'match-odd', res: '1', rt: false, ia: false });
   bc.detachAndTell(s, ['c']);
@@ -151,7 +156,7 @@ t.test('a socket that fell behind catches up with the newest images, changed sta
   t.same(conn.messages().slice(before).map((m) => m.op === 'odds' ? `odds ${m.mid} ${m.seq} con=${m.con}` : `${m.op} ${'mid' in m ? m.mid : (m as { mids: string[] }).mids}`), [
     'odds a 3 con=true', 'market b', 'result c', 'unsubscribed c',
   ]);
-  bc.publish(put('a', 2.3));
+  publish(put('a', 2.3));
   t.match(conn.messages().at(-1), { op: 'odds', seq: 4, con: false }, 'back on its topic');
 });
 
@@ -165,4 +170,20 @@ t.test('concluded markets: each socket that takes them loses them and is told on
   t.same(a.conn.messages(), [{ op: 'unsubscribed', mids: ['x', 'y'] }]);
   t.same(b.conn.messages(), [{ op: 'unsubscribed', mids: ['y'] }]);
   t.equal(hub.subscriptions(), 1, 'the count follows the index');
+});
+
+t.test('images of one turn go out together at its end, in order, and a subscribe in between gets the newest once', async (t) => {
+  const { topics, bc, open, put } = setup();
+  const a = open();
+  bc.attach(a.s, ['m'], variant('json'));
+  for (let i = 0; i < 3; i++) bc.publish(put('m', 2 + i / 100));
+  t.equal(topics.published.length, 0, 'nothing handed to uWS yet');
+  t.equal(bc.batch.size, 3);
+  const late = open();
+  bc.attach(late.s, ['m'], variant('json'));
+  t.same(a.conn.messages().map((m) => m.op === 'odds' && m.seq), [1, 2, 3], 'the queue went out first, in order');
+  t.same(late.conn.messages().map((m) => m.op === 'odds' && m.seq), [3], 'the new socket got the newest image once, directly');
+  bc.publish(put('m', 3));
+  await bc.batch.flushed();
+  t.same(a.conn.messages().map((m) => m.op === 'odds' && m.seq), [1, 2, 3, 4], 'and the next turn\'s image at the end of it');
 });
