@@ -5,26 +5,32 @@
  * count (100, 1,000, 10,000): N sockets each subscribe to K markets; a publisher sends odds
  * through the ingest socket (`/ingest`, acked per message) at rising rates, or at one fixed rate
  * (FANOUT_RATE); every socket's frames and bytes are counted and a few sampled sockets decode
- * every frame for latency and sequence checks. The server runs on core 0, the publisher, the
- * counting clients and the sampler on core 1.
+ * every frame for latency and sequence checks. After each ramp at 1,000 and 10,000 sockets, the
+ * firehose (fanout/firehose.ts): the publisher pipelines batches as fast as acks come back, and
+ * what is delivered is compared with the best held rate. Then mixed subscriptions (fanout/mixed.ts):
+ * the service's CPU per frame with depths and conflation mixed against plain subscriptions. The
+ * server runs on core 0, the publisher, the counting clients and the sampler on core 1.
  *
  * Settings (env): BENCH_SECONDS (2; each rate step lasts half of it), BENCH_SOCKETS
  * (100,1000,10000), BENCH_FORMATS (json,proto,deflate), BENCH_SERVERS (service,baseline,socketio,
  * ceiling), FANOUT_K (10 markets per socket), FANOUT_MARKETS (100), FANOUT_SAMPLED (1% of the
  * sockets, 20 to 100), FANOUT_START (25000 deliveries/s, doubled each step), FANOUT_RATE (unset:
- * the ramp), FANOUT_P99_MS (50), FANOUT_MEMORY (on), BENCH_PROFILE (on), BENCH_RESULTS_NAME (fanout).
+ * the ramp), FANOUT_P99_MS (50), FANOUT_MEMORY (on), BENCH_PROFILE (on), BENCH_RESULTS_NAME (fanout);
+ * the firehose's and mixed subscriptions' settings are in bench/README.md.
  */
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
-import { join } from 'node:path';
-import WebSocket from 'ws';
+import { spawnSync } from 'node:child_process';
 import {
-  DIST, Histogram, Noise, coreBusyPct, waitQuiet, coreTimes, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep,
+  Histogram, Noise, coreBusyPct, waitQuiet, coreTimes, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep,
   startServer, writeResults, type Pinning,
 } from './lib/common.js';
 import { fanoutMarkets, prepareDatabase, seed } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
 import { perfAvailable, perfCountSends, perfRecord, perfSummary } from './lib/perf.js';
+import { Child } from './fanout/child.js';
+import { Clients } from './fanout/clients.js';
+import { firehose, type FirehoseResult } from './fanout/firehose.js';
+import { measureWindow, mixedRequests, plainRequests, type WindowResult } from './fanout/mixed.js';
+import { Publisher } from './fanout/publisher.js';
 
 type Impl = 'service' | 'baseline' | 'socketio' | 'ceiling';
 /** `deflate`: JSON with permessage-deflate (the service with WS_COMPRESSION=on); `mixed`: the profiles' half JSON, half protobuf. */
@@ -66,141 +72,39 @@ const PER_WORKER = 5000;
 const FOREIGN_LIMIT = 15;
 const PROTOCOL: Record<'json' | 'proto' | 'deflate', string> = { json: 'odds.v1.json', proto: 'odds.v1.proto', deflate: 'odds.v1.json' };
 const DEFLATE_OFFER = 'permessage-deflate; client_max_window_bits';
-
-// ---- child processes ----
-
-class Child {
-  private waiting: { type: string; ok: (m: any) => void }[] = [];
-  constructor(readonly proc: ChildProcess) {
-    proc.on('message', (m: { type: string }) => {
-      const i = this.waiting.findIndex((w) => w.type === m.type);
-      if (i >= 0) this.waiting.splice(i, 1)[0].ok(m);
-    });
-  }
-  static start(script: string, nice: number): Child {
-    const proc = fork(join(DIST, 'bench', 'fanout', script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    if (nice) {
-      try {
-        setPriority(proc.pid!, nice);
-      } catch {
-        // not allowed: the sampler then competes evenly
-      }
-    }
-    return new Child(proc);
-  }
-  ask<T = any>(msg: { type: string } & Record<string, unknown>, reply: string, timeoutMs = 120_000): Promise<T> {
-    return new Promise((ok, fail) => {
-      const t = setTimeout(() => fail(new Error(`no ${reply} from ${this.proc.pid} within ${timeoutMs} ms`)), timeoutMs);
-      this.waiting.push({ type: reply, ok: (m) => { clearTimeout(t); ok(m); } });
-      this.proc.send(msg);
-    });
-  }
-  async close(): Promise<void> {
-    if (this.proc.exitCode !== null || !this.proc.connected) return;
-    await this.ask({ type: 'close' }, 'closed', 10_000).catch(() => this.proc.kill('SIGKILL'));
-  }
-}
-
-const cpuOf = (c: { user: number; system: number }) => c.user + c.system;
-
-// ---- the publisher ----
-
-class Publisher {
-  private ws!: WebSocket;
-  private nextId = 1;
-  private cursor = 0;
-  private readonly variants: string[][];
-  readonly updates: Uint32Array;
-  acked = 0;
-  refused = 0;
-  lastRefusal = '';
-  readonly ackLatency = new Histogram();
-  private sentAt = new Map<number, number>();
-
-  constructor(private readonly markets: { mid: string; rids: number[] }[]) {
-    this.updates = new Uint32Array(markets.length);
-    // A few different ladders per market: 3 runners, 3 back and 3 lay levels each.
-    this.variants = markets.map((m, mi) => Array.from({ length: 8 }, (_, v) => JSON.stringify(m.rids.map((rid, ri) => {
-      const p = 1.5 + ri * 1.7 + ((mi + v) % 5) * 0.02;
-      const lv = (k: number, d: number): [number, number] => [Math.round((p + d * k * 0.02) * 100) / 100, 100 + ((v * 37 + k * 11 + ri) % 900)];
-      return { rid, st: 'ACTIVE', b: [lv(0, -1), lv(1, -1), lv(2, -1)], l: [lv(1, 1), lv(2, 1), lv(3, 1)] };
-    }))));
-  }
-
-  open(url: string): Promise<void> {
-    this.ws = new WebSocket(url.replace(/^http/, 'ws') + '/ingest', 'odds.v1.json', { perMessageDeflate: false });
-    this.ws.on('message', (data) => {
-      const ack = JSON.parse(data.toString()) as { id: number; status: number; message: string };
-      const at = this.sentAt.get(ack.id);
-      if (at !== undefined) {
-        this.ackLatency.recordMs(performance.now() - at);
-        this.sentAt.delete(ack.id);
-      }
-      if (ack.status === 1) this.acked++;
-      else {
-        this.refused++;
-        this.lastRefusal = ack.message;
-      }
-    });
-    return new Promise((ok, fail) => {
-      this.ws.once('open', () => ok());
-      this.ws.once('error', fail);
-    });
-  }
-
-  resetStep(): void {
-    this.updates.fill(0);
-    this.ackLatency.reset();
-  }
-
-  private send(count: number): void {
-    const ts = performance.timeOrigin + performance.now();
-    const items: string[] = new Array(count);
-    for (let i = 0; i < count; i++) {
-      const m = this.cursor;
-      this.cursor = (this.cursor + 1) % this.markets.length;
-      this.updates[m]++;
-      const r = this.variants[m][this.updates[m] % 8];
-      items[i] = `{"kind":"odds","mid":"${this.markets[m].mid}","ts":${ts},"st":"OPEN","ip":true,"r":${r}}`;
-    }
-    const id = this.nextId++;
-    this.sentAt.set(id, performance.now());
-    this.ws.send(`{"id":${id},"data":[${items.join(',')}]}`);
-  }
-
-  /** Sends `rate` updates per second for `seconds`, one message per 5 ms tick carrying the updates due. */
-  run(rate: number, seconds: number): Promise<{ sent: number; seconds: number }> {
-    const total = Math.round(rate * seconds);
-    const t0 = performance.now();
-    let sent = 0;
-    return new Promise((done) => {
-      const tick = () => {
-        const elapsed = (performance.now() - t0) / 1000;
-        const due = Math.min(total, Math.floor(rate * elapsed)) - sent;
-        if (due > 0) {
-          this.send(due);
-          sent += due;
-        }
-        if (sent >= total) {
-          clearInterval(timer);
-          done({ sent, seconds: (performance.now() - t0) / 1000 });
-        }
-      };
-      const timer = setInterval(tick, 5);
-    });
-  }
-
-  async idle(timeoutMs = 15_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (this.sentAt.size > 0 && Date.now() < until) await sleep(10);
-  }
-
-  close(): void {
-    this.ws.terminate();
-  }
-}
+/** The firehose step (fanout/firehose.ts): after the ramp, for these servers, formats and socket counts. */
+const FIREHOSE = envFlag('FANOUT_FIREHOSE', true);
+const FIREHOSE_SOCKETS = envList('FANOUT_FIREHOSE_SOCKETS', ['1000', '10000']).map(Number);
+const FIREHOSE_SERVERS = envList('FANOUT_FIREHOSE_SERVERS', IMPLS) as Impl[];
+const FIREHOSE_FORMATS = envList('FANOUT_FIREHOSE_FORMATS', ['json']);
+const FIREHOSE_SETTINGS = {
+  warmSeconds: envNumber('FANOUT_FIREHOSE_WARM', 0.5),
+  seconds: envNumber('FANOUT_FIREHOSE_SECONDS', 2 * STEP_SECONDS),
+  pipeline: Math.round(envNumber('BENCH_PIPELINE', 64)),
+  drainSeconds: envNumber('FANOUT_FIREHOSE_DRAIN_S', 30),
+  maxRssBytes: envNumber('FANOUT_FIREHOSE_MAX_RSS_MB', 4096) * 2 ** 20,
+};
+/**
+ * Updates per firehose batch: unset, the batch the paced publisher sent at the run's best held
+ * rate (the updates due per 5 ms tick), so that the firehose differs from that step only in pacing.
+ */
+const FIREHOSE_BATCH = process.env.FANOUT_FIREHOSE_BATCH ? Math.round(envNumber('FANOUT_FIREHOSE_BATCH', 10)) : undefined;
+/** V8 and perf profiles of the service's firehose window (off: they would slow the measured window). */
+const FIREHOSE_PROFILE = envFlag('FANOUT_FIREHOSE_PROFILE', false);
+/** The service's firehose rate against its best held rate: the team's target. */
+const FIREHOSE_TARGET = 0.9;
+/** Mixed subscriptions (fanout/mixed.ts): the service at this socket count, plain then mixed at one publish rate. */
+const MIXED = envFlag('FANOUT_MIXED', true);
+const MIXED_SOCKETS = Math.round(envNumber('FANOUT_MIXED_SOCKETS', 10_000));
+const MIXED_RATE = process.env.FANOUT_MIXED_RATE ? envNumber('FANOUT_MIXED_RATE', START) : undefined;
+const MIXED_SECONDS = envNumber('FANOUT_MIXED_SECONDS', 2);
+/** Every conflation interval (up to 1 s) has ticked before the window opens. */
+const MIXED_WARM_SECONDS = 1.5;
+const MIXED_TARGET = 1.3;
 
 // ---- one server, one format, one socket count ----
+
+const cpuOf = (c: { user: number; system: number }) => c.user + c.system;
 
 interface Step {
   targetPerSec: number;
@@ -262,6 +166,32 @@ interface RunResult {
   halfMax: Step | undefined;
   firstFail: Step | undefined;
   profile?: ProfileSummary;
+  firehose?: FirehoseRun;
+  mixedSubs?: MixedRun;
+}
+
+/** The firehose step of a run, beside its best held paced rate. */
+interface FirehoseRun extends FirehoseResult {
+  /** Deliveries/s of the run's highest held paced step (NaN when none held). */
+  bestHeld: number;
+  /** deliveriesPerSec / bestHeld. */
+  ofBestHeld: number;
+  pipeline: number;
+  batch: number;
+  cycleMs: number;
+  profile?: ProfileSummary;
+}
+
+/** Plain then mixed subscriptions of the same sockets at one publish rate (the service only). */
+interface MixedRun {
+  /** Deliveries/s plain subscriptions would receive at the rate published. */
+  targetPerSec: number;
+  plain: WindowResult;
+  mixed: WindowResult;
+  /** Mixed CPU per frame delivered over plain's. */
+  cpuRatio: number;
+  /** Subscribe requests the service refused (seen by the sampled sockets); must be 0. */
+  refused: number;
 }
 
 function assignment(n: number): string[][] {
@@ -269,7 +199,7 @@ function assignment(n: number): string[][] {
 }
 
 async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinning: Pinning, markets: { mid: string; rids: number[] }[],
-  opts: { profileAt?: number; fixedAt?: number } = {}): Promise<RunResult> {
+  opts: { profileAt?: number; fixedAt?: number; firehose?: boolean; mixedAt?: number } = {}): Promise<RunResult> {
   const script: Record<Impl, string> = {
     service: 'dist/src/main.js', baseline: 'dist/bench/baseline/server.js', socketio: 'dist/bench/peers/socketio.js', ceiling: 'dist/bench/ceiling/server.js',
   };
@@ -306,7 +236,7 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const h = await insp.call<{ usedSize: number }>('Runtime.getHeapUsage');
       return { rss: rssBytes(server.pid), heap: h.usedSize };
     };
-    const before = MEMORY ? await heap() : undefined;
+    const before = MEMORY && opts.mixedAt === undefined ? await heap() : undefined;
 
     // Connect: counting clients niced, so the sampler and publisher get the core when they need it.
     const t0 = performance.now();
@@ -314,19 +244,20 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
     const workers = Array.from({ length: Math.ceil(rawSets.length / perWorker) }, () => Child.start(impl === 'socketio' ? 'sio-client.js' : 'raw-client.js', 10));
     const sampler = Child.start('sampler.js', 0);
     children.push(...workers, sampler);
+    const clients = new Clients(workers, sampler);
     const host = '127.0.0.1';
     const connected = await Promise.all([
       ...workers.map((w, wi) => {
         const f = format === 'mixed' ? (wi % 2 ? 'proto' : 'json') : format;
         return w.ask({
-          type: 'connect', host, port: server.port, path: '/ws', protocol: PROTOCOL[f], sockets: rawSets.slice(wi * perWorker, (wi + 1) * perWorker),
+          type: 'connect', host, port: server.port, path: '/ws', protocol: PROTOCOL[f], sockets: rawSets.slice(wi * perWorker, (wi + 1) * perWorker).map(plainRequests),
           localAddresses: Array.from({ length: 4 }, (_, k) => `127.0.0.${2 + wi * 4 + k}`), concurrency: 64,
           extensions: format === 'deflate' ? DEFLATE_OFFER : undefined,
         }, 'connected');
       }),
       sampler.ask({
         type: 'connect', url: impl === 'socketio' ? server.url : server.url.replace(/^http/, 'ws') + '/ws', protocol: PROTOCOL[format === 'mixed' ? 'json' : format],
-        sockets: sampledSets, socketio: impl === 'socketio', deflate: format === 'deflate',
+        sockets: sampledSets.map(plainRequests), socketio: impl === 'socketio', deflate: format === 'deflate',
       }, 'connected'),
     ]);
     const failed = connected.reduce((a, c) => a + c.failed, 0);
@@ -338,12 +269,15 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
       const sum = (k: string) => cs.reduce((a, c) => a + c[k], 0);
       return { odds: sum('odds'), acks: sum('acks'), closed: sum('closed'), bytes: sum('bytes'), cpu: cs.reduce((a, c) => a + cpuOf(c.cpu), 0) };
     };
-    for (let i = 0; ; i++) {
-      const [c, s] = await Promise.all([rawCounts(), sampler.ask({ type: 'stats' }, 'stats')]);
-      if (c.acks >= rawSets.length && s.acks >= sampledSets.length) break;
-      if (i > 600) throw new Error(`only ${c.acks + s.acks} of ${n} subscriptions were acknowledged`);
-      await sleep(50);
-    }
+    const untilAcked = async (raw: number, sampled: number) => {
+      for (let i = 0; ; i++) {
+        const [c, s] = await Promise.all([rawCounts(), sampler.ask({ type: 'stats' }, 'stats')]);
+        if (c.acks >= raw && s.acks >= sampled) return;
+        if (i > 600) throw new Error(`only ${c.acks + s.acks} of ${raw + sampled} subscribe requests were acknowledged`);
+        await sleep(50);
+      }
+    };
+    await untilAcked(rawSets.length, sampledSets.length);
     const connectSeconds = (performance.now() - t0) / 1000;
     let memory = { rssBefore: NaN, rssAfter: NaN, heapPerSocketKiB: NaN, idleCpuPct: NaN };
     if (before) {
@@ -479,8 +413,92 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
     await stepOnce(Math.min(START, subsPerMarket * MAX_RATE), 1);
     await publisher.idle();
 
+    // The firehose after the ramp: the clients read at the cycle of the best held rate, the publisher pipelines.
+    const firehoseStep = async (best: Step | undefined): Promise<FirehoseRun> => {
+      const bestRate = (best?.targetPerSec ?? START) / subsPerMarket;
+      const cycleMs = cycleFor(bestRate);
+      const batch = FIREHOSE_BATCH ?? Math.max(1, Math.round(bestRate * 0.005));
+      await clients.cycle(cycleMs);
+      const subscribers = Uint32Array.from(subsRaw, (v, i) => v + subsSampled[i]);
+      let run: FirehoseRun | undefined;
+      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+        await waitQuiet(pids);
+        const insp = FIREHOSE_PROFILE && impl === 'service' ? new Inspector(server.inspector!) : undefined;
+        const name = `firehose-${impl}-${format}-${n}`;
+        let perf: Promise<string | undefined> | undefined;
+        let prof: Awaited<ReturnType<Inspector['stop']>> | undefined;
+        let cpuAt = 0;
+        try {
+          const fh = await firehose({
+            publisher, clients, subscribers, serverPid: server.pid, pids,
+            window: insp && {
+              open: async (seconds) => {
+                await insp.start();
+                cpuAt = cpuMicros(server.pid);
+                perf = perfAvailable() ? perfRecord(server.pid, seconds, name) : undefined;
+              },
+              close: async () => {
+                prof = await insp.stop();
+                cpuAt = cpuMicros(server.pid) - cpuAt;
+              },
+            },
+          }, { ...FIREHOSE_SETTINGS, batch, cycleMs });
+          const bestHeld = best?.deliveriesPerSec ?? NaN;
+          run = { ...fh, bestHeld, ofBestHeld: fh.deliveriesPerSec / bestHeld, pipeline: FIREHOSE_SETTINGS.pipeline, batch, cycleMs };
+          if (prof) {
+            run.profile = summarise(prof, name, `firehose, ${fmt(n)} sockets (${format}), ${fmt(fh.deliveriesPerSec)} deliveries/s (profilers on)`, cpuAt);
+            const perfFile = await perf;
+            if (perfFile) run.profile.perf = perfSummary(perfFile);
+          }
+        } finally {
+          insp?.close();
+        }
+        log(`${impl} ${format} ${n} firehose: ${fmt(run.deliveriesPerSec)} deliveries/s (` +
+          `${Number.isFinite(run.ofBestHeld) ? `${run.ofBestHeld.toFixed(2)}x best held ${fmt(run.bestHeld)}` : 'no paced step held'}), batches of ${batch}, ` +
+          `${run.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, ${run.framesPerWrite === null ? 'writes not counted' : `${run.framesPerWrite.toFixed(1)} frames/write`}, ` +
+          `acks ${fmt(run.acksPerSec)}/s (${run.refused} refused, mean ${run.ackMeanMs.toFixed(1)} ms), share delivered ${(100 * run.deliveredShare).toFixed(0)}%, ` +
+          `p50 ${run.p50.toFixed(1)} p99 ${run.p99.toFixed(1)} ms, newest: ${run.newest.stale} of ${run.newest.checked} stale, ${run.newest.closedSockets} closed` +
+          `${run.newest.example ? ` (${run.newest.example})` : ''}, drained ${run.drained ? 'in' : 'NOT in'} ${run.drainSeconds.toFixed(1)} s, RSS ${run.rssMiB.toFixed(0)} MiB` +
+          `${run.rssLimitHit ? ' (memory limit: stopped early)' : ''}, others ${run.foreignPct.toFixed(0)}%`);
+        if (run.foreignPct < FOREIGN_LIMIT) break;
+        log(`other processes used ${run.foreignPct.toFixed(0)}% of a core during the firehose; repeating it`);
+      }
+      return run!;
+    };
+
+    // Plain subscriptions, then the same sockets re-subscribed mixed, at one publish rate.
+    const mixedStep = async (targetPerSec: number): Promise<MixedRun> => {
+      const rate = targetPerSec / subsPerMarket;
+      await clients.cycle(cycleFor(rate));
+      const measure = async (what: string) => {
+        let best: WindowResult | undefined;
+        for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+          await waitQuiet(pids);
+          const w = await measureWindow(publisher, clients, server.pid, pids, rate, MIXED_WARM_SECONDS, MIXED_SECONDS);
+          log(`${impl} ${n} ${what} subscriptions: ${fmt(rate)} upd/s -> ${fmt(w.deliveriesPerSec)} deliveries/s, ${w.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery, ` +
+            `server ${w.serverBusyPct.toFixed(0)}%, p99 ${w.p99.toFixed(1)} ms, others ${w.foreignPct.toFixed(0)}%`);
+          if (!best || w.foreignPct < best.foreignPct) best = w;
+          if (w.foreignPct < FOREIGN_LIMIT) break;
+        }
+        return best!;
+      };
+      const plain = await measure('plain');
+      const [c0, s0] = await Promise.all([rawCounts(), sampler.ask({ type: 'stats' }, 'stats')]);
+      const rawMixed = rawSets.map((mids, i) => mixedRequests(mids, sampledCount + i));
+      const sampledMixed = sampledSets.map((mids, i) => mixedRequests(mids, i));
+      await clients.subscribe(rawMixed, sampledMixed, perWorker);
+      await untilAcked(c0.acks + rawMixed.reduce((a, r) => a + r.length, 0), s0.acks + sampledMixed.reduce((a, r) => a + r.length, 0));
+      const mixed = await measure('mixed');
+      const { refused, lastRefusal } = await sampler.ask({ type: 'stats' }, 'stats');
+      if (refused) log(`the ${impl} refused ${refused} subscribe requests of the sampled sockets: ${lastRefusal}`);
+      return { targetPerSec, plain, mixed, cpuRatio: mixed.cpuNsPerDelivery / plain.cpuNsPerDelivery, refused };
+    };
+
     const steps: Step[] = [];
-    if (opts.profileAt !== undefined) {
+    let mixedSubs: MixedRun | undefined;
+    if (opts.mixedAt !== undefined) {
+      mixedSubs = await mixedStep(opts.mixedAt);
+    } else if (opts.profileAt !== undefined) {
       const insp = new Inspector(server.inspector!);
       try {
         steps.push(await step(opts.profileAt, STEP_SECONDS, insp));
@@ -522,12 +540,14 @@ async function runOne(impl: Impl, format: Format, n: number, dbUrl: string, pinn
     const passed = steps.filter((s) => s.pass);
     const maxHeld = passed.length ? passed.reduce((a, b) => (b.targetPerSec > a.targetPerSec ? b : a)) : undefined;
     const halfMax = maxHeld ? steps.find((s) => Math.abs(s.targetPerSec - maxHeld.targetPerSec / 2) < 1) : undefined;
+    if (opts.firehose) await publisher.idle();
+    const firehoseRun = opts.firehose ? await firehoseStep(maxHeld) : undefined;
     return {
       impl, format, sockets: n, connectSeconds, memPerSocketKiB: (rssAfter - rssBefore) / n / 1024, heapPerSocketKiB,
       rssBeforeMiB: rssBefore / 2 ** 20, rssAfterMiB: rssAfter / 2 ** 20, idleCpuPct, warnings: server.warnings(), steps,
-      ramped: opts.fixedAt === undefined && FIXED_RATE === undefined && opts.profileAt === undefined, reference: undefined, maxHeld, halfMax,
+      ramped: opts.fixedAt === undefined && FIXED_RATE === undefined && opts.profileAt === undefined && opts.mixedAt === undefined, reference: undefined, maxHeld, halfMax,
       firstFail: steps.filter((s) => !s.pass && (!maxHeld || s.targetPerSec > maxHeld.targetPerSec)).sort((a, b) => a.targetPerSec - b.targetPerSec)[0],
-      profile: lastProfile,
+      profile: lastProfile, firehose: firehoseRun, mixedSubs,
     };
   } finally {
     publisher.close();
@@ -578,7 +598,22 @@ async function main(): Promise<void> {
         // Alternate which server goes first, so neither always gets the fresher machine.
         const order = (counts.indexOf(n) + FORMATS.indexOf(format)) % 2 ? [...IMPLS].reverse() : IMPLS;
         const fixedAt = RAMP_FORMATS.includes(format) ? undefined : commonHeld(results.filter((r) => r.sockets === n && r.ramped)) ?? START;
-        for (const impl of order.filter((i) => runs(i, format))) results.push(await runOne(impl, format, n, db.url, pinning, markets, { fixedAt }));
+        for (const impl of order.filter((i) => runs(i, format))) {
+          // The firehose follows a ramp, whose best held rate it is compared with.
+          const withFirehose = FIREHOSE && fixedAt === undefined && FIXED_RATE === undefined && FIREHOSE_SOCKETS.includes(n) && FIREHOSE_SERVERS.includes(impl) && FIREHOSE_FORMATS.includes(format);
+          results.push(await runOne(impl, format, n, db.url, pinning, markets, { fixedAt, firehose: withFirehose }));
+        }
+      }
+    }
+
+    const mixedRuns: RunResult[] = [];
+    if (MIXED && IMPLS.includes('service') && !process.env.FANOUT_PROFILE_ONLY) {
+      if (MIXED_SOCKETS + 512 > limit) notes.push(`skipped mixed subscriptions at ${fmt(MIXED_SOCKETS)} sockets: the open-file limit is ${limit}`);
+      else {
+        const held = results.find((r) => r.impl === 'service' && r.format === 'json' && r.sockets === MIXED_SOCKETS)?.maxHeld;
+        const target = MIXED_RATE ?? (held ? held.targetPerSec / 2 : START);
+        log(`mixed subscriptions: the service, ${fmt(MIXED_SOCKETS)} sockets, plain then mixed, at ${fmt(target)} deliveries/s of plain subscriptions`);
+        mixedRuns.push(await runOne('service', 'json', MIXED_SOCKETS, db.url, pinning, markets, { mixedAt: target }));
       }
     }
 
@@ -684,6 +719,40 @@ async function main(): Promise<void> {
       }),
     );
 
+    // Firehose: each server's delivered rate against its own best held paced rate, the publisher's acks, the newest check.
+    const firehoses = results.filter((r) => r.firehose).map((r) => {
+      const f = r.firehose!;
+      return {
+        sockets: r.sockets, impl: r.impl, format: r.format, deliveriesPerSec: f.deliveriesPerSec, bestHeld: f.bestHeld, ofBestHeld: f.ofBestHeld, cpuNsPerDelivery: f.cpuNsPerDelivery,
+        framesPerWrite: f.framesPerWrite, acksPerSec: f.acksPerSec, refused: f.refused, ackMeanMs: f.ackMeanMs, ackP99Ms: f.ackP99Ms, updatesAcceptedPerSec: f.updatesAcceptedPerSec,
+        deliveredShare: f.deliveredShare, p50: f.p50, p99: f.p99, newestChecked: f.newest.checked, newestStale: f.newest.stale, closedSockets: f.newest.closedSockets, drained: f.drained,
+      };
+    });
+    const firehoseTable = mdTable(
+      ['sockets', 'format', 'server', 'firehose deliveries/s', 'of best held', 'best held deliveries/s', 'CPU ns/delivery', 'frames/write', 'updates/batch', 'acks/s (refused)', 'ack delay mean / p99 ms',
+        'updates accepted/s', 'delivered of accepted', 'p50 / p99 ms', 'newest image', 'drained in', 'RSS MiB', 'server process / core 0', 'clients / core 1'],
+      results.filter((r) => r.firehose).map((r) => {
+        const f = r.firehose!;
+        const newest = f.newest.stale ? `${fmt(f.newest.stale)} of ${fmt(f.newest.checked)} stale` : `all ${fmt(f.newest.checked)} newest`;
+        return [fmt(r.sockets), r.format, NAMES[r.impl], fmt(f.deliveriesPerSec), Number.isFinite(f.ofBestHeld) ? `${f.ofBestHeld.toFixed(2)}x` : '–', fmt(f.bestHeld),
+          fmt(f.cpuNsPerDelivery), f.framesPerWrite === null ? '–' : f.framesPerWrite.toFixed(1), fmt(f.batch), `${fmt(f.acksPerSec)} (${fmt(f.refused)})`, `${f.ackMeanMs.toFixed(1)} / ${f.ackP99Ms.toFixed(1)}`,
+          fmt(f.updatesAcceptedPerSec), `${(100 * f.deliveredShare).toFixed(0)}%`, `${f.p50.toFixed(1)} / ${f.p99.toFixed(1)}`,
+          newest + (f.newest.closedSockets ? `, ${fmt(f.newest.closedSockets)} sockets closed` : ''), `${f.drainSeconds.toFixed(1)} s${f.drained ? '' : ' (not drained)'}`,
+          `${f.rssMiB.toFixed(0)}${f.rssLimitHit ? ' (limit: stopped)' : ''}`, `${f.serverBusyPct.toFixed(0)}% / ${f.core0Pct.toFixed(0)}%`, `${f.clientBusyPct.toFixed(0)}% / ${f.core1Pct.toFixed(0)}%`];
+      }),
+    );
+    const svcFirehoses = firehoses.filter((f) => f.impl === 'service');
+    const firehoseMet = svcFirehoses.length > 0 && svcFirehoses.every((f) => f.ofBestHeld >= FIREHOSE_TARGET && f.newestStale === 0 && f.closedSockets === 0);
+
+    // Mixed subscriptions: CPU per frame delivered, mixed against plain, same sockets and publish rate.
+    const mixed = mixedRuns.filter((r) => r.mixedSubs).map((r) => ({ sockets: r.sockets, ...r.mixedSubs! }));
+    const mixedTable = mdTable(
+      ['sockets', 'subscriptions', 'updates/s', 'deliveries/s', 'CPU ns per frame delivered', 'vs plain', 'p50 / p99 ms', 'server process / core 0'],
+      mixed.flatMap((m) => (['plain', 'mixed'] as const).map((k) => [fmt(m.sockets), k, fmt(m[k].rate), fmt(m[k].deliveriesPerSec), fmt(m[k].cpuNsPerDelivery),
+        k === 'plain' ? '1x' : `${m.cpuRatio.toFixed(2)}x`, `${m[k].p50.toFixed(1)} / ${m[k].p99.toFixed(1)}`, `${m[k].serverBusyPct.toFixed(0)}% / ${m[k].core0Pct.toFixed(0)}%`])),
+    );
+    const mixedMet = mixed.length > 0 && mixed.every((m) => m.cpuRatio <= MIXED_TARGET && m.refused === 0);
+
     const svc = results.filter((r) => r.impl === 'service' && r.format !== 'deflate');
     const x3 = counts.filter((n) => n >= 1000).flatMap((n) => FORMATS.filter((f) => f !== 'deflate').map((f) => {
       const s = find('service', f, n);
@@ -730,6 +799,31 @@ async function main(): Promise<void> {
       '',
       bandwidthTable,
       '',
+      ...(firehoses.length ? [
+        `Firehose (each server after its ramp; the publisher keeps ${FIREHOSE_SETTINGS.pipeline} batches in flight on \`/ingest\`, sending the next as each ack arrives, ` +
+          `${FIREHOSE_BATCH ? `${FIREHOSE_BATCH} updates each` : 'each batch as large as the paced publisher\'s at the best held rate (the updates due per 5 ms)'}; measured for ${FIREHOSE_SETTINGS.seconds} s after ${FIREHOSE_SETTINGS.warmSeconds} s of warm-in. Of best held: the firehose's ` +
+          'deliveries/s over the run\'s highest held paced rate. Frames/write: frames the clients received over the server\'s socket-write system calls ' +
+          '(`perf stat` on the sendto, sendmsg, write and writev tracepoints). Delivered of accepted: over the whole firehose, frames received once drained over the frames ' +
+          'its accepted updates would make (updates x subscribers); the rest were skipped for sockets behind. Newest image: after the firehose stops and the backlog drains, ' +
+          'whether every socket\'s last frame of each of its markets carries the newest seq the server accepted):',
+        '',
+        firehoseTable,
+        '',
+        `Firehose target: ${firehoseMet ? 'MET' : 'MISSED'} the service delivers at least ${FIREHOSE_TARGET}x its best held rate past saturation, and every socket ends on the newest image ` +
+          `(${svcFirehoses.map((f) => `${fmt(f.sockets)} sockets ${f.ofBestHeld.toFixed(2)}x, ${f.newestStale ? `${fmt(f.newestStale)} stale` : 'newest everywhere'}`).join('; ')}).`,
+        '',
+      ] : []),
+      ...(mixed.length ? [
+        `Mixed subscriptions (the service; each socket's markets in two subscribe requests taking the nine mixes of depth all, 1 and 3 and conflation 0, 250 and 1000 ms in turn, ` +
+          `against the same sockets with plain subscriptions, at the same publish rate; ${MIXED_SECONDS} s each after ${MIXED_WARM_SECONDS} s of warm-up. Conflated sockets get ` +
+          'fewer frames by design: CPU is divided by the frames actually delivered. Latency of the mixed step includes the conflation intervals):',
+        '',
+        mixedTable,
+        '',
+        `Mixed target: ${mixedMet ? 'MET' : 'MISSED'} mixed within ${MIXED_TARGET}x of plain CPU per frame delivered (${mixed.map((m) => `${fmt(m.sockets)} sockets ${m.cpuRatio.toFixed(2)}x` +
+          (m.refused ? `, ${m.refused} subscribe requests refused` : '')).join('; ')}).`,
+        '',
+      ] : []),
       ...(FIXED_RATE ? [] : [
         'Targets: ' + (x3.length ? `${met.x3 ? 'MET' : 'MISSED'} ≥3x baseline deliveries/s at 1,000 and 10,000 sockets (${x3.map((e) => `${fmt(e.n)} ${e.f} ${e.x.toFixed(1)}x`).join(', ')}); ` : '') +
           `${met.halfP99 ? 'MET' : 'MISSED'} service p99 < 20 ms at half the max rate (${svc.map((r) => `${fmt(r.sockets)} ${r.format} ${r.halfMax ? r.halfMax.p99.toFixed(1) + ' ms' : 'n/a'}`).join(', ')}); ` +
@@ -737,6 +831,8 @@ async function main(): Promise<void> {
         '',
       ]),
       ...(profiles.length ? ['CPU profiles of the service during fan-out:', '', ...profiles.filter((p) => p.profile).map((p) => profileMarkdown(`fan-out, ${fmt(p.sockets)} sockets`, p.profile!)), ''] : []),
+      ...(results.some((r) => r.firehose?.profile) ? ['CPU profiles of the service during the firehose:', '',
+        ...results.filter((r) => r.firehose?.profile).map((r) => profileMarkdown(`firehose, ${fmt(r.sockets)} sockets`, r.firehose!.profile!)), ''] : []),
       '<details><summary>Every step</summary>',
       '',
       stepsTable,
@@ -748,8 +844,10 @@ async function main(): Promise<void> {
       settings: {
         stepSeconds: STEP_SECONDS, sockets: counts, formats: FORMATS, servers: IMPLS, marketsPerSocket: K, markets: P, sampled: counts.map((n) => sampledFor(n)),
         start: START, fixedRate: FIXED_RATE ?? null, referenceRates: Object.fromEntries(refRates), peerFormats: PEER_FORMATS, p99LimitMs: P99_LIMIT,
+        firehose: FIREHOSE ? { ...FIREHOSE_SETTINGS, batch: FIREHOSE_BATCH ?? null, sockets: FIREHOSE_SOCKETS, servers: FIREHOSE_SERVERS, formats: FIREHOSE_FORMATS, target: FIREHOSE_TARGET } : null,
+        mixed: MIXED ? { sockets: MIXED_SOCKETS, rate: MIXED_RATE ?? null, seconds: MIXED_SECONDS, warmSeconds: MIXED_WARM_SECONDS, target: MIXED_TARGET } : null,
       },
-      met, x3, ratios, bandwidth, results, profiles, elapsedSeconds: (Date.now() - started) / 1000,
+      met: { ...met, firehose: firehoseMet, mixed: mixedMet }, x3, ratios, bandwidth, firehoses, mixed, results, mixedRuns, profiles, elapsedSeconds: (Date.now() - started) / 1000,
     };
     const files = writeResults(process.env.BENCH_RESULTS_NAME || 'fanout', json, md);
     process.stdout.write('\n' + md + '\n\n');

@@ -1,11 +1,13 @@
 /**
  * `npm run bench`: the headline ratios in under three minutes. Runs short forms of `rest.ts` (one
  * round of 1 s per server on a cached and a cache-miss route) and `fanout.ts` (1,000 sockets: the
- * ramp on JSON for the service, the baseline, Socket.IO and the ceiling; then protobuf and JSON
- * with permessage-deflate on the service, one step at the highest rate all of those held), each
- * in its own process as `npm run bench:rest` and
- * `npm run bench:fanout` would, then writes one table of ratios to bench/results/bench.md (and
- * bench.json), beside the two runs' own reports (rest-quick.*, fanout-quick.*).
+ * ramp on JSON for the service, the baseline, Socket.IO and the ceiling, the firehose after the
+ * service's, the baseline's and the ceiling's; then protobuf and JSON with permessage-deflate on
+ * the service, one step at the highest rate all of those held; then mixed subscriptions against
+ * plain ones on the service, 10,000 sockets at 100,000 deliveries/s), each in its own process as
+ * `npm run bench:rest` and `npm run bench:fanout` would, then writes one table of ratios to
+ * bench/results/bench.md (and bench.json), beside the two runs' own reports (rest-quick.*,
+ * fanout-quick.*).
  *
  * Every setting of the two runs can still be given in the environment (see bench/README.md);
  * the quick defaults apply only where it sets none. Without DATABASE_URL one embedded Postgres
@@ -24,6 +26,7 @@ const REST_DEFAULTS: Record<string, string> = {
 const FANOUT_DEFAULTS: Record<string, string> = {
   BENCH_SECONDS: '1', BENCH_SOCKETS: '1000', BENCH_FORMATS: 'json,proto,deflate', FANOUT_PEER_FORMATS: 'json', FANOUT_RAMP_FORMATS: 'json', FANOUT_MEMORY: 'off',
   FANOUT_HALF_MAX: 'off', BENCH_PROFILE: 'off', BENCH_QUIET_MS: '3000', BENCH_ATTEMPTS: '2', BENCH_RESULTS_NAME: 'fanout-quick',
+  FANOUT_FIREHOSE_SERVERS: 'service,baseline,ceiling', FANOUT_FIREHOSE_SECONDS: '1', FANOUT_MIXED_RATE: '100000',
 };
 
 /** The environment for a run: the caller's settings win over the quick defaults. */
@@ -93,6 +96,38 @@ async function main(): Promise<void> {
     }
   }
 
+  type Firehose = {
+    sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number; framesPerWrite: number | null; acksPerSec: number; refused: number;
+    ackMeanMs: number; newestStale: number; newestChecked: number; closedSockets: number;
+  };
+  const firehoses = (fanout.firehoses ?? []) as Firehose[];
+  for (const n of [...new Set(firehoses.map((f) => f.sockets))]) {
+    for (const format of [...new Set(firehoses.filter((f) => f.sockets === n).map((f) => f.format))]) {
+      const of = (impl: string) => firehoses.find((f) => f.sockets === n && f.format === format && f.impl === impl);
+      const s = of('service');
+      if (!s) continue;
+      const vs = (impl: string) => (of(impl) ? s.deliveriesPerSec / of(impl)!.deliveriesPerSec : NaN);
+      const what = `fan-out firehose ${format}, ${fmt(n)} sockets`;
+      rows.push([`${what}: deliveries/s`, fmt(s.deliveriesPerSec), x(vs('baseline')), x(vs('socketio')), pct(vs('ceiling'))]);
+      rows.push([`${what}: of its own best held rate (target ≥ 0.9x for the service)`, `${s.ofBestHeld.toFixed(2)}x`,
+        ...['baseline', 'socketio', 'ceiling'].map((impl) => (of(impl) ? `${of(impl)!.ofBestHeld.toFixed(2)}x (its own)` : '–'))]);
+      rows.push([`${what}: frames per write system call · acks/s (refused) · mean ack delay · newest image`,
+        `${s.framesPerWrite === null ? '–' : s.framesPerWrite.toFixed(1)} · ${fmt(s.acksPerSec)} (${fmt(s.refused)}) · ${s.ackMeanMs.toFixed(0)} ms · ` +
+          (s.newestStale || s.closedSockets ? `${fmt(s.newestStale)} of ${fmt(s.newestChecked)} stale, ${fmt(s.closedSockets)} sockets closed` : 'newest everywhere'), '', '', '']);
+      for (const impl of ['baseline', 'socketio', 'ceiling']) {
+        const o = of(impl);
+        if (o && (o.newestStale || o.closedSockets)) notes.push(`in the firehose at ${fmt(n)} sockets, ${impl} left ${fmt(o.newestStale)} of ${fmt(o.newestChecked)} (socket, market) pairs on an old image (${fmt(o.closedSockets)} sockets closed)`);
+      }
+    }
+  }
+
+  type Mixed = { sockets: number; cpuRatio: number; refused: number; plain: { cpuNsPerDelivery: number; deliveriesPerSec: number }; mixed: { cpuNsPerDelivery: number; deliveriesPerSec: number } };
+  for (const m of (fanout.mixed ?? []) as Mixed[]) {
+    rows.push([`mixed subscriptions, ${fmt(m.sockets)} sockets: CPU ns per frame delivered, mixed ÷ plain (target ≤ 1.3x)`,
+      `${fmt(m.mixed.cpuNsPerDelivery)} ÷ ${fmt(m.plain.cpuNsPerDelivery)} = ${m.cpuRatio.toFixed(2)}x (${fmt(m.mixed.deliveriesPerSec)} and ${fmt(m.plain.deliveriesPerSec)} deliveries/s)`, '', '', '']);
+    if (m.refused) notes.push(`the service refused ${m.refused} mixed subscribe requests`);
+  }
+
   type Band = { sockets: number; format: string; referenceRate: number; maxHeld: number | null; bytesPerDelivery: number; cpuNsPerDelivery: number };
   const bands = fanout.bandwidth as Band[];
   const encoding: Record<string, string> = { json: 'JSON', proto: 'protobuf', deflate: 'JSON + permessage-deflate' };
@@ -115,8 +150,10 @@ async function main(): Promise<void> {
       'Throughput (req/s, deliveries/s): service ÷ other. CPU: other ÷ service, so above 1x the service uses less (the baseline\'s and ' +
       'fastify\'s Postgres backends count, the service reads memory). Against the ceiling: the service\'s throughput as a share of ' +
       'the ceiling\'s, and the ceiling\'s CPU as a share of the service\'s (100% = as cheap as bare uWS). Fan-out CPU is compared at ' +
-      'the highest ramp rate every server held, and with each at its own highest rate held. Absolute figures drift on a shared ' +
-      'machine; the ratios are the result.',
+      'the highest ramp rate every server held, and with each at its own highest rate held. The firehose rows: the publisher ' +
+      'pipelines batches on `/ingest` without waiting for acks, and each server\'s delivered rate is set against its own best held ' +
+      'paced rate; mixed subscriptions: the service\'s CPU per frame delivered with depths and conflation mixed against plain ' +
+      'subscriptions, same sockets and publish rate. Absolute figures drift on a shared machine; the ratios are the result.',
     ...notes.map((n) => `Note: ${n}.`),
     '',
     table,

@@ -8,13 +8,39 @@
  * server nothing. Latency and sequence checks are the sampler's job (sampler.ts).
  *
  * Every byte read after the handshake is counted, for the bytes per delivered frame. With
- * `extensions`, the handshake offers permessage-deflate; payloads are then not inflated: the
- * server compresses only what it publishes, so a compressed data frame is counted as odds.
+ * `extensions`, the handshake offers permessage-deflate; payloads are then not inflated, and a
+ * compressed data frame is counted as odds, except while a socket still awaits acks of its
+ * subscribe requests: the service compresses those too, and they come before any odds frame they
+ * cause, so only those first frames are inflated to be told apart.
+ * A frame is counted once its last byte has been read, so a count never includes a frame still
+ * on its way.
  *
- * A child process (fork) driven over IPC: connect, counts, cycle, close.
+ * While tracking (the firehose), each JSON odds frame's `mid` and `seq` are read from its first
+ * bytes and kept per socket and market, so that the newest check can tell whether every socket
+ * ended with the newest image of each of its markets.
+ *
+ * A child process (fork) driven over IPC: connect, counts, cycle, subscribe (more requests on the
+ * connected sockets), track, newest, detail, close.
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { constants, inflateRawSync } from 'node:zlib';
+
+/** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
+export interface Subscribe {
+  mids: string[];
+  depth?: number;
+  conflate?: number;
+}
+
+/** What a newest check found: (socket, market) pairs checked, those whose last frame was not the newest, and sockets closed. */
+export interface Newest {
+  checked: number;
+  stale: number;
+  closedSockets: number;
+  /** One stale pair, for the report. */
+  example?: string;
+}
 
 interface Connect {
   type: 'connect';
@@ -22,15 +48,19 @@ interface Connect {
   port: number;
   path: string;
   protocol: string;
-  /** Market IDs of each socket. */
-  sockets: string[][];
+  /** Each socket's subscribe requests, sent once its handshake is answered. */
+  sockets: Subscribe[][];
   localAddresses: string[];
   concurrency: number;
   /** Sec-WebSocket-Extensions to offer, if any. */
   extensions?: string;
 }
 
-type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'close' };
+type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'subscribe'; sockets: Subscribe[][] } | { type: 'track'; on: boolean }
+  | { type: 'newest'; expected: Record<string, number> } | { type: 'detail' } | { type: 'close' };
+
+/** Bytes of an odds frame kept for reading its `mid` and `seq`: `{"op":"odds","mid":"…","epoch":"…","seq":…` fits. */
+const HEAD = 128;
 
 interface State {
   sock: net.Socket;
@@ -44,6 +74,20 @@ interface State {
   opcode: number;
   /** RSV1 of the current frame: its payload is deflated. */
   deflated: boolean;
+  /** Subscribe requests sent and not yet acked. */
+  pendingAcks: number;
+  /** The current compressed frame's payload, kept to be inflated while acks are pending. */
+  compressed: Buffer[] | undefined;
+  /** What the current frame is, once classified (counted when it ends). */
+  kind: Kind;
+  /** Odds frames this socket received whole. */
+  odds: number;
+  /** Its markets, and while tracking the `seq` of the last odds frame of each. */
+  mids: string[];
+  last: Map<string, number>;
+  /** The current frame's `mid` and `seq` are read at its end (tracking a JSON data frame). */
+  tracked: boolean;
+  head: Buffer | undefined;
   /** Control frame payload (ping), kept to echo in the pong. */
   ctrl: number[] | undefined;
   paused: boolean;
@@ -64,6 +108,9 @@ let bytes = 0;
 /** Sockets whose handshake answer accepted permessage-deflate. */
 let deflating = 0;
 let binary = false;
+let tracking = false;
+
+const enum Kind { None, Odds, Ack, Other }
 
 /** A client frame, masked with a zero key (allowed; the payload then goes as is). */
 function clientFrame(opcode: number, payload: Buffer): Buffer {
@@ -73,12 +120,27 @@ function clientFrame(opcode: number, payload: Buffer): Buffer {
 }
 
 /** Which server message a frame is, from one byte: `{"op":"o...` in JSON, field 2 (odds) in protobuf. */
-function classify(byte: number): void {
-  if (binary ? byte === 0x12 : byte === 0x6f) odds++;
-  else if (binary ? byte === 0x0a : byte === 0x61) acks++;
-  else other++;
+function classify(byte: number): Kind {
+  if (binary ? byte === 0x12 : byte === 0x6f) return Kind.Odds;
+  if (binary ? byte === 0x0a : byte === 0x61) return Kind.Ack;
+  return Kind.Other;
 }
 const CLASSIFY_AT = () => (binary ? 0 : 7);
+
+const QUOTE = 0x22;
+const MID_AT = '{"op":"odds","mid":"'.length;
+const SEQ_KEY = Buffer.from('"seq":');
+
+/** Reads `mid` and `seq` from the head of a JSON odds frame (keys in protocol order) into the socket's last seqs. */
+function track(s: State, len: number): void {
+  const h = s.head!;
+  const midEnd = h.indexOf(QUOTE, MID_AT);
+  const at = h.indexOf(SEQ_KEY, midEnd);
+  if (midEnd < 0 || midEnd >= len || at < 0 || at >= len) return;
+  let seq = 0;
+  for (let i = at + SEQ_KEY.length; i < len && h[i] >= 0x30 && h[i] <= 0x39; i++) seq = seq * 10 + h[i] - 0x30;
+  s.last.set(h.toString('latin1', MID_AT, midEnd), seq);
+}
 
 function frames(s: State, buf: Buffer, start: number, end: number): void {
   const at = CLASSIFY_AT();
@@ -87,9 +149,10 @@ function frames(s: State, buf: Buffer, start: number, end: number): void {
     if (s.left > 0) {
       const take = Math.min(s.left, end - i);
       if (s.opcode === 1 || s.opcode === 2) {
-        if (s.deflated) {
-          if (s.pos === 0) odds++;
-        } else if (at >= s.pos && at < s.pos + take) classify(buf[i + at - s.pos]);
+        if (s.compressed) s.compressed.push(Buffer.from(buf.subarray(i, i + take)));
+        else if (s.deflated) s.kind = Kind.Odds;
+        else if (at >= s.pos && at < s.pos + take) s.kind = classify(buf[i + at - s.pos]);
+        if (s.tracked && s.pos < HEAD) buf.copy(s.head!, s.pos, i, i + Math.min(take, HEAD - s.pos));
       } else if (s.ctrl) {
         for (let k = 0; k < take; k++) s.ctrl.push(buf[i + k]);
       }
@@ -111,11 +174,31 @@ function frames(s: State, buf: Buffer, start: number, end: number): void {
     s.pos = 0;
     s.left = len;
     s.ctrl = s.opcode >= 8 ? [] : undefined;
+    s.kind = Kind.None;
+    s.compressed = s.deflated && s.pendingAcks > 0 ? [] : undefined;
+    s.tracked = tracking && s.opcode === 1 && !s.deflated;
+    if (s.tracked) s.head ??= Buffer.alloc(HEAD);
     if (len === 0) endFrame(s);
   }
 }
 
+/** permessage-deflate strips this tail from each message; inflating needs it back. */
+const DEFLATE_TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
+
 function endFrame(s: State): void {
+  if (s.compressed) {
+    const text = inflateRawSync(Buffer.concat([...s.compressed, DEFLATE_TAIL]), { finishFlush: constants.Z_SYNC_FLUSH });
+    s.kind = text.length > CLASSIFY_AT() ? classify(text[CLASSIFY_AT()]) : Kind.Other;
+    s.compressed = undefined;
+  }
+  if (s.kind === Kind.Ack) s.pendingAcks = Math.max(0, s.pendingAcks - 1);
+  if (s.kind === Kind.Odds) {
+    odds++;
+    s.odds++;
+    if (s.tracked) track(s, Math.min(s.pos, HEAD));
+  } else if (s.kind === Kind.Ack) acks++;
+  else if (s.opcode === 1 || s.opcode === 2) other++;
+  s.kind = Kind.None;
   if (s.opcode === 9) s.sock.write(clientFrame(0xa, Buffer.from(s.ctrl ?? [])));
   else if (s.opcode === 8 && !s.closed) {
     s.closed = true;
@@ -174,15 +257,40 @@ function setCycle(ms: number): void {
   }
 }
 
+let nextId = 1;
+
+/** A socket's subscribe requests as client frames, in one buffer. */
+function subscribeFrames(requests: Subscribe[]): Buffer {
+  return Buffer.concat(requests.map((r) => clientFrame(1, Buffer.from(JSON.stringify({ op: 'subscribe', id: nextId++, ...r })))));
+}
+
+/** Which (socket, market) pairs did not end with the newest image: the last odds frame of each must carry `expected[mid]`. */
+function newest(expected: Record<string, number>): Newest {
+  const out: Newest = { checked: 0, stale: 0, closedSockets: 0 };
+  for (const [i, s] of sockets.entries()) {
+    if (s.closed) {
+      out.closedSockets++;
+      continue;
+    }
+    for (const mid of s.mids) {
+      out.checked++;
+      const got = s.last.get(mid);
+      if (got === expected[mid]) continue;
+      out.stale++;
+      out.example ??= `socket ${i}, market ${mid}: last seq ${got ?? 'none'}, newest ${expected[mid]}`;
+    }
+  }
+  return out;
+}
+
 async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   binary = c.protocol === 'odds.v1.proto';
   let ok = 0;
   let failed = 0;
   let next = 0;
   const one = (i: number) => new Promise<void>((done) => {
-    const mids = c.sockets[i];
     const key = randomBytes(16).toString('base64');
-    const subscribe = clientFrame(1, Buffer.from(JSON.stringify({ op: 'subscribe', id: 1, mids })));
+    const subscribe = subscribeFrames(c.sockets[i]);
     let settled = false;
     const finish = (good: boolean) => {
       if (settled) return;
@@ -193,6 +301,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     };
     const state: State = {
       sock: undefined as unknown as net.Socket, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0, deflated: false,
+      pendingAcks: c.sockets[i].length, compressed: undefined, kind: Kind.None, odds: 0, mids: [...new Set(c.sockets[i].flatMap((r) => r.mids))], last: new Map(), tracked: false, head: undefined,
       ctrl: undefined, paused: false, closed: false,
     };
     const sock = net.connect({
@@ -244,6 +353,25 @@ process.on('message', (m: Command) => {
     case 'cycle':
       setCycle(m.ms);
       process.send!({ type: 'cycled' });
+      break;
+    case 'subscribe':
+      // Requests for markets a socket already takes replace their depth and conflation.
+      for (const [i, s] of sockets.entries()) {
+        if (s.closed || !m.sockets[i]) continue;
+        s.pendingAcks += m.sockets[i].length;
+        s.sock.write(subscribeFrames(m.sockets[i]));
+      }
+      process.send!({ type: 'subscribed' });
+      break;
+    case 'track':
+      tracking = m.on;
+      process.send!({ type: 'tracking' });
+      break;
+    case 'newest':
+      process.send!({ type: 'newest', ...newest(m.expected) });
+      break;
+    case 'detail':
+      process.send!({ type: 'detail', sockets: sockets.map((s) => ({ port: s.sock.localPort, odds: s.odds, last: Object.fromEntries(s.last) })) });
       break;
     case 'close':
       setCycle(0);

@@ -12,30 +12,44 @@
  */
 import { io, type Socket } from 'socket.io-client';
 import * as parser from 'socket.io-parser';
+import type { Newest, Subscribe } from './raw-client.js';
 
 interface Connect {
   type: 'connect';
   host: string;
   port: number;
-  sockets: string[][];
+  /** The peer takes market IDs only: each socket's requests' `mids`. */
+  sockets: Subscribe[][];
   localAddresses: string[];
   concurrency: number;
 }
 
-type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'close' };
+type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'track'; on: boolean } | { type: 'newest'; expected: Record<string, number> } | { type: 'close' };
 
 let odds = 0;
 let acks = 0;
 let closed = 0;
-const sockets: Socket[] = [];
+let tracking = false;
+const sockets: { socket: Socket; mids: string[]; decoder: CountingDecoder; closed: boolean }[] = [];
 
 /** An EVENT packet on the main namespace whose event is `odds`. */
 const ODDS_PREFIX = '2["odds",';
+const MID_KEY = '"mid":"';
+const SEQ_KEY = '"seq":';
 
 class CountingDecoder extends parser.Decoder {
+  /** While tracking: the last seq of each market this socket received. */
+  readonly last = new Map<string, number>();
   override add(packet: unknown): void {
-    if (typeof packet === 'string' && packet.startsWith(ODDS_PREFIX)) odds++;
-    else super.add(packet);
+    if (typeof packet === 'string' && packet.startsWith(ODDS_PREFIX)) {
+      odds++;
+      if (tracking) this.track(packet);
+    } else super.add(packet);
+  }
+  private track(packet: string): void {
+    const m = packet.indexOf(MID_KEY, ODDS_PREFIX.length) + MID_KEY.length;
+    const s = packet.indexOf(SEQ_KEY, m) + SEQ_KEY.length;
+    this.last.set(packet.slice(m, packet.indexOf('"', m)), parseInt(packet.slice(s, s + 16), 10));
   }
 }
 const countingParser = { protocol: parser.protocol, PacketType: parser.PacketType, Encoder: parser.Encoder, Decoder: CountingDecoder };
@@ -57,8 +71,10 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
       else failed++;
       done();
     };
+    const mids = [...new Set(c.sockets[i].flatMap((r) => r.mids))];
+    const entry = { socket, mids, decoder: (socket.io as unknown as { decoder: CountingDecoder }).decoder, closed: false };
     socket.on('connect', () => {
-      socket.emit('subscribe', { id: 1, mids: c.sockets[i] }, (ack: { status: number }) => {
+      socket.emit('subscribe', { id: 1, mids }, (ack: { status: number }) => {
         if (ack.status === 1) acks++;
       });
       finish(true);
@@ -69,9 +85,10 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     });
     socket.on('disconnect', () => {
       closed++;
+      entry.closed = true;
       finish(false);
     });
-    sockets.push(socket);
+    sockets.push(entry);
   });
   const lanes = Array.from({ length: Math.min(c.concurrency, c.sockets.length) }, async () => {
     while (next < c.sockets.length) await one(next++);
@@ -91,8 +108,29 @@ process.on('message', (m: Command) => {
     case 'cycle':
       process.send!({ type: 'cycled' });
       break;
+    case 'track':
+      tracking = m.on;
+      process.send!({ type: 'tracking' });
+      break;
+    case 'newest': {
+      const out: Newest = { checked: 0, stale: 0, closedSockets: 0 };
+      for (const [i, s] of sockets.entries()) {
+        if (s.closed) {
+          out.closedSockets++;
+          continue;
+        }
+        for (const mid of s.mids) {
+          out.checked++;
+          if (s.decoder.last.get(mid) === m.expected[mid]) continue;
+          out.stale++;
+          out.example ??= `socket ${i}, market ${mid}: last seq ${s.decoder.last.get(mid) ?? 'none'}, newest ${m.expected[mid]}`;
+        }
+      }
+      process.send!({ type: 'newest', ...out });
+      break;
+    }
     case 'close':
-      for (const s of sockets) s.disconnect();
+      for (const s of sockets) s.socket.disconnect();
       process.send!({ type: 'closed' }, () => process.exit(0));
       break;
   }
