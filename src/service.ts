@@ -65,7 +65,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const bus = createBus(config, book, log);
   const busMetrics = new BusMetrics(metrics.registry, bus.kind);
-  const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics });
+  const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()));
   const subscriptions = new Subscriptions({
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,

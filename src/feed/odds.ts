@@ -14,6 +14,8 @@ export interface OddsFeedDeps {
   bus: Bus;
   monitor: FeedMonitor;
   metrics: BusMetrics;
+  /** Whether subscribers' sockets are backed up (the sweep knows). */
+  pressure: { readonly congested: boolean; calm(): Promise<void> };
 }
 
 /**
@@ -27,10 +29,10 @@ export class OddsFeed {
 
   /**
    * Images of one batch; resolves once each is in the book here (and, with
-   * NATS, in the stream). While more images wait to be written to sockets
-   * than a turn of the loop should carry, it resolves only once they are
-   * out: a publisher sending faster than the sockets can take feels it as
-   * slower acks, and frames are never queued without bound.
+   * NATS, in the stream). While more images wait to be written than a turn
+   * of the loop should carry, or most sockets are backed up, it resolves only
+   * once they are out: a publisher sending faster than the sockets can take
+   * feels it as slower acks, and frames are never queued without bound.
    */
   publish(images: readonly OddsImage[], pt: number): Promise<unknown> | void {
     let waits: Promise<unknown>[] | undefined;
@@ -39,6 +41,7 @@ export class OddsFeed {
       if (p) (waits ??= []).push(p);
     }
     if (this.deps.bc.batch.size >= BACKLOG) (waits ??= []).push(this.deps.bc.batch.flushed());
+    if (this.deps.pressure.congested) (waits ??= []).push(this.deps.pressure.calm());
     return waits && Promise.all(waits);
   }
 

@@ -41,6 +41,9 @@ export class Sweeper {
   private readonly watched = new Set<Session>();
   private readonly due = new Map<number, Session[]>();
   private timer: NodeJS.Timeout | undefined;
+  /** Sockets on their topics found holding a backlog at the last pass. */
+  private backed = 0;
+  private calmWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: SweepDeps) {}
 
@@ -50,6 +53,21 @@ export class Sweeper {
 
   stop(): void {
     clearInterval(this.timer);
+    for (const ok of this.calmWaiters.splice(0)) ok();
+  }
+
+  /**
+   * Most sockets hold frames they have not read yet: publishing faster would
+   * only queue more in memory and delay every frame. A publisher waits for a
+   * pass that finds them drained (calm), so it feels the backpressure as
+   * slower acks.
+   */
+  get congested(): boolean {
+    return this.backed * 2 > this.deps.hub.size;
+  }
+
+  calm(): Promise<void> {
+    return this.congested ? new Promise((ok) => this.calmWaiters.push(ok)) : Promise.resolve();
   }
 
   opened(s: Session, now = Date.now()): void {
@@ -62,7 +80,9 @@ export class Sweeper {
   }
 
   run(now: number): void {
+    this.backed = 0;
     for (const s of this.candidates()) this.check(s, now);
+    if (!this.congested) for (const ok of this.calmWaiters.splice(0)) ok();
     const slot = Math.floor(now / SWEEP_MS);
     for (const [at, list] of this.due) {
       if (at > slot) continue;
@@ -101,6 +121,7 @@ export class Sweeper {
     }
     if (!s.lag && buffered > limits.slowBytes) fallBehind(s, book, states, now);
     else if (s.lag && buffered <= limits.slowBytes / 4) this.catchUp(s);
+    if (!s.lag && buffered > limits.slowBytes / 4) this.backed++;
     if (buffered > 0 || s.lag) this.watched.add(s);
     else this.watched.delete(s);
   }
