@@ -25,6 +25,7 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { constants, inflateRawSync } from 'node:zlib';
+import { newest } from './newest.js';
 
 /** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
 export interface Subscribe {
@@ -33,14 +34,7 @@ export interface Subscribe {
   conflate?: number;
 }
 
-/** What a newest check found: (socket, market) pairs checked, those whose last frame was not the newest, and sockets closed. */
-export interface Newest {
-  checked: number;
-  stale: number;
-  closedSockets: number;
-  /** One stale pair, for the report. */
-  example?: string;
-}
+export type { Newest } from './newest.js';
 
 interface Connect {
   type: 'connect';
@@ -264,24 +258,6 @@ function subscribeFrames(requests: Subscribe[]): Buffer {
   return Buffer.concat(requests.map((r) => clientFrame(1, Buffer.from(JSON.stringify({ op: 'subscribe', id: nextId++, ...r })))));
 }
 
-/** Which (socket, market) pairs did not end with the newest image: the last odds frame of each must carry `expected[mid]`. */
-function newest(expected: Record<string, number>): Newest {
-  const out: Newest = { checked: 0, stale: 0, closedSockets: 0 };
-  for (const [i, s] of sockets.entries()) {
-    if (s.closed) {
-      out.closedSockets++;
-      continue;
-    }
-    for (const mid of s.mids) {
-      out.checked++;
-      const got = s.last.get(mid);
-      if (got === expected[mid]) continue;
-      out.stale++;
-      out.example ??= `socket ${i}, market ${mid}: last seq ${got ?? 'none'}, newest ${expected[mid]}`;
-    }
-  }
-  return out;
-}
 
 async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   binary = c.protocol === 'odds.v1.proto';
@@ -368,7 +344,7 @@ process.on('message', (m: Command) => {
       process.send!({ type: 'tracking' });
       break;
     case 'newest':
-      process.send!({ type: 'newest', ...newest(m.expected) });
+      process.send!({ type: 'newest', ...newest(sockets, m.expected) });
       break;
     case 'detail':
       process.send!({ type: 'detail', sockets: sockets.map((s) => ({ port: s.sock.localPort, odds: s.odds, last: Object.fromEntries(s.last) })) });

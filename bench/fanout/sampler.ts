@@ -15,7 +15,8 @@ import { io } from 'socket.io-client';
 import { decodeServerProto } from '../../src/odds/codec.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 import { Histogram } from '../lib/common.js';
-import type { Newest, Subscribe } from './raw-client.js';
+import type { Subscribe } from './raw-client.js';
+import { newest } from './newest.js';
 
 type Command =
   | { type: 'connect'; url: string; protocol: string; sockets: Subscribe[][]; socketio?: boolean; deflate?: boolean }
@@ -142,22 +143,6 @@ async function connect(url: string, protocol: string, sockets: Subscribe[][], de
 
 const midsOf = (requests: Subscribe[]): string[] => [...new Set(requests.flatMap((r) => r.mids))];
 
-function newest(expected: Record<string, number>): Newest {
-  const out: Newest = { checked: 0, stale: 0, closedSockets: 0 };
-  for (const [i, s] of sampled.entries()) {
-    if (s.closed) {
-      out.closedSockets++;
-      continue;
-    }
-    for (const mid of s.mids) {
-      out.checked++;
-      if (s.seqs.get(mid) === expected[mid]) continue;
-      out.stale++;
-      out.example ??= `sampled socket ${i}, market ${mid}: last seq ${s.seqs.get(mid) ?? 'none'}, newest ${expected[mid]}`;
-    }
-  }
-  return out;
-}
 
 process.on('message', (m: Command) => {
   switch (m.type) {
@@ -182,7 +167,7 @@ process.on('message', (m: Command) => {
       });
       break;
     case 'newest':
-      process.send!({ type: 'newest', ...newest(m.expected) });
+      process.send!({ type: 'newest', ...newest(sampled.map((x) => ({ closed: x.closed, mids: x.mids, last: x.seqs })), m.expected, 'sampled socket') });
       break;
     case 'close':
       for (const close of closers) close();

@@ -12,7 +12,8 @@
  */
 import { io, type Socket } from 'socket.io-client';
 import * as parser from 'socket.io-parser';
-import type { Newest, Subscribe } from './raw-client.js';
+import type { Subscribe } from './raw-client.js';
+import { newest } from './newest.js';
 
 interface Connect {
   type: 'connect';
@@ -112,23 +113,9 @@ process.on('message', (m: Command) => {
       tracking = m.on;
       process.send!({ type: 'tracking' });
       break;
-    case 'newest': {
-      const out: Newest = { checked: 0, stale: 0, closedSockets: 0 };
-      for (const [i, s] of sockets.entries()) {
-        if (s.closed) {
-          out.closedSockets++;
-          continue;
-        }
-        for (const mid of s.mids) {
-          out.checked++;
-          if (s.decoder.last.get(mid) === m.expected[mid]) continue;
-          out.stale++;
-          out.example ??= `socket ${i}, market ${mid}: last seq ${s.decoder.last.get(mid) ?? 'none'}, newest ${m.expected[mid]}`;
-        }
-      }
-      process.send!({ type: 'newest', ...out });
+    case 'newest':
+      process.send!({ type: 'newest', ...newest(sockets.map((x) => ({ closed: x.closed, mids: x.mids, last: x.decoder.last })), m.expected) });
       break;
-    }
     case 'close':
       for (const s of sockets) s.socket.disconnect();
       process.send!({ type: 'closed' }, () => process.exit(0));
