@@ -16,6 +16,9 @@ export interface RequestsDeps {
 
 type Ack = Omit<AckMessage, 'op' | 'id'>;
 
+/** Event and sport filters one socket may hold: filters on events with no live market add no markets to count. */
+export const MAX_FILTERS = 200;
+
 /** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
 function describe(msg: ClientMessage): string {
   const parts: string[] = [];
@@ -42,6 +45,10 @@ export class SocketRequests {
     for (const mid of covered) if (!s.subs.has(mid)) adding++;
     if (s.subs.size + adding > maxMarkets) {
       return { ack: { status: 0, message: `subscribing to ${adding} more markets would pass the limit of ${maxMarkets} markets per socket` } };
+    }
+    const moreFilters = (msg.eids ?? []).filter((eid) => !s.events.has(eid)).length + (msg.sis ?? []).filter((si) => !s.sports.has(si)).length;
+    if (s.events.size + s.sports.size + moreFilters > MAX_FILTERS) {
+      return { ack: { status: 0, message: `${moreFilters} more event and sport filters would pass the limit of ${MAX_FILTERS} per socket` } };
     }
     const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0);
     for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);

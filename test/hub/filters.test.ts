@@ -126,6 +126,18 @@ t.test('a filter that would pass the socket\'s market limit is refused, and noth
   t.same([...new Set(c.frames.filter((f) => f.op === 'odds').map((f) => (f as OddsMessage).mid))], ['1.200001001'], 'still only the market it had');
 });
 
+t.test('event filters are bounded per socket, even on events with no live market', async (t) => {
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  for (let i = 0; i < 4; i++) {
+    const ack = await c.request({ op: 'subscribe', eids: Array.from({ length: 50 }, (_, k) => 90000000 + i * 50 + k) });
+    t.equal(ack.status, 1, `filters ${i * 50 + 1} to ${i * 50 + 50}`);
+  }
+  const over = await c.request({ op: 'subscribe', eids: [90009999], sis: [CRICKET] });
+  t.same(over, { op: 'ack', id: over.id, status: 0, message: '2 more event and sport filters would pass the limit of 200 per socket' });
+  t.equal((await c.request({ op: 'subscribe', eids: [90000000] })).status, 1, 'a filter it holds is not counted again');
+});
+
 t.test('unsubscribing by event stops its frames, including those of markets created later', async (t) => {
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
