@@ -55,7 +55,7 @@ export class Broadcaster {
   private publishNow(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);
     if (!subs) return;
-    for (const v of subs.variants.keys()) {
+    for (const { variant: v } of subs.variants.values()) {
       if (v.conflate) this.conflator.mark(entry.mid, v.conflate);
       else this.toTopic(topicOf(v, entry.mid), v.format, entry.frame(v.format, 'none', v.depth));
     }
@@ -69,7 +69,7 @@ export class Broadcaster {
     const subs = this.deps.hub.market(msg.mid);
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
-    for (const v of subs.variants.keys()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
+    for (const { variant: v } of subs.variants.values()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
     this.touched.add(msg.mid);
   }
 
@@ -184,7 +184,7 @@ export class Broadcaster {
     const entry = this.deps.book.get(mid);
     const subs = this.deps.hub.market(mid);
     if (!entry || !subs) return;
-    for (const v of subs.variants.keys()) {
+    for (const { variant: v } of subs.variants.values()) {
       if (v.conflate === conflate) this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
     }
     this.touched.add(mid);

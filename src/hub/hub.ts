@@ -16,10 +16,10 @@ export interface HubLimits {
   countPerKey: boolean;
 }
 
-/** Who takes one market: the sessions, and how many take each variant (which topics to publish to). */
+/** Who takes one market: the sessions, and each variant taken with how many take it (which topics to publish to). */
 export interface MarketSubs {
   readonly sessions: Set<Session>;
-  readonly variants: Map<Variant, number>;
+  readonly variants: Map<string, { variant: Variant; count: number }>;
 }
 
 /**
@@ -121,13 +121,15 @@ export class Hub {
   /** Records that a session takes a market; false when it already did the same way. */
   take(s: Session, mid: string, v: Variant): boolean {
     const held = s.subs.get(mid);
-    if (held === v) return false;
+    if (held?.key === v.key) return false;
     if (held) this.unindex(s, mid);
     s.subs.set(mid, v);
     let m = this.markets.get(mid);
     if (!m) this.markets.set(mid, (m = { sessions: new Set(), variants: new Map() }));
     m.sessions.add(s);
-    m.variants.set(v, (m.variants.get(v) ?? 0) + 1);
+    const taken = m.variants.get(v.key);
+    if (taken) taken.count++;
+    else m.variants.set(v.key, { variant: v, count: 1 });
     return true;
   }
 
@@ -172,9 +174,8 @@ export class Hub {
     const v = s.subs.get(mid);
     if (!m || !v) return;
     m.sessions.delete(s);
-    const left = (m.variants.get(v) ?? 1) - 1;
-    if (left > 0) m.variants.set(v, left);
-    else m.variants.delete(v);
+    const taken = m.variants.get(v.key);
+    if (taken && --taken.count === 0) m.variants.delete(v.key);
     if (m.sessions.size === 0) this.markets.delete(mid);
   }
 }

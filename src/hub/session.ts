@@ -21,8 +21,9 @@ export interface Topics {
 
 /**
  * How a socket takes a market: in its format, cut to `depth` ladder levels (0
- * all), at most one frame per `conflate` ms (0 every update). Interned, so
- * sockets that asked the same share one object and one topic prefix.
+ * all), at most one frame per `conflate` ms (0 every update). Sockets that
+ * asked the same share one key, the prefix of their topics. Not interned: a
+ * client cycling through conflation intervals must not grow a table.
  */
 export interface Variant {
   readonly key: string;
@@ -31,13 +32,8 @@ export interface Variant {
   readonly conflate: number;
 }
 
-const variants = new Map<string, Variant>();
-
 export function variant(format: Format, depth = 0, conflate = 0): Variant {
-  const key = `${format === 'json' ? 'j' : 'p'}${depth}.${conflate}`;
-  let v = variants.get(key);
-  if (!v) variants.set(key, (v = Object.freeze({ key, format, depth, conflate })));
-  return v;
+  return { key: `${format === 'json' ? 'j' : 'p'}${depth}.${conflate}`, format, depth, conflate };
 }
 
 /** One uWS topic per (variant, market): every socket on it gets the same bytes. */
