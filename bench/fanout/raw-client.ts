@@ -26,6 +26,7 @@ import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { constants, inflateRawSync } from 'node:zlib';
 import { newest } from './newest.js';
+import { eachLimit } from '../../src/lib/serial.js';
 
 /** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
 export interface Subscribe {
@@ -263,7 +264,6 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   binary = c.protocol === 'odds.v1.proto';
   let ok = 0;
   let failed = 0;
-  let next = 0;
   const one = (i: number) => new Promise<void>((done) => {
     const key = randomBytes(16).toString('base64');
     const subscribe = subscribeFrames(c.sockets[i]);
@@ -311,10 +311,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     setTimeout(() => finish(false), 30_000).unref();
     sockets.push(state);
   });
-  const lanes = Array.from({ length: Math.min(c.concurrency, c.sockets.length) }, async () => {
-    while (next < c.sockets.length) await one(next++);
-  });
-  await Promise.all(lanes);
+  await eachLimit(c.sockets.keys(), c.concurrency, one);
   return { ok, failed };
 }
 

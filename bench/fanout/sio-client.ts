@@ -14,6 +14,7 @@ import { io, type Socket } from 'socket.io-client';
 import * as parser from 'socket.io-parser';
 import type { Subscribe } from './raw-client.js';
 import { newest } from './newest.js';
+import { eachLimit } from '../../src/lib/serial.js';
 
 interface Connect {
   type: 'connect';
@@ -58,7 +59,6 @@ const countingParser = { protocol: parser.protocol, PacketType: parser.PacketTyp
 async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   let ok = 0;
   let failed = 0;
-  let next = 0;
   const one = (i: number) => new Promise<void>((done) => {
     const socket = io(`http://${c.host}:${c.port}`, {
       transports: ['websocket'], forceNew: true, reconnection: false, timeout: 30_000, parser: countingParser,
@@ -91,10 +91,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     });
     sockets.push(entry);
   });
-  const lanes = Array.from({ length: Math.min(c.concurrency, c.sockets.length) }, async () => {
-    while (next < c.sockets.length) await one(next++);
-  });
-  await Promise.all(lanes);
+  await eachLimit(c.sockets.keys(), c.concurrency, one);
   return { ok, failed };
 }
 

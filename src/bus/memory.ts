@@ -1,4 +1,5 @@
 import { newEpoch, type Book } from '../odds/book.js';
+import type { OddsImage } from '../odds/messages.js';
 import type { Bus, BusHandlers } from './types.js';
 
 /**
@@ -17,7 +18,7 @@ export class MemoryBus implements Bus {
     this.handlers = h;
   }
 
-  publish(image: Parameters<Bus['publish']>[0], pt: number): void {
+  publish(image: OddsImage, pt: number): void {
     this.handlers?.odds({ epoch: this.epoch, seq: this.book.next(image.mid, this.epoch), pt, image }, 'local');
   }
 

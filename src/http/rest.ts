@@ -1,7 +1,6 @@
 import { errors } from '../errors.js';
 import { MARKET_ID, MAX_IDS, POSITIVE_ID, isMarketId } from '../refdata/ids.js';
 import type { ReadModel } from '../refdata/model.js';
-import { isUnavailable } from '../db/pool.js';
 import { parseJson, parseQuery, queryIds, type Query } from './request.js';
 import type { Router } from './router.js';
 import type { HttpRequest } from 'uWebSockets.js';
@@ -129,13 +128,8 @@ export function registerRest(router: Router, deps: RestDeps): void {
   const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>
     async (body: Buffer, _type: string, who: Principal): Promise<string> => {
       const mids = marketList(parseJson(body));
-      try {
-        // Only ever the caller's own set and sockets: the client comes from the key, never the request.
-        await act(who.client, mids);
-      } catch (err) {
-        if (isUnavailable(err)) throw errors.databaseDown();
-        throw err;
-      }
+      // Only ever the caller's own set and sockets: the client comes from the key, never the request.
+      await act(who.client, mids);
       return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
     };
   router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);

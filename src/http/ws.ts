@@ -104,6 +104,10 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     },
 
     drain: (ws: WebSocket<WsData>) => deps.sweeper.drained(ws.getUserData().session!),
-    close: (ws: WebSocket<WsData>) => bc.closed(ws.getUserData().session!),
+    close: (ws: WebSocket<WsData>) => {
+      const s = ws.getUserData().session!;
+      bc.closed(s);
+      deps.sweeper.closed(s);
+    },
   });
 }

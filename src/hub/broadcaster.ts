@@ -1,5 +1,5 @@
 import { encodeFor } from '../odds/codec.js';
-import { FORMATS, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
+import { FORMATS, heldBy, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
 import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
@@ -106,12 +106,11 @@ export class Broadcaster {
 
   /**
    * Adds markets to a socket, each followed at once by its current image unless
-   * `since` shows the client already holds it. Returns how many were current.
+   * `since` shows the client already holds it.
    */
-  attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): number {
-    let current = 0;
+  attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): void {
     // uWS throws on any use of a closed socket; a late caller (a retried load) must find nothing to do.
-    if (s.closed) return current;
+    if (s.closed) return;
     // Queued images reach the topics first, so this socket gets each market's newest once, directly.
     this.flush();
     s.conn.cork(() => {
@@ -125,12 +124,9 @@ export class Broadcaster {
           }
         }
         const entry = this.deps.book.get(mid);
-        if (!entry || s.lag) continue;
-        if (since && since.epoch === entry.epoch && since.seqs[mid] === entry.seq) current++;
-        else this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+        if (entry && !s.lag && !heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
       }
     });
-    return current;
   }
 
   /** Removes markets from a socket; returns those it had. */

@@ -1,4 +1,4 @@
-import type { Book } from '../odds/book.js';
+import { heldBy, type Book } from '../odds/book.js';
 import type { AckMessage, ClientMessage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Broadcaster } from './broadcaster.js';
@@ -55,17 +55,16 @@ export class SocketRequests {
     for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
     const filters = msg.eids?.length || msg.sis?.length;
     const ack: Ack = { status: 1, message: `Subscribed from ${describe(msg)}${filters ? ` (${covered.size} markets)` : ''}` };
-    const since = msg.since;
-    if (since) {
+    if (msg.since) {
       let current = 0;
       for (const mid of covered) {
         const e = book.get(mid);
-        if (e && e.epoch === since.epoch && since.seqs[mid] === e.seq) current++;
+        if (e && heldBy(msg.since, e)) current++;
       }
       ack.current = current;
     }
     // The ack goes first; each market's image right after it, before any newer frame.
-    return { ack, then: () => bc.attach(s, covered, v, since) };
+    return { ack, then: () => bc.attach(s, covered, v, msg.since) };
   }
 
   /** After the ack, the markets that went with an event or sport are listed, so a client knows what to drop. */

@@ -63,6 +63,8 @@ export class Session {
   lag: Lag | undefined;
   /** Last frame sent to it directly; frames from topics are known by their markets' publish times. */
   lastSendAt = Date.now();
+  /** The sweep's bucket that holds it until its heartbeat falls due. */
+  hbSlot = 0;
   closed = false;
 
   constructor(

@@ -39,7 +39,7 @@ export const SWEEP_MS = 100;
  */
 export class Sweeper {
   private readonly watched = new Set<Session>();
-  private readonly due = new Map<number, Session[]>();
+  private readonly due = new Map<number, Set<Session>>();
   private timer: NodeJS.Timeout | undefined;
   /** Sockets on their topics found holding a backlog at the last pass. */
   private backed = 0;
@@ -72,6 +72,14 @@ export class Sweeper {
 
   opened(s: Session, now = Date.now()): void {
     this.schedule(s, now + s.hbMs);
+  }
+
+  /** A closed socket leaves at once: its session, and what it took, must not wait for its heartbeat to fall due. */
+  closed(s: Session): void {
+    this.watched.delete(s);
+    const set = this.due.get(s.hbSlot);
+    set?.delete(s);
+    if (set?.size === 0) this.due.delete(s.hbSlot);
   }
 
   /** uWS's drain callback: a socket behind that emptied its buffer catches up at once. */
@@ -146,9 +154,9 @@ export class Sweeper {
   }
 
   private schedule(s: Session, at: number): void {
-    const slot = Math.ceil(at / SWEEP_MS);
-    const list = this.due.get(slot);
-    if (list) list.push(s);
-    else this.due.set(slot, [s]);
+    s.hbSlot = Math.ceil(at / SWEEP_MS);
+    const set = this.due.get(s.hbSlot);
+    if (set) set.add(s);
+    else this.due.set(s.hbSlot, new Set([s]));
   }
 }

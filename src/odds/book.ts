@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { encodeJson, encodeProto } from './codec.js';
-import type { OddsImage, OddsMessage } from './messages.js';
+import type { OddsImage, OddsMessage, Since } from './messages.js';
 
 export type Format = 'json' | 'proto';
 export type Frame = string | Uint8Array;
@@ -22,6 +22,10 @@ export function newEpoch(prefix: string, at = Date.now()): string {
 /** The rule for pods and clients alike: a different epoch replaces what is held; within one, the higher seq wins. */
 export const isNewer = (held: { epoch: string; seq: number } | undefined, epoch: string, seq: number): boolean =>
   !held || held.epoch !== epoch || seq > held.seq;
+
+/** Whether a resuming client already holds this image (same epoch and seq), so it need not be sent again. */
+export const heldBy = (since: Since | undefined, e: BookEntry): boolean =>
+  since !== undefined && since.epoch === e.epoch && since.seqs[e.mid] === e.seq;
 
 /** Keeps only the best `depth` levels a side; 0 keeps all. */
 function cut(image: OddsImage, depth: number): OddsImage {
