@@ -16,6 +16,8 @@ export interface Config {
   readonly demoData: boolean;
   readonly simulator: boolean;
   readonly allowUwsFallback: boolean;
+  /** Which uWebSockets.js build to load (http/uws.ts reads it at import); auto tries the newest first. */
+  readonly uwsBuild: 'auto' | '20.57' | '20.30';
   /** API keys and roles; off makes every caller the client `public`. */
   readonly auth: boolean;
   readonly restRateLimit: number;
@@ -129,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     demoData: bool(env, 'DEMO_DATA', embedded),
     simulator: bool(env, 'SIMULATOR', embedded),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false),
+    uwsBuild: oneOf(env, 'UWS_BUILD', 'auto', ['auto', '20.57', '20.30'] as const),
     auth,
     restRateLimit: int(env, 'REST_RATE_LIMIT', auth ? 200 : 0, 0, 1_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),

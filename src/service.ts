@@ -19,7 +19,8 @@ import { OddsFeed } from './feed/odds.js';
 import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
-import { createApp, nativeUws } from './http/app.js';
+import { createApp } from './http/app.js';
+import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
 import { registerRest } from './http/rest.js';
 import { registerWs } from './http/ws.js';
@@ -48,7 +49,7 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION });
   const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);

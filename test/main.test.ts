@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
+import { glibcVersion } from '../src/http/uws.js';
 import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
@@ -43,9 +44,40 @@ t.test('a bad setting stops the start with exit 2, naming the variable', async (
 });
 
 t.test('on the pure-JS uWS fallback it refuses to start unless allowed', async (t) => {
-  const svc = await run({ UWS_USE_FALLBACK: '1', DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+  const svc = await run({ UWS_BUILD: '20.30', UWS_USE_FALLBACK: '1', DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
   t.equal(await svc.exited, 1);
-  t.match(svc.output(), /native uWebSockets.js binary did not load.*ALLOW_UWS_FALLBACK/);
+  t.match(svc.output(), /v20.30 gave its slow pure-JS fallback.*ALLOW_UWS_FALLBACK=on/);
+});
+
+t.test('the start log and /metrics name the uWS build this host runs: 20.57 where glibc is 2.38 or newer, else 20.30', async (t) => {
+  const glibc = glibcVersion();
+  const expected = glibc && compareVersions(glibc, '2.38') >= 0 ? '20.57' : '20.30';
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url });
+  t.match(svc.output(), new RegExp(`"node":"${process.version}","uws":"${expected}"`));
+  const metrics = await http<string>(svc.url, '/metrics');
+  t.match(metrics.text, `odds_uws_build_info{build="${expected}"} 1`);
+  t.match(metrics.text, 'odds_uws_native 1');
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
+});
+
+/** The build this host cannot load natively: 20.57 below glibc 2.38, 20.30 on any Node after 20; none when both load. */
+function unloadableBuild(): string | undefined {
+  const glibc = glibcVersion();
+  if (glibc && compareVersions(glibc, '2.38') < 0) return '20.57';
+  return Number(process.versions.node.split('.')[0]) > 20 ? '20.30' : undefined;
+}
+
+t.test('when no uWS build loads natively, the start stops with one line naming Node, glibc and what to do', { skip: unloadableBuild() ? false : 'every build loads on this host and Node' }, async (t) => {
+  const glibc = glibcVersion();
+  const svc = await run({ UWS_BUILD: unloadableBuild(), DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+  t.equal(await svc.exited, 1);
+  const lines = svc.output().trim().split('\n');
+  t.equal(lines.length, 1, 'one line');
+  t.match(lines[0], `cannot start: no uWebSockets.js build loads natively on Node ${process.version}`);
+  t.match(lines[0], glibc ? `glibc ${glibc}` : 'no glibc');
+  t.match(lines[0], /Run Node 22 or 24 on a host with glibc 2.38 or newer/);
 });
 
 t.test('a port already taken fails the start instead of sharing it', async (t) => {
@@ -160,3 +192,9 @@ t.test('npm test as root with the data folder where the postgres user cannot ent
   t.equal(run.code, 1);
   t.match(run.stderr, new RegExp(`^npm test: run as root, the embedded Postgres runs as the system user "postgres", which cannot enter ${locked} .*chmod o\\+x ${locked}\n$`));
 });
+
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  return 0;
+}

@@ -446,7 +446,8 @@ function dockerBaseProblems(text: string): string[] {
   const names = new Set<string>();
   for (const stage of stages) {
     const [image, as, name] = stage[0]!.args.split(/\s+/);
-    if (!names.has(image!) && !/^node:20(\.[\d.]+)?-(bookworm|bullseye)(-slim)?$/.test(image!)) p.push(`base ${image} is not a Debian-based node:20 image`);
+    // uWS v20.57 (Node 22 and 24) needs glibc 2.38: Debian 13 (trixie). None of the builds load on musl.
+    if (!names.has(image!) && !/^node:24(\.[\d.]+)?-trixie(-slim)?$/.test(image!)) p.push(`base ${image} is not a Node 24 LTS image on Debian 13 (glibc 2.38 or newer)`);
     if (as?.toUpperCase() === 'AS' && name) names.add(name);
   }
   return p;
@@ -707,7 +708,11 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('an alpine base image', async (t) => {
-    t.not(dockerBaseProblems(dockerfileText.replace(/node:20-bookworm-slim/g, 'node:20-alpine')).length, 0);
+    t.not(dockerBaseProblems(dockerfileText.replace(/node:24-trixie-slim/g, 'node:24-alpine')).length, 0);
+  });
+
+  t.test('a Debian 12 base, whose glibc 2.36 loads no uWS build for Node 24', async (t) => {
+    t.not(dockerBaseProblems(dockerfileText.replace(/node:24-trixie-slim/g, 'node:24-bookworm-slim')).length, 0);
   });
 
   t.test('a Dockerfile without a non-root USER', async (t) => {
