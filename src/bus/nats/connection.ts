@@ -120,7 +120,9 @@ export class NatsLink {
       } else if (s.type === Events.Error) {
         const held = this.complaints.take();
         if (held !== undefined) {
-          this.log.error('nats refused an operation: the server\'s authorization must grant this user its prefix and the JetStream API (docs/bus-security.md)', { err: String(s.data), held_back: held });
+          this.log.error('nats refused an operation: the server\'s authorization must grant this user its prefix and the JetStream API (docs/bus-security.md)', {
+            err: String(s.data), operation: s.permissionContext?.operation, subject: s.permissionContext?.subject, held_back: held,
+          });
         }
       }
     }
