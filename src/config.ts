@@ -3,7 +3,22 @@
  * process before anything listens, naming the variable, so a typo in a
  * ConfigMap is a crash-loop with a clear log line rather than a silent default.
  */
+import { accessSync, constants } from 'node:fs';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** How the pod proves itself to NATS: a user and password, an nkey seed in a file, or nothing (a local server). */
+export type NatsAuth =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'password'; readonly user: string; readonly password: string }
+  | { readonly kind: 'nkey'; readonly seedFile: string };
+
+/** PEM files for a TLS connection to NATS: a CA to trust, and a client certificate with its key when the server asks for one. */
+export interface NatsTls {
+  readonly caFile?: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
 
 export interface Config {
   readonly host: string;
@@ -53,6 +68,9 @@ export interface Config {
   readonly bus: 'memory' | 'nats';
   readonly natsUrl: string;
   readonly natsPrefix: string;
+  readonly natsAuth: NatsAuth;
+  /** Undefined: plain TCP (unless NATS_URL is tls://). */
+  readonly natsTls: NatsTls | undefined;
   readonly shutdownTimeoutMs: number;
 }
 
@@ -118,6 +136,36 @@ function prefix(env: Env): string {
   return raw;
 }
 
+function readableFile(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    accessSync(raw, constants.R_OK);
+  } catch {
+    throw new ConfigError(name, `cannot read the file "${raw}"`);
+  }
+  return raw;
+}
+
+function natsAuth(env: Env): NatsAuth {
+  const user = env.NATS_USER || undefined;
+  const password = env.NATS_PASSWORD || undefined;
+  const seedFile = readableFile(env, 'NATS_NKEY_FILE');
+  if (seedFile && (user || password)) throw new ConfigError('NATS_NKEY_FILE', 'give either NATS_NKEY_FILE or NATS_USER and NATS_PASSWORD, not both');
+  if (seedFile) return { kind: 'nkey', seedFile };
+  if (user && !password) throw new ConfigError('NATS_PASSWORD', 'is required when NATS_USER is set');
+  if (password && !user) throw new ConfigError('NATS_USER', 'is required when NATS_PASSWORD is set');
+  return user && password ? { kind: 'password', user, password } : { kind: 'none' };
+}
+
+function natsTls(env: Env): NatsTls | undefined {
+  const caFile = readableFile(env, 'NATS_TLS_CA');
+  const certFile = readableFile(env, 'NATS_TLS_CERT');
+  const keyFile = readableFile(env, 'NATS_TLS_KEY');
+  if (!certFile !== !keyFile) throw new ConfigError(certFile ? 'NATS_TLS_KEY' : 'NATS_TLS_CERT', 'NATS_TLS_CERT and NATS_TLS_KEY go together: give both or neither');
+  return caFile || certFile ? { caFile, certFile, keyFile } : undefined;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
@@ -162,6 +210,8 @@ export function loadConfig(env: Env = process.env): Config {
     bus: oneOf(env, 'BUS', 'memory', ['memory', 'nats'] as const),
     natsUrl: natsUrl(env),
     natsPrefix: prefix(env),
+    natsAuth: natsAuth(env),
+    natsTls: natsTls(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
   });
 }

@@ -19,6 +19,7 @@ import { OddsFeed } from './feed/odds.js';
 import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
+import { validateOdds } from './ingest/odds.js';
 import { createApp } from './http/app.js';
 import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
@@ -64,8 +65,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const requests = new SocketRequests({ hub, bc, book, model, maxMarkets: config.wsMaxMarkets });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.setFeed(status) });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
-  const bus = createBus(config, book, log);
-  const busMetrics = new BusMetrics(metrics.registry, bus.kind);
+  const busMetrics = new BusMetrics(metrics.registry, config.bus);
+  const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()));
   const subscriptions = new Subscriptions({

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../src/config.js';
 
 t.test('defaults: port 8080, embedded database with demo data and simulator', async (t) => {
@@ -31,4 +34,34 @@ t.test('each bad value fails naming its variable', async (t) => {
   for (const [env, msg] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message: msg });
   }
+});
+
+t.test('NATS credentials and TLS: none by default, a password or an nkey seed file, TLS files when given', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'odds-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'x.pem');
+  writeFileSync(file, 'x');
+  t.same(loadConfig({}).natsAuth, { kind: 'none' });
+  t.equal(loadConfig({}).natsTls, undefined);
+  t.same(loadConfig({ NATS_USER: 'odds', NATS_PASSWORD: 'pw' }).natsAuth, { kind: 'password', user: 'odds', password: 'pw' });
+  t.same(loadConfig({ NATS_NKEY_FILE: file }).natsAuth, { kind: 'nkey', seedFile: file });
+  t.same(loadConfig({ NATS_TLS_CA: file }).natsTls, { caFile: file, certFile: undefined, keyFile: undefined });
+  t.same(loadConfig({ NATS_TLS_CERT: file, NATS_TLS_KEY: file }).natsTls, { caFile: undefined, certFile: file, keyFile: file });
+});
+
+t.test('bad NATS credentials or TLS settings fail naming the variable', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'odds-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'x.pem');
+  writeFileSync(file, 'x');
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ NATS_USER: 'odds' }, /^NATS_PASSWORD: is required when NATS_USER is set/],
+    [{ NATS_PASSWORD: 'pw' }, /^NATS_USER: is required when NATS_PASSWORD is set/],
+    [{ NATS_NKEY_FILE: file, NATS_USER: 'odds', NATS_PASSWORD: 'pw' }, /^NATS_NKEY_FILE: give either/],
+    [{ NATS_NKEY_FILE: join(dir, 'missing.nk') }, /^NATS_NKEY_FILE: cannot read the file/],
+    [{ NATS_TLS_CA: join(dir, 'missing.pem') }, /^NATS_TLS_CA: cannot read the file/],
+    [{ NATS_TLS_CERT: file }, /^NATS_TLS_KEY: NATS_TLS_CERT and NATS_TLS_KEY go together/],
+    [{ NATS_TLS_KEY: file }, /^NATS_TLS_CERT: NATS_TLS_CERT and NATS_TLS_KEY go together/],
+  ];
+  for (const [env, msg] of cases) t.throws(() => loadConfig(env), { name: 'ConfigError', message: msg }, JSON.stringify(env));
 });

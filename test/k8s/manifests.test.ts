@@ -15,6 +15,7 @@
  * it to complain, so the checks are known to bite.
  */
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
@@ -24,9 +25,11 @@ import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernet
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service, type IService } from 'kubernetes-models/v1/Service';
+import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import { findRoot } from './root.js';
+import { NATS_BINARY } from '../helpers/nats.js';
 
 // ---------------------------------------------------------------- loading
 
@@ -37,6 +40,10 @@ const APP = 'odds-service';
 const NAME_LABEL = 'app.kubernetes.io/name';
 const CONFIGMAP = 'odds-service-config';
 const DB_SECRET = 'odds-service-db';
+const NATS_SECRET = 'odds-service-nats';
+/** The labels the NetworkPolicies select NATS and Postgres pods by (documented in their files). */
+const NATS_POD = { [NAME_LABEL]: 'nats' };
+const POSTGRES_POD = { [NAME_LABEL]: 'postgresql' };
 
 type Doc = Record<string, unknown>;
 
@@ -62,6 +69,8 @@ interface Manifests {
   pdb: IPodDisruptionBudget;
   hpa: IHorizontalPodAutoscaler;
   serviceMonitor: ServiceMonitor;
+  natsPolicy: INetworkPolicy;
+  postgresPolicy: INetworkPolicy;
 }
 
 /** Prometheus Operator kinds: no Kubernetes model here, so checked by hand (the PrometheusRule in observability.test.ts). */
@@ -89,6 +98,12 @@ function only<T>(kind: string): T {
   return found[0] as T;
 }
 
+function named<T>(kind: string, name: string): T {
+  const found = allResources.find((d) => d.kind === kind && (d.metadata as { name?: string }).name === name);
+  if (!found) throw new Error(`no ${kind} named ${name} in k8s/`);
+  return found as T;
+}
+
 const real: Manifests = {
   deployment: only<IDeployment>('Deployment'),
   service: only<IService>('Service'),
@@ -96,7 +111,11 @@ const real: Manifests = {
   pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
   hpa: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
   serviceMonitor: only<ServiceMonitor>('ServiceMonitor'),
+  natsPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-nats'),
+  postgresPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-postgres'),
 };
+const natsConf = readFileSync(join(K8S, 'nats', 'nats-server.conf'), 'utf8');
+const natsPermissions = readFileSync(join(K8S, 'nats', 'odds-permissions.conf'), 'utf8');
 const deploymentText = readFileSync(join(K8S, 'deployment.yaml'), 'utf8');
 const dockerfileText = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -112,6 +131,10 @@ const MODELS: Record<string, { apiVersion: string; create: (d: Doc) => { validat
   PodDisruptionBudget: {
     apiVersion: 'policy/v1', create: (d) => new PodDisruptionBudget(d as never),
     type: 'IPodDisruptionBudget', module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
+  },
+  NetworkPolicy: {
+    apiVersion: 'networking.k8s.io/v1', create: (d) => new NetworkPolicy(d as never),
+    type: 'INetworkPolicy', module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
   },
   HorizontalPodAutoscaler: {
     apiVersion: 'autoscaling/v2', create: (d) => new HorizontalPodAutoscaler(d as never),
@@ -404,7 +427,7 @@ function settingsProblems(m: Manifests): string[] {
   const want: Record<string, string> = {
     PORT: '8080', HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
     SIMULATOR: 'off', BUS: 'nats', NATS_URL: 'nats://nats:4222', DRAIN_DELAY_MS: '5000',
-    SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10',
+    SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10', NATS_USER: 'odds',
   };
   for (const [k, v] of Object.entries(want)) {
     const e = env.get(k);
@@ -423,6 +446,58 @@ function secretProblems(m: Manifests): string[] {
     p.push(`DATABASE_URL must come from secretKeyRef ${DB_SECRET}/DATABASE_URL, not ${JSON.stringify(db)}`);
   }
   if (m.configMap.data && 'DATABASE_URL' in m.configMap.data) p.push('DATABASE_URL must not be in the ConfigMap');
+  return p;
+}
+
+function natsSecretProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const pw = effectiveEnv(m).get('NATS_PASSWORD');
+  if (pw?.kind !== 'secret' || pw.name !== NATS_SECRET || pw.key !== 'NATS_PASSWORD') {
+    p.push(`NATS_PASSWORD must come from secretKeyRef ${NATS_SECRET}/NATS_PASSWORD, not ${JSON.stringify(pw)}`);
+  }
+  if (m.configMap.data && 'NATS_PASSWORD' in m.configMap.data) p.push('NATS_PASSWORD must not be in the ConfigMap');
+  return p;
+}
+
+/**
+ * A policy that selects the given pods and lets in only the service's pods
+ * on `port` (and, for NATS, other NATS pods on the route port): no namespace
+ * selector, no address block, no rule that admits every source.
+ */
+function networkPolicyProblems(m: Manifests, policy: INetworkPolicy, selects: Record<string, string>, port: number): string[] {
+  const p: string[] = [];
+  const spec = policy.spec;
+  const podLabels = m.deployment.spec?.template.metadata?.labels;
+  if (JSON.stringify(spec?.podSelector.matchLabels) !== JSON.stringify(selects)) p.push(`${policy.metadata?.name} must select ${JSON.stringify(selects)}, not ${JSON.stringify(spec?.podSelector)}`);
+  if (!spec?.policyTypes?.includes('Ingress')) p.push(`${policy.metadata?.name} must list policyTypes Ingress`);
+  const rules = spec?.ingress ?? [];
+  const service = rules.filter((r) => (r.from ?? []).some((f) => labelsMatch(f.podSelector?.matchLabels, podLabels)));
+  if (!service.some((r) => (r.ports ?? []).some((x) => x.port === port))) p.push(`${policy.metadata?.name} must let the service's pods in on port ${port}`);
+  for (const [i, r] of rules.entries()) {
+    if (!r.from?.length) p.push(`ingress[${i}] admits every source`);
+    for (const f of r.from ?? []) {
+      if (f.namespaceSelector || f.ipBlock) p.push(`ingress[${i}] admits sources beyond this namespace's pods`);
+      const from = f.podSelector?.matchLabels;
+      if (!labelsMatch(from, podLabels) && JSON.stringify(from) !== JSON.stringify(selects)) p.push(`ingress[${i}] admits pods ${JSON.stringify(f.podSelector)}`);
+    }
+  }
+  return p;
+}
+
+/** The NATS configuration: a password only from the environment, the ConfigMap's user, and permissions limited to the prefix. */
+function natsConfigProblems(m: Manifests, conf: string, permissions: string): string[] {
+  const p: string[] = [];
+  const user = m.configMap.data?.NATS_USER;
+  if (!new RegExp(`\\{\\s*user:\\s*${user},\\s*password:\\s*\\$ODDS_NATS_PASSWORD,\\s*permissions:\\s*\\$ODDS_SERVICE_PERMISSIONS\\s*\\}`).test(conf)) {
+    p.push(`nats-server.conf must admit user ${String(user)} with password $ODDS_NATS_PASSWORD and $ODDS_SERVICE_PERMISSIONS`);
+  }
+  if (!/include "odds-permissions.conf"/.test(conf)) p.push('nats-server.conf must include odds-permissions.conf');
+  if (!/^authorization\s*\{/m.test(conf)) p.push('nats-server.conf has no authorization block');
+  const allowed = [...permissions.replace(/#.*$/gm, '').matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
+  for (const subject of allowed) {
+    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_ODDS(\.>)?)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
+  }
+  if (!allowed.includes('odds.>')) p.push('the service user needs odds.>');
   return p;
 }
 
@@ -587,6 +662,27 @@ t.test('DATABASE_URL comes from the Secret odds-service-db', async (t) => {
   t.same(secretProblems(real), []);
 });
 
+t.test('NATS_PASSWORD comes from the Secret odds-service-nats', async (t) => {
+  t.same(natsSecretProblems(real), []);
+});
+
+t.test('only the service\'s pods may reach NATS', async (t) => {
+  t.same(networkPolicyProblems(real, real.natsPolicy, NATS_POD, 4222), []);
+});
+
+t.test('only the service\'s pods may reach Postgres', async (t) => {
+  t.same(networkPolicyProblems(real, real.postgresPolicy, POSTGRES_POD, 5432), []);
+});
+
+t.test('the NATS configuration admits the service user with its password from the environment and rights on its prefix only', async (t) => {
+  t.same(natsConfigProblems(real, natsConf, natsPermissions), []);
+});
+
+t.test('nats-server accepts the NATS configuration', { skip: !NATS_BINARY && 'nats-server is not installed here' }, async (t) => {
+  const r = spawnSync(NATS_BINARY!, ['-t', '-c', join(K8S, 'nats', 'nats-server.conf')], { env: { ...process.env, ODDS_NATS_PASSWORD: 'odds-check' }, encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr || r.stdout);
+});
+
 t.test('the Dockerfile builds on Debian-based node:20 images', async (t) => {
   t.same(dockerBaseProblems(dockerfileText), []);
 });
@@ -705,6 +801,27 @@ t.test('the checks reject broken manifests', async (t) => {
   t.test('DATABASE_URL as a plain value', async (t) => {
     const m = broken((m) => { container(m).env = [{ name: 'DATABASE_URL', value: 'postgres://u:p@db/odds' }]; });
     t.not(secretProblems(m).length, 0);
+  });
+
+  t.test('NATS_PASSWORD as a plain value', async (t) => {
+    const m = broken((m) => { container(m).env!.push({ name: 'NATS_PASSWORD', value: 'secret' }); });
+    t.not(natsSecretProblems(m).length, 0);
+  });
+
+  t.test('a NATS policy that selects other pods, or admits another namespace', async (t) => {
+    t.not(networkPolicyProblems(real, real.natsPolicy, { [NAME_LABEL]: 'nats-box' }, 4222).length, 0);
+    const m = broken((m) => { m.natsPolicy.spec!.ingress![0]!.from!.push({ namespaceSelector: {} }); });
+    t.not(networkPolicyProblems(m, m.natsPolicy, NATS_POD, 4222).length, 0);
+  });
+
+  t.test('a Postgres policy that admits every source', async (t) => {
+    const m = broken((m) => { m.postgresPolicy.spec!.ingress!.push({ ports: [{ protocol: 'TCP', port: 5432 }] }); });
+    t.not(networkPolicyProblems(m, m.postgresPolicy, POSTGRES_POD, 5432).length, 0);
+  });
+
+  t.test('NATS permissions wider than the prefix, or a password written in the file', async (t) => {
+    t.not(natsConfigProblems(real, natsConf, natsPermissions.replace('"odds.>"', '">"')).length, 0);
+    t.not(natsConfigProblems(real, natsConf.replace('$ODDS_NATS_PASSWORD', 'hunter2'), natsPermissions).length, 0);
   });
 
   t.test('an alpine base image', async (t) => {
