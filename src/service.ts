@@ -19,6 +19,7 @@ import { OddsFeed } from './feed/odds.js';
 import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
+import { OutsideFeeds } from './ingest/outside.js';
 import { createApp, nativeUws } from './http/app.js';
 import { Router } from './http/router.js';
 import { registerRest } from './http/rest.js';
@@ -71,14 +72,19 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
-  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log });
+  const outside = new OutsideFeeds();
+  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
     limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
+  const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
-    changes: referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si)),
+    changes: (changes) => {
+      frames(changes);
+      outside.forgetGone(changes);
+    },
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
@@ -126,7 +132,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       started: () => {
         sweeper.start();
         monitor.start();
-        return config.simulator ? startSimulator({ model, ingest, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
+        return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
       },
       sockets: () => hub.size,
       publishers: () => publishers.drain(),
