@@ -3,7 +3,7 @@
  * (src/client) and prints every frame as one line, for eyeballing the live feed during
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
-import { pathToFileURL } from 'node:url';
+import { runsAsTool } from './fresh.js';
 import { parseArgs as parseOptions } from 'node:util';
 import WebSocket from 'ws';
 import { OddsClient, type Subscription } from '../client/index.js';
@@ -175,4 +175,4 @@ function main(argv: string[]): void {
   });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main(process.argv.slice(2));
+if (runsAsTool(import.meta.url)) main(process.argv.slice(2));
