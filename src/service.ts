@@ -134,7 +134,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         monitor.start();
         return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
       },
-      sockets: () => hub.size,
+      sockets: () => hub.sockets,
       publishers: () => publishers.drain(),
       closeSockets: (code, reason) => {
         sweeper.stop();
