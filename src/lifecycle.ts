@@ -31,6 +31,7 @@ export interface Steps {
   prepare(): Promise<void>;
   /** Ready: timers and the simulator. */
   started(): { stop(): void } | undefined;
+  /** Open sockets, subscribers and publishers: what the drain waits for. */
   sockets(): number;
   /** Publishers stop taking batches, answer those they took, and close. */
   publishers(): Promise<void>;
@@ -48,6 +49,18 @@ export interface RunOptions {
   state: { starting: boolean; draining: boolean };
   steps: Steps;
   expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
+}
+
+/** How often the drain looks whether every socket has gone. */
+const DRAIN_POLL_MS = 50;
+
+/**
+ * Lets sockets keep their feed for up to `ms` while their clients move away,
+ * ending as soon as none is left: with nothing to drain, shutdown goes on at once.
+ */
+async function drainSockets(sockets: () => number, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  for (let left = ms; sockets() > 0 && left > 0; left = end - Date.now()) await sleep(Math.min(DRAIN_POLL_MS, left));
 }
 
 /** Waits for Postgres with capped backoff: pods may start before their database does. */
@@ -97,7 +110,7 @@ export async function run(o: RunOptions): Promise<Service> {
     log.info('shutdown: listen socket closed');
     await router.drain();
     log.info('shutdown: in-flight requests finished; draining sockets', { sockets: steps.sockets(), drainDelayMs: config.drainDelayMs });
-    await sleep(config.drainDelayMs);
+    await drainSockets(steps.sockets, config.drainDelayMs);
     await steps.publishers();
     log.info('shutdown: publishers answered and closed');
     steps.closeSockets(CLOSE.GOING_AWAY, 'server shutting down');

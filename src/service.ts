@@ -20,6 +20,7 @@ import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
 import { validateOdds } from './ingest/odds.js';
+import { OutsideFeeds } from './ingest/outside.js';
 import { createApp } from './http/app.js';
 import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
@@ -73,14 +74,19 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
-  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log });
+  const outside = new OutsideFeeds();
+  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
     limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
+  const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
-    changes: referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si)),
+    changes: (changes) => {
+      frames(changes);
+      outside.forgetGone(changes);
+    },
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
@@ -128,9 +134,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       started: () => {
         sweeper.start();
         monitor.start();
-        return config.simulator ? startSimulator({ model, ingest, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
+        return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
       },
-      sockets: () => hub.size,
+      sockets: () => hub.sockets,
       publishers: () => publishers.drain(),
       closeSockets: (code, reason) => {
         sweeper.stop();

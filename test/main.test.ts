@@ -132,6 +132,37 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
   t.match(svc.output(), /shutdown: readiness off[\s\S]*listen socket closed[\s\S]*sockets closed[\s\S]*postgres pool closed[\s\S]*"stopped"/, 'steps in order');
 });
 
+t.test('SIGTERM or SIGINT with no socket open: exit 0 at once, without waiting out the drain delay', async (t) => {
+  const url = await freshDatabase(t);
+  // Long enough that a shutdown waiting it out cannot pass, however slow the machine.
+  const drainMs = 30_000;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '120000' });
+    const started = Date.now();
+    svc.child.kill(signal);
+    t.equal(await svc.exited, 0, signal);
+    const took = Date.now() - started;
+    t.ok(took < drainMs, `${signal}: stopped in ${took} ms`);
+  }
+});
+
+t.test('with a socket open: it is held through the drain delay, then gets 1001, and the process exits 0 within the timeout', async (t) => {
+  const url = await freshDatabase(t);
+  const drainMs = 1500;
+  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '20000' });
+  const { Client } = await import('./helpers/ws.js');
+  const c = await Client.connect(svc.url);
+  await c.request({ op: 'subscribe', mids: ['1.200001001'] });
+  const started = Date.now();
+  svc.child.kill('SIGTERM');
+  const closed = await c.closed;
+  const heldMs = Date.now() - started;
+  t.equal(closed.code, 1001);
+  // Lower bounds only: a busy machine makes the wait longer, never shorter (less a timer's tolerance).
+  t.ok(heldMs >= drainMs - 100, `the socket was held ${heldMs} ms`);
+  t.equal(await svc.exited, 0, 'exit 0: done within SHUTDOWN_TIMEOUT_MS');
+});
+
 t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting', async (t) => {
   const svc = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '200' }, false);
   let url = '';

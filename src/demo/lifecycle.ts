@@ -14,6 +14,8 @@ export interface LifecycleOptions {
   log: Logger;
   intervalMs?: number;
   random?: () => number;
+  /** Markets another publisher feeds: neither they nor their events are touched. */
+  fedElsewhere?: (mid: string) => boolean;
 }
 
 /**
@@ -44,8 +46,8 @@ export class Lifecycle {
 
   /** Takes one step and returns the batch it ingested (empty when nothing applied). */
   async step(): Promise<Item[]> {
-    const events = this.opts.model.allEvents();
-    const markets = [...this.opts.model.allMarkets()];
+    const all = this.opts.model.allEvents();
+    const { markets, events } = this.ours(all);
     const live = events.filter((e) => e.ip && !e.go);
     const open = (m: Market) => !m.go && live.some((e) => e.eid === m.eid);
     const actions: (() => Item[] | undefined)[] = [
@@ -55,16 +57,30 @@ export class Lifecycle {
       () => this.conclude(live, markets),
       () => this.recall(markets.filter((m) => m.go && !m.rt && !m.m)),
       () => this.abandon(markets.filter((m) => !m.go && !m.m && events.some((e) => e.eid === m.eid && !e.ip && !e.go))),
-      () => this.newEvent(events),
+      () => this.newEvent(all),
     ];
     for (let tries = 0; tries < actions.length; tries++) {
       const batch = this.pick(actions)();
       if (batch?.length) {
-        await this.opts.ingest.accept(batch);
+        await this.opts.ingest.accept(batch, 'simulator');
         return batch;
       }
     }
     return [];
+  }
+
+  /** The markets no other publisher feeds, and the events holding none that it does. */
+  private ours(all: Event[]): { markets: Market[]; events: Event[] } {
+    const fed = this.opts.fedElsewhere;
+    const markets = [...this.opts.model.allMarkets()];
+    if (!fed) return { markets, events: all };
+    const theirs = new Set<number>();
+    const mine = markets.filter((m) => {
+      const elsewhere = fed(m.mid) || (m.m ?? []).some((n) => fed(n.mid));
+      if (elsewhere) theirs.add(m.eid);
+      return !elsewhere;
+    });
+    return { markets: mine.filter((m) => !theirs.has(m.eid)), events: all.filter((e) => !theirs.has(e.eid)) };
   }
 
   private pick<T>(list: readonly T[]): T {

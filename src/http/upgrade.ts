@@ -23,14 +23,19 @@ export interface Handshake {
   query: Query;
 }
 
-/** First of the client's offered subprotocols that we speak; JSON when none is offered. */
+/**
+ * First of the client's offered subprotocols that we speak; JSON when none is
+ * offered. Offering only others is refused: accepting without choosing one
+ * would leave the client to fail on its own ("server sent no subprotocol").
+ */
 function pickProtocol(header: string): { name: string; format: Format } {
-  for (const offered of header.split(',')) {
-    const name = offered.trim();
+  const offered = header.split(',').map((p) => p.trim()).filter(Boolean);
+  for (const name of offered) {
     const format = SUBPROTOCOLS[name];
     if (format) return { name, format };
   }
-  return { name: '', format: 'json' };
+  if (!offered.length) return { name: '', format: 'json' };
+  throw errors.badParam('Sec-WebSocket-Protocol', `must offer ${Object.keys(SUBPROTOCOLS).join(' or ')} (or nothing, for JSON); got ${offered.join(', ').slice(0, 200)}`);
 }
 
 /**

@@ -11,6 +11,7 @@ import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
 import { validateReference } from './validate.js';
+import type { OutsideFeeds, Sender } from './outside.js';
 
 export interface IngestResult {
   count: number;
@@ -26,6 +27,8 @@ export interface IngestDeps {
   maxItems: number;
   metrics: OddsMetrics;
   log: Logger;
+  /** Markets other publishers feed: the simulator's odds for them are dropped. */
+  outside: OutsideFeeds;
 }
 
 /**
@@ -38,10 +41,10 @@ export interface IngestDeps {
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
 
-  async accept(data: unknown): Promise<IngestResult> {
+  async accept(data: unknown, from: Sender = 'publisher'): Promise<IngestResult> {
     const t0 = performance.now();
     try {
-      const result = await this.acceptChecked(data, t0);
+      const result = await this.acceptChecked(data, from, t0);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -51,13 +54,15 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, t0: number): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, from: Sender, t0: number): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
-    const { reference, odds, unseen } = this.check(data);
+    const checked = this.check(data);
+    const { reference, unseen } = checked;
     if (unseen.size) await this.confirmMarkets(unseen);
     const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log) : [];
+    const odds = this.claimOrYield(checked.odds, from);
     if (odds.length) {
       const published = this.deps.feed.publish(odds, Date.now());
       if (published) await published;
@@ -68,6 +73,20 @@ export class Ingest {
     for (const [, item] of reference) metrics.ingestItems.inc({ kind: item.kind });
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     return { count: data.length, inserted, updated: outcomes.length - inserted };
+  }
+
+  /**
+   * Runs in the same turn as the images' publishing, after every await: an
+   * outside publisher's markets are claimed just before its images are
+   * numbered, and a simulator batch that was still in flight (waiting on
+   * Postgres) then drops them, so no simulator image is ever numbered after
+   * an outside one and overwrites it.
+   */
+  private claimOrYield(odds: OddsImage[], from: Sender): OddsImage[] {
+    const { outside } = this.deps;
+    if (from === 'simulator') return odds.filter((o) => !outside.has(o.mid));
+    for (const o of odds) outside.claim(o.mid);
+    return odds;
   }
 
   /**

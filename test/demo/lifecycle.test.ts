@@ -41,3 +41,19 @@ t.test('over a match day every kind of change flows in through ingest', async (t
   const r = await http<Obj[]>(svc.url, `/api/v1/markets/result?mid=${recalled.mid}`);
   t.equal(r.body[0].rt, true, 'a recall shows in REST');
 });
+
+t.test('markets another publisher feeds, and their events, are left alone', async (t) => {
+  const markets = [...svc.model.allMarkets()];
+  const theirs = new Set(svc.model.allEvents().filter((e) => e.eid % 2 === 0 && markets.some((m) => m.eid === e.eid)).map((e) => e.eid));
+  const fed = new Set(markets.filter((m) => theirs.has(m.eid)).map((m) => m.mid));
+  // One market per event is enough to make the whole event theirs.
+  const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eid === eid)!.mid));
+  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), fedElsewhere: (mid) => claimed.has(mid) });
+  const items: Obj[] = [];
+  for (let i = 0; i < 100; i++) {
+    items.push(...await life.step());
+    await settle();
+  }
+  t.ok(items.length > 50, `${items.length} items ingested`);
+  t.same(items.filter((x) => theirs.has(x.eid as number) || fed.has(x.mid as string)), [], 'none touches them');
+});
