@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput');
   }
   log.info('starting', {
-    port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
+    port: config.port, metricsPort: config.metricsPort, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });
 
   let embedded: EmbeddedServer | undefined;
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
       embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
     }
     service = await startService(config, config.databaseUrl ?? embedded!.url, log);
-    process.stdout.write(`odds service listening on ${service.url}\n`);
+    process.stdout.write(`odds service listening on ${service.url}\nmetrics and probes on ${service.metricsUrl}\n`);
   } catch (err) {
     log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);

@@ -26,6 +26,8 @@ import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 import { registerDocs } from './http/docs.js';
 import { registerWeb } from './http/web.js';
+import { OriginPolicy } from './http/origin.js';
+import { registerMetrics } from './http/metrics.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
@@ -49,7 +51,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
-  const state = { starting: true, draining: false };
+  const state: { starting: boolean; draining: boolean; metricsPort?: number } = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
   const app = createApp();
@@ -74,7 +76,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
+    bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log, origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
     limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
   const sync = new ModelSync(pool, model, log, {
@@ -94,19 +96,25 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
     },
   });
-  const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
-  registerRest(router, {
-    model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions,
-    notReady: () => (state.draining ? 'draining' : gate()),
+  const httpMetrics = new HttpMetrics(metrics.registry);
+  const router = new Router(app, httpMetrics, auth, gate, log);
+  const notReady = () => (state.draining ? 'draining' : gate());
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
+  const metricsApp = createApp();
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
+  registerMetrics(router, metricsRouter, {
+    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => state.metricsPort,
   });
-  router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  const publishers = registerIngest(app, router, { ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight });
+  const publishers = registerIngest(app, router, {
+    ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
+    maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight,
+  });
   registerDocs(router);
   registerWeb(app);
   router.fallbacks(['/ws', '/ingest']);
 
   return run({
-    config, log, app, pool, router, state,
+    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter },
     steps: {
       prepare: async () => {
         await migrate(pool, log);
