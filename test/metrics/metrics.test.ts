@@ -33,6 +33,10 @@ t.test('the metrics port answers the probes too, and no data route', async (t) =
   t.same(data.body, { status: 0, message: 'no route for /api/v1/sports' });
 });
 
+t.test('a metrics port already taken fails the start, naming METRICS_PORT', async (t) => {
+  await t.rejects(startTestService(t, { METRICS_PORT: String(svc.metricsPort) }), { message: new RegExp(`cannot listen on 127.0.0.1:${svc.metricsPort}.*\\(METRICS_PORT\\)`) });
+});
+
 t.test('HTTP requests are counted by route template, method and status, with latency', async (t) => {
   const before = await scrape(svc.url);
   for (let i = 0; i < 3; i++) await http(svc.url, '/api/v1/sports');
