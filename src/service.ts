@@ -76,7 +76,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log, origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
+    bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
+    origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
     limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
   const sync = new ModelSync(pool, model, log, {

@@ -38,8 +38,9 @@ function pickProtocol(header: string): { name: string; format: Format } {
 
 /**
  * The handshake of both socket routes, `/ws` and `/ingest`: the page's origin
- * when a browser opens it, readiness, the caller's key and role (header, or `?key=` since browsers cannot set headers
- * on a WebSocket), the socket limits, and the subprotocol. `accept` builds
+ * when a browser opens it, readiness, the caller's key and role (header, or
+ * `?key=` since browsers cannot set headers on a WebSocket), the socket
+ * limits, and the subprotocol. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
  * the usual error body and the upgrade does not happen.
  */
