@@ -48,9 +48,9 @@ export interface RunOptions {
   app: TemplatedApp;
   pool: pg.Pool;
   router: Router;
-  /** The metrics listener's app and routes. */
-  metrics: { app: TemplatedApp; router: Router };
-  state: { starting: boolean; draining: boolean; metricsPort?: number };
+  /** The metrics listener's app and routes; told its port once it listens. */
+  metrics: { app: TemplatedApp; router: Router; listening(port: number): void };
+  state: { starting: boolean; draining: boolean };
   steps: Steps;
   expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
 }
@@ -94,7 +94,7 @@ export async function run(o: RunOptions): Promise<Service> {
   const { config, log, pool, router, state, steps } = o;
   const bound = await listenBoth(o);
   let listenSocket: us_listen_socket | undefined = bound.main;
-  state.metricsPort = bound.metricsPort;
+  o.metrics.listening(bound.metricsPort);
   const url = urlOf(config.host, bound.port);
   const metricsUrl = urlOf(config.metricsHost, bound.metricsPort);
   log.info('listening; starting', { url, metrics: metricsUrl });

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput');
   }
   log.info('starting', {
-    port: config.port, metricsPort: config.metricsPort, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
+    port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });
 
   let embedded: EmbeddedServer | undefined;

@@ -51,7 +51,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
-  const state: { starting: boolean; draining: boolean; metricsPort?: number } = { starting: true, draining: false };
+  const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
   const app = createApp();
@@ -103,8 +103,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
   const metricsApp = createApp();
   const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
+  let metricsPort: number | undefined;
   registerMetrics(router, metricsRouter, {
-    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => state.metricsPort,
+    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
   });
   const publishers = registerIngest(app, router, {
     ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
@@ -115,7 +116,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   router.fallbacks(['/ws', '/ingest']);
 
   return run({
-    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter },
+    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter, listening: (port) => (metricsPort = port) },
     steps: {
       prepare: async () => {
         await migrate(pool, log);
