@@ -32,6 +32,8 @@ t.test('with DATABASE_URL it uses that server and starts none', async (t) => {
   t.match(svc.output(), /"database":"external"/);
   t.notMatch(svc.output(), /embedded postgres started/);
   t.equal((await http(svc.url, '/ready')).status, 200);
+  t.not(svc.metricsUrl, svc.url, 'it prints where its metrics listen');
+  t.match((await http<string>(svc.metricsUrl, '/metrics')).text, /^odds_build_info\{/m);
   svc.child.kill('SIGTERM');
   t.equal(await svc.exited, 0);
 });
