@@ -96,6 +96,26 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   return raw as T;
 }
 
+/** `scheme://host[:port]` as a browser sends it in Origin: lower case, no path, no default port. */
+const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * A comma-separated list of browser origins, plus the words a list may hold:
+ * `*` (any origin) and, where `self` is allowed, the service's own origin.
+ * An empty value is the empty list: no browser origin at all.
+ */
+function origins(env: Env, name: string, fallback: readonly string[], words: readonly string[]): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined) return Object.freeze([...fallback]);
+  const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of list) {
+    if (!words.includes(o) && !ORIGIN.test(o)) {
+      throw new ConfigError(name, `must list origins such as https://odds.example.com:8443 (lower case, no path)${words.length ? ` or ${words.join(', ')}` : ''}, separated by commas; got "${o}"`);
+    }
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
 function databaseUrl(env: Env): string | undefined {
   const raw = env.DATABASE_URL;
   if (raw === undefined || raw === '') return undefined;
@@ -121,26 +141,6 @@ function prefix(env: Env): string {
   const raw = env.NATS_PREFIX || 'odds';
   if (!/^[A-Za-z0-9_-]{1,32}$/.test(raw)) throw new ConfigError('NATS_PREFIX', 'must be 1 to 32 letters, digits, _ or -');
   return raw;
-}
-
-/** `scheme://host[:port]` as a browser sends it in Origin: lower case, no path, no default port. */
-const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/;
-
-/**
- * A comma-separated list of browser origins, plus the words a list may hold:
- * `*` (any origin) and, where `self` is allowed, the service's own origin.
- * An empty value is the empty list: no browser origin at all.
- */
-function origins(env: Env, name: string, fallback: readonly string[], words: readonly string[]): readonly string[] {
-  const raw = env[name];
-  if (raw === undefined) return Object.freeze([...fallback]);
-  const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
-  for (const o of list) {
-    if (!words.includes(o) && !ORIGIN.test(o)) {
-      throw new ConfigError(name, `must list origins such as https://odds.example.com:8443 (lower case, no path)${words.length ? ` or ${words.join(', ')}` : ''}, separated by commas; got "${o}"`);
-    }
-  }
-  return Object.freeze([...new Set(list)]);
 }
 
 export function loadConfig(env: Env = process.env): Config {
