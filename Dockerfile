@@ -26,7 +26,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 #    node_modules. Files stay owned by root, so the app cannot change them.
 FROM node:24-trixie-slim AS runtime
 ENV NODE_ENV=production \
-    PORT=8080
+    PORT=8080 \
+    METRICS_PORT=9464
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -36,7 +37,8 @@ COPY proto ./proto
 COPY docs/openapi.json ./docs/openapi.json
 # The image's "node" user (uid 1000), numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
-EXPOSE 8080
+# 8080: REST and sockets; 9464: /metrics for Prometheus only.
+EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # node runs as PID 1 and handles SIGTERM itself (graceful drain, exit 0).

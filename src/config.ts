@@ -23,6 +23,13 @@ export interface NatsTls {
 export interface Config {
   readonly host: string;
   readonly port: number;
+  /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
+  readonly metricsHost: string;
+  readonly metricsPort: number;
+  /** Browser origins that may open `/ingest`; `*` is any. A handshake without Origin (not a browser) is not checked. */
+  readonly ingestOrigins: readonly string[];
+  /** Browser origins that may open `/ws`: `self` is the service's own (the board), `*` is any. */
+  readonly wsOrigins: readonly string[];
   /** Postgres to use; undefined starts the embedded server. */
   readonly databaseUrl: string | undefined;
   readonly embeddedPgDir: string;
@@ -109,6 +116,26 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   return raw as T;
 }
 
+/** `scheme://host[:port]` as a browser sends it in Origin: lower case, no path, no default port. */
+const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * A comma-separated list of browser origins, plus the words a list may hold:
+ * `*` (any origin) and, where `self` is allowed, the service's own origin.
+ * An empty value is the empty list: no browser origin at all.
+ */
+function origins(env: Env, name: string, fallback: readonly string[], words: readonly string[]): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined) return Object.freeze([...fallback]);
+  const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of list) {
+    if (!words.includes(o) && !ORIGIN.test(o)) {
+      throw new ConfigError(name, `must list origins such as https://odds.example.com:8443 (lower case, no path)${words.length ? ` or ${words.join(', ')}` : ''}, separated by commas; got "${o}"`);
+    }
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
 function databaseUrl(env: Env): string | undefined {
   const raw = env.DATABASE_URL;
   if (raw === undefined || raw === '') return undefined;
@@ -170,9 +197,17 @@ export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
+  const host = env.HOST || '0.0.0.0';
+  const port = int(env, 'PORT', 8080, 0, 65535);
   return Object.freeze({
-    host: env.HOST || '0.0.0.0',
-    port: int(env, 'PORT', 8080, 0, 65535),
+    host,
+    port,
+    metricsHost: env.METRICS_HOST || host,
+    // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
+    metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    ingestOrigins: origins(env, 'INGEST_ORIGINS', [], ['*']),
+    // With keys, a page of any origin still needs a subscriber key, and no cookie rides along; without, only the board.
+    wsOrigins: origins(env, 'WS_ORIGINS', auth ? ['*'] : ['self'], ['*', 'self']),
     databaseUrl: url,
     embeddedPgDir: env.EMBEDDED_PG_DIR || '.data/pg',
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),

@@ -15,6 +15,9 @@ import type { Ingest } from './ingest/ingest.js';
 export interface Service {
   readonly port: number;
   readonly url: string;
+  /** Where `/metrics` (and the probes) listen, apart from the public port. */
+  readonly metricsPort: number;
+  readonly metricsUrl: string;
   readonly pool: pg.Pool;
   readonly model: ReadModel;
   readonly book: Book;
@@ -46,6 +49,8 @@ export interface RunOptions {
   app: TemplatedApp;
   pool: pg.Pool;
   router: Router;
+  /** The metrics listener's app and routes; told its port once it listens. */
+  metrics: { app: TemplatedApp; router: Router; listening(port: number): void };
   state: { starting: boolean; draining: boolean };
   steps: Steps;
   expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
@@ -71,28 +76,47 @@ async function waitForPostgres(pool: pg.Pool, log: Logger): Promise<void> {
   });
 }
 
+/** `http://host:port`, with a wildcard address written as loopback so it can be used from here. */
+const urlOf = (host: string, port: number): string => `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+
+/** Both listeners, the public one first; neither is left open when the other fails. */
+async function listenBoth(o: RunOptions): Promise<{ main: us_listen_socket; port: number; metrics: us_listen_socket; metricsPort: number }> {
+  const { config, app, metrics, pool } = o;
+  try {
+    const main = await listen(app, config.host, config.port);
+    const m = await listen(metrics.app, config.metricsHost, config.metricsPort).catch((err: Error) => {
+      closeListen(main.socket);
+      throw new Error(`${err.message} (METRICS_PORT)`);
+    });
+    return { main: main.socket, port: main.port, metrics: m.socket, metricsPort: m.port };
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+}
+
 /**
  * Start and shutdown, in order. Listening comes first, so /health answers (and
- * a taken port fails) while Postgres is awaited. Shutdown takes the pod out of
+ * a taken port fails) while Postgres is awaited. The metrics listener closes
+ * last, so Prometheus sees the drain. Shutdown takes the pod out of
  * rotation, lets requests and sockets finish, answers every batch a publisher
  * sent, and only then closes the bus and Postgres, so nothing is acked that
  * could no longer be written or published.
  */
 export async function run(o: RunOptions): Promise<Service> {
-  const { config, log, app, pool, router, state, steps } = o;
-  const bound = await listen(app, config.host, config.port).catch(async (err) => {
-    await pool.end();
-    throw err;
-  });
-  let listenSocket: us_listen_socket | undefined = bound.socket;
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  const url = `http://${host}:${bound.port}`;
-  log.info('listening; starting', { url });
+  const { config, log, pool, router, state, steps } = o;
+  const bound = await listenBoth(o);
+  let listenSocket: us_listen_socket | undefined = bound.main;
+  o.metrics.listening(bound.metricsPort);
+  const url = urlOf(config.host, bound.port);
+  const metricsUrl = urlOf(config.metricsHost, bound.metricsPort);
+  log.info('listening; starting', { url, metrics: metricsUrl });
   try {
     await waitForPostgres(pool, log);
     await steps.prepare();
   } catch (err) {
-    closeListen(bound.socket);
+    closeListen(bound.main);
+    closeListen(bound.metrics);
     await steps.stop();
     await pool.end();
     throw err;
@@ -120,7 +144,12 @@ export async function run(o: RunOptions): Promise<Service> {
     pool.removeAllListeners('error').on('error', () => undefined);
     await pool.end();
     log.info('shutdown: postgres pool closed');
+    closeListen(bound.metrics);
+    await o.metrics.router.drain();
   };
   let closing: Promise<void> | undefined;
-  return { port: bound.port, url, pool, ...o.expose, close: () => (closing ??= shutdown()) };
+  return {
+    port: bound.port, url, metricsPort: bound.metricsPort, metricsUrl, pool, ...o.expose,
+    close: () => (closing ??= shutdown()),
+  };
 }

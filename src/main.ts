@@ -65,7 +65,7 @@ async function main(): Promise<void> {
       embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
     }
     service = await startService(config, config.databaseUrl ?? embedded!.url, log);
-    process.stdout.write(`odds service listening on ${service.url}\n`);
+    process.stdout.write(`odds service listening on ${service.url}\nmetrics and probes on ${service.metricsUrl}\n`);
   } catch (err) {
     log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);

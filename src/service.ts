@@ -29,6 +29,8 @@ import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 import { registerDocs } from './http/docs.js';
 import { registerWeb } from './http/web.js';
+import { OriginPolicy } from './http/origin.js';
+import { registerMetrics } from './http/metrics.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
@@ -79,6 +81,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
+    origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
     limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
   });
   const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
@@ -102,19 +105,26 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
     },
   });
-  const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
-  registerRest(router, {
-    model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions,
-    notReady: () => (state.draining ? 'draining' : gate()),
+  const httpMetrics = new HttpMetrics(metrics.registry);
+  const router = new Router(app, httpMetrics, auth, gate, log);
+  const notReady = () => (state.draining ? 'draining' : gate());
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
+  const metricsApp = createApp();
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
+  let metricsPort: number | undefined;
+  registerMetrics(router, metricsRouter, {
+    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
   });
-  router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  const publishers = registerIngest(app, router, { ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight });
+  const publishers = registerIngest(app, router, {
+    ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
+    maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight,
+  });
   registerDocs(router);
   registerWeb(app);
   router.fallbacks(['/ws', '/ingest']);
 
   return run({
-    config, log, app, pool, router, state,
+    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter, listening: (port) => (metricsPort = port) },
     steps: {
       prepare: async () => {
         await migrate(pool, log);

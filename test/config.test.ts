@@ -21,6 +21,32 @@ t.test('with DATABASE_URL the demo data and simulator default to off', async (t)
   t.equal(c.simulator, false);
 });
 
+t.test('the metrics port: 9464 on the public host, a free one when PORT is 0, both settable', async (t) => {
+  const c = loadConfig({ HOST: '10.0.0.5' });
+  t.same([c.metricsHost, c.metricsPort], ['10.0.0.5', 9464]);
+  t.equal(loadConfig({ PORT: '0' }).metricsPort, 0, 'services started side by side (tests) do not collide');
+  const set = loadConfig({ METRICS_HOST: '127.0.0.1', METRICS_PORT: '9100' });
+  t.same([set.metricsHost, set.metricsPort], ['127.0.0.1', 9100]);
+  t.throws(() => loadConfig({ METRICS_PORT: 'ninety' }), { name: 'ConfigError', message: /^METRICS_PORT: must be a whole number/ });
+});
+
+t.test('browser origins: none may publish; /ws takes the board alone with AUTH=off, any page with AUTH=on', async (t) => {
+  const c = loadConfig({});
+  t.same(c.ingestOrigins, []);
+  t.same(c.wsOrigins, ['self']);
+  t.same(loadConfig({ AUTH: 'on' }).wsOrigins, ['*']);
+  const set = loadConfig({ INGEST_ORIGINS: 'https://feed.example', WS_ORIGINS: ' self, https://bets.example:8443 ,http://[::1]:8080' });
+  t.same(set.ingestOrigins, ['https://feed.example']);
+  t.same(set.wsOrigins, ['self', 'https://bets.example:8443', 'http://[::1]:8080']);
+  t.same(loadConfig({ AUTH: 'on', WS_ORIGINS: '' }).wsOrigins, [], 'empty: no browser page at all');
+});
+
+t.test('a bad origin fails naming its variable', async (t) => {
+  for (const [name, value] of [['WS_ORIGINS', 'bets.example'], ['WS_ORIGINS', 'https://bets.example/'], ['INGEST_ORIGINS', 'self'], ['INGEST_ORIGINS', 'https://Feed.example']]) {
+    t.throws(() => loadConfig({ [name]: value }), { name: 'ConfigError', message: new RegExp(`^${name}: must list origins`) }, `${name}=${value}`);
+  }
+});
+
 t.test('each bad value fails naming its variable', async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: '70000' }, /^PORT: must be between/],

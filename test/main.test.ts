@@ -33,6 +33,8 @@ t.test('with DATABASE_URL it uses that server and starts none', async (t) => {
   t.match(svc.output(), /"database":"external"/);
   t.notMatch(svc.output(), /embedded postgres started/);
   t.equal((await http(svc.url, '/ready')).status, 200);
+  t.not(svc.metricsUrl, svc.url, 'it prints where its metrics listen');
+  t.match((await http<string>(svc.metricsUrl, '/metrics')).text, /^odds_build_info\{/m);
   svc.child.kill('SIGTERM');
   t.equal(await svc.exited, 0);
 });
@@ -55,7 +57,7 @@ t.test('the start log and /metrics name the uWS build this host runs: 20.57 wher
   const url = await freshDatabase(t);
   const svc = await run({ DATABASE_URL: url });
   t.match(svc.output(), new RegExp(`"node":"${process.version}","uws":"${expected}"`));
-  const metrics = await http<string>(svc.url, '/metrics');
+  const metrics = await http<string>(svc.metricsUrl, '/metrics');
   t.match(metrics.text, `odds_uws_build_info{build="${expected}"} 1`);
   t.match(metrics.text, 'odds_uws_native 1');
   svc.child.kill('SIGTERM');

@@ -369,10 +369,16 @@ function serviceMonitorProblems(m: Manifests): string[] {
   const sm = m.serviceMonitor;
   const p: string[] = [];
   if (!labelsMatch(sm.spec.selector.matchLabels, m.service.metadata?.labels)) p.push('ServiceMonitor selector does not match the Service labels');
-  const names = new Set((m.service.spec?.ports ?? []).map((x) => x.name));
+  const ports = new Map((m.service.spec?.ports ?? []).map((x) => [x.name, x]));
   const metrics = sm.spec.endpoints.filter((e) => (e.path ?? '/metrics') === '/metrics');
   if (metrics.length === 0) p.push('no ServiceMonitor endpoint scrapes /metrics');
-  for (const e of metrics) if (typeof e.port !== 'string' || !names.has(e.port)) p.push(`ServiceMonitor port ${String(e.port)} is not a named port of the Service`);
+  const metricsPort = resolvePort(container(m), 'metrics');
+  for (const e of metrics) {
+    const sp = typeof e.port === 'string' ? ports.get(e.port) : undefined;
+    if (!sp) p.push(`ServiceMonitor port ${String(e.port)} is not a named port of the Service`);
+    // The public port answers /metrics with a 404: a scrape there would find nothing.
+    else if (resolvePort(container(m), sp.targetPort ?? sp.port) !== metricsPort) p.push(`ServiceMonitor port ${String(e.port)} does not reach the container port named metrics`);
+  }
   return p;
 }
 
@@ -425,7 +431,7 @@ function settingsProblems(m: Manifests): string[] {
   const env = effectiveEnv(m);
   const p: string[] = [];
   const want: Record<string, string> = {
-    PORT: '8080', HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
+    PORT: '8080', HOST: '0.0.0.0', METRICS_PORT: '9464', INGEST_ORIGINS: '', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
     SIMULATOR: 'off', BUS: 'nats', NATS_URL: 'nats://nats:4222', DRAIN_DELAY_MS: '5000',
     SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10', NATS_USER: 'odds',
   };
@@ -436,6 +442,8 @@ function settingsProblems(m: Manifests): string[] {
   }
   const httpPort = resolvePort(container(m), 'http');
   if (httpPort === undefined || String(httpPort) !== (env.get('PORT') as { value?: string } | undefined)?.value) p.push('PORT must equal the container port named http');
+  const metricsPort = resolvePort(container(m), 'metrics');
+  if (metricsPort === undefined || String(metricsPort) !== (env.get('METRICS_PORT') as { value?: string } | undefined)?.value) p.push('METRICS_PORT must equal the container port named metrics');
   return p;
 }
 
@@ -547,7 +555,7 @@ function dockerCmdProblems(text: string): string[] {
   if (final.some((i) => i.op === 'ENTRYPOINT')) p.push('an ENTRYPOINT would wrap the CMD');
   if (!final.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))) p.push('NODE_ENV=production is not set');
   const exposed = final.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((x) => x.split('/')[0]));
-  if (!exposed.includes('8080')) p.push('EXPOSE 8080 is missing');
+  for (const port of ['8080', '9464']) if (!exposed.includes(port)) p.push(`EXPOSE ${port} is missing`);
   return p;
 }
 
@@ -638,7 +646,7 @@ t.test('the HorizontalPodAutoscaler scales the Deployment on CPU', async (t) => 
   t.same(hpaProblems(real), []);
 });
 
-t.test('the ServiceMonitor scrapes /metrics on a named port of the Service', async (t) => {
+t.test('the ServiceMonitor scrapes /metrics on the Service port that reaches the metrics port', async (t) => {
   t.same(serviceMonitorProblems(real), []);
 });
 
@@ -691,7 +699,7 @@ t.test('the Dockerfile runs as the non-root node user', async (t) => {
   t.same(dockerUserProblems(dockerfileText), []);
 });
 
-t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080', async (t) => {
+t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, metrics on 9464', async (t) => {
   t.same(dockerCmdProblems(dockerfileText), []);
 });
 
@@ -739,7 +747,7 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('a liveness probe on an undeclared port name', async (t) => {
-    const m = broken((m) => { container(m).livenessProbe!.httpGet!.port = 'metrics'; });
+    const m = broken((m) => { container(m).livenessProbe!.httpGet!.port = 'admin'; });
     t.not(probeProblems(m, 'livenessProbe', '/health').length, 0);
   });
 
@@ -764,8 +772,18 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('a ServiceMonitor on a port name the Service lacks', async (t) => {
-    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'metrics'; });
-    t.not(serviceMonitorProblems(m).length, 0);
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'prometheus'; });
+    t.match(serviceMonitorProblems(m).join('\n'), /not a named port of the Service/);
+  });
+
+  t.test('a ServiceMonitor scraping the public port', async (t) => {
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'http'; });
+    t.match(serviceMonitorProblems(m).join('\n'), /does not reach the container port named metrics/);
+  });
+
+  t.test('a metrics port in the ConfigMap that the container does not declare', async (t) => {
+    const m = broken((m) => { m.configMap.data!.METRICS_PORT = '9090'; });
+    t.match(settingsProblems(m).join('\n'), /METRICS_PORT/);
   });
 
   t.test('a grace period the shutdown does not fit in', async (t) => {
