@@ -1,7 +1,7 @@
 import type { NatsConnection } from 'nats';
 import { newEpoch, type Book } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
-import type { OddsImage } from '../../odds/messages.js';
+import { imageOf, type OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
@@ -190,6 +190,6 @@ export class Sequencer {
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
     if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: { mid: msg.mid, ts: msg.ts, st: msg.st, ip: msg.ip, r: msg.r }, frame: s.frame }, origin);
+    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: imageOf(msg), frame: s.frame }, origin);
   }
 }
