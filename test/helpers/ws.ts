@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
 import { encodeClientProto } from '../../src/odds/client-codec.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import type { AckMessage, ClientMessage, ServerMessage } from '../../src/odds/messages.js';
 
 export type Format = 'json' | 'proto';
@@ -89,6 +90,21 @@ export class Client {
   close(): void {
     this.ws.close();
   }
+}
+
+/** Sends one batch on a fresh `/ingest` socket in `format` (text JSON or a binary IngestBatch) and resolves with its ack. */
+export function ingestOnSocket(base: string, format: Format, data: Record<string, unknown>[]): Promise<AckMessage> {
+  const ws = new WebSocket(base.replace(/^http/, 'ws') + '/ingest', [`odds.v1.${format}`]);
+  return new Promise((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('open', () => ws.send(format === 'proto' ? encodeIngestProto(data) : JSON.stringify({ id: 1, data })));
+    ws.once('message', (frame: Buffer, isBinary: boolean) => {
+      ws.close();
+      const msg = isBinary ? decodeServerProto(new Uint8Array(frame)) : decodeServerJson(frame.toString('utf8'));
+      if (msg.op === 'ack') resolve(msg);
+      else reject(new Error(`expected an ack, got ${msg.op}`));
+    });
+  });
 }
 
 /** A runner-market image as a publisher sends it. */
