@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
-import { Client, image } from '../helpers/ws.js';
+import { Client, imageFor } from '../helpers/ws.js';
+import type { MarketType } from '../../src/refdata/types.js';
 import { RefusedError } from '../../src/client/index.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
 import type { Service } from '../../src/service.js';
@@ -22,8 +23,11 @@ const ingest = async (base: string, ...data: Record<string, unknown>[]) => {
 const serverImage = (s: Service, mid: string): OddsMessage | undefined => s.book.get(mid)?.message();
 
 /** Live markets of the event with runners, three for each format's book tests and three for its eviction test, so no test sees another's changes. */
-const markets = await http<{ data: Record<string, { mid: string; go: boolean; ty: string }[]> }>(svc.url, `/api/v1/events/markets?eid=${EVENT}`);
+const markets = await http<{ data: Record<string, { mid: string; go: boolean; ty: MarketType }[]> }>(svc.url, `/api/v1/events/markets?eid=${EVENT}`);
 const LIVE = markets.body.data[EVENT].filter((m) => !m.go && m.ty !== 'player-race').map((m) => m.mid);
+const TYPES = new Map(markets.body.data[EVENT].map((m) => [m.mid, m.ty]));
+/** An image each market can have: lines for the line markets among them. */
+const image = (mid: string, price = 2) => imageFor(TYPES.get(mid)!, mid, price);
 const marketsFor = (format: (typeof FORMATS)[number], offset = 0) => LIVE.slice((format === 'json' ? 0 : 3) + offset, (format === 'json' ? 3 : 6) + offset);
 
 for (const format of FORMATS) {

@@ -2,6 +2,7 @@ import WebSocket from 'ws';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
 import { encodeClientProto } from '../../src/odds/client-codec.js';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
+import { isLineType, type MarketType } from '../../src/refdata/types.js';
 import type { AckMessage, ClientMessage, ServerMessage } from '../../src/odds/messages.js';
 
 export type Format = 'json' | 'proto';
@@ -114,3 +115,15 @@ export function image(mid: string, price = 2, runners = [1, 2]): Record<string, 
     r: runners.map((rid, i) => ({ rid, st: 'ACTIVE', b: [[price + i, 10], [price + i - 0.01, 20], [price + i - 0.02, 30]], l: [[price + i + 0.02, 11], [price + i + 0.04, 21], [price + i + 0.06, 31]] })),
   };
 }
+
+/** A line-market image as a publisher sends it: Yes a run above No at even rates, three levels a side. */
+export function lineImage(mid: string, line = 40): Record<string, unknown> {
+  return {
+    kind: 'odds', mid, ts: Date.now(), st: 'OPEN', ip: true,
+    r: [{ rid: 1, st: 'ACTIVE', b: [[line + 1, 100], [line + 2, 100], [line + 3, 100]], l: [[line, 100], [line - 1, 100], [line - 2, 100]] }],
+  };
+}
+
+/** An image a market of type `ty` can have (null: one nested in a player-race): a line for line markets, else runners' ladders. */
+export const imageFor = (ty: MarketType | null, mid: string, price = 2): Record<string, unknown> =>
+  isLineType(ty) ? lineImage(mid, price) : image(mid, price);
