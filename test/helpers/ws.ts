@@ -116,6 +116,12 @@ export function image(mid: string, price = 2, runners = [1, 2]): Record<string, 
   };
 }
 
+/** The image with what last traded and how much: each runner at its best back, and the market's total. */
+export function withTraded(item: Record<string, unknown>): Record<string, unknown> {
+  const r = (item.r as { b: number[][] }[]).map((x, i) => ({ ...x, ltp: x.b[0][0], tv: 1000 * (i + 1) }));
+  return { ...item, r, tv: r.reduce((sum, x) => sum + x.tv, 0) };
+}
+
 /** A line-market image as a publisher sends it: Yes a run above No at even rates, three levels a side. */
 export function lineImage(mid: string, line = 40): Record<string, unknown> {
   return {
