@@ -65,7 +65,7 @@ export class Ingest {
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
     const { reference, odds } = this.check(data);
-    await this.checkPrices(odds);
+    await this.checkMarkets(odds);
     const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log) : [];
     if (odds.length) {
       const published = this.deps.feed.publish(odds.map((o) => o.image), Date.now());
@@ -85,7 +85,7 @@ export class Ingest {
    * known there before its NOTIFY reaches the model. Still unknown: refused. Postgres not
    * answering is said as such, never blamed on the publisher.
    */
-  private async checkPrices(odds: CheckedOdds[]): Promise<void> {
+  private async checkMarkets(odds: CheckedOdds[]): Promise<void> {
     const unseen = [...new Set(odds.filter((o) => o.ty === undefined).map((o) => o.image.mid))];
     const stored = new Map<string, MarketType | null>();
     if (unseen.length) {
