@@ -4,9 +4,9 @@
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { parseArgs as parseOptions } from 'node:util';
-import { OddsClient, RefusedError, type Subscription } from '../client/index.js';
+import { OddsClient, RefusedError, formatVolume, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
-import { HEARTBEAT, parseHeartbeat, type PriceSize, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
 import { runsAsTool } from './fresh.js';
 import { toolSocket } from './socket.js';
@@ -101,6 +101,8 @@ export function clock(ms: number): string {
 }
 
 const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2)}@${levels[0][1].toFixed(2)}` : '-');
+/** What last traded and how much, each only when the publisher said. */
+const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
 /** One line per frame; `now` is the receive time, passed in so the function stays pure. */
 export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()): string {
@@ -108,8 +110,8 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
   const at = clock(now);
   switch (msg.op) {
     case 'odds': {
-      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}`;
-      const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}`);
+      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}${msg.tv === undefined ? '' : ` matched ${formatVolume(msg.tv)}`}`;
+      const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}${traded(r)}`);
       return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}`;
     }
     case 'ack': return `${at} ack id=${msg.id} ${msg.status === 1 ? 'ok' : 'REFUSED'} ${msg.message}`;

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
+import type { MarketType } from '../refdata/types.js';
 import type { OddsFeed } from '../feed/odds.js';
 import type { FeedMonitor } from '../feed/monitor.js';
 import type { Logger } from '../log.js';
@@ -10,6 +11,7 @@ import { errors, isDatabaseError } from '../errors.js';
 import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
+import { checkPrices } from './prices.js';
 import { validateReference } from './validate.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 
@@ -17,6 +19,13 @@ export interface IngestResult {
   count: number;
   inserted: number;
   updated: number;
+}
+
+/** An image whose shape is right, with its market's type where known so far (undefined: ask Postgres). */
+interface CheckedOdds {
+  where: string;
+  image: OddsImage;
+  ty: MarketType | null | undefined;
 }
 
 export interface IngestDeps {
@@ -58,11 +67,10 @@ export class Ingest {
     const { maxItems, metrics } = this.deps;
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
-    const checked = this.check(data);
-    const { reference, unseen } = checked;
-    if (unseen.size) await this.confirmMarkets(unseen);
+    const { reference, odds: checked } = this.check(data);
+    await this.checkMarkets(checked);
     const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log) : [];
-    const odds = this.claimOrYield(checked.odds, from);
+    const odds = this.claimOrYield(checked.map((o) => o.image), from);
     if (odds.length) {
       const published = this.deps.feed.publish(odds, Date.now());
       if (published) await published;
@@ -90,27 +98,38 @@ export class Ingest {
   }
 
   /**
-   * Odds for markets the read model does not hold yet are checked against
-   * Postgres: a market committed a moment ago (here or on another pod) is
-   * known there before its NOTIFY reaches the model. Still unknown: refused.
-   * Postgres not answering is said as such, never blamed on the publisher.
+   * Every image against its market's price rule, in batch order. A market the read model does
+   * not hold yet is looked up in Postgres: one committed a moment ago (here or on another pod) is
+   * known there before its NOTIFY reaches the model. Still unknown: refused. Postgres not
+   * answering is said as such, never blamed on the publisher.
    */
-  private async confirmMarkets(unseen: Map<string, string>): Promise<void> {
-    let rows: { mid: string }[];
-    try {
-      ({ rows } = await this.deps.pool.query<{ mid: string }>('SELECT mid FROM markets WHERE mid = ANY($1)', [[...unseen.keys()]]));
-    } catch (err) {
-      throw asDatabaseError(err);
+  private async checkMarkets(odds: CheckedOdds[]): Promise<void> {
+    const unseen = [...new Set(odds.filter((o) => o.ty === undefined).map((o) => o.image.mid))];
+    const stored = new Map<string, MarketType | null>();
+    if (unseen.length) {
+      try {
+        const { rows } = await this.deps.pool.query<{ mid: string; ty: MarketType | null }>('SELECT mid, ty FROM markets WHERE mid = ANY($1)', [unseen]);
+        for (const r of rows) stored.set(r.mid, r.ty);
+      } catch (err) {
+        throw asDatabaseError(err);
+      }
     }
-    const found = new Set(rows.map((r) => r.mid));
-    for (const [mid, where] of unseen) if (!found.has(mid)) throw errors.badItem(where, `market ${mid} is not known`);
+    for (const { where, image, ty } of odds) {
+      const type = ty === undefined ? stored.get(image.mid) : ty;
+      if (type === undefined) throw errors.badItem(where, `market ${image.mid} is not known`);
+      const bad = checkPrices(image, type);
+      if (bad) throw errors.badItem(where, bad);
+    }
   }
 
-  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[]; unseen: Map<string, string> } {
+  /**
+   * Every item's shape, and each image's market type where it is known without Postgres: from a
+   * market item earlier in the batch (a nested market has none of its own: null), else the read model.
+   */
+  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: CheckedOdds[] } {
     const reference: [number, ReferenceItem][] = [];
-    const odds: OddsImage[] = [];
-    const created = new Set<string>();
-    const unseen = new Map<string, string>();
+    const odds: CheckedOdds[] = [];
+    const created = new Map<string, MarketType | null>();
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
@@ -118,18 +137,18 @@ export class Ingest {
         const checked = validateOdds(item);
         if ('error' in checked) throw errors.badItem(where, checked.error);
         const mid = checked.image.mid;
-        if (!this.deps.model.knows(mid) && !created.has(mid) && !unseen.has(mid)) unseen.set(mid, where);
-        odds.push(checked.image);
+        odds.push({ where, image: checked.image, ty: created.has(mid) ? created.get(mid) : this.deps.model.typeOf(mid) });
         continue;
       }
       const checked = validateReference(raw);
       if ('error' in checked) throw errors.badItem(where, checked.error);
-      if (checked.item.kind === 'market') {
-        created.add(checked.item.mid);
-        for (const n of checked.item.m ?? []) created.add(n.mid);
+      const m = checked.item;
+      if (m.kind === 'market') {
+        if (m.ty !== undefined) created.set(m.mid, m.ty);
+        for (const n of m.m ?? []) created.set(n.mid, null);
       }
-      reference.push([i, checked.item]);
+      reference.push([i, m]);
     }
-    return { reference, odds, unseen };
+    return { reference, odds };
   }
 }

@@ -198,3 +198,14 @@ t.test('odds lines show the best level of each runner and mark con frames', asyn
   t.match(formatFrame(msg, false, 0), /^\d\d:\d\d:\d\d\.000 1\.200001001 seq=42 OPEN ip con  101 back 3\.20@1471\.74 lay 3\.25@712\.37 \| 102 SUSPENDED back - lay -$/);
   t.strictSame(JSON.parse(formatFrame(msg, true)), msg);
 });
+
+t.test('odds lines show what each runner last traded at, its volume and the market matched, when known', async (t) => {
+  const msg: OddsMessage = {
+    op: 'odds', mid: MID, epoch: 'm1', seq: 43, ts: 0, pt: 0, st: 'OPEN', ip: false, con: false, cf: false, tv: 152340.5,
+    r: [
+      { rid: 101, st: 'ACTIVE', b: [[3.2, 10]], l: [[3.25, 20]], ltp: 3.2, tv: 100000 },
+      { rid: 102, st: 'ACTIVE', b: [[1.5, 10]], l: [[1.52, 20]], tv: 950 },
+    ],
+  };
+  t.match(formatFrame(msg, false, 0), /^\S+ 1\.200001001 seq=43 OPEN matched 152\.3K  101 back 3\.20@10\.00 lay 3\.25@20\.00 ltp 3\.20 tv 100K \| 102 back 1\.50@10\.00 lay 1\.52@20\.00 tv 950$/);
+});

@@ -9,7 +9,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { http, postJson, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
-import { image } from '../helpers/ws.js';
+import { image, withTraded } from '../helpers/ws.js';
 import { createKey } from '../../src/auth/keys.js';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { loadConfig } from '../../src/config.js';
@@ -105,7 +105,7 @@ t.test('reference reads: every sport, event, market and result of the demo data 
 t.test('subscribe, unsubscribe and ingest in both body formats', async (t) => {
   api.check(t, 'POST', '/api/v1/subscribe', await postJson(svc.url, '/api/v1/subscribe', { data: ['1.200001001', '1.200001002'] }));
   api.check(t, 'POST', '/api/v1/unsubscribe', await postJson(svc.url, '/api/v1/unsubscribe', { data: ['1.200001002'] }));
-  const batch = { data: [image('1.200001001'), { kind: 'market', mid: '1.200001002', s: false }] };
+  const batch = { data: [withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001002', s: false }] };
   t.same(api.errorsOf('IngestBatch', batch), [], 'the batch sent is one the document describes');
   api.check(t, 'POST', '/api/v1/ingest', await postJson(svc.url, '/api/v1/ingest', batch));
   const proto = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from(encodeIngestProto(batch.data)) });
