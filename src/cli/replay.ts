@@ -82,8 +82,9 @@ async function main(argv: string[]): Promise<number> {
   }
   let shown = 0;
   const problem = (text: string) => {
-    if (++shown <= SHOWN_PROBLEMS) process.stderr.write(`replay: ${text}\n`);
-    if (shown === SHOWN_PROBLEMS) process.stderr.write(`replay: further problems are counted, not shown\n`);
+    shown++;
+    if (shown <= SHOWN_PROBLEMS) process.stderr.write(`replay: ${text}\n`);
+    else if (shown === SHOWN_PROBLEMS + 1) process.stderr.write(`replay: more problems: counted in the summary, not shown\n`);
   };
   let publisher: Publisher;
   try {

@@ -7,6 +7,7 @@ import type { OddsMessage } from '../../src/odds/messages.js';
 import { hasBzip2, lines, matchOdds, race, tennis, writeRecording } from '../exchange/fixtures.js';
 import { expectedImages, type ExpectedImage } from '../exchange/reference-book.js';
 import { http, startTestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
 import { runTool, tempDir } from './processes.js';
 
@@ -25,11 +26,16 @@ t.test('command line', async (t) => {
   }
 });
 
-t.test('a missing file: exit 2 with the usage, nothing sent', async (t) => {
+t.test('a missing file or a bad catalogue: exit 2 with the usage, nothing sent', async (t) => {
   const r = await runTool(CLI, ['/nonexistent/file.bz2', '--url', 'ws://127.0.0.1:9/ingest'], {});
   t.equal(r.code, 2);
   t.match(r.stderr, /^replay: cannot read .*\/nonexistent\/file\.bz2/);
   t.match(r.stderr, /usage: npm run replay/);
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'catalogue.json'), '{"result": [{"marketName": "no ID"}]}');
+  const c = await runTool(CLI, [dir, '--catalogue', join(dir, 'catalogue.json'), '--url', 'ws://127.0.0.1:9/ingest'], {});
+  t.equal(c.code, 2);
+  t.match(c.stderr, `replay: --catalogue ${join(dir, 'catalogue.json')}: entry 0: marketId must be a market ID`);
 });
 
 /** What a frame says, in the keys the reference computes; `ltp` and `tv` compared where the service carries them. */
@@ -90,14 +96,21 @@ t.test('against the real service', async (t) => {
   });
 
   t.test('results, market and event states as mapped', async (t) => {
-    const results = await http<{ mid: string; mt: string; res: string; rt: boolean; ia: boolean }[]>(svc.url, `/api/v1/markets/result?mid=${mids.join(',')}`);
+    // The read model follows commits by NOTIFY: read until the last settlement shows.
+    const results = await eventually(
+      () => http<{ mid: string; mt: string; res: string; rt: boolean; ia: boolean }[]>(svc.url, `/api/v1/markets/result?mid=${mids.join(',')}`),
+      (r) => r.body.length === mids.length && r.body.every((x) => x.res !== ''),
+    );
     t.same(Object.fromEntries(results.body.map((x) => [x.mid, x])), {
       '1.240000001': { mid: '1.240000001', mt: 'match-odd', res: '44001', rt: false, ia: false },
       '1.240000101': { mid: '1.240000101', mt: 'winner-market', res: '47003', rt: false, ia: false },
       '1.240000102': { mid: '1.240000102', mt: 'other-market', res: '47001,47003,47007', rt: false, ia: false },
       '1.240000201': { mid: '1.240000201', mt: 'match-odd', res: '52002', rt: false, ia: false },
     });
-    const events = await http<{ data: Record<string, unknown[]> }>(svc.url, '/api/v1/sports/events?si=1,2,7');
+    const events = await eventually(
+      () => http<{ data: Record<string, { go: boolean }[]> }>(svc.url, '/api/v1/sports/events?si=1,2,7'),
+      (r) => Object.values(r.body.data ?? {}).flat().every((e) => e.go),
+    );
     t.match(events.body.data['7'], [{ eid: 34000101, na: 'Ludlow 1st May', le: 'Horse Racing (Betfair)', st: '2026-05-01T14:00:00.000Z', go: true, ip: false, si: 7, li: 1_000_000_007, tv: null }]);
     t.match(events.body.data['1'], [{ eid: 34000001, na: 'Harbour Town v Mill Rovers', le: 'Soccer (Betfair)', go: true, ip: false, si: 1 }]);
     const markets = await http<{ data: Record<string, unknown[]> }>(svc.url, '/api/v1/events/markets?eid=34000101');
@@ -118,7 +131,10 @@ t.test('against the real service', async (t) => {
     t.match(r.stderr, `replay: ${file}:3: unknown op "ocm"`);
     t.match(r.stderr, `replay: ${file}:4: market 1.9 has no definition yet`);
     t.same(SUMMARY.exec(r.stdout)!.slice(1, 5).map(Number), [2, 1, 2, 3]);
-    const markets = await http<{ data: Record<string, unknown[]> }>(svc.url, '/api/v1/events/markets?eid=34000301');
+    const markets = await eventually(
+      () => http<{ data: Record<string, unknown[]> }>(svc.url, '/api/v1/events/markets?eid=34000301'),
+      (r) => r.body.data?.['34000301']?.length === 1,
+    );
     t.match(markets.body.data['34000301'], [{ mid: '1.240000301' }], 'the good lines were published');
   });
 });
