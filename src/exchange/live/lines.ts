@@ -13,6 +13,7 @@ export class LineSplitter {
   private parts: Buffer[] = [];
   private held = 0;
 
+  /** @param maxBytes the most bytes a line may hold before its LF, its CR included. */
   constructor(private readonly maxBytes: number) {}
 
   /**
