@@ -45,7 +45,7 @@ export function parseArgs(argv: string[]): ReplayArgs | 'help' {
   return { paths: [...line.positionals], speed: speed === 'max' ? 'max' : n, url, key, catalogue };
 }
 
-async function loadCatalogue(file: string): Promise<Catalogue> {
+export async function loadCatalogue(file: string): Promise<Catalogue> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(file, 'utf8'));

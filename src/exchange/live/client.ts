@@ -10,11 +10,13 @@
  */
 import { EventEmitter } from 'node:events';
 import { Backoff } from '../../lib/retry.js';
+import { LIMITS as MESSAGE_LIMITS } from '../check.js';
+import type { MarketChangeMessage } from '../stream.js';
 import { StreamConnection } from './connection.js';
 import { FATAL_CODES, StreamError } from './errors.js';
 import {
   authentication, DEFAULT_DATA_FILTER, heartbeat, HEARTBEAT_MS,
-  type MarketChangeMessage, type MarketDataFilter, type MarketFilter, type ServerMessage, type StatusMessage, type SubscriptionRequest,
+  type MarketDataFilter, type MarketFilter, type ServerMessage, type StatusMessage, type SubscriptionRequest,
 } from './protocol.js';
 import { SegmentJoiner } from './segments.js';
 
@@ -23,8 +25,8 @@ export const DEFAULT_PORT = 443;
 export const LIMITS = {
   /** Longest line read before the connection is dropped as broken: 8 MiB. */
   maxLineBytes: 8 * 1024 * 1024,
-  /** Most market changes one segmented change may join. */
-  maxSegmentMarkets: 10_000,
+  /** Most market changes one segmented change may join: as many as the translator takes in one message. */
+  maxSegmentMarkets: MESSAGE_LIMITS.marketChanges,
   /** Time from connecting to a confirmed subscription. */
   handshakeMs: 15_000,
 } as const;
@@ -216,8 +218,9 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     if (reason.fatal) return this.finish(reason);
     this.phase = 'waiting';
     const delay = this.backoff.next();
-    this.emit('reconnecting', reason, delay);
+    // Armed before telling: a listener may stop() the client, which disarms it.
     this.retryTimer = setTimeout(() => this.open(), delay);
+    this.emit('reconnecting', reason, delay);
   }
 
   private finish(reason: StreamError | undefined): void {

@@ -11,9 +11,16 @@ export type StreamErrorCode =
   /** The exchange's: any `errorCode` of a FAILURE status. */
   | string;
 
+const OWN_CODES: ReadonlySet<string> = new Set(['LINE_TOO_LONG', 'BAD_JSON', 'BAD_MESSAGE', 'TOO_MANY_SEGMENTS', 'SOCKET', 'SILENT']);
+
 export class StreamError extends Error {
   constructor(readonly code: StreamErrorCode, message: string, readonly fatal = false) {
     super(message);
+  }
+
+  /** True when the exchange answered with a FAILURE status; false when the connection itself failed. */
+  get refusal(): boolean {
+    return !OWN_CODES.has(this.code);
   }
 }
 

@@ -1,9 +1,11 @@
 /**
- * The messages of the exchange's stream protocol that this client sends and
- * reads, with the exchange's own key names. Only what the client acts on is
- * typed; everything else in a market change passes through untouched to the
- * translator.
+ * The messages of the exchange's stream protocol that this client sends, and
+ * the connection and status messages it reads, with the exchange's own key
+ * names. Market changes are typed with the translator's (../stream.ts); the
+ * client reads only their header, and checks nothing else of them: the
+ * translator does.
  */
+import type { MarketChangeMessage } from '../stream.js';
 import { StreamError } from './errors.js';
 
 /** Which markets: the exchange ANDs the lists it is given. */
@@ -28,6 +30,8 @@ export const DEFAULT_DATA_FILTER: Readonly<MarketDataFilter> = Object.freeze({
 
 /** The exchange's bounds for the heartbeat it sends on a quiet subscription. */
 export const HEARTBEAT_MS = { min: 500, max: 30_000, default: 5000 } as const;
+/** The exchange's bounds for conflating changes; without one it picks its own. */
+export const CONFLATE_MS = { min: 0, max: 120_000 } as const;
 
 export interface ConnectionMessage {
   op: 'connection';
@@ -43,29 +47,6 @@ export interface StatusMessage {
   connectionClosed?: boolean;
   connectionId?: string;
   connectionsAvailable?: number;
-}
-
-export interface MarketChange {
-  id: string;
-  img?: boolean;
-  [key: string]: unknown;
-}
-
-export interface MarketChangeMessage {
-  op: 'mcm';
-  id?: number;
-  /** SUB_IMAGE, RESUB_DELTA or HEARTBEAT; absent on an ordinary delta. */
-  ct?: 'SUB_IMAGE' | 'RESUB_DELTA' | 'HEARTBEAT';
-  clk?: string;
-  initialClk?: string;
-  pt?: number;
-  heartbeatMs?: number;
-  conflateMs?: number;
-  /** Present when one change was split: SEG_START, SEG..., SEG_END. */
-  segmentType?: 'SEG_START' | 'SEG' | 'SEG_END';
-  /** 503 while the exchange says the data is late or incomplete; absent (or null) when healthy. */
-  status?: number | null;
-  mc?: MarketChange[];
 }
 
 export type ServerMessage = ConnectionMessage | StatusMessage | MarketChangeMessage;

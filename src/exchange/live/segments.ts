@@ -5,7 +5,7 @@
  * and the resume (from the clk of the last whole change) sends it again.
  */
 import { StreamError } from './errors.js';
-import type { MarketChange, MarketChangeMessage } from './protocol.js';
+import type { MarketChange, MarketChangeMessage } from '../stream.js';
 
 export class SegmentJoiner {
   private pending: MarketChangeMessage | undefined;

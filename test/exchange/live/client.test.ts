@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { ExchangeStream, type ExchangeStreamOptions } from '../../../src/exchange/live/client.js';
 import type { StreamError } from '../../../src/exchange/live/errors.js';
-import type { MarketChangeMessage } from '../../../src/exchange/live/protocol.js';
+import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
 import { APP_KEY, EsaServer, SESSION, TEST_CA, playScript } from '../esa-server.js';
 import { DELTAS, IMAGE, INITIAL_CLK, MARKET_ID, SEGMENTED, clkOf, segmentsOf } from '../esa-script.js';
 
