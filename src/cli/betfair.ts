@@ -143,7 +143,8 @@ async function main(argv: string[]): Promise<number> {
   const where = `${args.host}:${args.port}`;
   let reconnects = 0;
   let everSubscribed = false;
-  let unreachable = false;
+  /** Set before stopping the stream for a reason of our own, so the stop counts as a failure. */
+  let failed = false;
   const done = new Promise<number>((finish) => {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
     stream.on('subscribed', ({ resumed }) => {
@@ -155,7 +156,7 @@ async function main(argv: string[]): Promise<number> {
     stream.on('reconnecting', (reason, delayMs) => {
       // Failing before ever subscribing is most likely a wrong host, port or CA: say so rather than retry forever.
       if (!everSubscribed && !reason.refusal) {
-        unreachable = true;
+        failed = true;
         say(`cannot use the stream at ${where}: ${reason.message}`);
         return stream.stop();
       }
@@ -164,12 +165,12 @@ async function main(argv: string[]): Promise<number> {
     });
     stream.on('stopped', (reason) => {
       if (reason) say(`stopped: ${reason.message}`);
-      finish(reason || unreachable ? 1 : 0);
+      finish(reason || failed ? 1 : 0);
     });
     void forwarder.failed.then((err) => {
       say(`stopped: ${err.message}`);
+      failed = true;
       stream.stop();
-      finish(1);
     });
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stream.stop());
   });

@@ -2,10 +2,11 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { parseArgs } from '../../src/cli/betfair.js';
 import { UsageError } from '../../src/cli/args.js';
-import { APP_KEY, EsaServer, SESSION, TEST_CA_FILE, playScript } from '../exchange/esa-server.js';
-import { MARKET_ID, RUNNERS, clkOf } from '../exchange/esa-script.js';
+import { APP_KEY, EsaServer, SESSION, TEST_CA_FILE, playScript, type EsaConnection } from '../exchange/esa-server.js';
+import { DELTAS, IMAGE, MARKET_ID, RUNNERS, clkOf } from '../exchange/esa-script.js';
 import { freePort } from '../helpers/net.js';
 import { startTestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
 import { runTool } from './processes.js';
 
@@ -70,6 +71,22 @@ t.test('against the local stream server and the service', async (t) => {
     const r = await runTool(CLI, [...BASE, '--host', '127.0.0.1', '--port', String(port), '--url', ingest], {});
     t.equal(r.code, 1);
     t.match(r.stderr, new RegExp(`betfair: cannot use the stream at 127\\.0\\.0\\.1:${port}: connection to 127\\.0\\.0\\.1:${port} failed: ECONNREFUSED`));
+  });
+
+  t.test('a service that goes away stops the CLI with exit 1 at the next change', async (t) => {
+    const gone = await startTestService(t);
+    let live: EsaConnection | undefined;
+    const esa = await EsaServer.start(t, [{ play: (conn) => { live = conn; conn.send(IMAGE); conn.beat(500); } }]);
+    const child = spawn(process.execPath, [CLI, ...BASE, ...to(esa).slice(0, -1), gone.url.replace(/^http/, 'ws') + '/ingest'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    const exited = new Promise<number | null>((ok) => child.on('close', (code) => ok(code)));
+    t.teardown(() => child.kill('SIGKILL'));
+    await eventually(async () => stderr, (s) => s.includes('subscribed'), 20_000);
+    await gone.close();
+    live!.send(DELTAS[0]);
+    t.equal(await exited, 1, stderr);
+    t.match(stderr, /betfair: stopped: connection closed: code \d+/);
   });
 
   t.test('end to end: a subscriber sees the exchange\'s book, through a dropped connection and a clk resume', async (t) => {

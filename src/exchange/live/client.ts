@@ -27,7 +27,7 @@ export const LIMITS = {
   maxLineBytes: 8 * 1024 * 1024,
   /** Most market changes one segmented change may join: as many as the translator takes in one message. */
   maxSegmentMarkets: MESSAGE_LIMITS.marketChanges,
-  /** Time from connecting to a confirmed subscription. */
+  /** Silence allowed while connecting, authenticating and subscribing. */
   handshakeMs: 15_000,
 } as const;
 /** Quiet for this many heartbeat intervals means the connection is dead; at two, a heartbeat request asks. */
@@ -195,7 +195,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   private checkSilence(): void {
     const quiet = Date.now() - this.lastHeard;
     if (this.phase !== 'live') {
-      if (quiet > this.opts.handshakeMs) this.connection?.close(new StreamError('SILENT', `no ${this.awaiting()} within ${this.opts.handshakeMs} ms of connecting`));
+      if (quiet > this.opts.handshakeMs) this.connection?.close(new StreamError('SILENT', `no ${this.awaiting()} for ${this.opts.handshakeMs} ms`));
       return;
     }
     if (quiet > this.heartbeatMs * SILENT_BEATS) {
