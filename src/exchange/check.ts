@@ -28,7 +28,8 @@ function ladder(v: unknown, at: string, byPosition: boolean): string | undefined
     if (!Array.isArray(level) || level.length !== (byPosition ? 3 : 2) || !level.every(isNum)) return `${at}[${i}] must be ${shape}`;
     const [price, size] = byPosition ? level.slice(1) : level;
     if (byPosition && !(Number.isInteger(level[0]) && level[0] >= 0 && level[0] < LIMITS.levels)) return `${at}[${i}] position must be a whole number from 0`;
-    if (!(price > 0) || size < 0) return `${at}[${i}] must have a positive price and a size of 0 or more`;
+    // A removal by position carries price 0: [2, 0, 0].
+    if (size < 0 || (size > 0 && !(price > 0))) return `${at}[${i}] must have a size of 0 or more, and a positive price when the size is not 0`;
   }
   return undefined;
 }
@@ -52,14 +53,14 @@ function definition(v: unknown, at: string): string | undefined {
   if (!MARKET_STATUSES.includes(v.status as string)) return `${at}.status must be one of ${MARKET_STATUSES.join(', ')}`;
   if (typeof v.inPlay !== 'boolean') return `${at}.inPlay must be true or false`;
   if (typeof v.openDate !== 'string' || Number.isNaN(Date.parse(v.openDate))) return `${at}.openDate must be a date-time`;
-  for (const key of ['name', 'eventName', 'bettingType']) if (key in v && typeof v[key] !== 'string') return `${at}.${key} must be text`;
+  for (const key of ['name', 'eventName', 'bettingType']) if (v[key] !== undefined && typeof v[key] !== 'string') return `${at}.${key} must be text`;
   if (!Array.isArray(v.runners) || v.runners.length > LIMITS.runners) return `${at}.runners must be an array of at most ${LIMITS.runners} runners`;
   for (const [i, r] of v.runners.entries()) {
     const where = `${at}.runners[${i}]`;
     if (!isObj(r) || !isPositiveId(r.id)) return `${where}.id must be a positive selection ID`;
     if (!RUNNER_STATUSES.includes(r.status as string)) return `${where}.status must be one of ${RUNNER_STATUSES.join(', ')}`;
-    if ('name' in r && typeof r.name !== 'string') return `${where}.name must be text`;
-    if ('sortPriority' in r && !isNum(r.sortPriority)) return `${where}.sortPriority must be a number`;
+    if (r.name !== undefined && typeof r.name !== 'string') return `${where}.name must be text`;
+    if (r.sortPriority !== undefined && !isNum(r.sortPriority)) return `${where}.sortPriority must be a number`;
   }
   return undefined;
 }

@@ -8,7 +8,7 @@
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import unbzip2 from 'unbzip2-stream';
@@ -47,11 +47,19 @@ function decompressed(file: string): Readable {
   const raw = createReadStream(file);
   let out: Readable;
   if (file.endsWith('.gz')) out = raw.pipe(createGunzip());
-  // The bzip2 decoder is an old-style stream: wrapped, it reads like any other and its errors end the read.
-  else if (file.endsWith('.bz2')) out = new Readable().wrap(raw.pipe(unbzip2()));
+  else if (file.endsWith('.bz2')) out = bunzip(raw);
   else return raw;
   // pipe() does not pass the file's own errors (it vanished, it is a folder) on to the decoder.
   raw.on('error', (err) => out.destroy(err));
+  return out;
+}
+
+/** The bzip2 decoder is an old-style stream: piped into a modern one, it reads like any other and its errors end the read. */
+function bunzip(raw: Readable): Readable {
+  const decoder = unbzip2();
+  const out = new PassThrough();
+  decoder.on('error', (err) => out.destroy(err));
+  raw.pipe(decoder).pipe(out);
   return out;
 }
 
