@@ -65,7 +65,7 @@ export class Forwarder {
 
   /** Resolves once everything pushed so far is acked; rejects with the failure. */
   async flush(): Promise<void> {
-    while (this.pumping) await Promise.race([this.publisher.flush(), this.failed]);
+    while (this.pumping && !this.failure) await Promise.race([this.publisher.flush(), this.failed]);
     if (this.failure) throw this.failure;
     await this.publisher.flush();
   }
