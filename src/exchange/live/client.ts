@@ -67,14 +67,15 @@ export interface ExchangeStreamEvents {
   stopped: [reason?: StreamError];
 }
 
-type Phase = 'connecting' | 'authenticating' | 'subscribing' | 'live' | 'waiting' | 'stopped';
+/** `waiting`: between connections, for the backoff. */
+type Phase = 'idle' | 'connecting' | 'authenticating' | 'subscribing' | 'live' | 'waiting' | 'stopped';
 
 export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   private readonly opts: Required<Omit<ExchangeStreamOptions, 'ca' | 'conflateMs'>> & Pick<ExchangeStreamOptions, 'ca' | 'conflateMs'>;
   private readonly backoff: Backoff;
   private readonly segments: SegmentJoiner;
   private connection: StreamConnection | undefined;
-  private phase: Phase = 'waiting';
+  private phase: Phase = 'idle';
   private initialClk: string | undefined;
   private clk: string | undefined;
   private health: number | null = null;
@@ -99,18 +100,12 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   }
 
   start(): void {
-    if (this.phase !== 'waiting' || this.connection) return;
-    this.open();
+    if (this.phase === 'idle') this.open();
   }
 
   stop(): void {
     if (this.phase === 'stopped') return;
     this.finish(undefined);
-  }
-
-  /** The resume point: the clks of the last whole change handed on. */
-  get position(): { initialClk?: string; clk?: string } {
-    return { initialClk: this.initialClk, clk: this.clk };
   }
 
   private open(): void {
@@ -132,8 +127,8 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
       case 'connection':
         if (this.phase !== 'connecting') return;
         this.phase = 'authenticating';
-        this.emit('connected', msg.connectionId ?? '');
         this.connection!.send(authentication(AUTH_ID, this.opts.appKey, this.opts.session));
+        this.emit('connected', msg.connectionId ?? '');
         return;
       case 'status':
         return this.onStatus(msg);
