@@ -6,13 +6,13 @@
  * batch, 2 for bad usage or unreadable files.
  */
 import { readFile } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
 import { Catalogue } from '../exchange/catalogue.js';
 import { expand } from '../exchange/files.js';
 import { Publisher, PublishError } from '../exchange/publisher.js';
 import { newStats, replay, type ReplayStats } from '../exchange/replay.js';
 import { Translator } from '../exchange/translate.js';
 import { parseCommandLine, refuseStart, UsageError } from './args.js';
+import { runsAsTool } from './fresh.js';
 
 export const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--url URL] [--key KEY] [--catalogue FILE]
   FILE        Betfair stream recordings, one message a line: plain, .gz or .bz2; folders are read whole
@@ -45,7 +45,7 @@ export function parseArgs(argv: string[]): ReplayArgs | 'help' {
   return { paths: [...line.positionals], speed: speed === 'max' ? 'max' : n, url, key, catalogue };
 }
 
-async function loadCatalogue(file: string): Promise<Catalogue> {
+export async function loadCatalogue(file: string): Promise<Catalogue> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(file, 'utf8'));
@@ -117,7 +117,7 @@ async function main(argv: string[]): Promise<number> {
   return failed || stats.refused ? 1 : 0;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (runsAsTool(import.meta.url)) {
   main(process.argv.slice(2)).then((code) => (process.exitCode = code), (err: unknown) => {
     process.stderr.write(`replay: ${(err as Error).stack ?? String(err)}\n`);
     process.exitCode = 1;
