@@ -11,7 +11,7 @@ import { errors, isDatabaseError } from '../errors.js';
 import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
-import { checkPrices } from './prices.js';
+import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 
@@ -21,11 +21,11 @@ export interface IngestResult {
   updated: number;
 }
 
-/** An image whose shape is right, with its market's type where known so far (undefined: ask Postgres). */
+/** An image whose shape is right, with how its market is priced where known so far (undefined: ask Postgres). */
 interface CheckedOdds {
   where: string;
   image: OddsImage;
-  ty: MarketType | null | undefined;
+  pricing: Pricing | undefined;
 }
 
 export interface IngestDeps {
@@ -104,32 +104,34 @@ export class Ingest {
    * answering is said as such, never blamed on the publisher.
    */
   private async checkMarkets(odds: CheckedOdds[]): Promise<void> {
-    const unseen = [...new Set(odds.filter((o) => o.ty === undefined).map((o) => o.image.mid))];
-    const stored = new Map<string, MarketType | null>();
+    const unseen = [...new Set(odds.filter((o) => o.pricing === undefined).map((o) => o.image.mid))];
+    const stored = new Map<string, Pricing>();
     if (unseen.length) {
       try {
-        const { rows } = await this.deps.pool.query<{ mid: string; ty: MarketType | null }>('SELECT mid, ty FROM markets WHERE mid = ANY($1)', [unseen]);
-        for (const r of rows) stored.set(r.mid, r.ty);
+        const { rows } = await this.deps.pool.query<{ mid: string; ty: MarketType | null; runners: boolean }>(
+          'SELECT m.mid, m.ty, EXISTS (SELECT 1 FROM runners r WHERE r.mid = m.mid) AS runners FROM markets m WHERE m.mid = ANY($1)', [unseen]);
+        for (const r of rows) stored.set(r.mid, pricingOf(r.ty, r.runners));
       } catch (err) {
         throw asDatabaseError(err);
       }
     }
-    for (const { where, image, ty } of odds) {
-      const type = ty === undefined ? stored.get(image.mid) : ty;
-      if (type === undefined) throw errors.badItem(where, `market ${image.mid} is not known`);
-      const bad = checkPrices(image, type);
+    for (const { where, image, pricing } of odds) {
+      const how = pricing ?? stored.get(image.mid);
+      if (how === undefined) throw errors.badItem(where, `market ${image.mid} is not known`);
+      const bad = checkPrices(image, how);
       if (bad) throw errors.badItem(where, bad);
     }
   }
 
   /**
-   * Every item's shape, and each image's market type where it is known without Postgres: from a
-   * market item earlier in the batch (a nested market has none of its own: null), else the read model.
+   * Every item's shape, and how each image's market is priced where that is known without
+   * Postgres: from a market item earlier in the batch (a nested market is a runner market), else
+   * the read model.
    */
   private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: CheckedOdds[] } {
     const reference: [number, ReferenceItem][] = [];
     const odds: CheckedOdds[] = [];
-    const created = new Map<string, MarketType | null>();
+    const created = new Map<string, Pricing>();
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
@@ -137,18 +139,26 @@ export class Ingest {
         const checked = validateOdds(item);
         if ('error' in checked) throw errors.badItem(where, checked.error);
         const mid = checked.image.mid;
-        odds.push({ where, image: checked.image, ty: created.has(mid) ? created.get(mid) : this.deps.model.typeOf(mid) });
+        odds.push({ where, image: checked.image, pricing: created.get(mid) ?? this.modelPricing(mid) });
         continue;
       }
       const checked = validateReference(raw);
       if ('error' in checked) throw errors.badItem(where, checked.error);
       const m = checked.item;
       if (m.kind === 'market') {
-        if (m.ty !== undefined) created.set(m.mid, m.ty);
-        for (const n of m.m ?? []) created.set(n.mid, null);
+        // A partial market item changes only what it carries: the rest is as the model holds it.
+        const ty = m.ty !== undefined ? m.ty : this.deps.model.typeOf(m.mid);
+        const runners = m.r !== undefined ? m.r.length > 0 : (this.deps.model.hasRunners(m.mid) ?? false);
+        if (ty !== undefined) created.set(m.mid, pricingOf(ty, runners));
+        for (const n of m.m ?? []) created.set(n.mid, 'runner');
       }
       reference.push([i, m]);
     }
     return { reference, odds };
+  }
+
+  private modelPricing(mid: string): Pricing | undefined {
+    const ty = this.deps.model.typeOf(mid);
+    return ty === undefined ? undefined : pricingOf(ty, this.deps.model.hasRunners(mid) ?? false);
   }
 }

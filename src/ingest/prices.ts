@@ -67,12 +67,18 @@ function side(levels: PriceSize[], s: Side, at: string, rule: Rule): string | un
   return undefined;
 }
 
-/** Line markets are priced by their line; every other market (a nested one too, type null) by its runners. */
-export const ruleFor = (ty: MarketType | null): 'runner' | 'line' => (isLineType(ty) ? 'line' : 'runner');
+export type Pricing = 'runner' | 'line';
+
+/**
+ * A fancy market with no runners of its own is priced as one line; every other market (a nested
+ * one too, type null) by its runners' odds. A line type that lists runners (an exchange's
+ * odd-or-even or line market, say) trades decimal odds on them like any runner market.
+ */
+export const pricingOf = (ty: MarketType | null, hasRunners: boolean): Pricing => (isLineType(ty) && !hasRunners ? 'line' : 'runner');
 
 /** The first price of an image that its market cannot have, naming the field and the rule; undefined when all are possible. */
-export function checkPrices(image: OddsImage, ty: MarketType | null): string | undefined {
-  const rule = RULES[ruleFor(ty)];
+export function checkPrices(image: OddsImage, pricing: Pricing): string | undefined {
+  const rule = RULES[pricing];
   for (let i = 0; i < image.r.length; i++) {
     const { b, l, ltp } = image.r[i];
     const at = `r[${i}]`;

@@ -112,6 +112,13 @@ export class Collections {
     return this.nestedParent.has(mid) ? null : this.markets.get(mid)?.value.ty;
   }
 
+  /** Whether a known market lists runners of its own (a nested market always does); undefined when unknown. */
+  hasRunners(mid: string): boolean | undefined {
+    if (this.nestedParent.has(mid)) return true;
+    const m = this.markets.get(mid)?.value;
+    return m && (m.r?.length ?? 0) > 0;
+  }
+
   event(eid: number): Event | undefined {
     return this.events.get(eid)?.value;
   }

@@ -38,13 +38,17 @@ export const IMAGE = {
   }],
 };
 
-/** Deltas 1..8: each moves one price so every one is told apart from the others. */
+/**
+ * Deltas 1..8: each moves one price so every one is told apart from the others. Each also clears
+ * its runner's second back level, so the book stays one an exchange can show (backs falling from
+ * the best, below the lays): the service refuses any other.
+ */
 export const DELTAS = Array.from({ length: 8 }, (_, i) => {
   const n = i + 1;
   const runner = [RUNNERS.home, RUNNERS.away, RUNNERS.draw][i % 3];
   return {
     op: 'mcm', id: 2, clk: clkOf(n), pt: PT + n * 250,
-    mc: [{ id: MARKET_ID, rc: [{ id: runner, batb: [[0, 2 + n / 100, 100 + n]], ltp: 2 + n / 100, trd: [[2 + n / 100, 10 * n]] }] }],
+    mc: [{ id: MARKET_ID, rc: [{ id: runner, batb: [[0, 2 + n / 100, 100 + n], [1, 0, 0]], ltp: 2 + n / 100, trd: [[2 + n / 100, 10 * n]] }] }],
   };
 });
 
@@ -53,7 +57,7 @@ export const SEGMENTED = {
   op: 'mcm', id: 2, clk: clkOf(100), pt: PT + 100_000,
   mc: [
     { id: MARKET_ID, rc: [{ id: RUNNERS.home, batb: [[0, 2.2, 500]] }] },
-    { id: MARKET_ID, rc: [{ id: RUNNERS.away, batb: [[0, 3.7, 400]] }] },
+    { id: MARKET_ID, rc: [{ id: RUNNERS.away, batb: [[0, 3.9, 400]] }] },
     { id: MARKET_ID, rc: [{ id: RUNNERS.draw, batb: [[0, 3.3, 300]] }] },
   ],
 };

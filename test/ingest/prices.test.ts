@@ -133,3 +133,10 @@ t.test('one bad image refuses the whole batch, and nothing of it is published', 
   t.equal(after.seq, before.seq + 1, 'the next frame follows the one before the refused batch');
   t.notOk(sub.oddsOf(MATCH_ODDS).some((f) => f.r[0].b[0]?.[0] === 1.7), 'the good image of the refused batch never arrived');
 });
+
+t.test('a line type that lists runners of its own (an exchange\'s odd-or-even market) is priced by decimal odds', async (t) => {
+  const market = { kind: 'market', mid: '1.299000001', eid: EID, na: 'Odd or Even', si: 4, s: true, go: false, ty: 'odd-even', rt: false, r: [{ rid: 101, na: 'Odd' }, { rid: 102, na: 'Even' }] };
+  t.same((await ingest(market, odds('1.299000001', [[1.95, 10], [1.9, 20]], [[2.02, 10]]))).body, { status: 1, message: 'Ingested 2 items' }, 'odds accepted in the batch that lists it');
+  t.same((await ingest(odds('1.299000001', [[1.96, 10]], [[2.0, 10]]))).body, { status: 1, message: 'Ingested 1 item' }, 'and once the read model holds it');
+  await refused(t, odds('1.299000001', [[1001, 100]], []), 'r[0].b[0][0] 1001 must be decimal odds from 1.01 to 1000 (runner market rule)');
+});
