@@ -6,6 +6,7 @@
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface Config {
+  /** Listen address: loopback unless HOST says otherwise, or AUTH=on (callers must then show a key). */
   readonly host: string;
   readonly port: number;
   /** Postgres to use; undefined starts the embedded server. */
@@ -121,7 +122,8 @@ export function loadConfig(env: Env = process.env): Config {
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
   return Object.freeze({
-    host: env.HOST || '0.0.0.0',
+    // With auth off anyone who reaches the port may publish prices, so only this machine may reach it.
+    host: env.HOST || (auth ? '0.0.0.0' : '127.0.0.1'),
     port: int(env, 'PORT', 8080, 0, 65535),
     databaseUrl: url,
     embeddedPgDir: env.EMBEDDED_PG_DIR || '.data/pg',

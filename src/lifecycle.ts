@@ -14,7 +14,10 @@ import type { Ingest } from './ingest/ingest.js';
 
 export interface Service {
   readonly port: number;
+  /** Where a client on this machine reaches it. */
   readonly url: string;
+  /** The address and port the listen socket is bound to, in words: `0.0.0.0:8080 (every interface)`. */
+  readonly bound: string;
   readonly pool: pg.Pool;
   readonly model: ReadModel;
   readonly book: Book;
@@ -50,6 +53,19 @@ export interface RunOptions {
   expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
 }
 
+const ANY = new Set(['0.0.0.0', '::']);
+const bracketed = (host: string): string => (host.includes(':') ? `[${host}]` : host);
+
+/** The address a local client dials: a wildcard bind is reached on loopback. */
+function reachable(host: string): string {
+  return host === '::' ? '[::1]' : host === '0.0.0.0' ? '127.0.0.1' : bracketed(host);
+}
+
+/** The bound address as the log and start line show it, saying plainly when it is every interface. */
+function describeBound(host: string, port: number): string {
+  return `${bracketed(host)}:${port}${ANY.has(host) ? ' (every interface)' : ''}`;
+}
+
 /** Waits for Postgres with capped backoff: pods may start before their database does. */
 async function waitForPostgres(pool: pg.Pool, log: Logger): Promise<void> {
   await retry(() => pool.query('SELECT 1'), {
@@ -72,9 +88,9 @@ export async function run(o: RunOptions): Promise<Service> {
     throw err;
   });
   let listenSocket: us_listen_socket | undefined = bound.socket;
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  const url = `http://${host}:${bound.port}`;
-  log.info('listening; starting', { url });
+  const url = `http://${reachable(config.host)}:${bound.port}`;
+  const where = describeBound(config.host, bound.port);
+  log.info('listening; starting', { url, bound: where });
   try {
     await waitForPostgres(pool, log);
     await steps.prepare();
@@ -109,5 +125,5 @@ export async function run(o: RunOptions): Promise<Service> {
     log.info('shutdown: postgres pool closed');
   };
   let closing: Promise<void> | undefined;
-  return { port: bound.port, url, pool, ...o.expose, close: () => (closing ??= shutdown()) };
+  return { port: bound.port, url, bound: where, pool, ...o.expose, close: () => (closing ??= shutdown()) };
 }

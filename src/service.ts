@@ -45,7 +45,12 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
  * concerns (signals, the embedded server) stay in main.ts; tests run this
  * in-process. Each part takes its dependencies by name.
  */
-export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
+export interface ServiceOptions {
+  /** Why the database is gone for good (the embedded server's restarts ran out): /ready then answers 503. */
+  databaseLost?(): string | undefined;
+}
+
+export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
@@ -97,7 +102,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
   registerRest(router, {
     model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions,
-    notReady: () => (state.draining ? 'draining' : gate()),
+    notReady: () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.()),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
   const publishers = registerIngest(app, router, { ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight });
