@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
 import { Lifecycle } from './lifecycle.js';
 import { Simulator, type SimMarket } from './simulator.js';
+import { openingLine } from './outcomes.js';
 
 /**
  * What the simulator animates, read from the read model each tick so markets
@@ -18,7 +19,7 @@ function simMarkets(model: ReadModel): SimMarket[] {
     if (m.m) {
       for (const n of m.m) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
     } else {
-      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid) });
+      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
     }
   }
   return out;
