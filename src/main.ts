@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   try {
     if (!config.databaseUrl) {
       if (args.fresh) await wipeEmbedded(config.embeddedPgDir, log);
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
+      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
     }
     service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed() });
     process.stdout.write(`odds service listening on ${service.url} (bound to ${service.bound})\n`);

@@ -31,7 +31,8 @@ export class Keeper {
   private restarting: Promise<void> | undefined;
   private readonly stopping = new AbortController();
 
-  constructor(private readonly launch: Launch, private readonly log: Logger, private readonly limits: KeeperLimits = RESTARTS) {}
+  /** Without limits it only logs an exit: for a server someone else looks after (a test stopping and starting it). */
+  constructor(private readonly launch: Launch, private readonly log: Logger, private readonly limits?: KeeperLimits) {}
 
   /** The first start: its failure is the caller's, not retried. */
   async start(): Promise<void> {
@@ -58,12 +59,12 @@ export class Keeper {
   private died(why: string): void {
     this.current = undefined;
     if (this.stopping.signal.aborted) return;
+    if (!this.limits) return this.log.warn('embedded postgres exited', { why });
     this.log.warn('embedded postgres exited; restarting it on the same data folder and port', { why });
-    this.restarting = this.restart(why);
+    this.restarting = this.restart(why, this.limits);
   }
 
-  private async restart(why: string): Promise<void> {
-    const { attempts, minMs, maxMs } = this.limits;
+  private async restart(why: string, { attempts, minMs, maxMs }: KeeperLimits): Promise<void> {
     const backoff = new Backoff(minMs, maxMs);
     let last = why;
     for (let attempt = 1; attempt <= attempts; attempt++) {

@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { clearOwner, inspect, stopOrphan, writeOwner, type Holder, type Owner } from './embedded-owner.js';
 import { EmbeddedError, PASSWORD, binaries, initialise, startPostgres } from './embedded-process.js';
 import { checkReachable, runAs } from './embedded-root.js';
-import { Keeper } from './embedded-keeper.js';
+import { Keeper, RESTARTS } from './embedded-keeper.js';
 
 export { EmbeddedError } from './embedded-process.js';
 
@@ -27,6 +27,8 @@ export interface StartedBy {
    * the terminal's whole group) does not stop Postgres under the draining service.
    */
   readonly stopsOnSignal?: boolean;
+  /** It relies on the server for as long as it runs, so a server that dies is started again. */
+  readonly restarts?: boolean;
 }
 
 const SERVICE: StartedBy = { kind: 'service', command: 'the service' };
@@ -86,7 +88,7 @@ export async function startEmbedded(dir: string, port: number, log: Logger, by: 
   const keeper = new Keeper((died) => startPostgres(bins, dataDir, chosen, who, by.stopsOnSignal ?? false, log, (pid) => {
     postgresPid = pid;
     writeOwner(dataDir, { pid: process.pid, kind: by.kind, command: by.command, postgresPid: pid });
-  }, died), log);
+  }, died), log, by.restarts ? RESTARTS : undefined);
   await keeper.start().catch((err: unknown) => {
     clearOwner(dataDir, postgresPid);
     throw err;

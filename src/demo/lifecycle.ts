@@ -5,7 +5,7 @@ import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
 import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
-import { demoItems } from './data.js';
+import { demoItems, type MarketItem, type ResultItem } from './data.js';
 import { mid } from './markets.js';
 
 type Item = Record<string, unknown>;
@@ -149,12 +149,18 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
   ];
 }
 
-/** A featured event back in its demo state: in play, its markets as the demo set lists them. */
+/**
+ * A featured event back in its demo state: in play, its markets and results as the demo set lists
+ * them, and every other result of its markets cleared.
+ */
 function revive(eid: number): Item[] {
-  const mids = new Set<string>();
-  return demoItems(new Date()).filter((i) => {
-    if (i.kind === 'event') return i.eid === eid;
-    if (i.kind === 'market' && i.eid === eid) return mids.add(i.mid);
-    return i.kind === 'result' && mids.has(i.mid);
-  }).map((i) => ({ ...i }));
+  const items = demoItems(new Date());
+  const markets = items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid);
+  const mids = markets.flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]);
+  const results = new Map(items.filter((i): i is ResultItem => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
+  return [
+    ...items.filter((i) => i.kind === 'event' && i.eid === eid),
+    ...markets,
+    ...mids.map((mid) => results.get(mid) ?? { kind: 'result', mid, res: '', rt: false, ia: false }),
+  ].map((i) => ({ ...i }));
 }

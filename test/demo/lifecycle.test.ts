@@ -88,3 +88,19 @@ t.test('a simulated day: every sport always has an in-play event with open marke
   t.ok(seen.suspended > 50 && seen.resumed > 50, `${seen.suspended} suspensions, ${seen.resumed} markets opened`);
   t.same(svc.model.size, size, 'as many events, markets and results as at the start: slots are reused');
 });
+
+t.test('a featured event found concluded (data from an earlier version) is put back in play, its markets open and unsettled', async (t) => {
+  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(3) });
+  const mid = '1.200011002';
+  await svc.ingest.accept([
+    { kind: 'event', eid: 30000011, ip: false, go: true },
+    { kind: 'market', mid, s: false, go: true },
+    { kind: 'result', mid, res: '9011', rt: false, ia: false },
+  ]);
+  await eventually(async () => svc.model.event(30000011)?.go, Boolean);
+  const batch = await life.step();
+  await eventually(async () => reflected(batch), Boolean);
+  t.match(svc.model.event(30000011), { ip: true, go: false });
+  t.match(market(mid), { s: true, go: false });
+  t.match(result(mid), { res: '', rt: false, ia: false });
+});
