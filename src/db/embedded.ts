@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { clearOwner, inspect, stopOrphan, writeOwner, type Holder, type Owner } from './embedded-owner.js';
-import { EmbeddedError, PASSWORD, binaries, initialise, startPostgres } from './embedded-process.js';
+import { EmbeddedError, binaries, initialise, startPostgres } from './embedded-process.js';
+import { pendingPassword, readPassword, settlePassword } from './embedded-password.js';
 import { checkReachable, runAs } from './embedded-root.js';
 import { Keeper, RESTARTS } from './embedded-keeper.js';
 
@@ -45,7 +46,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-const urlFor = (port: number) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
+const urlFor = (port: number, password: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
 function inUse(dataDir: string, holder: Exclude<Holder, { state: 'free' | 'orphan' }>): EmbeddedError {
   if (holder.state === 'unknown') {
@@ -81,8 +82,9 @@ export async function startEmbedded(dir: string, port: number, log: Logger, by: 
   await checkReachable(bins, dataDir, who);
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
     log.info('initialising embedded postgres', { dir: dataDir });
-    await initialise(bins, dataDir, who, log);
+    await initialise(bins, dataDir, who, log, (await pendingPassword(dataDir, who)).file);
   }
+  const known = await readPassword(dataDir);
   const chosen = port || (await freePort());
   let postgresPid = 0;
   const keeper = new Keeper((died) => startPostgres(bins, dataDir, chosen, who, by.stopsOnSignal ?? false, log, (pid) => {
@@ -94,8 +96,16 @@ export async function startEmbedded(dir: string, port: number, log: Logger, by: 
     throw err;
   });
   log.info('embedded postgres started', { port: chosen, dir: dataDir });
+  let password: string;
+  try {
+    password = known ?? (await settlePassword(dataDir, chosen, who, log));
+  } catch (err) {
+    await keeper.stop();
+    clearOwner(dataDir, postgresPid);
+    throw err;
+  }
   return {
-    url: urlFor(chosen),
+    url: urlFor(chosen, password),
     failed: () => keeper.failed,
     stop: async () => {
       await keeper.stop();
@@ -134,6 +144,8 @@ export async function reachEmbedded(dir: string, port: number, log: Logger, comm
   const holder = inspect(dataDir);
   if (holder.state !== 'held' || holder.owner.kind !== 'service') return startEmbedded(dir, port, log, { kind: 'cli', command });
   if (!holder.port) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) is still starting the embedded Postgres in ${dataDir}: try again in a moment`);
+  const password = await readPassword(dataDir);
+  if (!password) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) has not yet written the password of the embedded Postgres in ${dataDir}: try again in a moment`);
   log.info('using the embedded postgres of the running service', { pid: holder.owner.pid, port: holder.port });
-  return { url: urlFor(holder.port), failed: () => undefined, stop: async () => undefined };
+  return { url: urlFor(holder.port, password), failed: () => undefined, stop: async () => undefined };
 }

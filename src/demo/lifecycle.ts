@@ -25,6 +25,8 @@ export interface LifecycleOptions {
   random?: () => number;
   /** The demo's clock; a test drives a simulated day through it. */
   now?: () => number;
+  /** Markets another publisher feeds: neither they nor their events are touched. */
+  fedElsewhere?: (mid: string) => boolean;
 }
 
 /**
@@ -79,20 +81,31 @@ export class Lifecycle {
   async step(): Promise<Item[]> {
     const { model } = this.opts;
     const now = this.now();
-    const markets = [...model.allMarkets()];
+    const theirs = this.fedEvents();
+    const markets = [...model.allMarkets()].filter((m) => !theirs.has(m.eid));
     const of = (eid: number) => markets.filter((m) => m.eid === eid);
-    const live = new Set([...FEATURED, ...SLOTS.map((s) => s.eid)].filter((eid) => model.event(eid)?.ip && !model.event(eid)?.go));
+    const ours = (eid: number) => (theirs.has(eid) ? undefined : model.event(eid));
+    const live = new Set([...FEATURED, ...SLOTS.map((s) => s.eid)].filter((eid) => ours(eid)?.ip && !ours(eid)?.go));
     const batch: Item[] = markets.filter((m) => live.has(m.eid) && !m.go && !m.s).map((m) => ({ kind: 'market', mid: m.mid, s: true }));
-    for (const eid of FEATURED) if (!live.has(eid) && model.event(eid)) batch.push(...revive(eid));
+    for (const eid of FEATURED) if (!live.has(eid) && ours(eid)) batch.push(...revive(eid));
     for (const slot of SLOTS) {
-      const e = model.event(slot.eid);
+      const e = ours(slot.eid);
       if (e) batch.push(...this.advance(slot, e, of(slot.eid), now));
     }
     const touched = new Set(batch.map((i) => i.mid));
     const steady = markets.filter((m) => live.has(m.eid) && m.s && !m.go && !touched.has(m.mid));
     if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].mid, s: false });
-    if (batch.length) await this.opts.ingest.accept(batch);
+    if (batch.length) await this.opts.ingest.accept(batch, 'simulator');
     return batch;
+  }
+
+  /** Events holding a market another publisher feeds: the step leaves them and all their markets alone. */
+  private fedEvents(): Set<number> {
+    const fed = this.opts.fedElsewhere;
+    const theirs = new Set<number>();
+    if (!fed) return theirs;
+    for (const m of this.opts.model.allMarkets()) if (fed(m.mid) || (m.m ?? []).some((n) => fed(n.mid))) theirs.add(m.eid);
+    return theirs;
   }
 
   /** What is due for one slot's fixture at `now`. */

@@ -17,6 +17,8 @@ export const TEST_RUNNER = new URL('../run.js', import.meta.url).pathname;
 export interface Running {
   child: ChildProcess;
   url: string;
+  /** Where `/metrics` is served, apart from `url`. */
+  metricsUrl: string;
   output: () => string;
   exited: Promise<number | null>;
 }
@@ -34,13 +36,14 @@ export function startMain(env: Record<string, string | undefined>, waitForUrl = 
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
   return new Promise((resolve, reject) => {
-    if (!waitForUrl) return resolve({ child, url: '', output: () => out, exited });
+    if (!waitForUrl) return resolve({ child, url: '', metricsUrl: '', output: () => out, exited });
     const timer = setTimeout(() => reject(new Error(`no listening line in 30 s:\n${out}`)), 30000);
     const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      // Both lines come in one write; the first ends with the address bound.
+      const m = /listening on (http:\/\/\S+) \(bound to [^\n]*\)\nmetrics and probes on (http:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, url: m[1], output: () => out, exited });
+        resolve({ child, url: m[1], metricsUrl: m[2], output: () => out, exited });
       }
     };
     child.stdout!.on('data', check);

@@ -3,6 +3,7 @@ import { startTestService } from '../helpers/service.js';
 import { seeded } from '../helpers/random.js';
 import { eventually } from '../helpers/wait.js';
 import { Lifecycle } from '../../src/demo/lifecycle.js';
+import { SLOTS } from '../../src/demo/fixtures.js';
 import { createLogger } from '../../src/log.js';
 import type { Market } from '../../src/refdata/types.js';
 import { incoherent } from './coherence.js';
@@ -103,4 +104,23 @@ t.test('a featured event found concluded (data from an earlier version) is put b
   t.match(svc.model.event(30000011), { ip: true, go: false });
   t.match(market(mid), { s: true, go: false });
   t.match(result(mid), { res: '', rt: false, ia: false });
+});
+
+t.test('markets another publisher feeds, and their events, are left alone', async (t) => {
+  let clock = Date.now();
+  const markets = [...svc.model.allMarkets()];
+  // A featured event and every other fixture slot; one market each is enough to make the whole event theirs.
+  const theirs = new Set([30000011, ...SLOTS.filter((_, i) => i % 2 === 0).map((s) => s.eid)]);
+  const fed = new Set(markets.filter((m) => theirs.has(m.eid)).flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]));
+  const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eid === eid)!.mid));
+  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, fedElsewhere: (mid) => claimed.has(mid) });
+  const items: Obj[] = [];
+  for (let step = 0; step < DAY_STEPS / 4; step++) {
+    clock += STEP_MS;
+    const batch = await life.step();
+    await eventually(async () => reflected(batch), Boolean, 10_000, 5);
+    items.push(...batch);
+  }
+  t.ok(items.length > 50, `${items.length} items ingested`);
+  t.same(items.filter((x) => theirs.has(x.eid as number) || fed.has(x.mid as string)), [], 'none touches them');
 });

@@ -4,6 +4,7 @@ import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ladder.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
+import { checkPrices } from '../../src/ingest/prices.js';
 import { seeded } from '../helpers/random.js';
 
 const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
@@ -92,6 +93,40 @@ t.test('line markets quote one synthetic runner, rid 1, on integer run lines', a
       if (!ok) t.fail(`${mid}: bad line ${JSON.stringify(img.r)}`);
     }
     t.ok(lines.size > 1, `${mid} line moved`);
+  }
+});
+
+t.test('every image of every market type passes its price rule, whatever the seed', async (t) => {
+  const markets = [...RUNNER_MARKETS, ...LINE_MARKETS];
+  let images = 0;
+  for (const seed of [1, 2, 3, 4, 5]) {
+    for (const [mid, imgs] of run(markets, 300, seed)) {
+      const ty = markets.find((m) => m.mid === mid)!.ty;
+      for (const img of imgs) {
+        images++;
+        const bad = checkPrices(img, ty);
+        if (bad) t.fail(`seed ${seed} ${mid}: ${bad}`);
+      }
+    }
+  }
+  t.ok(images > 5000, `${images} images checked`);
+});
+
+t.test('runner markets trade at a best price with volumes that only grow; line markets carry neither', async (t) => {
+  const byMid = run([...RUNNER_MARKETS, ...LINE_MARKETS], 100);
+  for (const m of RUNNER_MARKETS) {
+    let before = new Map<number, number>();
+    for (const img of open(byMid.get(m.mid)!)) {
+      const now = new Map(img.r.map((r) => [r.rid, r.tv!]));
+      const ok = img.r.every((r) => (r.ltp === r.b[0][0] || r.ltp === r.l[0][0]) && r.tv! >= (before.get(r.rid) ?? 0))
+        && Math.abs(img.tv! - img.r.reduce((s, r) => s + r.tv!, 0)) < 0.01;
+      if (!ok) t.fail(`${m.mid}: ${JSON.stringify(img)}`);
+      before = now;
+    }
+  }
+  for (const m of LINE_MARKETS) {
+    const imgs = byMid.get(m.mid)!;
+    t.notOk(imgs.some((img) => 'tv' in img || img.r.some((r) => 'ltp' in r || 'tv' in r)), `${m.mid} has no ltp or tv`);
   }
 });
 

@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { createKey } from '../../src/auth/keys.js';
-import type { Market } from '../../src/refdata/types.js';
+import { isLineType, type Market } from '../../src/refdata/types.js';
+import { lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -35,7 +36,9 @@ if (!hasChromium()) {
   };
   const markets = (await http<{ data: Record<string, Market[]> }>(quiet.url, `/api/v1/events/markets?eid=${EVENT}`)).body.data[EVENT];
   /** Every live book of the event: a market with runners or a line, or a player race's head-to-head. */
-  const books = markets.filter((m) => !m.go).flatMap((m) => (m.m ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid) })) : [{ mid: m.mid, rids: m.r?.map((r) => r.rid) ?? [1] }]));
+  const books = markets.filter((m) => !m.go).flatMap((m) => (m.m
+    ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid), line: false }))
+    : [{ mid: m.mid, rids: m.r?.map((r) => r.rid) ?? [1], line: isLineType(m.ty) }]));
   const named = (na: string) => markets.find((m) => m.na === na)!.mid;
   /** A full image with three levels a side from `price` up, sizes from `size`. */
   const image = (mid: string, rids: number[], price: number, st = 'OPEN', size = 100) => ({
@@ -46,7 +49,9 @@ if (!hasChromium()) {
       l: [0, 1, 2].map((k) => [Math.round((price + i + (k + 1) / 100) * 100) / 100, size + 10 + k]),
     })),
   });
-  const publishAll = (price: number) => ingest(quiet, ...books.map((b, i) => image(b.mid, b.rids, price + i)));
+  /** A line book's image (Yes a run above No): runners' ladders are no prices a line market can have. */
+  const line = (mid: string, runs: number, st = 'OPEN') => ({ ...lineImage(mid, runs), st });
+  const publishAll = (price: number) => ingest(quiet, ...books.map((b, i) => (b.line ? line(b.mid, Math.round((price + i) * 10)) : image(b.mid, b.rids, price + i))));
 
   t.test('GET / and its assets come from memory with their types and caching; unknown paths stay 404', async (t) => {
     const page = await http(quiet.url, '/');
@@ -205,6 +210,21 @@ if (!hasChromium()) {
     t.same(session.rows.map((r) => r[0]), ['Line'], 'a session market is one line: Yes and No');
   });
 
+  t.test("a runner's last traded price and the market's matched volume show when published, and go when they do", async (t) => {
+    const mid = named('Tied Match');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const book = `.book[data-mid="${mid}"]`;
+    const first = `${book} tbody tr:first-child .ltp`;
+    const published = image(mid, [9001, 9002], 3);
+    await ingest(quiet, { ...published, tv: 12345, r: [{ ...published.r[0], ltp: 3.05 }, published.r[1]] });
+    await page.waitForSelector(`${first}:text-is("LTP 3.05")`);
+    t.equal(await page.textContent(`${book} .matched`), 'Matched 12.3K');
+    t.equal(await page.textContent(`${book} tbody tr:nth-child(2) .ltp`), '', 'a runner without one shows none');
+    await ingest(quiet, image(mid, [9001, 9002], 3.5));
+    await page.waitForSelector(`${first}:text-is("")`, { state: 'attached' });
+    t.equal(await page.textContent(`${book} .matched`), '', 'an image without them clears them');
+  });
+
   t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {
     await publishAll(3);
     const mid = named('Completed Match');
@@ -223,7 +243,7 @@ if (!hasChromium()) {
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const cases = [['15 Over Runs IND', 'SUSPENDED', 'suspended', 'Suspended'], ['20 Over Runs IND', 'BALL_RUNNING', 'ball-running', 'Ball running'], ['Virat Kohli Runs', 'CLOSED', 'closed', 'Closed']];
     for (const [na] of cases) await bookState(page, named(na), 'open');
-    await ingest(quiet, ...cases.map(([na, st]) => image(named(na), [1], 40, st)));
+    await ingest(quiet, ...cases.map(([na, st]) => line(named(na), 40, st)));
     for (const [na, , state, badge] of cases) {
       await bookState(page, named(na), state);
       t.equal(await page.textContent(`.book[data-mid="${named(na)}"] .badge`), badge, na);
