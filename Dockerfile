@@ -25,9 +25,13 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 # 3. Runtime: compiled code, migrations, protobuf schema, the OpenAPI document (served at /openapi.json), production
 #    node_modules. Files stay owned by root, so the app cannot change them.
 FROM node:24-trixie-slim AS runtime
+# Every interface, so the container's port can be published, with API keys on: with
+# AUTH=off the service would otherwise listen on loopback only.
 ENV NODE_ENV=production \
     PORT=8080 \
-    METRICS_PORT=9464
+    METRICS_PORT=9464 \
+    HOST=0.0.0.0 \
+    AUTH=on
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -21,6 +21,7 @@ export interface NatsTls {
 }
 
 export interface Config {
+  /** Listen address: loopback unless HOST says otherwise, or AUTH=on (callers must then show a key). */
   readonly host: string;
   readonly port: number;
   /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
@@ -197,7 +198,8 @@ export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
-  const host = env.HOST || '0.0.0.0';
+  // With auth off anyone who reaches the port may publish prices, so only this machine may reach it.
+  const host = env.HOST || (auth ? '0.0.0.0' : '127.0.0.1');
   const port = int(env, 'PORT', 8080, 0, 65535);
   return Object.freeze({
     host,

@@ -14,7 +14,10 @@ import type { Ingest } from './ingest/ingest.js';
 
 export interface Service {
   readonly port: number;
+  /** Where a client on this machine reaches it. */
   readonly url: string;
+  /** The address and port the listen socket is bound to, in words: `0.0.0.0:8080 (every interface)`. */
+  readonly bound: string;
   /** Where `/metrics` (and the probes) listen, apart from the public port. */
   readonly metricsPort: number;
   readonly metricsUrl: string;
@@ -56,6 +59,19 @@ export interface RunOptions {
   expose: Pick<Service, 'model' | 'book' | 'hub' | 'broadcaster' | 'ingest'>;
 }
 
+const ANY = new Set(['0.0.0.0', '::']);
+const bracketed = (host: string): string => (host.includes(':') ? `[${host}]` : host);
+
+/** The address a local client dials: a wildcard bind is reached on loopback. */
+function reachable(host: string): string {
+  return host === '::' ? '[::1]' : host === '0.0.0.0' ? '127.0.0.1' : bracketed(host);
+}
+
+/** The bound address as the log and start line show it, saying plainly when it is every interface. */
+function describeBound(host: string, port: number): string {
+  return `${bracketed(host)}:${port}${ANY.has(host) ? ' (every interface)' : ''}`;
+}
+
 /** How often the drain looks whether every socket has gone. */
 const DRAIN_POLL_MS = 50;
 
@@ -77,7 +93,7 @@ async function waitForPostgres(pool: pg.Pool, log: Logger): Promise<void> {
 }
 
 /** `http://host:port`, with a wildcard address written as loopback so it can be used from here. */
-const urlOf = (host: string, port: number): string => `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+const urlOf = (host: string, port: number): string => `http://${reachable(host)}:${port}`;
 
 /** Both listeners, the public one first; neither is left open when the other fails. */
 async function listenBoth(o: RunOptions): Promise<{ main: us_listen_socket; port: number; metrics: us_listen_socket; metricsPort: number }> {
@@ -110,7 +126,8 @@ export async function run(o: RunOptions): Promise<Service> {
   o.metrics.listening(bound.metricsPort);
   const url = urlOf(config.host, bound.port);
   const metricsUrl = urlOf(config.metricsHost, bound.metricsPort);
-  log.info('listening; starting', { url, metrics: metricsUrl });
+  const where = describeBound(config.host, bound.port);
+  log.info('listening; starting', { url, bound: where, metrics: metricsUrl });
   try {
     await waitForPostgres(pool, log);
     await steps.prepare();
@@ -149,7 +166,7 @@ export async function run(o: RunOptions): Promise<Service> {
   };
   let closing: Promise<void> | undefined;
   return {
-    port: bound.port, url, metricsPort: bound.metricsPort, metricsUrl, pool, ...o.expose,
+    port: bound.port, url, bound: where, metricsPort: bound.metricsPort, metricsUrl, pool, ...o.expose,
     close: () => (closing ??= shutdown()),
   };
 }

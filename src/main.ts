@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, errorFields } from './log.js';
-import { startEmbedded, type EmbeddedServer } from './db/embedded.js';
+import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
 import { startService, type Service } from './service.js';
 
@@ -10,10 +10,23 @@ function reason(err: unknown): string {
   return message || code || (err === undefined ? 'no reason given' : String(err));
 }
 
+/** The command line: `--fresh` is the only flag. */
+function parseArgs(args: string[], config: Config): { fresh: boolean } {
+  const unknown = args.filter((a) => a !== '--fresh');
+  if (unknown.length) throw new ConfigError('arguments', `unknown ${unknown.join(' ')}; the only one is --fresh (start from a clean embedded demo)`);
+  const fresh = args.includes('--fresh');
+  if (fresh && config.databaseUrl) {
+    throw new ConfigError('--fresh', 'deletes the embedded Postgres data folder, and DATABASE_URL is set, so there is none to delete; clear that database yourself, or unset DATABASE_URL');
+  }
+  return { fresh };
+}
+
 async function main(): Promise<void> {
   let config;
+  let args;
   try {
     config = loadConfig();
+    args = parseArgs(process.argv.slice(2), config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
@@ -62,10 +75,11 @@ async function main(): Promise<void> {
 
   try {
     if (!config.databaseUrl) {
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
+      if (args.fresh) await wipeEmbedded(config.embeddedPgDir, log);
+      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
     }
-    service = await startService(config, config.databaseUrl ?? embedded!.url, log);
-    process.stdout.write(`odds service listening on ${service.url}\nmetrics and probes on ${service.metricsUrl}\n`);
+    service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed() });
+    process.stdout.write(`odds service listening on ${service.url} (bound to ${service.bound})\nmetrics and probes on ${service.metricsUrl}\n`);
   } catch (err) {
     log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);

@@ -50,7 +50,12 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
  * concerns (signals, the embedded server) stay in main.ts; tests run this
  * in-process. Each part takes its dependencies by name.
  */
-export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
+export interface ServiceOptions {
+  /** Why the database is gone for good (the embedded server's restarts ran out): /ready then answers 503. */
+  databaseLost?(): string | undefined;
+}
+
+export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION });
@@ -107,7 +112,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   });
   const httpMetrics = new HttpMetrics(metrics.registry);
   const router = new Router(app, httpMetrics, auth, gate, log);
-  const notReady = () => (state.draining ? 'draining' : gate());
+  const notReady = () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.());
   registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
   const metricsApp = createApp();
   const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);

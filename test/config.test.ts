@@ -14,6 +14,13 @@ t.test('defaults: port 8080, embedded database with demo data and simulator', as
   t.ok(Object.isFrozen(c));
 });
 
+t.test('HOST: loopback with auth off, every interface with auth on, and whatever HOST says', async (t) => {
+  t.equal(loadConfig({}).host, '127.0.0.1');
+  t.equal(loadConfig({ AUTH: 'on' }).host, '0.0.0.0');
+  t.equal(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
+  t.equal(loadConfig({ AUTH: 'on', HOST: '127.0.0.1' }).host, '127.0.0.1');
+});
+
 t.test('with DATABASE_URL the demo data and simulator default to off', async (t) => {
   const c = loadConfig({ DATABASE_URL: 'postgres://u@h/db' });
   t.equal(c.databaseUrl, 'postgres://u@h/db');

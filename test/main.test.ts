@@ -1,5 +1,7 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
@@ -25,6 +27,59 @@ t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SI
   t.same(sportsAgain.body, sports.body);
   again.child.kill('SIGINT');
   t.equal(await again.exited, 0);
+});
+
+t.test('--fresh deletes the embedded data folder first, so the demo is seeded anew', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
+  first.child.kill('SIGTERM');
+  t.equal(await first.exited, 0);
+
+  const fresh = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' }, true, ['--fresh']);
+  t.match(fresh.output(), /embedded postgres data deleted for a fresh start/);
+  t.match(fresh.output(), /demo data loaded/, 'seeded again');
+  const sports = await http<{ si: number }[]>(fresh.url, '/api/v1/sports');
+  t.notOk(sports.body.some((s) => s.si === 901), 'what was ingested before is gone');
+  fresh.child.kill('SIGTERM');
+  t.equal(await fresh.exited, 0);
+});
+
+t.test('--fresh with DATABASE_URL is refused with exit 2 saying why; so is an unknown argument', async (t) => {
+  const withUrl = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--fresh']);
+  t.equal(await withUrl.exited, 2);
+  t.match(withUrl.output(), /--fresh: deletes the embedded Postgres data folder, and DATABASE_URL is set/);
+  const unknown = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--frsh']);
+  t.equal(await unknown.exited, 2);
+  t.match(unknown.output(), /unknown --frsh; the only one is --fresh/);
+});
+
+/** An address of this machine that is not loopback, to dial from outside loopback's reach. */
+const outside = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+const dials = (host: string, port: string) => new Promise<boolean>((ok) => {
+  const s = connect({ host, port: Number(port) }, () => { s.destroy(); ok(true); });
+  s.on('error', () => ok(false));
+});
+
+t.test('with auth off and no HOST it listens on loopback only, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url, HOST: undefined });
+  const port = new URL(svc.url).port;
+  t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 127.0.0.1:${port})`);
+  t.ok(await dials('127.0.0.1', port), 'reached on 127.0.0.1');
+  t.notOk(await dials(outside!, port), `not reached on ${outside}`);
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
+});
+
+t.test('with HOST=0.0.0.0 it listens on every interface, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url, HOST: '0.0.0.0' });
+  const port = new URL(svc.url).port;
+  t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 0.0.0.0:${port} (every interface))`);
+  t.ok(await dials(outside!, port), `reached on ${outside}`);
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
 });
 
 t.test('with DATABASE_URL it uses that server and starts none', async (t) => {

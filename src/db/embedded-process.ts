@@ -125,10 +125,12 @@ export interface Postmaster {
 /**
  * Starts Postgres on the data folder and resolves once it accepts
  * connections. `spawned` is told its pid at once, before it is ready, so an
- * owner record exists for as long as the server can.
+ * owner record exists for as long as the server can; `died` is told why, in
+ * words, if it exits once ready without being asked to stop.
  */
 export async function startPostgres(
-  bins: Binaries, dataDir: string, port: number, who: RunAs, detached: boolean, log: Logger, spawned: (pid: number) => void,
+  bins: Binaries, dataDir: string, port: number, who: RunAs, detached: boolean, log: Logger,
+  spawned: (pid: number) => void, died: (why: string) => void = () => undefined,
 ): Promise<Postmaster> {
   let ready!: () => void;
   const isReady = new Promise<void>((ok) => (ready = ok));
@@ -138,7 +140,7 @@ export async function startPostgres(
   let watching = false;
   const exited = new Promise<void>((ok) => {
     pg.child.once('exit', (code, signal) => {
-      if (watching) log.warn('embedded postgres exited', { code, signal });
+      if (watching) died(signal ? `killed by ${signal}` : `exit code ${code}: ${pg.said()}`);
       ok();
     });
     pg.child.once('error', () => ok());

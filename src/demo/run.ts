@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
 import { Lifecycle } from './lifecycle.js';
 import { Simulator, type SimMarket } from './simulator.js';
+import { openingLine } from './outcomes.js';
 
 /**
  * What the simulator animates, read from the read model each tick so markets
@@ -19,7 +20,7 @@ function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
     if (m.m) {
       for (const n of m.m) if (!outside.has(n.mid)) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
     } else if (!outside.has(m.mid)) {
-      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid) });
+      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
     }
   }
   return out;

@@ -7,7 +7,11 @@ import type { MarketStatus, OddsImage, RunnerOdds } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
 import { LINE_RID, Quoter } from './quote.js';
 
-export interface SimMarket { mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[] }
+export interface SimMarket {
+  mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
+  /** Where a line market opens, [min, max]; its type's usual range when absent. */
+  line?: readonly [number, number];
+}
 
 export interface SimulatorOptions {
   /** Read each tick, so new and closed markets are picked up. */
@@ -105,10 +109,11 @@ export class Simulator {
 
   /** A market with neither runners nor a line type (a player-race parent) has no book. */
   private bookFor(m: SimMarket): Book | undefined {
-    const opening = m.rids.length || !isLineType(m.ty) ? undefined : LINE_START[m.ty];
+    const opening = m.rids.length || !isLineType(m.ty) ? undefined : m.line ?? LINE_START[m.ty];
     if (!m.rids.length && !opening) return undefined;
     const book = this.books.get(m.mid);
-    if (book && sameRids(book.rids, m.rids)) return book;
+    // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
+    if (book && sameRids(book.rids, m.rids) && !(book.st === 'CLOSED' && !m.closed)) return book;
     const base = m.rids.map(() => Math.log(0.3 + this.random()));
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {

@@ -29,10 +29,10 @@ class Cell {
   show(level: PriceSize | undefined): void {
     const [p, s] = level ?? [undefined, undefined];
     if (p !== this.p) {
-      // A move, not a first price or a price going away: flash up or down.
+      // A move, not a first price or a price going away: marked up or down.
       if (p !== undefined && this.p !== undefined) {
         this.el.dataset.move = p > this.p ? 'up' : 'down';
-        // Alternating between two identical animations restarts the flash without a forced layout.
+        // Alternating between two identical animations restarts the mark without a forced layout.
         this.el.classList.toggle('again');
       }
       this.price.data = p === undefined ? '' : String(p);

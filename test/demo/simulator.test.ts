@@ -251,3 +251,22 @@ t.test('a tick prices at most 500 markets, taking the rest round robin', async (
   t.equal(first.length, 500);
   t.strictSame(sim.tick().slice(0, 100).map((i) => i.mid), markets.slice(500).map((m) => m.mid));
 });
+
+t.test('a market listed again after it closed trades again, from a fresh book', async (t) => {
+  const m = mk('again', 'match-odd', { rids: [101, 102] });
+  const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(3), now: () => 42 });
+  t.equal(sim.tick()[0]?.st, 'OPEN');
+  m.closed = true;
+  t.equal(sim.tick()[0]?.st, 'CLOSED');
+  t.same(sim.tick(), [], 'nothing more while it is closed');
+  m.closed = false;
+  const [image] = sim.tick();
+  t.equal(image?.st, 'OPEN', 'open again');
+  t.ok(image.r.every((r) => r.b.length && r.l.length), 'with prices');
+});
+
+t.test('a line market opens within the range it is given, not its type\'s', async (t) => {
+  const markets = Array.from({ length: 50 }, (_, i) => mk(`s${i}`, 'session', { line: [300, 310] }));
+  const first = [...run(markets, 1).values()].map((images) => images[0].r[0].l[0][0]);
+  t.ok(first.every((line) => line >= 298 && line <= 312), `No lines ${Math.min(...first)} to ${Math.max(...first)}`);
+});

@@ -556,6 +556,8 @@ function dockerCmdProblems(text: string): string[] {
   if (!final.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))) p.push('NODE_ENV=production is not set');
   const exposed = final.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((x) => x.split('/')[0]));
   for (const port of ['8080', '9464']) if (!exposed.includes(port)) p.push(`EXPOSE ${port} is missing`);
+  const env = final.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+  if (!/\bHOST=0\.0\.0\.0\b/.test(env) || !/\bAUTH=on\b/.test(env)) p.push('the image must set HOST=0.0.0.0 together with AUTH=on: a published port with auth off lets anyone publish prices');
   return p;
 }
 
@@ -699,7 +701,7 @@ t.test('the Dockerfile runs as the non-root node user', async (t) => {
   t.same(dockerUserProblems(dockerfileText), []);
 });
 
-t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, metrics on 9464', async (t) => {
+t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, metrics on 9464, every interface, with auth on', async (t) => {
   t.same(dockerCmdProblems(dockerfileText), []);
 });
 
@@ -857,6 +859,10 @@ t.test('the checks reject broken manifests', async (t) => {
 
   t.test('a shell-form CMD', async (t) => {
     t.not(dockerCmdProblems(dockerfileText.replace(/^CMD .*$/m, 'CMD node dist/src/main.js')).length, 0);
+  });
+
+  t.test('an image listening on every interface with auth off', async (t) => {
+    t.not(dockerCmdProblems(dockerfileText.replace(/AUTH=on/, 'AUTH=off')).length, 0);
   });
 
   t.test('an image that differs from the documented one', async (t) => {

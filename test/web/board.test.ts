@@ -146,7 +146,37 @@ if (!hasChromium()) {
     t.equal(await page.textContent('#feed'), 'feed OK');
   });
 
-  t.test('the demo board prices every live book of the cricket event (screenshot)', async (t) => {
+  t.test('while the demo prices move, back (Yes) cells stay blue and lay (No) cells pink: nothing is drawn over them', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+    const colour = (name: string) => page.evaluate((n) => {
+      const probe = document.body.appendChild(document.createElement('i'));
+      probe.style.background = `var(${n})`;
+      const c = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return c;
+    }, name);
+    const sides = { b: [await colour('--back'), await colour('--back-far')], l: [await colour('--lay'), await colour('--lay-far')] };
+    const seen = { cells: 0, moving: 0, wrong: [] as string[] };
+    for (let i = 0; i < 20; i++) {
+      const sample = await page.$$eval('.book[data-state=open] .c', (cells) => cells.map((c) => ({
+        side: c.classList.contains('b') ? 'b' : 'l',
+        cell: getComputedStyle(c).backgroundColor,
+        over: getComputedStyle(c, '::after').backgroundColor,
+        moving: (c as HTMLElement).dataset.move !== undefined && getComputedStyle(c, '::after').opacity !== '0',
+      })));
+      for (const c of sample) {
+        seen.cells++;
+        if (c.moving) seen.moving++;
+        if (!sides[c.side as 'b' | 'l'].includes(c.cell) || c.over !== 'rgba(0, 0, 0, 0)') seen.wrong.push(`${c.side}: ${c.cell} under ${c.over}`);
+      }
+      await page.waitForTimeout(100);
+    }
+    t.ok(seen.moving > 20, `${seen.moving} of ${seen.cells} cells sampled were marked as moving`);
+    t.same(seen.wrong.slice(0, 5), [], 'every cell showed its side colour, uncovered');
+  });
+
+  t.test('the demo board prices every live book of the cricket event (screenshot, taken live)', async (t) => {
     const { page } = await open(t, browser, demo.url + CRICKET);
     const all = await page.waitForFunction(() => {
       const bs = [...document.querySelectorAll('.book')];
@@ -155,9 +185,7 @@ if (!hasChromium()) {
     t.ok(all, 'every book shows prices');
     t.ok(await page.textContent('#results'), 'the results of the settled markets are listed');
     await page.waitForFunction(() => /\d ms$/.test(document.getElementById('delay')!.textContent ?? ''));
-    // Frames held back and flashes run out, so the picture shows the board rather than its animation.
-    await page.context().setOffline(true);
-    await page.waitForFunction(() => document.getAnimations().length === 0);
+    // Live, moves and all: the picture is the board as a user sees it.
     const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
     mkdirSync(dirname(path), { recursive: true });
     await page.screenshot({ path });
@@ -222,20 +250,28 @@ if (!hasChromium()) {
     }
   });
 
-  t.test('a price that moves flashes, in one colour up and another down', async (t) => {
+  t.test('a price that moves is marked by an outline and an arrow, up and down apart, and its cell keeps its colour', async (t) => {
     const mid = named('Bookmaker');
     await ingest(quiet, image(mid, [101, 102], 2));
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const cell = `.book[data-mid="${mid}"] tbody tr:first-child .c.b.d1`;
     await page.waitForSelector(`${cell} b:text-is("2")`);
-    t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price does not flash');
-    const colour = () => page.$eval(cell, (c) => getComputedStyle(c, '::after').backgroundColor);
+    t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price is not marked');
+    const still = await page.$eval(cell, (c) => getComputedStyle(c).backgroundColor);
+    const mark = () => page.$eval(cell, (c) => {
+      const after = getComputedStyle(c, '::after');
+      return { fill: after.backgroundColor, outline: after.boxShadow, arrow: after.content, cell: getComputedStyle(c).backgroundColor };
+    });
     await ingest(quiet, image(mid, [101, 102], 2.5));
     await page.waitForSelector(`${cell}[data-move=up] b:text-is("2.5")`);
-    const up = await colour();
+    const up = await mark();
+    t.same([up.fill, up.cell, up.arrow], ['rgba(0, 0, 0, 0)', still, '"▲"'], 'up: an arrow, no fill over the back colour');
+    t.match(up.outline, /inset/, 'and an outline');
     await ingest(quiet, image(mid, [101, 102], 1.5));
     await page.waitForSelector(`${cell}[data-move=down] b:text-is("1.5")`);
-    t.not(await colour(), up, 'down is another colour');
+    const down = await mark();
+    t.same([down.fill, down.cell, down.arrow], ['rgba(0, 0, 0, 0)', still, '"▼"'], 'down: the other arrow, no fill');
+    t.not(down.outline, up.outline, 'an outline of another colour');
   });
 
   t.test('a market concluded through ingest goes away', async (t) => {
