@@ -2,6 +2,7 @@ import t from 'tap';
 import { createKey } from '../../src/auth/keys.js';
 import { Publisher, PublishError } from '../../src/exchange/publisher.js';
 import { http, startTestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
 
 const svc = await startTestService(t, { AUTH: 'on', DEMO_DATA: 'off' });
 const url = svc.url.replace(/^http/, 'ws') + '/ingest';
@@ -34,7 +35,8 @@ t.test('batches pipelined within the window, acked in order; the first refusal f
   await t.rejects(publisher.room(), { message: /^batch 4 refused/ });
   await t.rejects(publisher.send([sport(907)]), { message: /^batch 4 refused/ }, 'nothing more is sent');
   await publisher.close();
-  const sports = await http<{ si: number }[]>(svc.url, '/api/v1/sports', { headers: { 'x-api-key': reader } });
+  // The read model follows commits through NOTIFY: read until the last acked sport is there.
+  const sports = await eventually(() => http<{ si: number }[]>(svc.url, '/api/v1/sports', { headers: { 'x-api-key': reader } }), (r) => r.body.some((s) => s.si === 905));
   // 906 went out before the refusal came back, so the service may or may not have applied it; 907 never went.
   t.same(sports.body.map((s) => s.si).filter((si) => si !== 906), [901, 902, 903, 904, 905]);
 });

@@ -14,8 +14,8 @@ import { Client, image } from '../helpers/ws.js';
 import { hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 const MID = '1.200001001';
-/** The price of the proof: one no real market would show. */
-const PLANTED = 1000;
+/** A price no real market would show, yet one the price rule allows: the origin check alone must stop it. */
+const PLANTED = 900;
 
 /** A page on 127.0.0.1 at a port of its own: another origin than the service's. */
 async function foreignSite(t: Test): Promise<string> {
