@@ -114,6 +114,7 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
       const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}${traded(r)}`);
       return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}`;
     }
+    case 'delta': return `${at} ${msg.mid} seq=${msg.seq} from=${msg.from} delta ${msg.st}, ${msg.r.length} runners changed`;
     case 'ack': return `${at} ack id=${msg.id} ${msg.status === 1 ? 'ok' : 'REFUSED'} ${msg.message}`;
     case 'market': return `${at} market ${msg.mid} s=${msg.s} go=${msg.go} rt=${msg.rt}`;
     case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}`;
