@@ -5,7 +5,8 @@
  * service's, the baseline's and the ceiling's; then protobuf and JSON with permessage-deflate on
  * the service, one step at the highest rate all of those held; then mixed subscriptions against
  * plain ones on the service, 10,000 sockets at 100,000 deliveries/s), each in its own process as
- * `npm run bench:rest` and `npm run bench:fanout` would, then writes one table of ratios to
+ * `npm run bench:rest` and `npm run bench:fanout` would, and `deltas.ts` (delta frames against
+ * images: bytes per change and CPU per delivery), then writes one table of ratios to
  * bench/results/bench.md (and bench.json), beside the two runs' own reports (rest-quick.*,
  * fanout-quick.*).
  *
@@ -55,11 +56,14 @@ async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? db!.url;
   const restEnv = envFor(REST_DEFAULTS, databaseUrl);
   const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
+  const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
   try {
     log('REST (npm run bench:rest, short form)');
     await run('rest.js', restEnv);
     log('fan-out (npm run bench:fanout, short form)');
     await run('fanout.js', fanoutEnv);
+    log('deltas against images');
+    await run('deltas.js', deltaEnv);
   } finally {
     await db?.stop();
   }
@@ -139,6 +143,20 @@ async function main(): Promise<void> {
       `${b.bytesPerDelivery.toFixed(0)} B · ${fmt(b.cpuNsPerDelivery)} ns${versus}`, '', '', '']);
   }
 
+  type DeltaBytes = { runners: number; format: string; depth: number; ratio: number };
+  type DeltaCpu = { format: string; delta: boolean; cpuNsPerDelivery: number };
+  const deltas = readJson('deltas') as { bytes: DeltaBytes[]; cpu: DeltaCpu[] };
+  const encodings: Record<string, string> = { json: 'JSON', proto: 'protobuf' };
+  for (const format of ['json', 'proto']) {
+    for (const depth of [10, 3]) {
+      const shapes = deltas.bytes.filter((b) => b.format === format && b.depth === depth).map((b) => `${b.ratio.toFixed(3)}x (${b.runners} runners)`);
+      rows.push([`deltas, ${encodings[format]}, depth ${depth}: bytes per change, delta ÷ image (target ≤ ${depth === 10 ? '0.15' : '0.25'}x)`, shapes.join(' · '), '', '', '']);
+    }
+    const of = (delta: boolean) => deltas.cpu.find((c) => c.format === format && c.delta === delta)!;
+    rows.push([`deltas, ${encodings[format]}: server CPU ns per delivery, deltas ÷ images at one rate (target ≤ 1x)`,
+      `${fmt(of(true).cpuNsPerDelivery)} ÷ ${fmt(of(false).cpuNsPerDelivery)} = ${(of(true).cpuNsPerDelivery / of(false).cpuNsPerDelivery).toFixed(2)}x`, '', '', '']);
+  }
+
   const host = machine();
   const elapsed = (Date.now() - started) / 1000;
   const table = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
@@ -158,7 +176,7 @@ async function main(): Promise<void> {
     '',
     table,
     '',
-    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\` and \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`.`,
+    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\` and \`bench/results/deltas.md\`.`,
   ].join('\n');
   const files = writeResults('bench', { benchmark: 'quick', at: new Date().toISOString(), machine: host, elapsedSeconds: elapsed, rows, notes }, md);
   process.stdout.write('\n' + md + '\n\n');

@@ -6,7 +6,7 @@
 import { parseArgs as parseOptions } from 'node:util';
 import { OddsClient, RefusedError, formatVolume, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
-import { HEARTBEAT, parseHeartbeat, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
 import { runsAsTool } from './fresh.js';
 import { toolSocket } from './socket.js';
@@ -104,8 +104,8 @@ const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2
 /** What last traded and how much, each only when the publisher said. */
 const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
-/** One line per frame; `now` is the receive time, passed in so the function stays pure. */
-export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()): string {
+/** One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function stays pure. */
+export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now()): string {
   if (raw) return JSON.stringify(msg);
   const at = clock(now);
   switch (msg.op) {
@@ -123,9 +123,9 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
   }
 }
 
-/** The one subscribe a command line asks for. */
+/** The one subscribe a command line asks for; deltas, since the client rebuilds every image from them. */
 export function subscriptionOf(opts: WatchOptions): Subscription {
-  const sub: Subscription = {};
+  const sub: Subscription = { delta: true };
   if (opts.mids.length) sub.mids = opts.mids;
   if (opts.eids.length) sub.eids = opts.eids;
   if (opts.sis.length) sub.sis = opts.sis;
@@ -152,10 +152,10 @@ function main(argv: string[]): void {
   const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
-  const print = (msg: ServerMessage) => process.stdout.write(formatFrame(msg, opts.raw) + '\n');
+  const print = (msg: Exclude<ServerMessage, DeltaMessage>) => process.stdout.write(formatFrame(msg, opts.raw) + '\n');
   // Odds lines come from the client's book, so an image the server sends again (the client's stored
   // set attaches a market at connect, the subscribe sends its image once more) prints once.
-  client.on('message', (msg) => msg.op !== 'odds' && print(msg));
+  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && print(msg));
   client.on('odds', print);
   // One bad frame is worth reporting, not worth dropping the whole session over.
   client.on('error', (err) => process.stderr.write(`watch: undecodable frame: ${err.message}\n`));

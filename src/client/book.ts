@@ -3,8 +3,9 @@ import type { OddsMessage, Since } from '../odds/messages.js';
 /**
  * A client's book: the newest `odds` frame of each market, kept by the
  * protocol's rule: a frame with a different epoch replaces what is held;
- * within one epoch, the higher `seq` wins. Every frame is a full image, so
- * the frame kept is the whole truth about its market.
+ * within one epoch, the higher `seq` wins. What is kept is always a full
+ * image (a delta is applied before it gets here), so it is the whole truth
+ * about its market.
  */
 export class MarketBook {
   private readonly markets = new Map<string, OddsMessage>();

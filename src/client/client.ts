@@ -1,11 +1,12 @@
 import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
 import { encodeClientProto } from '../odds/client-codec.js';
-import { HEARTBEAT, type AckMessage, type ClientMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
+import { applyDelta } from '../odds/delta.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
 import { MarketBook } from './book.js';
 import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
-import { Requests, type Removal, type Subscription } from './requests.js';
+import { Requests, subscribeOf, type Removal, type Subscription } from './requests.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
 
 /** The server's close code for a revoked API key: trying again cannot help. */
@@ -33,6 +34,8 @@ export class OddsClient extends Emitter<ClientEvents> {
   private readonly silence: Silence;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private feedStatus: FeedStatus = 'OK';
+  /** Markets asked for again after a delta that did not apply: their deltas are dropped until that is answered. */
+  private readonly resyncing = new Set<string>();
 
   constructor(private readonly options: ClientOptions) {
     super();
@@ -149,6 +152,7 @@ export class OddsClient extends Emitter<ClientEvents> {
         if (this.book.apply(msg)) this.emit('odds', msg, previous);
         return;
       }
+      case 'delta': this.delta(msg); return;
       case 'ack':
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', msg);
         return;
@@ -167,6 +171,31 @@ export class OddsClient extends Emitter<ClientEvents> {
         return;
       case 'hb': return;
     }
+  }
+
+  /**
+   * A delta applies to the image held only when that is the one with seq `from`; the image it
+   * leads to is kept and emitted as an `odds` frame. Otherwise the frame is dropped and the
+   * market asked for again with `since`, which brings its newest image (or, when what is held is
+   * still current, deltas from it).
+   */
+  private delta(msg: DeltaMessage): void {
+    const previous = this.book.get(msg.mid);
+    const image = previous && applyDelta(previous, msg);
+    if (image) {
+      this.book.apply(image);
+      this.emit('odds', image, previous);
+      return;
+    }
+    const sub = this.requests.covering(msg.mid);
+    if (!sub || this.resyncing.has(msg.mid)) return;
+    const send = this.sender();
+    if (!send) return;
+    this.resyncing.add(msg.mid);
+    const done = () => this.resyncing.delete(msg.mid);
+    const { depth, conflate, delta } = subscribeOf(sub);
+    const since = this.book.since([msg.mid]);
+    this.requests.oneOff({ op: 'subscribe', mids: [msg.mid], depth, conflate, delta, ...(since ? { since } : {}) }, send).then(done, done);
   }
 
   /** Markets the server is done with (concluded, or detached): out of the book and out of what is asked for again. */

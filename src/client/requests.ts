@@ -9,6 +9,8 @@ export interface Subscription {
   depth?: number;
   /** At most one frame per market per this many ms (100 to 60000); absent or 0: every update. */
   conflate?: number;
+  /** After each market's first image, `delta` frames (what changed); the client's book applies them. */
+  delta?: boolean;
 }
 
 export type Removal = Pick<Subscription, 'mids' | 'eids' | 'sis'>;
@@ -44,6 +46,19 @@ export type Send = (msg: ClientMessage) => void;
 const named = (s: Removal): boolean => !!(s.mids?.length || s.eids?.length || s.sis?.length);
 const without = <T>(xs: T[] | undefined, gone: readonly T[] | undefined): T[] | undefined =>
   xs && gone?.length ? xs.filter((x) => !gone.includes(x)) : xs;
+
+/** A subscription's keys as the subscribe request carries them, empty lists and absent options left out. */
+export function subscribeOf(sub: Subscription): Omit<ClientMessage, 'op' | 'id'> {
+  const { mids, eids, sis, depth, conflate, delta } = sub;
+  const msg: Omit<ClientMessage, 'op' | 'id'> = {};
+  if (mids?.length) msg.mids = mids;
+  if (eids?.length) msg.eids = eids;
+  if (sis?.length) msg.sis = sis;
+  if (depth !== undefined) msg.depth = depth;
+  if (conflate !== undefined) msg.conflate = conflate;
+  if (delta) msg.delta = true;
+  return msg;
+}
 
 /**
  * The client's requests: the subscribes it keeps (replayed with `since` on
@@ -101,6 +116,11 @@ export class Requests {
     return true;
   }
 
+  /** The kept subscribe a market came with: the one naming it, else (a market of an event or sport) the first with deltas. */
+  covering(mid: string): Subscription | undefined {
+    return this.wanted.find((w) => w.sub.mids?.includes(mid))?.sub ?? this.wanted.find((w) => w.sub.delta && !w.sub.mids?.length)?.sub;
+  }
+
   /** Stops asking for these markets, events and sports; a kept subscribe left naming nothing is dropped. */
   forget(removal: Removal): void {
     const inFlight = new Set(this.sent.values());
@@ -134,13 +154,7 @@ export class Requests {
 
   private sendWanted(w: Wanted, send: Send, since: Since | undefined): void {
     const id = this.id();
-    const { mids, eids, sis, depth, conflate } = w.sub;
-    const msg: ClientMessage = { op: 'subscribe', id };
-    if (mids?.length) msg.mids = mids;
-    if (eids?.length) msg.eids = eids;
-    if (sis?.length) msg.sis = sis;
-    if (depth !== undefined) msg.depth = depth;
-    if (conflate !== undefined) msg.conflate = conflate;
+    const msg: ClientMessage = { op: 'subscribe', id, ...subscribeOf(w.sub) };
     if (since) msg.since = since;
     this.sent.set(id, w);
     send(msg);

@@ -54,12 +54,30 @@ export class Broadcaster {
 
   private publishNow(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);
-    if (!subs) return;
-    for (const { variant: v } of subs.variants.values()) {
+    for (const { variant: v } of subs?.variants.values() ?? []) {
       if (v.conflate) this.conflator.mark(entry.mid, v.conflate);
-      else this.toTopic(topicOf(v, entry.mid), v.format, entry.frame(v.format, 'none', v.depth));
+      else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth));
     }
-    this.touched.add(entry.mid);
+    // Every live subscriber now holds this entry: the one before it is needed no more.
+    entry.prev = undefined;
+    if (subs) this.touched.add(entry.mid);
+  }
+
+  /**
+   * A socket joins a conflated delta topic holding `entry`. The topic's next frame must be one
+   * it can apply: a delta from the image the topic's sockets hold only if that is `entry`, so
+   * otherwise the next frame is an image, sent at the end of the interval.
+   */
+  joined(mid: string, v: Variant, entry: BookEntry | undefined): void {
+    if (!v.delta || !v.conflate || !entry) return;
+    const taken = this.deps.hub.market(mid)?.variants.get(v.key);
+    if (!taken || taken.sent === entry) return;
+    if (taken.count === 1) {
+      taken.sent = entry;
+      return;
+    }
+    taken.sent = undefined;
+    this.conflator.mark(mid, v.conflate, 0);
   }
 
   /** A `market` or `result` frame: to every subscriber of the market at once, whatever its variant. */
@@ -124,7 +142,9 @@ export class Broadcaster {
           }
         }
         const entry = this.deps.book.get(mid);
-        if (entry && !s.lag && !heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+        if (!entry || s.lag) continue;
+        if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+        this.joined(mid, v, entry);
       }
     });
   }
@@ -180,8 +200,13 @@ export class Broadcaster {
     const entry = this.deps.book.get(mid);
     const subs = this.deps.hub.market(mid);
     if (!entry || !subs) return;
-    for (const { variant: v } of subs.variants.values()) {
-      if (v.conflate === conflate) this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
+    for (const taken of subs.variants.values()) {
+      const v = taken.variant;
+      if (v.conflate !== conflate) continue;
+      if (v.delta) {
+        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.sent));
+        taken.sent = entry;
+      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
     }
     this.touched.add(mid);
   }

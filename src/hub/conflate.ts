@@ -11,15 +11,18 @@ export class Conflator {
 
   constructor(private readonly flush: (mid: string, conflate: number, thinned: boolean) => void) {}
 
-  /** A market changed; its subscribers at this interval get it at the end of the interval. */
-  mark(mid: string, conflate: number): void {
+  /**
+   * A market changed (or, with no update, needs its frame sent again); its subscribers at this
+   * interval get it at the end of the interval.
+   */
+  mark(mid: string, conflate: number, updates = 1): void {
     let g = this.groups.get(conflate);
     if (!g) {
       const dirty = new Map<string, number>();
       const timer = setInterval(() => this.tick(conflate), conflate);
       this.groups.set(conflate, (g = { timer, dirty }));
     }
-    g.dirty.set(mid, (g.dirty.get(mid) ?? 0) + 1);
+    g.dirty.set(mid, (g.dirty.get(mid) ?? 0) + updates);
   }
 
   stop(): void {

@@ -1,5 +1,5 @@
 import { CLOSE, errors, type ServiceError } from '../errors.js';
-import { FORMATS, type Format } from '../odds/book.js';
+import { FORMATS, type BookEntry, type Format } from '../odds/book.js';
 import type { Session, Variant } from './session.js';
 
 /** Anything that can be closed with a code: subscriber and publisher sockets alike. */
@@ -16,10 +16,21 @@ export interface HubLimits {
   countPerKey: boolean;
 }
 
+/**
+ * One variant of a market that sockets take: how many, and for a conflated delta variant the
+ * image its topic's sockets hold (the next delta starts from it; none means the next frame is an
+ * image). It lives as long as someone takes the variant, so it cannot outgrow the subscriptions.
+ */
+export interface Taken {
+  readonly variant: Variant;
+  count: number;
+  sent?: BookEntry;
+}
+
 /** Who takes one market: the sessions, and each variant taken with how many take it (which topics to publish to). */
 export interface MarketSubs {
   readonly sessions: Set<Session>;
-  readonly variants: Map<string, { variant: Variant; count: number }>;
+  readonly variants: Map<string, Taken>;
 }
 
 /**

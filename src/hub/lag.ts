@@ -42,6 +42,7 @@ export function catchUp(s: Session, bc: Broadcaster, book: Book, states: MarketS
         if (had) metrics.framesSkipped.inc(had.epoch === e.epoch ? e.seq - had.seq : 1);
         bc.sendFrame(s, e.frame(s.format, 'con', v.depth));
       }
+      bc.joined(mid, v, e);
       for (const msg of states.since(mid, lag.stateRev)) bc.send(s, msg);
     }
     if (!lag.lost.size) return;

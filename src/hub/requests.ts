@@ -50,7 +50,7 @@ export class SocketRequests {
     if (s.events.size + s.sports.size + moreFilters > MAX_FILTERS) {
       return { ack: { status: 0, message: `${moreFilters} more event and sport filters would pass the limit of ${MAX_FILTERS} per socket` } };
     }
-    const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0);
+    const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0, msg.delta === true);
     for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);
     for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
     const filters = msg.eids?.length || msg.sis?.length;

@@ -21,7 +21,8 @@ export interface Topics {
 
 /**
  * How a socket takes a market: in its format, cut to `depth` ladder levels (0
- * all), at most one frame per `conflate` ms (0 every update). Sockets that
+ * all), at most one frame per `conflate` ms (0 every update), as images or,
+ * with `delta`, as what changed since the frame before. Sockets that
  * asked the same share one key, the prefix of their topics. Not interned: a
  * client cycling through conflation intervals must not grow a table.
  */
@@ -30,10 +31,11 @@ export interface Variant {
   readonly format: Format;
   readonly depth: number;
   readonly conflate: number;
+  readonly delta: boolean;
 }
 
-export function variant(format: Format, depth = 0, conflate = 0): Variant {
-  return { key: `${format === 'json' ? 'j' : 'p'}${depth}.${conflate}`, format, depth, conflate };
+export function variant(format: Format, depth = 0, conflate = 0, delta = false): Variant {
+  return { key: `${format === 'json' ? 'j' : 'p'}${depth}.${conflate}${delta ? 'd' : ''}`, format, depth, conflate, delta };
 }
 
 /** One uWS topic per (variant, market): every socket on it gets the same bytes. */

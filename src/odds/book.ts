@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { encodeJson, encodeProto } from './codec.js';
-import type { OddsImage, OddsMessage, Since } from './messages.js';
+import { diff, type DeltaBody } from './delta.js';
+import type { DeltaMessage, OddsImage, OddsMessage, Since } from './messages.js';
 
 export type Format = 'json' | 'proto';
 export type Frame = string | Uint8Array;
@@ -40,6 +41,14 @@ function cut(image: OddsImage, depth: number): OddsImage {
  */
 export class BookEntry {
   private readonly frames = new Map<number, Frame>();
+  /** Delta frames from `prev`, by variant: the delta itself, or the image frame when that is not smaller. */
+  private readonly deltas = new Map<number, Frame>();
+  /**
+   * The image before this one in the same epoch, which every live subscriber holds when this one
+   * is published. The broadcaster drops the link once it has published this entry, so memory
+   * holds one image per market plus those still queued.
+   */
+  prev: BookEntry | undefined;
   /** The deepest ladder of the image: a depth at or above it is the full frame. */
   private readonly levels: number;
 
@@ -70,18 +79,49 @@ export class BookEntry {
     return msg;
   }
 
+  /**
+   * What a delta subscriber at `depth` is sent: the change from `base` (the previous image unless
+   * conflation skipped some), or this image when there is no base in this epoch, the runners
+   * differ, or the delta would not be smaller. Cached per variant when the base is `prev`.
+   */
+  deltaFrame(format: Format, depth = 0, base = this.prev): Frame {
+    if (!base || base.epoch !== this.epoch || base.seq >= this.seq) return this.frame(format, 'none', depth);
+    const d = depth >= Math.max(this.levels, base.levels) ? 0 : depth;
+    const key = variantKey(format, d, 'none');
+    const cached = base === this.prev ? this.deltas.get(key) : undefined;
+    if (cached !== undefined) return cached;
+    const image = this.frame(format, 'none', d);
+    const body = diff(cut(base.image, d), cut(this.image, d));
+    let f = image;
+    if (body) {
+      const delta = encode(format, this.deltaMessage(base.seq, body));
+      if (byteLength(delta) < byteLength(image)) f = delta;
+    }
+    if (base === this.prev) this.deltas.set(key, f);
+    return f;
+  }
+
+  private deltaMessage(from: number, body: DeltaBody): DeltaMessage {
+    const msg: DeltaMessage = { op: 'delta', mid: this.mid, epoch: this.epoch, seq: this.seq, from, ts: body.ts, pt: this.pt, st: body.st, ip: body.ip, r: body.r };
+    if (body.tv !== undefined) msg.tv = body.tv;
+    return msg;
+  }
+
   frame(format: Format, mark: Mark = 'none', depth = 0): Frame {
     const d = depth >= this.levels ? 0 : depth;
     const key = variantKey(format, d, mark);
     let f = this.frames.get(key);
     if (f === undefined) {
       const msg = this.message(mark, d);
-      f = format === 'json' ? encodeJson(msg) : encodeProto(msg);
+      f = encode(format, msg);
       this.frames.set(key, f);
     }
     return f;
   }
 }
+
+const encode = (format: Format, msg: OddsMessage | DeltaMessage): Frame => (format === 'json' ? encodeJson(msg) : encodeProto(msg));
+const byteLength = (f: Frame): number => (typeof f === 'string' ? f.length : f.byteLength);
 
 const MARKS: Record<Mark, number> = { none: 0, con: 1, cf: 2 };
 const variantKey = (format: Format, depth: number, mark: Mark): number => (depth * 3 + MARKS[mark]) * 2 + (format === 'proto' ? 1 : 0);
@@ -97,8 +137,10 @@ export class Book {
 
   /** Keeps an image if it is newer than the one held (isNewer); returns the stored entry, or undefined when it was not newer. */
   put(epoch: string, seq: number, pt: number, image: OddsImage, proto?: Uint8Array): BookEntry | undefined {
-    if (!isNewer(this.entries.get(image.mid), epoch, seq)) return undefined;
+    const held = this.entries.get(image.mid);
+    if (!isNewer(held, epoch, seq)) return undefined;
     const entry = new BookEntry(epoch, seq, pt, image, ++this.rev, proto);
+    if (held?.epoch === epoch) entry.prev = held;
     this.entries.set(image.mid, entry);
     return entry;
   }

@@ -16,7 +16,7 @@ export const CONFLATE = { min: 100, max: 60000 } as const;
 const MAX_EPOCH = 64;
 
 export type Decoded = ClientMessage | { error: string; id?: number };
-type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown };
+type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown; delta?: unknown };
 
 class Refused extends Error {}
 const refuse = (why: string): never => {
@@ -69,6 +69,10 @@ function check(f: Fields): ClientMessage {
     if (c > 0) msg.conflate = c;
   }
   if (f.since != null) msg.since = since(f.since);
+  if (f.delta != null) {
+    if (typeof f.delta !== 'boolean') refuse('delta must be true or false');
+    if (f.delta) msg.delta = true;
+  }
   return msg;
 }
 
@@ -88,6 +92,7 @@ function fromProto(m: pb.v1.ClientMessage): Fields {
   const out: Fields = { op: m.op, id: m.id, mids: m.mids, eids: ints(m.eids as Int64[], 'eids'), sis: ints(m.sis as Int64[], 'sis') };
   if (m.depth != null) out.depth = m.depth;
   if (m.conflate != null) out.conflate = m.conflate;
+  if (m.delta != null) out.delta = m.delta;
   if (m.since) {
     const seqs: Record<string, number> = {};
     for (const [mid, seq] of Object.entries(m.since.seqs ?? {})) seqs[mid] = int(seq as Int64, `since.seqs["${mid}"]`);

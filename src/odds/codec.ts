@@ -5,10 +5,19 @@
  * one JSON.stringify of a freshly ordered object.
  */
 import { odds as pb } from './gen/odds.js';
-import { FEED_STATUSES, MARKET_STATUSES, type OddsMessage, type ServerMessage } from './messages.js';
-import { enumName, enumValue, int, runnersFromProto, runnersToProto, traded } from './wire.js';
+import { FEED_STATUSES, MARKET_STATUSES, type DeltaMessage, type OddsMessage, type RunnerDelta, type ServerMessage } from './messages.js';
+import { enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, traded } from './wire.js';
 
 const v1 = pb.v1;
+
+/** A runner's changes in protocol order: `st`, `b`, `l`, `ltp`, `tv`, each only when it changed. */
+function runnerDeltaJson(x: RunnerDelta): RunnerDelta {
+  const out: RunnerDelta = { rid: x.rid };
+  if (x.st !== undefined) out.st = x.st;
+  if (x.b) out.b = x.b;
+  if (x.l) out.l = x.l;
+  return traded(out, x);
+}
 
 /** The JSON text frame, keys in protocol order whatever order the caller built them in. */
 export function encodeJson(msg: ServerMessage): string {
@@ -18,6 +27,11 @@ export function encodeJson(msg: ServerMessage): string {
       return JSON.stringify(traded({
         op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
         con: msg.con === true, cf: msg.cf === true, r: msg.r.map((x) => traded({ rid: x.rid, st: x.st, b: x.b, l: x.l }, x)),
+      }, { tv: msg.tv }));
+    case 'delta':
+      return JSON.stringify(traded({
+        op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
+        r: msg.r.map(runnerDeltaJson),
       }, { tv: msg.tv }));
     case 'ack': return JSON.stringify(msg.current === undefined
       ? { op: 'ack', id: msg.id, status: msg.status, message: msg.message }
@@ -38,6 +52,12 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
       m = { odds: traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: enumValue(MARKET_STATUSES, msg.st, 'st'),
         ip: msg.ip, con: msg.con, cf: msg.cf, r: runnersToProto(msg.r),
+      }, { tv: msg.tv }) };
+      break;
+    case 'delta':
+      m = { delta: traded({
+        mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt,
+        st: enumValue(MARKET_STATUSES, msg.st, 'st'), ip: msg.ip, r: runnerDeltasToProto(msg.r),
       }, { tv: msg.tv }) };
       break;
     // The proto encoders read only their own fields, so `op` needs no stripping.
@@ -73,6 +93,13 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
         r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
       }, { tv: o.tv });
     }
+    case 'delta': {
+      const d = m.delta as pb.v1.Delta;
+      return traded<DeltaMessage>({
+        op: 'delta', mid: d.mid, epoch: d.epoch, seq: int(d.seq, 'seq'), from: int(d.from, 'from'), ts: d.ts, pt: d.pt,
+        st: enumName(MARKET_STATUSES, d.st, 'st'), ip: d.ip, r: runnerDeltasFromProto(d.r as pb.v1.RunnerDelta[]),
+      }, { tv: d.tv });
+    }
     case 'market': {
       const s = m.market as pb.v1.MarketState;
       return { op: 'market', mid: s.mid, s: s.s, go: s.go, rt: s.rt };
@@ -89,7 +116,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   }
 }
 
-const SERVER_OPS = ['ack', 'odds', 'market', 'result', 'unsubscribed', 'hb', 'feed'];
+const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed'];
 
 /** Reads a text frame. Throws on malformed input. */
 export function decodeServerJson(text: string): ServerMessage {

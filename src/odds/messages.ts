@@ -59,6 +59,37 @@ export interface OddsMessage extends OddsImage {
   cf: boolean;
 }
 
+/** One ladder position in a delta: `[i, 0, 0]` clears position i (0 = best). */
+export type Level = [i: number, price: number, size: number];
+
+/** What changed on one runner; a key left out is unchanged. */
+export interface RunnerDelta {
+  rid: number;
+  st?: RunnerStatus;
+  b?: Level[];
+  l?: Level[];
+  ltp?: number;
+  tv?: number;
+}
+
+/**
+ * The change from the image with seq `from` to the one with seq `seq`, same epoch. Runners not
+ * listed are unchanged; applied to the image `from`, it yields exactly the image `seq`.
+ */
+export interface DeltaMessage {
+  op: 'delta';
+  mid: string;
+  epoch: string;
+  seq: number;
+  from: number;
+  ts: number;
+  pt: number;
+  st: MarketStatus;
+  ip: boolean;
+  r: RunnerDelta[];
+  tv?: number;
+}
+
 export interface AckMessage {
   op: 'ack';
   id: number;
@@ -104,6 +135,7 @@ export interface FeedMessage {
 export type ServerMessage =
   | AckMessage
   | OddsMessage
+  | DeltaMessage
   | MarketStateMessage
   | ResultMessage
   | UnsubscribedMessage
@@ -147,6 +179,8 @@ export interface ClientMessage {
   /** At most one frame per market per this many ms (100 to 60000); 0 or absent means every update. */
   conflate?: number;
   since?: Since;
+  /** After the first image, send what changed (`delta` frames) rather than whole images. */
+  delta?: boolean;
 }
 
 export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds'] as const;

@@ -3,7 +3,7 @@
  * 64-bit integers, and ladders flattened to packed lists.
  */
 import type { odds as pb } from './gen/odds.js';
-import { RUNNER_STATUSES, type PriceSize, type RunnerOdds } from './messages.js';
+import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds } from './messages.js';
 
 export type Int64 = number | { toNumber(): number };
 
@@ -67,3 +67,32 @@ export const runnersFromProto = (r: pb.v1.RunnerOdds[]): RunnerOdds[] =>
     b: pairs(x.b, `r[${i}].b`),
     l: pairs(x.l, `r[${i}].l`),
   }, x));
+
+/** Delta ladders: [[i,price,size],...] to the packed [i0,price0,size0,...] of the proto. */
+const flattenLevels = (levels: Level[]): number[] => levels.flat();
+
+function levels(flat: number[], what: string): Level[] {
+  if (flat.length % 3 !== 0) throw new Error(`${what} must hold [i,price,size] triples`);
+  const out = new Array<Level>(flat.length / 3);
+  for (let i = 0; i < out.length; i++) out[i] = [flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]];
+  return out;
+}
+
+export const runnerDeltasToProto = (r: RunnerDelta[]): pb.v1.RunnerDelta.$Properties[] =>
+  r.map((x) => {
+    const out: pb.v1.RunnerDelta.$Properties = traded({ rid: x.rid }, x);
+    if (x.st !== undefined) out.st = enumValue(RUNNER_STATUSES, x.st, 'runner st');
+    if (x.b) out.b = flattenLevels(x.b);
+    if (x.l) out.l = flattenLevels(x.l);
+    return out;
+  });
+
+/** Back to the JSON shape, keys in protocol order; an empty side did not change. */
+export const runnerDeltasFromProto = (r: pb.v1.RunnerDelta[]): RunnerDelta[] =>
+  r.map((x, i) => {
+    const out: RunnerDelta = { rid: int(x.rid, `r[${i}].rid`) };
+    if (x.st != null) out.st = enumName(RUNNER_STATUSES, x.st, 'runner st');
+    if (x.b.length) out.b = levels(x.b, `r[${i}].b`);
+    if (x.l.length) out.l = levels(x.l, `r[${i}].l`);
+    return traded(out, x);
+  });

@@ -74,7 +74,7 @@ function connect(): void {
 }
 
 function subscribe(c: OddsClient, eid: number, at: number): void {
-  c.subscribe({ eids: [eid], depth: DEPTH }).then(
+  c.subscribe({ eids: [eid], depth: DEPTH, delta: true }).then(
     () => {
       if (client === c && choice === at) armed = true;
     },

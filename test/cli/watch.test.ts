@@ -154,12 +154,12 @@ t.test('a bad --format, --hb, --event, --sport, --depth or --conflate is refused
   });
 });
 
-t.test('--event and --sport repeat or take comma lists; market IDs are then optional', async (t) => {
+t.test('--event and --sport repeat or take comma lists; market IDs are then optional; deltas are asked for', async (t) => {
   const opts = parseArgs(['--event', '30000001,30000002', '--event', '30000001', '--event', '30000003', '--sport', '4', '--depth', '2', '--conflate', '0']);
   t.same(opts.eids, [30000001, 30000002, 30000003], 'duplicates collapse');
   t.same(opts.sis, [4]);
   t.same(opts.mids, []);
-  t.same(subscriptionOf(opts), { eids: [30000001, 30000002, 30000003], sis: [4], depth: 2, conflate: 0 });
+  t.same(subscriptionOf(opts), { delta: true, eids: [30000001, 30000002, 30000003], sis: [4], depth: 2, conflate: 0 });
 });
 
 t.test('connection refused: message and exit 1', async (t) => {

@@ -94,7 +94,8 @@ t.test('the client package: importable as odds-service/client, and using no Node
     files.add(file);
     // Comments dropped: the entry point's usage example imports `ws` in one.
     const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
-    for (const [, from, bareImport] of code.matchAll(/\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/g)) {
+    // `from` only in an import or export statement: a delta's `from` key is no import.
+    for (const [, from, bareImport] of code.matchAll(/^\s*(?:import|export)\b[^;'"]*\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/gm)) {
       const spec = from ?? bareImport;
       if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
       else bare.add(spec);

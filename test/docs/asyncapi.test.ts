@@ -57,7 +57,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
   const root = protobuf.loadSync(PROTO);
   const server = root.lookupType('odds.v1.ServerMessage');
   const named = Object.entries(doc.components.messages as Obj).filter(([, m]) => m['x-protobuf']);
-  t.equal(named.length, 11, 'one per JSON message');
+  t.equal(named.length, 12, 'one per JSON message');
   for (const [id, m] of named) {
     const pb = m['x-protobuf'] as { file: string; message: string; oneof?: string; type?: string };
     t.equal(pb.file, 'proto/odds.proto', id);
@@ -65,7 +65,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
     t.equal(m.contentType, 'application/x-protobuf', `${id} is binary`);
     if (pb.oneof) t.equal(server.fields[pb.oneof]?.resolve().resolvedType?.fullName, `.${pb.type}`, `${id}: ServerMessage.${pb.oneof} is ${pb.type}`);
   }
-  t.same(Object.keys(server.oneofs.msg.oneof).length, 7, 'every server message is documented');
+  t.same(Object.keys(server.oneofs.msg.oneof).length, 8, 'every server message is documented');
 });
 
 for (const format of ['json', 'proto'] as const) {
@@ -81,6 +81,7 @@ for (const format of ['json', 'proto'] as const) {
       { op: 'subscribe', mids: ['1.200001001'], since: { epoch: 'x', seqs: { '1.200001001': 1 } } },
       { op: 'unsubscribe', eids: [30000001] },
       { op: 'subscribe', mids: ['1.200001001', '1.200001002'] },
+      { op: 'subscribe', mids: ['1.200001001'], delta: true },
       { op: 'ping' },
     ];
     for (const [i, r] of requests.entries()) {
@@ -90,7 +91,10 @@ for (const format of ['json', 'proto'] as const) {
     const refused = { op: 'subscribe' as const, mids: [] };
     t.not(errorsOf('Subscribe', { ...refused, id: 99 }).length, 0, 'the schema refuses a request naming nothing');
     t.equal((await c.request(refused)).status, 0, 'and so does the server');
-    await ingest(withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
+    // The second image moves one level: a delta.
+    const moved = withTraded(image('1.200001001'));
+    (moved.r as { b: number[][] }[])[0].b[0][1] = 99;
+    await ingest(withTraded(image('1.200001001')), moved, { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
     await ingest({ kind: 'market', mid: '1.200001002', go: true });
     await c.next((f) => f.op === 'unsubscribed');
     await c.next((f) => f.op === 'feed' && f.status === 'OK');
@@ -100,7 +104,7 @@ for (const format of ['json', 'proto'] as const) {
       ops.add(f.op);
       t.same(errorsOf(schemaOf('feed', f.op), f), [], `${f.op} frame as documented`);
     }
-    t.same([...ops].sort(), ['ack', 'feed', 'hb', 'market', 'odds', 'result', 'unsubscribed'], 'every kind of frame was seen');
+    t.same([...ops].sort(), ['ack', 'delta', 'feed', 'hb', 'market', 'odds', 'result', 'unsubscribed'], 'every kind of frame was seen');
   });
 
   t.test(`${format}: /ingest batches and acks match their documented schemas`, async (t) => {

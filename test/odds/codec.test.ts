@@ -26,6 +26,11 @@ const serverMessages: ServerMessage[] = [
   traded,
   { ...odds, seq: 2 ** 40, st: 'BALL_RUNNING', con: true },
   { ...odds, cf: true },
+  { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 8, from: 7, ts: 1700000000001, pt: 1700000000006, st: 'OPEN', ip: true, r: [
+    { rid: 101, b: [[0, 1.96, 10], [2, 0, 0]], ltp: 1.96 },
+    { rid: Number.MAX_SAFE_INTEGER, st: 'ACTIVE', l: [[0, 2.5, 4]], tv: 0 },
+  ], tv: 1600 },
+  { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 2 ** 40, from: 5, ts: 1, pt: 2, st: 'SUSPENDED', ip: false, r: [] },
   { op: 'ack', id: 9, status: 1, message: 'Subscribed from market 1.1', current: 1 },
   { op: 'ack', id: 4294967295, status: 1, message: 'Subscribed from market 1.1,1.2' },
   { op: 'ack', id: 0, status: 0, message: 'over 50 IDs' },
@@ -86,6 +91,23 @@ t.test('decodeServerProto rejects a frame with an odd ladder length', async (t) 
   t.throws(() => decodeServerProto(bytes), /odd number/);
 });
 
+t.test('JSON delta frame is the exact protocol text, keys in order', async (t) => {
+  const scrambled = {
+    r: [{ tv: 5, ltp: 2, l: [[0, 2.1, 3]], b: [[1, 0, 0]], st: 'SUSPENDED', rid: 1 }],
+    ip: false, st: 'OPEN', pt: 5, ts: 4, from: 6, seq: 7, epoch: 'm1', mid: '1.234', op: 'delta',
+  } as ServerMessage;
+  t.equal(
+    encodeJson(scrambled),
+    '{"op":"delta","mid":"1.234","epoch":"m1","seq":7,"from":6,"ts":4,"pt":5,"st":"OPEN","ip":false,' +
+      '"r":[{"rid":1,"st":"SUSPENDED","b":[[1,0,0]],"l":[[0,2.1,3]],"ltp":2,"tv":5}]}',
+  );
+});
+
+t.test('decodeServerProto rejects a delta ladder that is not [i, price, size] triples', async (t) => {
+  const bytes = pb.v1.ServerMessage.encode({ delta: { mid: '1.1', epoch: 'm1', seq: 2, from: 1, r: [{ rid: 1, b: [0, 2] }] } }).finish();
+  t.throws(() => decodeServerProto(bytes), /r\[0\]\.b must hold \[i,price,size\] triples/);
+});
+
 t.test('decodeServerJson rejects JSON that is not a server message', async (t) => {
   t.throws(() => decodeServerJson('{"op":"subscribe","id":1}'), /not a server message/);
 });
@@ -94,7 +116,7 @@ t.test('client decode accepts', async (t) => {
   const sub: ClientMessage = { op: 'subscribe', id: 1, mids: ['1.1', '1.2'], eids: [], sis: [] };
   const full: ClientMessage = {
     op: 'subscribe', id: 2, mids: ['1.1'], eids: [30000001], sis: [4, 7], depth: 3, conflate: 1000,
-    since: { epoch: 'm1abc', seqs: { '1.1': 42, '1.2': 2 ** 40 } },
+    since: { epoch: 'm1abc', seqs: { '1.1': 42, '1.2': 2 ** 40 } }, delta: true,
   };
   t.test('JSON subscribe', async (t) => {
     t.strictSame(decodeClient(text(JSON.stringify(sub)), false), sub);
@@ -102,10 +124,10 @@ t.test('client decode accepts', async (t) => {
   t.test('protobuf subscribe', async (t) => {
     t.strictSame(decodeClient(ab(encodeClientProto(sub)), true), sub);
   });
-  t.test('JSON subscribe with filters, depth, conflation and since', async (t) => {
+  t.test('JSON subscribe with filters, depth, conflation, since and deltas', async (t) => {
     t.same(decodeClient(text(JSON.stringify(full)), false), full);
   });
-  t.test('protobuf subscribe with filters, depth, conflation and since', async (t) => {
+  t.test('protobuf subscribe with filters, depth, conflation, since and deltas', async (t) => {
     t.same(decodeClient(ab(encodeClientProto(full)), true), full);
   });
   t.test('duplicates collapse, conflate 0 means every update', async (t) => {
@@ -147,6 +169,7 @@ t.test('client decode returns an error, never throws, for', async (t) => {
     ['since without seqs', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x"}}'), false, /since.seqs must be/],
     ['since with a negative seq', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x","seqs":{"1.1":-1}}}'), false, /since.seqs\["1.1"\] must be a whole number/],
     ['since with a bad market ID', text('{"op":"subscribe","id":1,"mids":["1.1"],"since":{"epoch":"x","seqs":{"a b":1}}}'), false, /keys must be market IDs/],
+    ['delta not a boolean', text('{"op":"subscribe","id":1,"mids":["1.1"],"delta":1}'), false, /delta must be true or false/],
     ['unknown protobuf op', ab(encodeClientProto({ op: 'bogus' as 'ping', id: 1 })), true, /op must be/],
     ['empty protobuf', new ArrayBuffer(0), true, /op must be/],
     ['truncated protobuf', ab(encodeClientProto({ op: 'subscribe', id: 1, mids: ['1.1'] }).subarray(0, 12)), true,
