@@ -33,6 +33,7 @@ import { BusMetrics } from './metrics/bus.js';
 import { AuthMetrics } from './metrics/auth.js';
 import { createBus } from './bus/create.js';
 import { Auth } from './auth/auth.js';
+import { FailedKeys } from './auth/failures.js';
 import { run, type Service } from './lifecycle.js';
 
 export type { Service } from './lifecycle.js';
@@ -66,7 +67,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const bus = createBus(config, book, log);
   const busMetrics = new BusMetrics(metrics.registry, bus.kind);
   const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()));
+  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const subscriptions = new Subscriptions({
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
@@ -75,7 +77,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
-    limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
+    limits: {
+      maxMessageBytes: config.wsMaxMessageBytes, maxMarkets: config.wsMaxMarkets, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
+      perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
+    },
   });
   const sync = new ModelSync(pool, model, log, {
     changes: referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si)),
@@ -100,7 +105,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     notReady: () => (state.draining ? 'draining' : gate()),
   });
   router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
-  const publishers = registerIngest(app, router, { ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight });
+  const publishers = registerIngest(app, router, {
+    ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
+  });
   registerDocs(router);
   registerWeb(app);
   router.fallbacks(['/ws', '/ingest']);

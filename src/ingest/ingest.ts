@@ -18,6 +18,18 @@ export interface IngestResult {
   updated: number;
 }
 
+/**
+ * The publisher's API key, when keys are in force (the simulator, the demo
+ * seed and the import command have none).
+ */
+export interface PublisherKey {
+  readonly id: string;
+  /** False once this pod has learned that the key was revoked. */
+  live(): boolean;
+  /** Postgres showed the key revoked inside a batch's transaction: this pod learns it now, not at the NOTIFY. */
+  revoked(): void;
+}
+
 export interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
@@ -34,14 +46,19 @@ export interface IngestDeps {
  * checked whole before anything happens; its reference items commit in one
  * transaction, and only then are its odds images published. Only a batch
  * that was accepted counts as a publisher being heard.
+ *
+ * A batch sent with a key takes effect only while the key is live: it is
+ * checked before anything starts, inside the reference transaction (against
+ * the key's row, which a revocation must lock: so the batch commits before the
+ * revocation or is refused), and again just before the odds are published.
  */
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
 
-  async accept(data: unknown): Promise<IngestResult> {
+  async accept(data: unknown, key?: PublisherKey): Promise<IngestResult> {
     const t0 = performance.now();
     try {
-      const result = await this.acceptChecked(data, t0);
+      const result = await this.acceptChecked(data, t0, key);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -51,14 +68,16 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, t0: number): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, t0: number, key: PublisherKey | undefined): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
+    if (key && !key.live()) throw errors.keyRevoked();
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
     const { reference, odds, unseen } = this.check(data);
     if (unseen.size) await this.confirmMarkets(unseen);
-    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log) : [];
+    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key) : [];
     if (odds.length) {
+      if (key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
       const published = this.deps.feed.publish(odds, Date.now());
       if (published) await published;
       metrics.oddsIngested.inc(odds.length);

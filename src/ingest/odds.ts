@@ -1,9 +1,8 @@
-import { MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
+import { INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 
-/** Limits on one image: far above any real market, low enough that one item cannot eat the heap. */
-const MAX_RUNNERS = 500;
-const MAX_LEVELS = 10;
+const MAX_RUNNERS = INGEST_LIMITS.runners;
+const MAX_LEVELS = INGEST_LIMITS.levels;
 
 function levels(v: unknown, at: string): PriceSize[] | string {
   if (!Array.isArray(v) || v.length > MAX_LEVELS) return `${at} must be an array of at most ${MAX_LEVELS} [price, size] pairs`;

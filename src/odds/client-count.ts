@@ -1,0 +1,74 @@
+/**
+ * What a protobuf ClientMessage holds, read off the wire without decoding it:
+ * enough to refuse an oversized `since.seqs` map before protobufjs builds it.
+ * Field numbers are proto/odds.proto's.
+ */
+import protobuf from 'protobufjs/minimal.js';
+
+const LEN = 2;
+const VARINT = 0;
+
+export interface ClientCounts {
+  /** The id field, when it is there as a valid varint (so a refusal can echo it); 0 otherwise. */
+  id: number;
+  /** Entries of `mids` (before duplicates collapse: an upper bound). */
+  mids: number;
+  /** Whether `eids` or `sis` is present. */
+  filters: boolean;
+  /** Entries of `since.seqs`. */
+  seqs: number;
+}
+
+/** Throws on a malformed message, as decoding it would. */
+export function countClient(bytes: Uint8Array): ClientCounts {
+  const r = protobuf.Reader.create(bytes);
+  const out: ClientCounts = { id: 0, mids: 0, filters: false, seqs: 0 };
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    const field = tag >>> 3;
+    const wire = tag & 7;
+    if (field === 2 && wire === VARINT) out.id = r.uint32();
+    else if (field === 4 && wire === LEN) {
+      const end = r.uint32() + r.pos;
+      while (r.pos < end) {
+        const inner = r.uint32();
+        if (inner >>> 3 === 2) out.seqs++;
+        r.skipType(inner & 7);
+      }
+    } else {
+      if (field === 3) out.mids++;
+      if (field === 5 || field === 6) out.filters = true;
+      r.skipType(wire);
+    }
+  }
+  return out;
+}
+
+/** `{"id":N` or `{"op":"...","id":N` at the very start: where every client puts it. */
+const JSON_ID = /^\s*\{\s*(?:"op"\s*:\s*"[a-z]{0,16}"\s*,\s*)?"id"\s*:\s*(\d{1,10})\s*[,}]/;
+const PEEK_BYTES = 64;
+
+/**
+ * A request's id read from its first bytes only, for refusing it unread: a
+ * JSON id as the first key or right after `op`, a protobuf id among the first
+ * fields. 0 when it is not there. Constant cost, whatever the message's size.
+ */
+export function peekId(data: ArrayBuffer, isBinary: boolean): number {
+  const head = new Uint8Array(data, 0, Math.min(data.byteLength, PEEK_BYTES));
+  if (!isBinary) {
+    const m = JSON_ID.exec(Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('latin1'));
+    const id = m ? Number(m[1]) : 0;
+    return id <= 0xffffffff ? id : 0;
+  }
+  try {
+    const r = protobuf.Reader.create(head);
+    for (let fields = 0; fields < 2 && r.pos < r.len; fields++) {
+      const tag = r.uint32();
+      if (tag === ((2 << 3) | VARINT)) return r.uint32();
+      r.skipType(tag & 7);
+    }
+  } catch {
+    // cut off within the first bytes: no id to give
+  }
+  return 0;
+}
