@@ -32,6 +32,9 @@ export const errors = {
   /** A failed-key throttle: this source sent too many wrong keys; even a right one waits. */
   tooManyFailures: (retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `too many requests with a wrong API key from this address; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  /** A socket of this key was closed (4029) for sending on while refused: its new sockets wait. */
+  coolingDown: (retryAfterS: number) =>
+    new ServiceError('RATE_LIMITED', `a socket of this API key was closed for sending past its rate limit; new sockets may open in ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
   /** The publisher's key was revoked before this batch (or this part of it) took effect. */
   keyRevoked: (what = 'this batch was not applied') => new ServiceError('UNAUTHORIZED', `key revoked: ${what}`),
   tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),

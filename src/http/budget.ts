@@ -1,4 +1,8 @@
+import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
+
+/** How long a key's new sockets are refused after one of its sockets was closed for abuse. */
+export const COOLDOWN_MS = 10_000;
 
 export interface BudgetLimits {
   /** Messages per second one socket may send. */
@@ -15,6 +19,8 @@ interface KeyBudget {
   messages: TokenBucket;
   bytes: TokenBucket;
   sockets: number;
+  /** Until when new sockets of the key are refused (0: they are not). */
+  coolUntil: number;
 }
 
 /**
@@ -34,7 +40,7 @@ export class Budgets {
   opened(keyId: string): TokenBucket {
     if (this.limits.perKey) {
       let k = this.byKey.get(keyId);
-      if (!k) this.byKey.set(keyId, (k = { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), sockets: 0 }));
+      if (!k) this.byKey.set(keyId, (k = { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), sockets: 0, coolUntil: 0 }));
       k.sockets++;
     }
     return new TokenBucket(this.limits.perSocket);
@@ -42,7 +48,23 @@ export class Budgets {
 
   closed(keyId: string): void {
     const k = this.byKey.get(keyId);
-    if (k && --k.sockets === 0 && k.messages.full() && k.bytes.full()) this.byKey.delete(keyId);
+    if (k && --k.sockets === 0 && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
+  }
+
+  /**
+   * A socket of the key went on sending while refused and is being closed:
+   * the key's new sockets wait, so reconnecting is no way round the budget
+   * (each new socket would otherwise be another round of unread frames).
+   */
+  abused(keyId: string): void {
+    const k = this.byKey.get(keyId);
+    if (k) k.coolUntil = Date.now() + COOLDOWN_MS;
+  }
+
+  /** Why a new socket of the key may not open (429 with Retry-After), or undefined. */
+  refuseOpen(keyId: string): ServiceError | undefined {
+    const wait = (this.byKey.get(keyId)?.coolUntil ?? 0) - Date.now();
+    return wait > 0 ? errors.coolingDown(Math.ceil(wait / 1000)) : undefined;
   }
 
   /** Why a message of `bytes` from this socket is refused unread, or undefined when it may be read. */

@@ -46,6 +46,9 @@ interface WsData {
 
 let nextId = 1;
 
+/** Messages refused for rate in a row after which a socket is closed (4029): a client that does not back off. */
+export const PERSISTENT = 100;
+
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;
   const hb = parseHeartbeat(raw);
@@ -81,9 +84,11 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => ({
-      keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), strikes: 0,
-    })),
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => {
+      const cooling = budgets.refuseOpen(who.keyId);
+      if (cooling) throw cooling;
+      return { keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), strikes: 0 };
+    }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
@@ -101,8 +106,10 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const refused = budgets.spend(d.keyId, d.bucket!, data.byteLength);
       if (refused) {
         deps.metrics.rateLimited.inc({ scope: refused.scope });
-        // A full second's allowance sent while refused is not a client backing off: it is closed.
-        if (++d.strikes > limits.perSocket) return ws.end(CLOSE.RATE, 'rate limit exceeded persistently');
+        if (++d.strikes > PERSISTENT) {
+          budgets.abused(d.keyId);
+          return ws.end(CLOSE.RATE, 'rate limit exceeded persistently');
+        }
         return ack(s, peekId(data, isBinary), { status: 0, message: refused.message });
       }
       d.strikes = 0;
