@@ -1,7 +1,7 @@
 import uws, { type TemplatedApp, type WebSocket } from 'uWebSockets.js';
 import { CLOSE, errors } from '../errors.js';
 import { decodeClient } from '../odds/client-codec.js';
-import { peekId } from '../odds/client-count.js';
+import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
