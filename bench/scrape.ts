@@ -29,12 +29,12 @@ async function main(): Promise<void> {
   const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'warn', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: process.env.BENCH_SIM_MS ?? '250', DEMO_DATA: 'on', EMBEDDED_PG_DIR: join(dir, 'pg'), WS_MAX_SOCKETS: String(SOCKETS * 2) };
   if (!process.env.DATABASE_URL) delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['dist/src/main.js'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((ok, fail) => {
+  const [url, metricsUrl] = await new Promise<[string, string]>((ok, fail) => {
     let out = '';
     child.stdout!.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) ok(m[1]);
+      const m = /listening on (http:\/\/\S+)\nmetrics and probes on (http:\/\/\S+)/.exec(out);
+      if (m) ok([m[1], m[2]]);
     });
     child.once('exit', () => fail(new Error('service exited')));
   });
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   let size = 0;
   for (let i = 0; i < SCRAPES; i++) {
     health.push((await timed(url + '/health')).ms);
-    const s = await timed(url + '/metrics');
+    const s = await timed(metricsUrl + '/metrics');
     scrape.push(s.ms);
     size = s.text.length;
     // The first scrape's window covers the connection storm, not scraping.
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   }
   scrape.sort((a, b) => a - b);
   health.sort((a, b) => a - b);
-  const open = /^odds_ws_connections\{format="json"\} (\d+)/m.exec((await timed(url + '/metrics')).text)?.[1];
+  const open = /^odds_ws_connections\{format="json"\} (\d+)/m.exec((await timed(metricsUrl + '/metrics')).text)?.[1];
   const result = {
     sockets: SOCKETS, scrapes: SCRAPES, exposition_bytes: size, json_sockets_seen_by_server: Number(open),
     scrape_ms: { p50: percentile(scrape, 50), p99: percentile(scrape, 99), max: scrape.at(-1) },

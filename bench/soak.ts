@@ -201,7 +201,7 @@ async function main(): Promise<number> {
     const settled = async (extraPerSocket = 0): Promise<{ s: Scrape; ok: boolean; waitedMs: number }> => {
       const t0 = Date.now();
       for (;;) {
-        const s = await scrape(service.url);
+        const s = await scrape(service.metricsUrl);
         const held = thePool.held();
         const ok = connections(s, 'json') === held.json && connections(s, 'proto') === held.proto
           && total(s, 'odds_ws_subscriptions') === thePool.expectedSubscriptions() + extraPerSocket * held.total;
@@ -225,7 +225,7 @@ async function main(): Promise<number> {
     const probe = setInterval(() => {
       if (probing) return;
       probing = true;
-      scrape(service.url).then((s) => window.push(total(s, 'nodejs_heap_size_used_bytes') / MB), () => undefined).finally(() => (probing = false));
+      scrape(service.metricsUrl).then((s) => window.push(total(s, 'nodejs_heap_size_used_bytes') / MB), () => undefined).finally(() => (probing = false));
     }, PROBE_S * 1000);
 
     let busy = false;

@@ -3,11 +3,34 @@
  * process before anything listens, naming the variable, so a typo in a
  * ConfigMap is a crash-loop with a clear log line rather than a silent default.
  */
+import { accessSync, constants } from 'node:fs';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/** How the pod proves itself to NATS: a user and password, an nkey seed in a file, or nothing (a local server). */
+export type NatsAuth =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'password'; readonly user: string; readonly password: string }
+  | { readonly kind: 'nkey'; readonly seedFile: string };
+
+/** PEM files for a TLS connection to NATS: a CA to trust, and a client certificate with its key when the server asks for one. */
+export interface NatsTls {
+  readonly caFile?: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
+
 export interface Config {
+  /** Listen address: loopback unless HOST says otherwise, or AUTH=on (callers must then show a key). */
   readonly host: string;
   readonly port: number;
+  /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
+  readonly metricsHost: string;
+  readonly metricsPort: number;
+  /** Browser origins that may open `/ingest`; `*` is any. A handshake without Origin (not a browser) is not checked. */
+  readonly ingestOrigins: readonly string[];
+  /** Browser origins that may open `/ws`: `self` is the service's own (the board), `*` is any. */
+  readonly wsOrigins: readonly string[];
   /** Postgres to use; undefined starts the embedded server. */
   readonly databaseUrl: string | undefined;
   readonly embeddedPgDir: string;
@@ -16,6 +39,8 @@ export interface Config {
   readonly demoData: boolean;
   readonly simulator: boolean;
   readonly allowUwsFallback: boolean;
+  /** Which uWebSockets.js build to load (http/uws.ts reads it at import); auto tries the newest first. */
+  readonly uwsBuild: 'auto' | '20.57' | '20.30';
   /** API keys and roles; off makes every caller the client `public`. */
   readonly auth: boolean;
   readonly restRateLimit: number;
@@ -59,6 +84,9 @@ export interface Config {
   readonly bus: 'memory' | 'nats';
   readonly natsUrl: string;
   readonly natsPrefix: string;
+  readonly natsAuth: NatsAuth;
+  /** Undefined: plain TCP (unless NATS_URL is tls://). */
+  readonly natsTls: NatsTls | undefined;
   readonly shutdownTimeoutMs: number;
 }
 
@@ -97,6 +125,26 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   return raw as T;
 }
 
+/** `scheme://host[:port]` as a browser sends it in Origin: lower case, no path, no default port. */
+const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](:\d{1,5})?$/;
+
+/**
+ * A comma-separated list of browser origins, plus the words a list may hold:
+ * `*` (any origin) and, where `self` is allowed, the service's own origin.
+ * An empty value is the empty list: no browser origin at all.
+ */
+function origins(env: Env, name: string, fallback: readonly string[], words: readonly string[]): readonly string[] {
+  const raw = env[name];
+  if (raw === undefined) return Object.freeze([...fallback]);
+  const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of list) {
+    if (!words.includes(o) && !ORIGIN.test(o)) {
+      throw new ConfigError(name, `must list origins such as https://odds.example.com:8443 (lower case, no path)${words.length ? ` or ${words.join(', ')}` : ''}, separated by commas; got "${o}"`);
+    }
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
 function databaseUrl(env: Env): string | undefined {
   const raw = env.DATABASE_URL;
   if (raw === undefined || raw === '') return undefined;
@@ -131,20 +179,60 @@ function keyBytes(env: Env, maxMessage: number): number {
   return value;
 }
 
+function readableFile(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    accessSync(raw, constants.R_OK);
+  } catch {
+    throw new ConfigError(name, `cannot read the file "${raw}"`);
+  }
+  return raw;
+}
+
+function natsAuth(env: Env): NatsAuth {
+  const user = env.NATS_USER || undefined;
+  const password = env.NATS_PASSWORD || undefined;
+  const seedFile = readableFile(env, 'NATS_NKEY_FILE');
+  if (seedFile && (user || password)) throw new ConfigError('NATS_NKEY_FILE', 'give either NATS_NKEY_FILE or NATS_USER and NATS_PASSWORD, not both');
+  if (seedFile) return { kind: 'nkey', seedFile };
+  if (user && !password) throw new ConfigError('NATS_PASSWORD', 'is required when NATS_USER is set');
+  if (password && !user) throw new ConfigError('NATS_USER', 'is required when NATS_PASSWORD is set');
+  return user && password ? { kind: 'password', user, password } : { kind: 'none' };
+}
+
+function natsTls(env: Env): NatsTls | undefined {
+  const caFile = readableFile(env, 'NATS_TLS_CA');
+  const certFile = readableFile(env, 'NATS_TLS_CERT');
+  const keyFile = readableFile(env, 'NATS_TLS_KEY');
+  if (!certFile !== !keyFile) throw new ConfigError(certFile ? 'NATS_TLS_KEY' : 'NATS_TLS_CERT', 'NATS_TLS_CERT and NATS_TLS_KEY go together: give both or neither');
+  return caFile || certFile ? { caFile, certFile, keyFile } : undefined;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
   const wsMaxMessageBytes = int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024);
+  // With auth off anyone who reaches the port may publish prices, so only this machine may reach it.
+  const host = env.HOST || (auth ? '0.0.0.0' : '127.0.0.1');
+  const port = int(env, 'PORT', 8080, 0, 65535);
   return Object.freeze({
-    host: env.HOST || '0.0.0.0',
-    port: int(env, 'PORT', 8080, 0, 65535),
+    host,
+    port,
+    metricsHost: env.METRICS_HOST || host,
+    // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
+    metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    ingestOrigins: origins(env, 'INGEST_ORIGINS', [], ['*']),
+    // With keys, a page of any origin still needs a subscriber key, and no cookie rides along; without, only the board.
+    wsOrigins: origins(env, 'WS_ORIGINS', auth ? ['*'] : ['self'], ['*', 'self']),
     databaseUrl: url,
     embeddedPgDir: env.EMBEDDED_PG_DIR || '.data/pg',
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     demoData: bool(env, 'DEMO_DATA', embedded),
     simulator: bool(env, 'SIMULATOR', embedded),
     allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false),
+    uwsBuild: oneOf(env, 'UWS_BUILD', 'auto', ['auto', '20.57', '20.30'] as const),
     auth,
     restRateLimit: int(env, 'REST_RATE_LIMIT', auth ? 200 : 0, 0, 1_000_000),
     authFailureBurst: int(env, 'AUTH_FAILURE_BURST', 20, 0, 1_000_000),
@@ -180,6 +268,8 @@ export function loadConfig(env: Env = process.env): Config {
     bus: oneOf(env, 'BUS', 'memory', ['memory', 'nats'] as const),
     natsUrl: natsUrl(env),
     natsPrefix: prefix(env),
+    natsAuth: natsAuth(env),
+    natsTls: natsTls(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
   });
 }

@@ -27,6 +27,8 @@ export const errors = {
   limit: (why: string) => new ServiceError('LIMIT', why),
   unauthorized: (why: string) => new ServiceError('UNAUTHORIZED', why),
   forbidden: (why: string) => new ServiceError('FORBIDDEN', why),
+  /** A browser page of an origin the route does not allow: `rule` says which origins it does. */
+  originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
   /** A failed-key throttle: this source sent too many wrong keys; even a right one waits. */
@@ -40,6 +42,8 @@ export const errors = {
   tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),
   serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
+  /** `/metrics` asked of the public port. */
+  metricsElsewhere: (port: string) => new ServiceError('NOT_FOUND', `/metrics is not served on this port: scrape the metrics port (METRICS_PORT, ${port})`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>
     new ServiceError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}; use ${allowed}`, { allow: allowed }),
   notWebSocket: (path: string) => new ServiceError('NOT_WEBSOCKET', `${path} takes WebSocket connections only: send a GET with Upgrade: websocket`),

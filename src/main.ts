@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, errorFields } from './log.js';
-import { startEmbedded, type EmbeddedServer } from './db/embedded.js';
-import { nativeUws } from './http/app.js';
+import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
+import { noBuildMessage, uwsBuild } from './http/uws.js';
 import { startService, type Service } from './service.js';
 
 /** What went wrong, in words: some errors carry only a code, and a rejection may carry nothing. */
@@ -10,10 +10,23 @@ function reason(err: unknown): string {
   return message || code || (err === undefined ? 'no reason given' : String(err));
 }
 
+/** The command line: `--fresh` is the only flag. */
+function parseArgs(args: string[], config: Config): { fresh: boolean } {
+  const unknown = args.filter((a) => a !== '--fresh');
+  if (unknown.length) throw new ConfigError('arguments', `unknown ${unknown.join(' ')}; the only one is --fresh (start from a clean embedded demo)`);
+  const fresh = args.includes('--fresh');
+  if (fresh && config.databaseUrl) {
+    throw new ConfigError('--fresh', 'deletes the embedded Postgres data folder, and DATABASE_URL is set, so there is none to delete; clear that database yourself, or unset DATABASE_URL');
+  }
+  return { fresh };
+}
+
 async function main(): Promise<void> {
   let config;
+  let args;
   try {
     config = loadConfig();
+    args = parseArgs(process.argv.slice(2), config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
@@ -22,15 +35,16 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel, config.logPretty);
-  if (!nativeUws) {
-    if (!config.allowUwsFallback) {
-      log.error('the native uWebSockets.js binary did not load; refusing to run on the slow pure-JS fallback (set ALLOW_UWS_FALLBACK=on to allow it)');
+  if (!uwsBuild.native) {
+    // Only v20.30 has a pure-JS fallback, and only when it was among the builds tried.
+    if (!config.allowUwsFallback || !uwsBuild.hasFallback) {
+      process.stderr.write(`cannot start: ${noBuildMessage()}\n`);
       process.exit(1);
     }
-    log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput');
+    log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput', { why: uwsBuild.failure });
   }
   log.info('starting', {
-    port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
+    node: process.version, uws: uwsBuild.native ? uwsBuild.name : 'fallback', port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });
 
   let embedded: EmbeddedServer | undefined;
@@ -61,10 +75,11 @@ async function main(): Promise<void> {
 
   try {
     if (!config.databaseUrl) {
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true });
+      if (args.fresh) await wipeEmbedded(config.embeddedPgDir, log);
+      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
     }
-    service = await startService(config, config.databaseUrl ?? embedded!.url, log);
-    process.stdout.write(`odds service listening on ${service.url}\n`);
+    service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed() });
+    process.stdout.write(`odds service listening on ${service.url} (bound to ${service.bound})\nmetrics and probes on ${service.metricsUrl}\n`);
   } catch (err) {
     log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);

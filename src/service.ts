@@ -19,13 +19,18 @@ import { OddsFeed } from './feed/odds.js';
 import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
-import { createApp, nativeUws } from './http/app.js';
+import { validateOdds } from './ingest/odds.js';
+import { OutsideFeeds } from './ingest/outside.js';
+import { createApp } from './http/app.js';
+import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
 import { registerRest } from './http/rest.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 import { registerDocs } from './http/docs.js';
 import { registerWeb } from './http/web.js';
+import { OriginPolicy } from './http/origin.js';
+import { registerMetrics } from './http/metrics.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
@@ -46,10 +51,15 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
  * concerns (signals, the embedded server) stay in main.ts; tests run this
  * in-process. Each part takes its dependencies by name.
  */
-export async function startService(config: Config, databaseUrl: string, log: Logger): Promise<Service> {
+export interface ServiceOptions {
+  /** Why the database is gone for good (the embedded server's restarts ran out): /ready then answers 503. */
+  databaseLost?(): string | undefined;
+}
+
+export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, nativeUws, version: VERSION });
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION });
   const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
@@ -64,8 +74,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const requests = new SocketRequests({ hub, bc, book, model, maxMarkets: config.wsMaxMarkets });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.setFeed(status) });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
-  const bus = createBus(config, book, log);
-  const busMetrics = new BusMetrics(metrics.registry, bus.kind);
+  const busMetrics = new BusMetrics(metrics.registry, config.bus);
+  const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
@@ -73,17 +83,23 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
-  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log });
+  const outside = new OutsideFeeds();
+  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
+    origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, maxMarkets: config.wsMaxMarkets, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
+  const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
-    changes: referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si)),
+    changes: (changes) => {
+      frames(changes);
+      outside.forgetGone(changes);
+    },
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
@@ -99,21 +115,26 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
     },
   });
-  const router = new Router(app, new HttpMetrics(metrics.registry), auth, gate, log);
-  registerRest(router, {
-    model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions,
-    notReady: () => (state.draining ? 'draining' : gate()),
+  const httpMetrics = new HttpMetrics(metrics.registry);
+  const router = new Router(app, httpMetrics, auth, gate, log);
+  const notReady = () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.());
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
+  const metricsApp = createApp();
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
+  let metricsPort: number | undefined;
+  registerMetrics(router, metricsRouter, {
+    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
   });
-  router.getAsync('/metrics', async () => ({ body: await metrics.text(), type: metrics.registry.contentType }));
   const publishers = registerIngest(app, router, {
-    ingest, auth, hub, gate, log, maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
+    ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
+    maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
   registerDocs(router);
   registerWeb(app);
   router.fallbacks(['/ws', '/ingest']);
 
   return run({
-    config, log, app, pool, router, state,
+    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter, listening: (port) => (metricsPort = port) },
     steps: {
       prepare: async () => {
         await migrate(pool, log);
@@ -133,9 +154,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       started: () => {
         sweeper.start();
         monitor.start();
-        return config.simulator ? startSimulator({ model, ingest, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
+        return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
       },
-      sockets: () => hub.size,
+      sockets: () => hub.sockets,
       publishers: () => publishers.drain(),
       closeSockets: (code, reason) => {
         sweeper.stop();

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../src/config.js';
 
 t.test('defaults: port 8080, embedded database with demo data and simulator', async (t) => {
@@ -11,11 +14,44 @@ t.test('defaults: port 8080, embedded database with demo data and simulator', as
   t.ok(Object.isFrozen(c));
 });
 
+t.test('HOST: loopback with auth off, every interface with auth on, and whatever HOST says', async (t) => {
+  t.equal(loadConfig({}).host, '127.0.0.1');
+  t.equal(loadConfig({ AUTH: 'on' }).host, '0.0.0.0');
+  t.equal(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
+  t.equal(loadConfig({ AUTH: 'on', HOST: '127.0.0.1' }).host, '127.0.0.1');
+});
+
 t.test('with DATABASE_URL the demo data and simulator default to off', async (t) => {
   const c = loadConfig({ DATABASE_URL: 'postgres://u@h/db' });
   t.equal(c.databaseUrl, 'postgres://u@h/db');
   t.equal(c.demoData, false);
   t.equal(c.simulator, false);
+});
+
+t.test('the metrics port: 9464 on the public host, a free one when PORT is 0, both settable', async (t) => {
+  const c = loadConfig({ HOST: '10.0.0.5' });
+  t.same([c.metricsHost, c.metricsPort], ['10.0.0.5', 9464]);
+  t.equal(loadConfig({ PORT: '0' }).metricsPort, 0, 'services started side by side (tests) do not collide');
+  const set = loadConfig({ METRICS_HOST: '127.0.0.1', METRICS_PORT: '9100' });
+  t.same([set.metricsHost, set.metricsPort], ['127.0.0.1', 9100]);
+  t.throws(() => loadConfig({ METRICS_PORT: 'ninety' }), { name: 'ConfigError', message: /^METRICS_PORT: must be a whole number/ });
+});
+
+t.test('browser origins: none may publish; /ws takes the board alone with AUTH=off, any page with AUTH=on', async (t) => {
+  const c = loadConfig({});
+  t.same(c.ingestOrigins, []);
+  t.same(c.wsOrigins, ['self']);
+  t.same(loadConfig({ AUTH: 'on' }).wsOrigins, ['*']);
+  const set = loadConfig({ INGEST_ORIGINS: 'https://feed.example', WS_ORIGINS: ' self, https://bets.example:8443 ,http://[::1]:8080' });
+  t.same(set.ingestOrigins, ['https://feed.example']);
+  t.same(set.wsOrigins, ['self', 'https://bets.example:8443', 'http://[::1]:8080']);
+  t.same(loadConfig({ AUTH: 'on', WS_ORIGINS: '' }).wsOrigins, [], 'empty: no browser page at all');
+});
+
+t.test('a bad origin fails naming its variable', async (t) => {
+  for (const [name, value] of [['WS_ORIGINS', 'bets.example'], ['WS_ORIGINS', 'https://bets.example/'], ['INGEST_ORIGINS', 'self'], ['INGEST_ORIGINS', 'https://Feed.example']]) {
+    t.throws(() => loadConfig({ [name]: value }), { name: 'ConfigError', message: new RegExp(`^${name}: must list origins`) }, `${name}=${value}`);
+  }
 });
 
 t.test('each bad value fails naming its variable', async (t) => {
@@ -31,4 +67,34 @@ t.test('each bad value fails naming its variable', async (t) => {
   for (const [env, msg] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message: msg });
   }
+});
+
+t.test('NATS credentials and TLS: none by default, a password or an nkey seed file, TLS files when given', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'odds-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'x.pem');
+  writeFileSync(file, 'x');
+  t.same(loadConfig({}).natsAuth, { kind: 'none' });
+  t.equal(loadConfig({}).natsTls, undefined);
+  t.same(loadConfig({ NATS_USER: 'odds', NATS_PASSWORD: 'pw' }).natsAuth, { kind: 'password', user: 'odds', password: 'pw' });
+  t.same(loadConfig({ NATS_NKEY_FILE: file }).natsAuth, { kind: 'nkey', seedFile: file });
+  t.same(loadConfig({ NATS_TLS_CA: file }).natsTls, { caFile: file, certFile: undefined, keyFile: undefined });
+  t.same(loadConfig({ NATS_TLS_CERT: file, NATS_TLS_KEY: file }).natsTls, { caFile: undefined, certFile: file, keyFile: file });
+});
+
+t.test('bad NATS credentials or TLS settings fail naming the variable', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'odds-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'x.pem');
+  writeFileSync(file, 'x');
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ NATS_USER: 'odds' }, /^NATS_PASSWORD: is required when NATS_USER is set/],
+    [{ NATS_PASSWORD: 'pw' }, /^NATS_USER: is required when NATS_PASSWORD is set/],
+    [{ NATS_NKEY_FILE: file, NATS_USER: 'odds', NATS_PASSWORD: 'pw' }, /^NATS_NKEY_FILE: give either/],
+    [{ NATS_NKEY_FILE: join(dir, 'missing.nk') }, /^NATS_NKEY_FILE: cannot read the file/],
+    [{ NATS_TLS_CA: join(dir, 'missing.pem') }, /^NATS_TLS_CA: cannot read the file/],
+    [{ NATS_TLS_CERT: file }, /^NATS_TLS_KEY: NATS_TLS_CERT and NATS_TLS_KEY go together/],
+    [{ NATS_TLS_KEY: file }, /^NATS_TLS_CERT: NATS_TLS_CERT and NATS_TLS_KEY go together/],
+  ];
+  for (const [env, msg] of cases) t.throws(() => loadConfig(env), { name: 'ConfigError', message: msg }, JSON.stringify(env));
 });

@@ -1,8 +1,11 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
+import { glibcVersion } from '../src/http/uws.js';
 import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
@@ -26,12 +29,67 @@ t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SI
   t.equal(await again.exited, 0);
 });
 
+t.test('--fresh deletes the embedded data folder first, so the demo is seeded anew', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
+  first.child.kill('SIGTERM');
+  t.equal(await first.exited, 0);
+
+  const fresh = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' }, true, ['--fresh']);
+  t.match(fresh.output(), /embedded postgres data deleted for a fresh start/);
+  t.match(fresh.output(), /demo data loaded/, 'seeded again');
+  const sports = await http<{ si: number }[]>(fresh.url, '/api/v1/sports');
+  t.notOk(sports.body.some((s) => s.si === 901), 'what was ingested before is gone');
+  fresh.child.kill('SIGTERM');
+  t.equal(await fresh.exited, 0);
+});
+
+t.test('--fresh with DATABASE_URL is refused with exit 2 saying why; so is an unknown argument', async (t) => {
+  const withUrl = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--fresh']);
+  t.equal(await withUrl.exited, 2);
+  t.match(withUrl.output(), /--fresh: deletes the embedded Postgres data folder, and DATABASE_URL is set/);
+  const unknown = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--frsh']);
+  t.equal(await unknown.exited, 2);
+  t.match(unknown.output(), /unknown --frsh; the only one is --fresh/);
+});
+
+/** An address of this machine that is not loopback, to dial from outside loopback's reach. */
+const outside = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+const dials = (host: string, port: string) => new Promise<boolean>((ok) => {
+  const s = connect({ host, port: Number(port) }, () => { s.destroy(); ok(true); });
+  s.on('error', () => ok(false));
+});
+
+t.test('with auth off and no HOST it listens on loopback only, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url, HOST: undefined });
+  const port = new URL(svc.url).port;
+  t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 127.0.0.1:${port})`);
+  t.ok(await dials('127.0.0.1', port), 'reached on 127.0.0.1');
+  t.notOk(await dials(outside!, port), `not reached on ${outside}`);
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
+});
+
+t.test('with HOST=0.0.0.0 it listens on every interface, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url, HOST: '0.0.0.0' });
+  const port = new URL(svc.url).port;
+  t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 0.0.0.0:${port} (every interface))`);
+  t.ok(await dials(outside!, port), `reached on ${outside}`);
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
+});
+
 t.test('with DATABASE_URL it uses that server and starts none', async (t) => {
   const url = await freshDatabase(t);
   const svc = await run({ DATABASE_URL: url, DEMO_DATA: 'on' });
   t.match(svc.output(), /"database":"external"/);
   t.notMatch(svc.output(), /embedded postgres started/);
   t.equal((await http(svc.url, '/ready')).status, 200);
+  t.not(svc.metricsUrl, svc.url, 'it prints where its metrics listen');
+  t.match((await http<string>(svc.metricsUrl, '/metrics')).text, /^odds_build_info\{/m);
   svc.child.kill('SIGTERM');
   t.equal(await svc.exited, 0);
 });
@@ -43,9 +101,40 @@ t.test('a bad setting stops the start with exit 2, naming the variable', async (
 });
 
 t.test('on the pure-JS uWS fallback it refuses to start unless allowed', async (t) => {
-  const svc = await run({ UWS_USE_FALLBACK: '1', DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+  const svc = await run({ UWS_BUILD: '20.30', UWS_USE_FALLBACK: '1', DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
   t.equal(await svc.exited, 1);
-  t.match(svc.output(), /native uWebSockets.js binary did not load.*ALLOW_UWS_FALLBACK/);
+  t.match(svc.output(), /v20.30 gave its slow pure-JS fallback.*ALLOW_UWS_FALLBACK=on/);
+});
+
+t.test('the start log and /metrics name the uWS build this host runs: 20.57 where glibc is 2.38 or newer, else 20.30', async (t) => {
+  const glibc = glibcVersion();
+  const expected = glibc && compareVersions(glibc, '2.38') >= 0 ? '20.57' : '20.30';
+  const url = await freshDatabase(t);
+  const svc = await run({ DATABASE_URL: url });
+  t.match(svc.output(), new RegExp(`"node":"${process.version}","uws":"${expected}"`));
+  const metrics = await http<string>(svc.metricsUrl, '/metrics');
+  t.match(metrics.text, `odds_uws_build_info{build="${expected}"} 1`);
+  t.match(metrics.text, 'odds_uws_native 1');
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0);
+});
+
+/** The build this host cannot load natively: 20.57 below glibc 2.38, 20.30 on any Node after 20; none when both load. */
+function unloadableBuild(): string | undefined {
+  const glibc = glibcVersion();
+  if (glibc && compareVersions(glibc, '2.38') < 0) return '20.57';
+  return Number(process.versions.node.split('.')[0]) > 20 ? '20.30' : undefined;
+}
+
+t.test('when no uWS build loads natively, the start stops with one line naming Node, glibc and what to do', { skip: unloadableBuild() ? false : 'every build loads on this host and Node' }, async (t) => {
+  const glibc = glibcVersion();
+  const svc = await run({ UWS_BUILD: unloadableBuild(), DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+  t.equal(await svc.exited, 1);
+  const lines = svc.output().trim().split('\n');
+  t.equal(lines.length, 1, 'one line');
+  t.match(lines[0], `cannot start: no uWebSockets.js build loads natively on Node ${process.version}`);
+  t.match(lines[0], glibc ? `glibc ${glibc}` : 'no glibc');
+  t.match(lines[0], /Run Node 22 or 24 on a host with glibc 2.38 or newer/);
 });
 
 t.test('a port already taken fails the start instead of sharing it', async (t) => {
@@ -98,6 +187,37 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
   t.same([...new Set(closes.map((c) => c.code))], [1001], 'every socket closed with 1001');
   t.notMatch(svc.output(), /"level":"error"/, 'nothing logged as an error');
   t.match(svc.output(), /shutdown: readiness off[\s\S]*listen socket closed[\s\S]*sockets closed[\s\S]*postgres pool closed[\s\S]*"stopped"/, 'steps in order');
+});
+
+t.test('SIGTERM or SIGINT with no socket open: exit 0 at once, without waiting out the drain delay', async (t) => {
+  const url = await freshDatabase(t);
+  // Long enough that a shutdown waiting it out cannot pass, however slow the machine.
+  const drainMs = 30_000;
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '120000' });
+    const started = Date.now();
+    svc.child.kill(signal);
+    t.equal(await svc.exited, 0, signal);
+    const took = Date.now() - started;
+    t.ok(took < drainMs, `${signal}: stopped in ${took} ms`);
+  }
+});
+
+t.test('with a socket open: it is held through the drain delay, then gets 1001, and the process exits 0 within the timeout', async (t) => {
+  const url = await freshDatabase(t);
+  const drainMs = 1500;
+  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '20000' });
+  const { Client } = await import('./helpers/ws.js');
+  const c = await Client.connect(svc.url);
+  await c.request({ op: 'subscribe', mids: ['1.200001001'] });
+  const started = Date.now();
+  svc.child.kill('SIGTERM');
+  const closed = await c.closed;
+  const heldMs = Date.now() - started;
+  t.equal(closed.code, 1001);
+  // Lower bounds only: a busy machine makes the wait longer, never shorter (less a timer's tolerance).
+  t.ok(heldMs >= drainMs - 100, `the socket was held ${heldMs} ms`);
+  t.equal(await svc.exited, 0, 'exit 0: done within SHUTDOWN_TIMEOUT_MS');
 });
 
 t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting', async (t) => {
@@ -160,3 +280,9 @@ t.test('npm test as root with the data folder where the postgres user cannot ent
   t.equal(run.code, 1);
   t.match(run.stderr, new RegExp(`^npm test: run as root, the embedded Postgres runs as the system user "postgres", which cannot enter ${locked} .*chmod o\\+x ${locked}\n$`));
 });
+
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  return 0;
+}

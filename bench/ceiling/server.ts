@@ -14,7 +14,11 @@
  * other URLs; without it every GET is a 404), PORT (0 = free port), HOST.
  */
 import { readFileSync } from 'node:fs';
-import uws from 'uWebSockets.js';
+import type * as Uws from 'uWebSockets.js';
+import { uwsBuild } from '../../src/http/uws.js';
+
+// The same build the service loads, so the ceiling and the service differ only in what they do.
+const uws = uwsBuild.lib;
 import { encodeJson, encodeProto } from '../../src/odds/codec.js';
 import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
 import { newEpoch } from '../../src/odds/book.js';
@@ -43,7 +47,7 @@ const PREFIX: Record<Format, string> = { json: 'j/', proto: 'p/' };
 const encode = (format: Format, msg: ServerMessage) => (format === 'json' ? encodeJson(msg) : encodeProto(msg));
 const seqs = new Map<string, number>();
 
-const upgradeWith = (protocols: string[]) => (res: uws.HttpResponse, req: uws.HttpRequest, context: uws.us_socket_context_t) => {
+const upgradeWith = (protocols: string[]) => (res: Uws.HttpResponse, req: Uws.HttpRequest, context: Uws.us_socket_context_t) => {
   const offered = req.getHeader('sec-websocket-protocol').split(',').map((p) => p.trim());
   const protocol = protocols.find((p) => offered.includes(p)) ?? '';
   const format: Format = protocol === 'odds.v1.proto' ? 'proto' : 'json';

@@ -3,6 +3,8 @@
  * data: every sport, league, event and market ID, and the open markets (not concluded) with
  * their runners, which odds images are published for and sockets subscribe to.
  */
+import { isLineType, type MarketType } from '../../src/refdata/types.js';
+
 export interface OpenMarket {
   mid: string;
   /** Top-level markets can have their state toggled; nested player-race markets cannot. */
@@ -10,6 +12,8 @@ export interface OpenMarket {
   /** Runner IDs of the image; session-like markets without runners publish one runner, 1. */
   rids: number[];
   s: boolean;
+  /** Priced as one line (Yes and No run lines at rates) rather than in decimal odds. */
+  line: boolean;
 }
 
 export interface Catalog {
@@ -22,6 +26,7 @@ export interface Catalog {
 
 interface WireMarket {
   mid: string;
+  ty: MarketType;
   go: boolean;
   s: boolean;
   r?: { rid: number }[];
@@ -57,10 +62,10 @@ export async function readCatalog(base: string): Promise<Catalog> {
     for (const list of Object.values(mk.data)) {
       for (const m of list) {
         mids.push(m.mid);
-        if (!m.go) open.push({ mid: m.mid, topLevel: true, rids: m.r?.map((r) => r.rid) ?? [1], s: m.s });
+        if (!m.go) open.push({ mid: m.mid, topLevel: true, rids: m.r?.map((r) => r.rid) ?? [1], s: m.s, line: isLineType(m.ty) });
         for (const n of m.m ?? []) {
           mids.push(n.mid);
-          if (!m.go && !n.go) open.push({ mid: n.mid, topLevel: false, rids: n.r?.map((r) => r.rid) ?? [1], s: n.s });
+          if (!m.go && !n.go) open.push({ mid: n.mid, topLevel: false, rids: n.r?.map((r) => r.rid) ?? [1], s: n.s, line: false });
         }
       }
     }

@@ -294,7 +294,7 @@ export class IngestFeed {
     ws.send(JSON.stringify({ id, data }));
   }
 
-  /** A full image: three levels a side per runner, prices on a slow random walk. */
+  /** A full image: three levels a side per runner (one line on line markets), prices on a slow random walk. */
   private image(m: OpenMarket): Record<string, unknown> {
     const p = Math.min(40, Math.max(1.05, (this.prices.get(m.mid) ?? 1.5 + Math.random() * 4) * (1 + (Math.random() - 0.5) * 0.02)));
     this.prices.set(m.mid, p);
@@ -302,6 +302,8 @@ export class IngestFeed {
     return {
       kind: 'odds', mid: m.mid, ts: Date.now(), st: Math.random() < 0.02 ? 'SUSPENDED' : 'OPEN', ip: true,
       r: m.rids.map((rid, i) => {
+        // A line market's one runner: No at the line, Yes a run above, at even rates.
+        if (m.line) return { rid, st: 'ACTIVE', b: [[Math.round(p * 10) + 1, 100]], l: [[Math.round(p * 10), 100]] };
         const q = round2(p + i * 0.5);
         return {
           rid, st: 'ACTIVE',

@@ -112,7 +112,7 @@ export class ServiceProcess {
   readonly exited: Promise<Exit>;
   private tail = '';
 
-  private constructor(readonly proc: ChildProcess, readonly url: string, readonly port: number) {
+  private constructor(readonly proc: ChildProcess, readonly url: string, readonly port: number, readonly metricsUrl: string) {
     this.exited = new Promise((ok) => {
       if (proc.exitCode !== null || proc.signalCode !== null) ok((this.exit = { code: proc.exitCode, signal: proc.signalCode }));
       else proc.once('exit', (code, signal) => ok((this.exit = { code, signal })));
@@ -126,9 +126,11 @@ export class ServiceProcess {
   /** Starts the service and waits until it listens and `/ready` answers 200. */
   static async start(dbEnv: Record<string, string>, timeoutMs = 180_000): Promise<ServiceProcess> {
     const port = await freePort();
+    const metricsPort = await freePort();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PORT: String(port),
+      METRICS_PORT: String(metricsPort),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
@@ -141,7 +143,7 @@ export class ServiceProcess {
     if (!dbEnv.DATABASE_URL) delete env.DATABASE_URL;
     const proc = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const url = `http://127.0.0.1:${port}`;
-    const svc = new ServiceProcess(proc, url, port);
+    const svc = new ServiceProcess(proc, url, port, `http://127.0.0.1:${metricsPort}`);
     let early = '';
     let listening = false;
     const onLine = (line: string): void => {

@@ -2,6 +2,9 @@ import type { OddsImage } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
 
+/** Checks an odds image as ingest does: the image, or the first problem. */
+export type ImageCheck = (o: Record<string, unknown>) => { image: OddsImage } | { error: string };
+
 /** An image with its place in its market's order. */
 export interface Ordered {
   epoch: string;

@@ -4,7 +4,7 @@
  * path, so one service's answers can seed another's database.
  */
 import { readFile } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
+import { runsAsTool } from './fresh.js';
 import type pg from 'pg';
 import { loadConfig } from '../config.js';
 import { UsageError, parseCommandLine, refuseStart } from './args.js';
@@ -159,6 +159,6 @@ export async function main(argv: string[]): Promise<number> {
   return code;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (runsAsTool(import.meta.url)) {
   process.exit(await main(process.argv.slice(2)));
 }

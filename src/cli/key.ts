@@ -1,4 +1,4 @@
-import { pathToFileURL } from 'node:url';
+import { runsAsTool } from './fresh.js';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { ROLES, createKey, loadKeys, revokeKey, type Role } from '../auth/keys.js';
@@ -76,6 +76,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (runsAsTool(import.meta.url)) {
   process.exit(await main(process.argv.slice(2)));
 }

@@ -3,17 +3,18 @@
  * (src/client) and prints every frame as one line, for eyeballing the live feed during
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
-import { pathToFileURL } from 'node:url';
 import { parseArgs as parseOptions } from 'node:util';
-import WebSocket from 'ws';
-import { OddsClient, type Subscription } from '../client/index.js';
+import { OddsClient, RefusedError, formatVolume, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
-import { HEARTBEAT, parseHeartbeat, type PriceSize, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
+import { runsAsTool } from './fresh.js';
+import { toolSocket } from './socket.js';
 
-export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--format json|proto] [--hb 5000] [--raw]
+export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
   --url       odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
+  --key       API key, with AUTH=on (sent in the x-api-key header; ?key= in --url works too)
   --format    wire format: json (default) or proto
   --hb        heartbeat after this many ms of silence, 500 to 30000
   --raw       print each decoded message as JSON instead of a summary line
@@ -21,10 +22,13 @@ export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--
   --sport     every market of these sports' events, and markets created later (repeatable, or a comma list)
   --depth     ladder levels a side, 1 to ${MAX_DEPTH}
   --conflate  at most one frame per market per this many ms: 0, or ${CONFLATE.min} to ${CONFLATE.max}
-Market IDs are optional when --event or --sport is given.`;
+Market IDs are optional when --event or --sport is given. Exit 0 on Ctrl-C; 1 when the server
+cannot be reached or refuses the connection (its reason is printed); 2 for a bad command line or
+when the server refuses the subscribe (every market, event and sport asked for).`;
 
 export interface WatchOptions {
   url: string;
+  key?: string;
   format: 'json' | 'proto';
   hb?: number;
   raw: boolean;
@@ -62,7 +66,7 @@ export function parseArgs(argv: string[]): WatchOptions {
     parsed = parseOptions({
       args: argv, allowPositionals: true, strict: true,
       options: {
-        url: { type: 'string' }, format: { type: 'string' }, hb: { type: 'string' }, raw: { type: 'boolean' },
+        url: { type: 'string' }, key: { type: 'string' }, format: { type: 'string' }, hb: { type: 'string' }, raw: { type: 'boolean' },
         event: { type: 'string', multiple: true }, sport: { type: 'string', multiple: true }, depth: { type: 'string' }, conflate: { type: 'string' },
       },
     });
@@ -84,7 +88,8 @@ export function parseArgs(argv: string[]): WatchOptions {
   if (positionals.length === 0 && !eids.length && !sis.length) throw new UsageError('give at least one market ID, --event or --sport');
   const depth = whole(values.depth, '--depth', (n) => n >= 1 && n <= MAX_DEPTH, `a whole number from 1 to ${MAX_DEPTH}`);
   const conflate = whole(values.conflate, '--conflate', (n) => n === 0 || (n >= CONFLATE.min && n <= CONFLATE.max), `0 or a whole number from ${CONFLATE.min} to ${CONFLATE.max}`);
-  return { url, format, hb, raw: values.raw ?? false, mids: positionals, eids, sis, depth, conflate };
+  if (values.key !== undefined && !/^[\x21-\x7e]{1,200}$/.test(values.key)) throw new UsageError('--key must be the key as `npm run key -- create` printed it');
+  return { url, key: values.key, format, hb, raw: values.raw ?? false, mids: positionals, eids, sis, depth, conflate };
 }
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -96,6 +101,8 @@ export function clock(ms: number): string {
 }
 
 const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2)}@${levels[0][1].toFixed(2)}` : '-');
+/** What last traded and how much, each only when the publisher said. */
+const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
 /** One line per frame; `now` is the receive time, passed in so the function stays pure. */
 export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()): string {
@@ -103,8 +110,8 @@ export function formatFrame(msg: ServerMessage, raw: boolean, now = Date.now()):
   const at = clock(now);
   switch (msg.op) {
     case 'odds': {
-      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}`;
-      const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}`);
+      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}${msg.tv === undefined ? '' : ` matched ${formatVolume(msg.tv)}`}`;
+      const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}${traded(r)}`);
       return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}`;
     }
     case 'ack': return `${at} ack id=${msg.id} ${msg.status === 1 ? 'ok' : 'REFUSED'} ${msg.message}`;
@@ -142,10 +149,14 @@ function main(argv: string[]): void {
     process.exitCode = 2;
     return;
   }
-  const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket });
+  const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
-  client.on('message', (msg) => process.stdout.write(formatFrame(msg, opts.raw) + '\n'));
+  const print = (msg: ServerMessage) => process.stdout.write(formatFrame(msg, opts.raw) + '\n');
+  // Odds lines come from the client's book, so an image the server sends again (the client's stored
+  // set attaches a market at connect, the subscribe sends its image once more) prints once.
+  client.on('message', (msg) => msg.op !== 'odds' && print(msg));
+  client.on('odds', print);
   // One bad frame is worth reporting, not worth dropping the whole session over.
   client.on('error', (err) => process.stderr.write(`watch: undecodable frame: ${err.message}\n`));
   client.on('close', (info) => {
@@ -164,8 +175,13 @@ function main(argv: string[]): void {
       process.stderr.write(`watch: ${why}; reconnecting in ${Math.round(info.reconnectInMs)} ms\n`);
     }
   });
-  // A refusal is printed as its ack line; the session goes on.
-  client.subscribe(subscriptionOf(opts)).catch(() => undefined);
+  // A refusal is printed as its ack line. It refuses the one subscribe, so everything asked for:
+  // nothing is left to watch.
+  client.subscribe(subscriptionOf(opts)).catch((err: unknown) => {
+    if (!(err instanceof RefusedError)) return;
+    process.exitCode = 2;
+    client.close();
+  });
   client.connect();
   process.on('SIGINT', () => {
     process.exitCode = 0;
@@ -175,4 +191,4 @@ function main(argv: string[]): void {
   });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main(process.argv.slice(2));
+if (runsAsTool(import.meta.url)) main(process.argv.slice(2));

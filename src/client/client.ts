@@ -83,8 +83,9 @@ export class OddsClient extends Emitter<ClientEvents> {
       this.emit('open', socket.protocol);
     }));
     socket.addEventListener('message', mine((e: { data: unknown }) => this.receive(e.data)));
+    // The first error is the cause (a refused handshake, a refused connect); later ones are its echoes.
     socket.addEventListener('error', mine((e: { message?: string; error?: { message?: string } }) => {
-      error = e.message ?? e.error?.message;
+      error ??= e.message ?? e.error?.message;
     }));
     socket.addEventListener('close', mine((e: { code: number; reason: string }) => this.lost(e.code, String(e.reason ?? ''), opened, error)));
   }

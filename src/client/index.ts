@@ -13,6 +13,7 @@ export { OddsClient } from './client.js';
 export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
 export { MarketBook } from './book.js';
 export { Emitter } from './emitter.js';
+export { formatVolume } from './format.js';
 export { RefusedError, type Removal, type Subscription } from './requests.js';
 export type {
   AckMessage, FeedMessage, FeedStatus, HeartbeatMessage, MarketStateMessage, MarketStatus, OddsMessage, PriceSize, ResultMessage,

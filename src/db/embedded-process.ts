@@ -7,7 +7,7 @@
  * user never learns why. Here every failure says what Postgres printed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -29,7 +29,6 @@ export interface RunAs {
   readonly gid?: number;
 }
 
-export const PASSWORD = 'postgres';
 const READY = 'database system is ready to accept connections';
 const TAIL_LINES = 20;
 
@@ -102,24 +101,19 @@ function launch(bin: string, args: string[], who: RunAs, cwd: string, detached: 
   return { child, ended, said };
 }
 
-/** Creates the data folder's cluster, with the user `postgres` and its password. */
-export async function initialise(bins: Binaries, dataDir: string, who: RunAs, log: Logger): Promise<void> {
+/**
+ * Creates the data folder's cluster, with the user `postgres` and the
+ * password in `pwfile` (beside the folder, which initdb wants empty). Every
+ * connection, local socket or TCP, must give that password (SCRAM): nothing
+ * is trusted for being local.
+ */
+export async function initialise(bins: Binaries, dataDir: string, who: RunAs, log: Logger, pwfile: string): Promise<void> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  // Beside the data folder, which initdb wants empty, and which the postgres user reaches.
-  const pwfile = `${dataDir}.pwfile`;
-  await writeFile(pwfile, `${PASSWORD}\n`, { mode: 0o600 });
-  try {
-    if (who.uid !== undefined) {
-      await chown(dataDir, who.uid, who.gid!);
-      await chown(pwfile, who.uid, who.gid!);
-    }
-    const args = [`--pgdata=${dataDir}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--lc-messages=C'];
-    const initdb = launch(bins.initdb, args, who, dirname(dataDir), false, log);
-    const end = await initdb.ended;
-    if (end.code !== 0) throw failed(`initdb could not create the embedded Postgres in ${dataDir}`, end, initdb);
-  } finally {
-    await rm(pwfile, { force: true });
-  }
+  if (who.uid !== undefined) await chown(dataDir, who.uid, who.gid!);
+  const args = [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwfile}`, '--lc-messages=C'];
+  const initdb = launch(bins.initdb, args, who, dirname(dataDir), false, log);
+  const end = await initdb.ended;
+  if (end.code !== 0) throw failed(`initdb could not create the embedded Postgres in ${dataDir}`, end, initdb);
 }
 
 export interface Postmaster {
@@ -131,10 +125,12 @@ export interface Postmaster {
 /**
  * Starts Postgres on the data folder and resolves once it accepts
  * connections. `spawned` is told its pid at once, before it is ready, so an
- * owner record exists for as long as the server can.
+ * owner record exists for as long as the server can; `died` is told why, in
+ * words, if it exits once ready without being asked to stop.
  */
 export async function startPostgres(
-  bins: Binaries, dataDir: string, port: number, who: RunAs, detached: boolean, log: Logger, spawned: (pid: number) => void,
+  bins: Binaries, dataDir: string, port: number, who: RunAs, detached: boolean, log: Logger,
+  spawned: (pid: number) => void, died: (why: string) => void = () => undefined,
 ): Promise<Postmaster> {
   let ready!: () => void;
   const isReady = new Promise<void>((ok) => (ready = ok));
@@ -144,7 +140,7 @@ export async function startPostgres(
   let watching = false;
   const exited = new Promise<void>((ok) => {
     pg.child.once('exit', (code, signal) => {
-      if (watching) log.warn('embedded postgres exited', { code, signal });
+      if (watching) died(signal ? `killed by ${signal}` : `exit code ${code}: ${pg.said()}`);
       ok();
     });
     pg.child.once('error', () => ok());

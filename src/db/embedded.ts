@@ -1,16 +1,20 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { clearOwner, inspect, stopOrphan, writeOwner, type Holder, type Owner } from './embedded-owner.js';
-import { EmbeddedError, PASSWORD, binaries, initialise, startPostgres } from './embedded-process.js';
+import { EmbeddedError, binaries, initialise, startPostgres } from './embedded-process.js';
+import { pendingPassword, readPassword, settlePassword } from './embedded-password.js';
 import { checkReachable, runAs } from './embedded-root.js';
+import { Keeper, RESTARTS } from './embedded-keeper.js';
 
 export { EmbeddedError } from './embedded-process.js';
 
 export interface EmbeddedServer {
   readonly url: string;
+  /** Why it is down for good (its restarts ran out); undefined while it runs or is being restarted. */
+  failed(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -24,6 +28,8 @@ export interface StartedBy {
    * the terminal's whole group) does not stop Postgres under the draining service.
    */
   readonly stopsOnSignal?: boolean;
+  /** It relies on the server for as long as it runs, so a server that dies is started again. */
+  readonly restarts?: boolean;
 }
 
 const SERVICE: StartedBy = { kind: 'service', command: 'the service' };
@@ -40,7 +46,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-const urlFor = (port: number) => `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/postgres`;
+const urlFor = (port: number, password: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 
 function inUse(dataDir: string, holder: Exclude<Holder, { state: 'free' | 'orphan' }>): EmbeddedError {
   if (holder.state === 'unknown') {
@@ -76,26 +82,56 @@ export async function startEmbedded(dir: string, port: number, log: Logger, by: 
   await checkReachable(bins, dataDir, who);
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
     log.info('initialising embedded postgres', { dir: dataDir });
-    await initialise(bins, dataDir, who, log);
+    await initialise(bins, dataDir, who, log, (await pendingPassword(dataDir, who)).file);
   }
+  const known = await readPassword(dataDir);
   const chosen = port || (await freePort());
   let postgresPid = 0;
-  const server = await startPostgres(bins, dataDir, chosen, who, by.stopsOnSignal ?? false, log, (pid) => {
+  const keeper = new Keeper((died) => startPostgres(bins, dataDir, chosen, who, by.stopsOnSignal ?? false, log, (pid) => {
     postgresPid = pid;
     writeOwner(dataDir, { pid: process.pid, kind: by.kind, command: by.command, postgresPid: pid });
-  }).catch((err: unknown) => {
+  }, died), log, by.restarts ? RESTARTS : undefined);
+  await keeper.start().catch((err: unknown) => {
     clearOwner(dataDir, postgresPid);
     throw err;
   });
   log.info('embedded postgres started', { port: chosen, dir: dataDir });
+  let password: string;
+  try {
+    password = known ?? (await settlePassword(dataDir, chosen, who, log));
+  } catch (err) {
+    await keeper.stop();
+    clearOwner(dataDir, postgresPid);
+    throw err;
+  }
   return {
-    url: urlFor(chosen),
+    url: urlFor(chosen, password),
+    failed: () => keeper.failed,
     stop: async () => {
-      await server.stop();
-      clearOwner(dataDir, server.pid);
+      await keeper.stop();
+      clearOwner(dataDir, postgresPid);
       log.info('embedded postgres stopped');
     },
   };
+}
+
+/**
+ * Deletes the embedded data folder, for a start from a clean demo. A server
+ * still running on it is stopped first when its owner is gone, and refused
+ * otherwise; a folder that is not a Postgres data folder is never deleted, so
+ * a mistyped EMBEDDED_PG_DIR cannot wipe anything else.
+ */
+export async function wipeEmbedded(dir: string, log: Logger): Promise<void> {
+  const dataDir = resolve(dir);
+  if (!existsSync(dataDir)) return;
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    throw new EmbeddedError(`--fresh would delete ${dataDir}, which is not a Postgres data folder (no PG_VERSION): delete it yourself, or set EMBEDDED_PG_DIR to the embedded data folder`);
+  }
+  const holder = inspect(dataDir);
+  if (holder.state === 'held' || holder.state === 'unknown') throw inUse(dataDir, holder);
+  if (holder.state === 'orphan') await stopOrphan(dataDir, holder.pid);
+  await rm(dataDir, { recursive: true, force: true });
+  log.info('embedded postgres data deleted for a fresh start', { dir: dataDir });
 }
 
 /**
@@ -108,6 +144,8 @@ export async function reachEmbedded(dir: string, port: number, log: Logger, comm
   const holder = inspect(dataDir);
   if (holder.state !== 'held' || holder.owner.kind !== 'service') return startEmbedded(dir, port, log, { kind: 'cli', command });
   if (!holder.port) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) is still starting the embedded Postgres in ${dataDir}: try again in a moment`);
+  const password = await readPassword(dataDir);
+  if (!password) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) has not yet written the password of the embedded Postgres in ${dataDir}: try again in a moment`);
   log.info('using the embedded postgres of the running service', { pid: holder.owner.pid, port: holder.port });
-  return { url: urlFor(holder.port), stop: async () => undefined };
+  return { url: urlFor(holder.port, password), failed: () => undefined, stop: async () => undefined };
 }

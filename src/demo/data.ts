@@ -2,14 +2,16 @@
  * The demo data set, as ingest items. It loads into an empty database so a
  * fresh `npm start` has something to show, and it doubles as a fixture: between them the events
  * cover every state a client must handle (upcoming, in play, concluded, abandoned, recalled,
- * suspended) and event 30000001 carries every market type of the spec except `goals`, which only
- * means something on soccer. Start times are relative to `now` so the set never goes stale.
+ * suspended) and event 30000001 carries every market type except `goals`, which only
+ * means something on soccer. Start times are relative to `now` so the set never goes stale; the
+ * lifecycle (lifecycle.ts) then runs the day on from there.
  */
-import type { Sport, League, Event, Market, MarketResult } from '../refdata/types.js';
+import type { Sport, League, Event, Market, MarketResult, Runner } from '../refdata/types.js';
 import {
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
   closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, tennis,
 } from './markets.js';
+import { SLOTS, fixtureMarkets, tvFor } from './fixtures.js';
 
 export type DemoItem =
   | ({ kind: 'sport' } & Sport)
@@ -47,6 +49,23 @@ const LEAGUES: League[] = [
   { li: 7002, si: 7, na: 'Cheltenham Festival' },
 ];
 
+const horses = (field: string): Runner[] => field.split(', ').map((na) => rn(0, na));
+
+/** Each fixture slot's first fixture: its two sides, or a race's field. */
+const FIRST: Readonly<Record<number, Runner[]>> = {
+  30000004: [RCB, KKR],
+  30000006: [rn(123, 'Perth Scorchers'), rn(124, 'Brisbane Heat')],
+  30000007: [rn(115, 'Delhi Capitals'), rn(116, 'Rajasthan Royals')],
+  30000012: [rn(1103, 'Liverpool'), rn(1104, 'Manchester City')],
+  30000014: [rn(1201, 'Real Madrid'), rn(1202, 'Barcelona')],
+  30000015: [rn(1203, 'Atletico Madrid'), rn(1204, 'Sevilla')],
+  30000022: [rn(2103, 'Novak Djokovic'), rn(2104, 'Alexander Zverev')],
+  30000024: [rn(2201, 'Iga Swiatek'), rn(2202, 'Aryna Sabalenka')],
+  30000025: [rn(2203, 'Coco Gauff'), rn(2204, 'Elena Rybakina')],
+  30000032: horses('River Tiber, Bucanero Fuerte, Haatem, Givemethebeatboys, Rashabar, Unquestionable'),
+  30000034: horses('Constitution Hill, Jonbon, Marine Nationale, Sir Gino, Mystical Power, Ballyburn'),
+};
+
 export function demoItems(now: Date): DemoItem[] {
   // Whole minutes, so start times read like a schedule.
   const base = Math.floor(now.getTime() / 60_000) * 60_000;
@@ -56,7 +75,7 @@ export function demoItems(now: Date): DemoItem[] {
     return {
       kind: 'event', eid, na, st: new Date(base + hours * HOUR).toISOString(),
       go: state === 'done', ip: state === 'live', si: league.si, li,
-      tv: tv ? `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>` : null,
+      tv: tv ? tvFor(eid) : null,
     };
   };
 
@@ -66,23 +85,24 @@ export function demoItems(now: Date): DemoItem[] {
     event(30000003, 4002, 'Mumbai Indians v Chennai Super Kings', -6, 'done'),
     event(30000004, 4002, 'Royal Challengers Bengaluru v Kolkata Knight Riders', 3, 'soon', true),
     event(30000005, 4003, 'Sydney Sixers v Melbourne Stars', -30, 'done'),
-    event(30000006, 4003, 'Perth Scorchers v Brisbane Heat', 28, 'soon'),
+    event(30000006, 4003, 'Perth Scorchers v Brisbane Heat', 6, 'soon'),
+    event(30000007, 4002, 'Delhi Capitals v Rajasthan Royals', 9, 'soon'),
     event(30000011, 1001, 'Arsenal v Chelsea', -0.75, 'live', true),
-    event(30000012, 1001, 'Liverpool v Manchester City', 26, 'soon', true),
+    event(30000012, 1001, 'Liverpool v Manchester City', 2, 'soon', true),
     event(30000013, 1001, 'Manchester United v Tottenham Hotspur', -22, 'done'),
     event(30000014, 1002, 'Real Madrid v Barcelona', -0.5, 'live', true),
-    event(30000015, 1002, 'Atletico Madrid v Sevilla', 50, 'soon'),
+    event(30000015, 1002, 'Atletico Madrid v Sevilla', 5, 'soon'),
     event(30000016, 1002, 'Valencia v Villarreal', -48, 'done'),
     event(30000021, 2001, 'Carlos Alcaraz v Jannik Sinner', -0.75, 'live', true),
     event(30000022, 2001, 'Novak Djokovic v Alexander Zverev', 4, 'soon'),
     event(30000023, 2001, 'Daniil Medvedev v Casper Ruud', -20, 'done'),
     event(30000024, 2002, 'Iga Swiatek v Aryna Sabalenka', -0.25, 'live', true),
-    event(30000025, 2002, 'Coco Gauff v Elena Rybakina', 22, 'soon'),
+    event(30000025, 2002, 'Coco Gauff v Elena Rybakina', 6, 'soon'),
     event(30000026, 2002, 'Jessica Pegula v Ons Jabeur', -25, 'done'),
     event(30000031, 7001, 'Queen Anne Stakes', 0, 'live', true),
     event(30000032, 7001, 'Coventry Stakes', 0.5, 'soon'),
     event(30000033, 7001, "King's Stand Stakes", -1, 'done'),
-    event(30000034, 7002, "Supreme Novices' Hurdle", 24, 'soon'),
+    event(30000034, 7002, "Supreme Novices' Hurdle", 1.5, 'soon'),
     event(30000035, 7002, 'Cheltenham Gold Cup', -25, 'done'),
   ];
 
@@ -98,40 +118,31 @@ export function demoItems(now: Date): DemoItem[] {
       market(30000002, 8, 'other-market', 'Total Match Sixes'),
     ].map(closed),
     ...[...cricketCore(30000003, MI, CSK), session(30000003, 3, 1, '6 Over Runs MI')].map(closed),
-    ...cricketCore(30000004, RCB, KKR, { if: 'Rain delay expected' }),
-    // Not opened yet: listed but inactive until the toss.
-    market(30000004, 3, 'completed-match', 'Completed Match', { r: [YES, NO], s: false }),
-    market(30000004, 4, 'tied-match', 'Tied Match', { r: [YES, NO], s: false }),
-    session(30000004, 5, 1, '6 Over Runs RCB'),
-    session(30000004, 6, 2, '20 Over Runs RCB'),
     ...[
       // Settled on the wrong winner and recalled (see its result).
       market(30000005, 1, 'match-odd', 'Match Odds', { r: [SIX, STA], rt: true }),
       market(30000005, 2, 'bookmaker2', 'Bookmaker 2', { r: [SIX, STA] }),
       session(30000005, 3, 1, '20 Over Runs SIX'),
     ].map(closed),
-    ...cricketCore(30000006, rn(123, 'Perth Scorchers'), rn(124, 'Brisbane Heat')),
-    session(30000006, 3, 1, '6 Over Runs PS'),
 
     ...soccer(30000011, rn(1101, 'Arsenal'), rn(1102, 'Chelsea'), [0.5, 1.5, 2.5, 3.5]),
-    ...soccer(30000012, rn(1103, 'Liverpool'), rn(1104, 'Manchester City'), [1.5, 2.5]),
     ...soccer(30000013, rn(1105, 'Manchester United'), rn(1106, 'Tottenham Hotspur'), [1.5, 2.5]).map(closed),
-    ...soccer(30000014, rn(1201, 'Real Madrid'), rn(1202, 'Barcelona'), [0.5, 1.5, 2.5, 3.5]),
-    ...soccer(30000015, rn(1203, 'Atletico Madrid'), rn(1204, 'Sevilla'), [1.5, 2.5]),
     ...soccer(30000016, rn(1205, 'Valencia'), rn(1206, 'Villarreal'), [1.5, 2.5]).map(closed),
 
     ...tennis(30000021, rn(2101, 'Carlos Alcaraz'), rn(2102, 'Jannik Sinner'), true),
-    ...tennis(30000022, rn(2103, 'Novak Djokovic'), rn(2104, 'Alexander Zverev')),
     ...tennis(30000023, rn(2105, 'Daniil Medvedev'), rn(2106, 'Casper Ruud')).map(closed),
-    ...tennis(30000024, rn(2201, 'Iga Swiatek'), rn(2202, 'Aryna Sabalenka'), true),
-    ...tennis(30000025, rn(2203, 'Coco Gauff'), rn(2204, 'Elena Rybakina')),
     ...tennis(30000026, rn(2205, 'Jessica Pegula'), rn(2206, 'Ons Jabeur')).map(closed),
 
     ...race(30000031, 'Paddington, Inspiral, Big Rock, Mostahdaf, Charyn, Facteur Cheval, Chaldean'),
-    ...race(30000032, 'River Tiber, Bucanero Fuerte, Haatem, Givemethebeatboys, Rashabar, Unquestionable'),
     ...race(30000033, "Bradsell, Highfield Princess, Asfoora, Big Evs, Live In The Dream, Believing, Dramatised").map(closed),
-    ...race(30000034, "Constitution Hill, Jonbon, Marine Nationale, Sir Gino, Mystical Power, Ballyburn"),
     ...race(30000035, "Galopin Des Champs, Gerri Colombe, Fastorslow, L'Homme Presse, Bravemansgame, Shishkin, Hewick, Corach Rambler").map(closed),
+
+    // The fixture slots' first fixtures, in the markets every fixture of the slot lists.
+    ...SLOTS.flatMap((slot) => fixtureMarkets(slot, FIRST[slot.eid]).map((m) => {
+      // In play already, so nothing waits for the start; and one pre-match market carries a note.
+      if (events.some((e) => e.eid === slot.eid && e.ip)) return { ...m, s: true };
+      return m.mid === mid(30000004, 1) ? { ...m, if: 'Rain delay expected' } : m;
+    })),
   ];
 
   // Rids in results point at runners above: 101 India, 1105 Man Utd, 9000 the draw, 9011/9012 over/under.

@@ -1,12 +1,21 @@
 import type { Ingest } from '../ingest/ingest.js';
-import type { Logger } from '../log.js';
+import { errorFields, type Logger } from '../log.js';
+import { seeded, seedOf } from '../lib/random.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
+import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
+import { overs, settle, storyOf } from './outcomes.js';
+import { demoItems, type MarketItem, type ResultItem } from './data.js';
+import { mid } from './markets.js';
 
 type Item = Record<string, unknown>;
-const LINE_TYPES = new Set(['session', 'ball-by-ball', 'odd-even', 'khadometer', 'line-market', 'other-market']);
-/** Enough events for a lively demo without the data set growing for ever. */
-const MAX_EVENTS = 60;
+const MINUTE = 60_000;
+/** Share of steps that suspend one in-play market; it opens again at the next step. */
+const P_SUSPEND = 0.3;
+/** A recalled result is recalled this long after the match ends. */
+const RECALL_AFTER_MIN = 20;
+/** A T20 innings is about this share of the match, so a session of n overs settles at n / 20 of it. */
+const INNINGS_SHARE = 0.45;
 
 export interface LifecycleOptions {
   model: ReadModel;
@@ -14,26 +23,36 @@ export interface LifecycleOptions {
   log: Logger;
   intervalMs?: number;
   random?: () => number;
+  /** The demo's clock; a test drives a simulated day through it. */
+  now?: () => number;
+  /** Markets another publisher feeds: neither they nor their events are touched. */
+  fedElsewhere?: (mid: string) => boolean;
 }
 
 /**
- * Moves the demo data through a match day, one ingest batch per step: events
- * go in play and conclude (settling their markets), markets suspend and
- * resume, sessions settle, a few results are recalled or abandoned, and new
- * events appear. Everything goes through ingest, as a real publisher's would.
+ * Runs the demo's match day by the clock, one ingest batch per step, as a
+ * real publisher would: each fixture slot kicks off at its start time,
+ * settles its sessions as the overs pass, concludes with results that agree
+ * with each other (or is rained off), and is listed again as the slot's next
+ * fixture once its results have been up a while. Featured events stay in
+ * play; any that is not (data from an earlier version) is set back to its
+ * demo state. Markets in play suspend briefly now and then.
  */
 export class Lifecycle {
   private timer: NodeJS.Timeout | undefined;
   private readonly random: () => number;
+  private readonly now: () => number;
+  private busy = false;
+  /** The reason steps are being refused, logged once until they are accepted again. */
+  private refused: string | undefined;
 
   constructor(private readonly opts: LifecycleOptions) {
     this.random = opts.random ?? Math.random;
+    this.now = opts.now ?? Date.now;
   }
 
   start(): void {
-    this.timer ??= setInterval(() => {
-      this.step().catch((err: Error) => this.opts.log.warn('lifecycle step refused', { err: err.message }));
-    }, this.opts.intervalMs ?? 5000);
+    this.timer ??= setInterval(() => void this.tick(), this.opts.intervalMs ?? 5000);
     this.timer.unref();
   }
 
@@ -42,90 +61,119 @@ export class Lifecycle {
     this.timer = undefined;
   }
 
-  /** Takes one step and returns the batch it ingested (empty when nothing applied). */
+  private async tick(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await this.step();
+      if (this.refused) this.opts.log.info('demo lifecycle steps accepted again');
+      this.refused = undefined;
+    } catch (err) {
+      const why = errorFields(err);
+      if (why.err !== this.refused) this.opts.log.warn('demo lifecycle step refused; trying again each step', why);
+      this.refused = String(why.err);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Takes one step at the clock's time and returns the batch it ingested (empty when nothing was due). */
   async step(): Promise<Item[]> {
-    const events = this.opts.model.allEvents();
-    const markets = [...this.opts.model.allMarkets()];
-    const live = events.filter((e) => e.ip && !e.go);
-    const open = (m: Market) => !m.go && live.some((e) => e.eid === m.eid);
-    const actions: (() => Item[] | undefined)[] = [
-      () => this.kickOff(events),
-      () => this.toggle(markets.filter(open)),
-      () => this.settleSession(markets.filter((m) => open(m) && m.ty === 'session')),
-      () => this.conclude(live, markets),
-      () => this.recall(markets.filter((m) => m.go && !m.rt && !m.m)),
-      () => this.abandon(markets.filter((m) => !m.go && !m.m && events.some((e) => e.eid === m.eid && !e.ip && !e.go))),
-      () => this.newEvent(events),
-    ];
-    for (let tries = 0; tries < actions.length; tries++) {
-      const batch = this.pick(actions)();
-      if (batch?.length) {
-        await this.opts.ingest.accept(batch);
-        return batch;
-      }
+    const { model } = this.opts;
+    const now = this.now();
+    const theirs = this.fedEvents();
+    const markets = [...model.allMarkets()].filter((m) => !theirs.has(m.eid));
+    const of = (eid: number) => markets.filter((m) => m.eid === eid);
+    const ours = (eid: number) => (theirs.has(eid) ? undefined : model.event(eid));
+    const live = new Set([...FEATURED, ...SLOTS.map((s) => s.eid)].filter((eid) => ours(eid)?.ip && !ours(eid)?.go));
+    const batch: Item[] = markets.filter((m) => live.has(m.eid) && !m.go && !m.s).map((m) => ({ kind: 'market', mid: m.mid, s: true }));
+    for (const eid of FEATURED) if (!live.has(eid) && ours(eid)) batch.push(...revive(eid));
+    for (const slot of SLOTS) {
+      const e = ours(slot.eid);
+      if (e) batch.push(...this.advance(slot, e, of(slot.eid), now));
+    }
+    const touched = new Set(batch.map((i) => i.mid));
+    const steady = markets.filter((m) => live.has(m.eid) && m.s && !m.go && !touched.has(m.mid));
+    if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].mid, s: false });
+    if (batch.length) await this.opts.ingest.accept(batch, { from: 'simulator' });
+    return batch;
+  }
+
+  /** Events holding a market another publisher feeds: the step leaves them and all their markets alone. */
+  private fedEvents(): Set<number> {
+    const fed = this.opts.fedElsewhere;
+    const theirs = new Set<number>();
+    if (!fed) return theirs;
+    for (const m of this.opts.model.allMarkets()) if (fed(m.mid) || (m.m ?? []).some((n) => fed(n.mid))) theirs.add(m.eid);
+    return theirs;
+  }
+
+  /** What is due for one slot's fixture at `now`. */
+  private advance(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
+    const timing = TIMING[slot.si];
+    const start = Date.parse(e.st);
+    const end = start + timing.inPlay * MINUTE;
+    const story = storyOf(e.eid, e.st, slot.si);
+    const open = markets.filter((m) => !m.go);
+    if (!e.ip && !e.go) {
+      return now < start ? [] : [{ kind: 'event', eid: e.eid, ip: true }, ...open.filter((m) => !m.s).map((m) => ({ kind: 'market', mid: m.mid, s: true }))];
+    }
+    if (!e.go) {
+      const played = (now - start) / (end - start);
+      if (story.abandonAt !== undefined && played >= story.abandonAt) return conclude(e, open, () => [{ res: 'Abandoned', ia: true }]);
+      if (now >= end) return conclude(e, open, (m) => settle(m, e.st, story));
+      const due = open.filter((m) => m.ty === 'session' && played >= ((overs(m.na) ?? Infinity) / 20) * INNINGS_SHARE);
+      return due.flatMap((m) => [{ kind: 'market', mid: m.mid, s: false, go: true }, ...settle(m, e.st, story)]);
+    }
+    if (now >= end + timing.rest * MINUTE) return relist(slot, e, markets, now);
+    const odds = markets.find((m) => m.mid === mid(e.eid, 1));
+    if (story.recall && story.abandonAt === undefined && odds && !odds.rt && now >= end + RECALL_AFTER_MIN * MINUTE) {
+      return [{ kind: 'market', mid: odds.mid, rt: true }, { kind: 'result', mid: odds.mid, rt: true }];
     }
     return [];
   }
+}
 
-  private pick<T>(list: readonly T[]): T {
-    return list[Math.floor(this.random() * list.length)];
-  }
+/** Ends a fixture: every open market closes with its result. */
+function conclude(e: Event, open: Market[], results: (m: Market) => Item[]): Item[] {
+  return [
+    { kind: 'event', eid: e.eid, ip: false, go: true },
+    ...open.flatMap((m) => [{ kind: 'market', mid: m.mid, s: false, go: true }, ...results(m).map((r) => ({ kind: 'result', mid: r.mid ?? m.mid, rt: false, ia: false, ...r }))]),
+  ];
+}
 
-  private kickOff(events: Event[]): Item[] | undefined {
-    const next = events.filter((e) => !e.ip && !e.go).sort((a, b) => (a.st < b.st ? -1 : 1))[0];
-    return next && [{ kind: 'event', eid: next.eid, ip: true }];
-  }
+/**
+ * The slot's next fixture, under the same event ID: drawn from a seed of the
+ * one that ended, so a step repeated before the read model caught up lists
+ * the same fixture. Markets the new fixture does not have stay concluded.
+ */
+function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
+  const random = seeded(seedOf(`${e.eid}|${e.st}|next`));
+  const fixture = drawFixture(slot, random);
+  const [lo, hi] = TIMING[slot.si].lead;
+  const st = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
+  const fresh = fixtureMarkets(slot, fixture.sides).map((m) => ({ ...m, rt: false, if: null }));
+  const mids = new Set(fresh.map((m) => m.mid));
+  return [
+    { kind: 'event', eid: e.eid, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.eid) : null },
+    ...fresh,
+    ...fresh.map((m) => ({ kind: 'result', mid: m.mid, res: '', rt: false, ia: false })),
+    ...markets.filter((m) => !mids.has(m.mid) && !m.go).map((m) => ({ kind: 'market', mid: m.mid, s: false, go: true })),
+  ];
+}
 
-  private toggle(markets: Market[]): Item[] | undefined {
-    const m = markets.length ? this.pick(markets) : undefined;
-    return m && [{ kind: 'market', mid: m.mid, s: !m.s }];
-  }
-
-  private settleSession(sessions: Market[]): Item[] | undefined {
-    const m = sessions.length ? this.pick(sessions) : undefined;
-    return m && [{ kind: 'market', mid: m.mid, s: false, go: true }, { kind: 'result', mid: m.mid, res: String(20 + Math.floor(this.random() * 180)), rt: false, ia: false }];
-  }
-
-  /** Ends an event: every open market concludes with a result of its kind. */
-  private conclude(live: Event[], markets: Market[]): Item[] | undefined {
-    const e = live.length > 1 ? this.pick(live) : undefined;
-    if (!e) return undefined;
-    const items: Item[] = [{ kind: 'event', eid: e.eid, ip: false, go: true }];
-    for (const m of markets.filter((x) => x.eid === e.eid && !x.go)) {
-      items.push({ kind: 'market', mid: m.mid, s: false, go: true });
-      const settle = (mid: string, rids: number[]) => items.push({ kind: 'result', mid, res: this.outcome(m, rids), rt: false, ia: false });
-      if (m.m) for (const n of m.m) settle(n.mid, n.r.map((r) => r.rid));
-      else settle(m.mid, (m.r ?? []).map((r) => r.rid));
-    }
-    return items;
-  }
-
-  private outcome(m: Market, rids: number[]): string {
-    if (m.ty === 'odd-even' || m.ty === 'khadometer') return this.random() < 0.5 ? 'back' : 'lay';
-    if (LINE_TYPES.has(m.ty) || !rids.length) return String(Math.floor(this.random() * 200));
-    return String(this.pick(rids));
-  }
-
-  /** A settled result withdrawn: the market and its result are marked recalled. */
-  private recall(settled: Market[]): Item[] | undefined {
-    const m = settled.length ? this.pick(settled) : undefined;
-    return m && [{ kind: 'market', mid: m.mid, rt: true }, { kind: 'result', mid: m.mid, rt: true }];
-  }
-
-  private abandon(upcoming: Market[]): Item[] | undefined {
-    const m = upcoming.length ? this.pick(upcoming) : undefined;
-    return m && [{ kind: 'market', mid: m.mid, s: false, go: true }, { kind: 'result', mid: m.mid, res: 'Abandoned', rt: false, ia: true }];
-  }
-
-  private newEvent(events: Event[]): Item[] | undefined {
-    if (events.length >= MAX_EVENTS || !events.length) return undefined;
-    const like = this.pick(events);
-    const eid = Math.max(...events.map((e) => e.eid)) + 1;
-    const st = new Date(Date.now() + (30 + Math.floor(this.random() * 150)) * 60_000).toISOString();
-    const home = 1000 + Math.floor(this.random() * 8000);
-    return [
-      { kind: 'event', eid, na: `Team ${home} v Team ${home + 1}`, st, go: false, ip: false, si: like.si, li: like.li, tv: null },
-      { kind: 'market', mid: `1.9${eid}`, eid, na: 'Match Odds', ty: 'match-odd', s: true, go: false, rt: false, r: [{ rid: home, na: `Team ${home}` }, { rid: home + 1, na: `Team ${home + 1}` }] },
-    ];
-  }
+/**
+ * A featured event back in its demo state: in play, its markets and results as the demo set lists
+ * them, and every other result of its markets cleared.
+ */
+function revive(eid: number): Item[] {
+  const items = demoItems(new Date());
+  const markets = items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid);
+  const mids = markets.flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]);
+  const results = new Map(items.filter((i): i is ResultItem => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
+  return [
+    ...items.filter((i) => i.kind === 'event' && i.eid === eid),
+    ...markets,
+    ...mids.map((mid) => results.get(mid) ?? { kind: 'result', mid, res: '', rt: false, ia: false }),
+  ].map((i) => ({ ...i }));
 }

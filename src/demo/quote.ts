@@ -14,9 +14,9 @@ const FAIR_MAX = 500;
 const LEVELS = 3;
 
 /**
- * The simulator's prices: runners' ladders from drifting strengths, one line
- * for the fancy markets, exchange tick sizes and plausible stakes, all from
- * one random source so a seeded run repeats.
+ * The simulator's prices: runners' ladders from drifting strengths with what
+ * last traded and how much, one line for the fancy markets, exchange tick
+ * sizes and plausible stakes, all from one random source so a seeded run repeats.
  */
 export class Quoter {
   constructor(private readonly random: () => number) {}
@@ -34,7 +34,10 @@ export class Quoter {
       // Best back just under fair and best lay at or over it: the back book carries the overround.
       const back = tickDown(fair);
       const lay = tickUp(back, this.chance(0.7) ? 1 : this.int(2, 3));
-      return { rid, st: 'ACTIVE', b: this.levels(back, tickDown), l: this.levels(lay, tickUp) };
+      // Since the last quote a stake was matched at one of the best prices.
+      book.tv[i] = Math.round((book.tv[i] + this.size()) * 100) / 100;
+      const ltp = this.chance(0.5) ? back : lay;
+      return { rid, st: 'ACTIVE', b: this.levels(back, tickDown), l: this.levels(lay, tickUp), ltp, tv: book.tv[i] };
     });
   }
 

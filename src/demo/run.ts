@@ -1,24 +1,26 @@
 import type { Ingest } from '../ingest/ingest.js';
+import type { OutsideFeeds } from '../ingest/outside.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
 import { Lifecycle } from './lifecycle.js';
 import { Simulator, type SimMarket } from './simulator.js';
+import { openingLine } from './outcomes.js';
 
 /**
  * What the simulator animates, read from the read model each tick so markets
  * that appear, suspend or close are followed. A player-race's nested markets
  * carry its runners, so each is simulated as a runner market of its own.
  */
-function simMarkets(model: ReadModel): SimMarket[] {
+function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
   const out: SimMarket[] = [];
   for (const m of model.allMarkets()) {
     const event = model.event(m.eid);
     const inPlay = event?.ip ?? false;
     const closed = m.go || (event?.go ?? false);
     if (m.m) {
-      for (const n of m.m) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
-    } else {
-      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid) });
+      for (const n of m.m) if (!outside.has(n.mid)) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
+    } else if (!outside.has(m.mid)) {
+      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
     }
   }
   return out;
@@ -26,23 +28,25 @@ function simMarkets(model: ReadModel): SimMarket[] {
 
 /**
  * Publishes simulated odds, and moves markets through their lifecycle,
- * through the ingest path, as an external publisher would.
+ * through the ingest path, as an external publisher would. Markets another
+ * publisher feeds (`outside`) are left to it, odds and lifecycle alike.
  */
 export interface SimulatorRun {
   model: ReadModel;
   ingest: Ingest;
+  outside: OutsideFeeds;
   intervalMs: number;
   lifecycleMs: number;
   log: Logger;
 }
 
-export function startSimulator({ model, ingest, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
-  const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs });
+export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
+  const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
   const sim = new Simulator({
     intervalMs,
-    markets: () => simMarkets(model),
+    markets: () => simMarkets(model, outside),
     publish: (images) => {
-      ingest.accept(images.map((image) => ({ kind: 'odds', ...image }))).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator' }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
     },
   });
   sim.start();

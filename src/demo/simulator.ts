@@ -4,10 +4,14 @@
  * keeps its state across ticks, so prices drift by a few ticks instead of jumping.
  */
 import type { MarketStatus, OddsImage, RunnerOdds } from '../odds/messages.js';
-import type { MarketType } from '../refdata/types.js';
+import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
 import { LINE_RID, Quoter } from './quote.js';
 
-export interface SimMarket { mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[] }
+export interface SimMarket {
+  mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
+  /** Where a line market opens, [min, max]; its type's usual range when absent. */
+  line?: readonly [number, number];
+}
 
 export interface SimulatorOptions {
   /** Read each tick, so new and closed markets are picked up. */
@@ -20,10 +24,10 @@ export interface SimulatorOptions {
 }
 
 /**
- * The fancy markets the spec gives no runners, priced as one line (`b` Yes, `l` No), with their
- * typical opening run lines [min, max] so a 20-over session does not open at 2 runs.
+ * The line markets (priced as one line, `b` Yes and `l` No) with their typical opening run lines
+ * [min, max], so a 20-over session does not open at 2 runs.
  */
-const LINE_START: Partial<Record<MarketType, readonly [number, number]>> = {
+const LINE_START: Record<LineType, readonly [number, number]> = {
   session: [40, 180], 'ball-by-ball': [0, 2], 'odd-even': [30, 80], khadometer: [50, 90],
   'line-market': [150, 320], 'other-market': [10, 40],
 };
@@ -49,6 +53,8 @@ export interface Book {
   baseLine: number;
   /** Last published ladders, republished unchanged while paused. */
   r: RunnerOdds[];
+  /** Volume traded per runner so far; only ever grows. */
+  tv: number[];
 }
 
 export class Simulator {
@@ -90,7 +96,9 @@ export class Simulator {
       const m = all[(this.cursor + k) % all.length];
       const book = this.bookFor(m);
       if (book && this.advance(m, book)) {
-        out.push({ mid: m.mid, ts, st: book.st as MarketStatus, ip: m.inPlay, r: book.r });
+        const image: OddsImage = { mid: m.mid, ts, st: book.st as MarketStatus, ip: m.inPlay, r: book.r };
+        if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
+        out.push(image);
         book.ip = m.inPlay;
       }
     }
@@ -101,15 +109,16 @@ export class Simulator {
 
   /** A market with neither runners nor a line type (a player-race parent) has no book. */
   private bookFor(m: SimMarket): Book | undefined {
-    const opening = m.rids.length ? undefined : LINE_START[m.ty];
+    const opening = m.rids.length || !isLineType(m.ty) ? undefined : m.line ?? LINE_START[m.ty];
     if (!m.rids.length && !opening) return undefined;
     const book = this.books.get(m.mid);
-    if (book && sameRids(book.rids, m.rids)) return book;
+    // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
+    if (book && sameRids(book.rids, m.rids) && !(book.st === 'CLOSED' && !m.closed)) return book;
     const base = m.rids.map(() => Math.log(0.3 + this.random()));
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {
       st: null, ip: m.inPlay, hold: 0, rids: [...m.rids], strength: [...base], base,
-      line: start, baseLine: start, r: [],
+      line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
     return fresh;

@@ -1,12 +1,7 @@
-import uws from 'uWebSockets.js';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { uwsBuild } from './uws.js';
 
-/**
- * The npm re-publish of uWS falls back to a pure-JS server when its native
- * binary does not load, with only a console warning. That server is many
- * times slower, so it is detected here and refused unless allowed.
- */
-export const nativeUws: boolean = /\[native code\]/.test(Function.prototype.toString.call(uws.App));
+const uws = uwsBuild.lib;
 
 export function createApp(): TemplatedApp {
   return uws.App();

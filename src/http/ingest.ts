@@ -71,7 +71,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const batch = decodeBatch(body, type === PROTO_TYPE, deps.maxItems);
-    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data, keyOf(who.keyId))) });
+    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data, { key: keyOf(who.keyId) })) });
   }, 'publisher');
 
   app.ws<PublisherData>('/ingest', {
@@ -80,7 +80,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => {
       const key = keyOf(who.keyId);
-      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, key), deps.maxInFlight), closed: false };
+      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, { key }), deps.maxInFlight), closed: false };
     }),
     open: (ws) => {
       open.add(ws);

@@ -51,16 +51,21 @@ export function marketList(body: unknown): string[] {
   return [...new Set(data as string[])];
 }
 
-/** The interface's routes plus readiness. Reads never wait on Postgres. */
-export function registerRest(router: Router, deps: RestDeps): void {
-  const { model } = deps;
-
+/** Liveness and readiness, for Kubernetes' probes: on the public port and on the metrics port. */
+export function registerProbes(router: Router, notReady: () => string | undefined): void {
   router.get('/health', () => HEALTH);
   router.get('/ready', () => {
-    const why = deps.notReady();
+    const why = notReady();
     if (why) throw errors.notReady(why);
     return READY;
   });
+}
+
+/** The interface's routes plus the probes. Reads never wait on Postgres. */
+export function registerRest(router: Router, deps: RestDeps): void {
+  const { model } = deps;
+
+  registerProbes(router, deps.notReady);
 
   router.get('/api/v1/sports', () => model.sportsJson(), READ);
 

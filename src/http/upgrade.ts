@@ -5,6 +5,7 @@ import type { Auth, Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
 import type { Hub } from '../hub/hub.js';
 import type { Logger } from '../log.js';
+import type { OriginPolicy } from './origin.js';
 import { parseQuery, peer, sendError, type Query } from './request.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
@@ -14,6 +15,8 @@ export interface UpgradeDeps {
   hub: Hub;
   /** Why sockets cannot open yet (starting, draining), or undefined. */
   gate(): string | undefined;
+  /** The browser pages that may open this route. */
+  origins: OriginPolicy;
   log: Logger;
 }
 
@@ -23,14 +26,19 @@ export interface Handshake {
   query: Query;
 }
 
-/** First of the client's offered subprotocols that we speak; JSON when none is offered. */
+/**
+ * First of the client's offered subprotocols that we speak; JSON when none is
+ * offered. Offering only others is refused: accepting without choosing one
+ * would leave the client to fail on its own ("server sent no subprotocol").
+ */
 function pickProtocol(header: string): { name: string; format: Format } {
-  for (const offered of header.split(',')) {
-    const name = offered.trim();
+  const offered = header.split(',').map((p) => p.trim()).filter(Boolean);
+  for (const name of offered) {
     const format = SUBPROTOCOLS[name];
     if (format) return { name, format };
   }
-  return { name: '', format: 'json' };
+  if (!offered.length) return { name: '', format: 'json' };
+  throw errors.badParam('Sec-WebSocket-Protocol', `must offer ${Object.keys(SUBPROTOCOLS).join(' or ')} (or nothing, for JSON); got ${offered.join(', ').slice(0, 200)}`);
 }
 
 /**
@@ -46,8 +54,10 @@ function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string |
 }
 
 /**
- * The handshake of both socket routes, `/ws` and `/ingest`: readiness, the
- * caller's key and role (see `token`), the socket limits, and the subprotocol. `accept` builds
+ * The handshake of both socket routes, `/ws` and `/ingest`: the page's origin
+ * when a browser opens it, readiness, the subprotocol, the caller's key and
+ * role (see `token`; a wrong key counts against its source), and the socket
+ * limits. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
  * the usual error body and the upgrade does not happen.
  */
@@ -58,14 +68,16 @@ export function upgrade<T>(
   let data: T;
   let name: string;
   try {
+    deps.origins.check(req.getHeader('origin'), req.getHeader('host'));
     const closed = deps.gate();
     if (closed) throw errors.notReady(closed);
+    // Before the key: a client that speaks none of our formats is told so, and is not counted as a wrong key.
+    const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
+    name = picked.name;
     const query = parseQuery(req.getQuery());
     const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, peer(res));
     const refused = deps.hub.refuse(who.keyId);
     if (refused) throw refused;
-    const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
-    name = picked.name;
     data = accept({ who, format: picked.format, query });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));

@@ -1,4 +1,5 @@
-import uws, { type TemplatedApp, type WebSocket } from 'uWebSockets.js';
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { uwsBuild } from './uws.js';
 import { CLOSE, errors } from '../errors.js';
 import { decodeClient } from '../odds/client-codec.js';
 import { peekId } from './peek.js';
@@ -81,7 +82,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     maxBackpressure: 0,
     closeOnBackpressureLimit: 0,
     idleTimeout: limits.idleTimeoutS,
-    compression: limits.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
+    compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => {

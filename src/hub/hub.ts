@@ -162,6 +162,11 @@ export class Hub {
     return FORMATS.reduce((n, f) => n + this.byFormat[f].size, 0);
   }
 
+  /** Every open socket, subscribers and publishers. */
+  get sockets(): number {
+    return this.total;
+  }
+
   /** Market subscriptions held by open sockets. */
   subscriptions(): number {
     let n = 0;

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
+import type { MarketType } from '../refdata/types.js';
 import type { OddsFeed } from '../feed/odds.js';
 import type { FeedMonitor } from '../feed/monitor.js';
 import type { Logger } from '../log.js';
@@ -10,7 +11,9 @@ import { errors, isDatabaseError } from '../errors.js';
 import { writeReference } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { validateOdds } from './odds.js';
+import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
+import type { OutsideFeeds, Sender } from './outside.js';
 
 export interface IngestResult {
   count: number;
@@ -30,6 +33,19 @@ export interface PublisherKey {
   revoked(): void;
 }
 
+/** Who sent a batch (the simulator yields outside-fed markets) and with which key, if any. */
+export interface SentBy {
+  from?: Sender;
+  key?: PublisherKey;
+}
+
+/** An image whose shape is right, with how its market is priced where known so far (undefined: ask Postgres). */
+interface CheckedOdds {
+  where: string;
+  image: OddsImage;
+  pricing: Pricing | undefined;
+}
+
 export interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
@@ -38,6 +54,8 @@ export interface IngestDeps {
   maxItems: number;
   metrics: OddsMetrics;
   log: Logger;
+  /** Markets other publishers feed: the simulator's odds for them are dropped. */
+  outside: OutsideFeeds;
 }
 
 /**
@@ -55,10 +73,10 @@ export interface IngestDeps {
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
 
-  async accept(data: unknown, key?: PublisherKey): Promise<IngestResult> {
+  async accept(data: unknown, { from = 'publisher', key }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
     try {
-      const result = await this.acceptChecked(data, t0, key);
+      const result = await this.acceptChecked(data, from, key, t0);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -68,16 +86,18 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, t0: number, key: PublisherKey | undefined): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, t0: number): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
     if (key && !key.live()) throw errors.keyRevoked();
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
-    const { reference, odds, unseen } = this.check(data);
-    if (unseen.size) await this.confirmMarkets(unseen);
+    const { reference, odds: checked } = this.check(data);
+    await this.checkMarkets(checked);
     const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key) : [];
+    // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
+    if (checked.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
+    const odds = this.claimOrYield(checked.map((o) => o.image), from);
     if (odds.length) {
-      if (key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
       const published = this.deps.feed.publish(odds, Date.now());
       if (published) await published;
       metrics.oddsIngested.inc(odds.length);
@@ -90,27 +110,54 @@ export class Ingest {
   }
 
   /**
-   * Odds for markets the read model does not hold yet are checked against
-   * Postgres: a market committed a moment ago (here or on another pod) is
-   * known there before its NOTIFY reaches the model. Still unknown: refused.
-   * Postgres not answering is said as such, never blamed on the publisher.
+   * Runs in the same turn as the images' publishing, after every await: an
+   * outside publisher's markets are claimed just before its images are
+   * numbered, and a simulator batch that was still in flight (waiting on
+   * Postgres) then drops them, so no simulator image is ever numbered after
+   * an outside one and overwrites it.
    */
-  private async confirmMarkets(unseen: Map<string, string>): Promise<void> {
-    let rows: { mid: string }[];
-    try {
-      ({ rows } = await this.deps.pool.query<{ mid: string }>('SELECT mid FROM markets WHERE mid = ANY($1)', [[...unseen.keys()]]));
-    } catch (err) {
-      throw asDatabaseError(err);
-    }
-    const found = new Set(rows.map((r) => r.mid));
-    for (const [mid, where] of unseen) if (!found.has(mid)) throw errors.badItem(where, `market ${mid} is not known`);
+  private claimOrYield(odds: OddsImage[], from: Sender): OddsImage[] {
+    const { outside } = this.deps;
+    if (from === 'simulator') return odds.filter((o) => !outside.has(o.mid));
+    for (const o of odds) outside.claim(o.mid);
+    return odds;
   }
 
-  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsImage[]; unseen: Map<string, string> } {
+  /**
+   * Every image against its market's price rule, in batch order. A market the read model does
+   * not hold yet is looked up in Postgres: one committed a moment ago (here or on another pod) is
+   * known there before its NOTIFY reaches the model. Still unknown: refused. Postgres not
+   * answering is said as such, never blamed on the publisher.
+   */
+  private async checkMarkets(odds: CheckedOdds[]): Promise<void> {
+    const unseen = [...new Set(odds.filter((o) => o.pricing === undefined).map((o) => o.image.mid))];
+    const stored = new Map<string, Pricing>();
+    if (unseen.length) {
+      try {
+        const { rows } = await this.deps.pool.query<{ mid: string; ty: MarketType | null; runners: boolean }>(
+          'SELECT m.mid, m.ty, EXISTS (SELECT 1 FROM runners r WHERE r.mid = m.mid) AS runners FROM markets m WHERE m.mid = ANY($1)', [unseen]);
+        for (const r of rows) stored.set(r.mid, pricingOf(r.ty, r.runners));
+      } catch (err) {
+        throw asDatabaseError(err);
+      }
+    }
+    for (const { where, image, pricing } of odds) {
+      const how = pricing ?? stored.get(image.mid);
+      if (how === undefined) throw errors.badItem(where, `market ${image.mid} is not known`);
+      const bad = checkPrices(image, how);
+      if (bad) throw errors.badItem(where, bad);
+    }
+  }
+
+  /**
+   * Every item's shape, and how each image's market is priced where that is known without
+   * Postgres: from a market item earlier in the batch (a nested market is a runner market), else
+   * the read model.
+   */
+  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: CheckedOdds[] } {
     const reference: [number, ReferenceItem][] = [];
-    const odds: OddsImage[] = [];
-    const created = new Set<string>();
-    const unseen = new Map<string, string>();
+    const odds: CheckedOdds[] = [];
+    const created = new Map<string, Pricing>();
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
@@ -118,18 +165,26 @@ export class Ingest {
         const checked = validateOdds(item);
         if ('error' in checked) throw errors.badItem(where, checked.error);
         const mid = checked.image.mid;
-        if (!this.deps.model.knows(mid) && !created.has(mid) && !unseen.has(mid)) unseen.set(mid, where);
-        odds.push(checked.image);
+        odds.push({ where, image: checked.image, pricing: created.get(mid) ?? this.modelPricing(mid) });
         continue;
       }
       const checked = validateReference(raw);
       if ('error' in checked) throw errors.badItem(where, checked.error);
-      if (checked.item.kind === 'market') {
-        created.add(checked.item.mid);
-        for (const n of checked.item.m ?? []) created.add(n.mid);
+      const m = checked.item;
+      if (m.kind === 'market') {
+        // A partial market item changes only what it carries: the rest is as the model holds it.
+        const ty = m.ty !== undefined ? m.ty : this.deps.model.typeOf(m.mid);
+        const runners = m.r !== undefined ? m.r.length > 0 : (this.deps.model.hasRunners(m.mid) ?? false);
+        if (ty !== undefined) created.set(m.mid, pricingOf(ty, runners));
+        for (const n of m.m ?? []) created.set(n.mid, 'runner');
       }
-      reference.push([i, checked.item]);
+      reference.push([i, m]);
     }
-    return { reference, odds, unseen };
+    return { reference, odds };
+  }
+
+  private modelPricing(mid: string): Pricing | undefined {
+    const ty = this.deps.model.typeOf(mid);
+    return ty === undefined ? undefined : pricingOf(ty, this.deps.model.hasRunners(mid) ?? false);
   }
 }

@@ -1,21 +1,37 @@
 import { INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
+import { traded } from '../odds/wire.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 
+/** Limits on one image: far above any real market, low enough that one item cannot eat the heap. */
 const MAX_RUNNERS = INGEST_LIMITS.runners;
 const MAX_LEVELS = INGEST_LIMITS.levels;
+/** Traded volume, on a runner or a whole market: it accumulates, so it may pass any one stake. */
+export const MAX_VOLUME = 1e12;
 
+const isNumber = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
+
+/** The shape of a ladder; which prices and sizes a market can have is the price rule's (prices.ts). */
 function levels(v: unknown, at: string): PriceSize[] | string {
   if (!Array.isArray(v) || v.length > MAX_LEVELS) return `${at} must be an array of at most ${MAX_LEVELS} [price, size] pairs`;
   for (const [i, pair] of v.entries()) {
-    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every((n) => typeof n === 'number' && Number.isFinite(n) && n >= 0)) {
-      return `${at}[${i}] must be [price, size] with two non-negative numbers`;
-    }
+    if (!Array.isArray(pair) || pair.length !== 2 || !pair.every(isNumber)) return `${at}[${i}] must be [price, size] with two numbers`;
   }
   return v as PriceSize[];
 }
 
+/** `ltp` must be a number (its range is the price rule's), `tv` a volume; both optional. */
+function figures(o: Record<string, unknown>, at: string, keys: readonly ('ltp' | 'tv')[]): string | undefined {
+  for (const k of keys) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (k === 'ltp' && !isNumber(v)) return `${at}ltp must be a number, the last traded price`;
+    if (k === 'tv' && !(isNumber(v) && v >= 0 && v <= MAX_VOLUME)) return `${at}tv must be a traded volume from 0 to ${MAX_VOLUME}`;
+  }
+  return undefined;
+}
+
 function runner(v: unknown, at: string): RunnerOdds | string {
-  if (!v || typeof v !== 'object' || Array.isArray(v)) return `${at} must be an object {rid, st, b, l}`;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return `${at} must be an object {rid, st, b, l, ltp?, tv?}`;
   const o = v as Record<string, unknown>;
   if (!isPositiveId(o.rid)) return `${at}.rid must be a positive integer`;
   if (!(RUNNER_STATUSES as readonly unknown[]).includes(o.st)) return `${at}.st must be one of ${RUNNER_STATUSES.join(', ')}`;
@@ -23,7 +39,9 @@ function runner(v: unknown, at: string): RunnerOdds | string {
   if (typeof b === 'string') return b;
   const l = levels(o.l, `${at}.l`);
   if (typeof l === 'string') return l;
-  return { rid: o.rid, st: o.st as RunnerStatus, b, l };
+  const bad = figures(o, `${at}.`, ['ltp', 'tv']);
+  if (bad) return bad;
+  return traded({ rid: o.rid, st: o.st as RunnerStatus, b, l }, o as { ltp?: number; tv?: number });
 }
 
 /** Checks an odds item's shape and returns the image, or the first problem naming its field. */
@@ -33,6 +51,8 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
   if (!(MARKET_STATUSES as readonly unknown[]).includes(o.st)) return { error: `st must be one of ${MARKET_STATUSES.join(', ')}` };
   if (typeof o.ip !== 'boolean') return { error: 'ip must be true or false' };
   if (!Array.isArray(o.r) || o.r.length > MAX_RUNNERS) return { error: `r must be an array of at most ${MAX_RUNNERS} runners` };
+  const bad = figures(o, '', ['tv']);
+  if (bad) return { error: bad };
   const runners: RunnerOdds[] = [];
   const seen = new Set<number>();
   for (const [i, v] of o.r.entries()) {
@@ -42,5 +62,5 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
     seen.add(r.rid);
     runners.push(r);
   }
-  return { image: { mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners } };
+  return { image: traded({ mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners }, { tv: o.tv as number | undefined }) };
 }

@@ -30,7 +30,7 @@ export const heldBy = (since: Since | undefined, e: BookEntry): boolean =>
 /** Keeps only the best `depth` levels a side; 0 keeps all. */
 function cut(image: OddsImage, depth: number): OddsImage {
   if (depth === 0) return image;
-  return { ...image, r: image.r.map((x) => ({ rid: x.rid, st: x.st, b: x.b.slice(0, depth), l: x.l.slice(0, depth) })) };
+  return { ...image, r: image.r.map((x) => ({ ...x, b: x.b.slice(0, depth), l: x.l.slice(0, depth) })) };
 }
 
 /**
@@ -64,8 +64,10 @@ export class BookEntry {
   }
 
   message(mark: Mark = 'none', depth = 0): OddsMessage {
-    const { mid, ts, st, ip, r } = cut(this.image, depth);
-    return { op: 'odds', mid, epoch: this.epoch, seq: this.seq, ts, pt: this.pt, st, ip, con: mark === 'con', cf: mark === 'cf', r };
+    const { mid, ts, st, ip, r, tv } = cut(this.image, depth);
+    const msg: OddsMessage = { op: 'odds', mid, epoch: this.epoch, seq: this.seq, ts, pt: this.pt, st, ip, con: mark === 'con', cf: mark === 'cf', r };
+    if (tv !== undefined) msg.tv = tv;
+    return msg;
   }
 
   frame(format: Format, mark: Mark = 'none', depth = 0): Frame {

@@ -5,8 +5,8 @@
  * one JSON.stringify of a freshly ordered object.
  */
 import { odds as pb } from './gen/odds.js';
-import { FEED_STATUSES, MARKET_STATUSES, type ServerMessage } from './messages.js';
-import { enumName, enumValue, int, runnersFromProto, runnersToProto } from './wire.js';
+import { FEED_STATUSES, MARKET_STATUSES, type OddsMessage, type ServerMessage } from './messages.js';
+import { enumName, enumValue, int, runnersFromProto, runnersToProto, traded } from './wire.js';
 
 const v1 = pb.v1;
 
@@ -14,10 +14,11 @@ const v1 = pb.v1;
 export function encodeJson(msg: ServerMessage): string {
   switch (msg.op) {
     case 'odds':
-      return JSON.stringify({
+      // `tv` after `r`, and `ltp`, `tv` after `l`; each only when known.
+      return JSON.stringify(traded({
         op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
-        con: msg.con === true, cf: msg.cf === true, r: msg.r.map((x) => ({ rid: x.rid, st: x.st, b: x.b, l: x.l })),
-      });
+        con: msg.con === true, cf: msg.cf === true, r: msg.r.map((x) => traded({ rid: x.rid, st: x.st, b: x.b, l: x.l }, x)),
+      }, { tv: msg.tv }));
     case 'ack': return JSON.stringify(msg.current === undefined
       ? { op: 'ack', id: msg.id, status: msg.status, message: msg.message }
       : { op: 'ack', id: msg.id, status: msg.status, message: msg.message, current: msg.current });
@@ -34,10 +35,10 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
   let m: pb.v1.ServerMessage.$Properties;
   switch (msg.op) {
     case 'odds':
-      m = { odds: {
+      m = { odds: traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: enumValue(MARKET_STATUSES, msg.st, 'st'),
         ip: msg.ip, con: msg.con, cf: msg.cf, r: runnersToProto(msg.r),
-      } };
+      }, { tv: msg.tv }) };
       break;
     // The proto encoders read only their own fields, so `op` needs no stripping.
     case 'ack': m = { ack: msg }; break;
@@ -66,11 +67,11 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     }
     case 'odds': {
       const o = m.odds as pb.v1.Odds;
-      return {
+      return traded<OddsMessage>({
         op: 'odds', mid: o.mid, epoch: o.epoch, seq: int(o.seq, 'seq'), ts: o.ts, pt: o.pt,
         st: enumName(MARKET_STATUSES, o.st, 'st'), ip: o.ip, con: o.con, cf: o.cf,
         r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
-      };
+      }, { tv: o.tv });
     }
     case 'market': {
       const s = m.market as pb.v1.MarketState;

@@ -6,7 +6,7 @@
 import { odds as pb } from './gen/odds.js';
 import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
 import { overLimit } from './ingest-count.js';
-import { enumName, enumValue, int, runnersFromProto, runnersToProto, type Int64 } from './wire.js';
+import { enumName, enumValue, int, runnersFromProto, runnersToProto, traded, type Int64 } from './wire.js';
 
 const v1 = pb.v1;
 type Obj = Record<string, unknown>;
@@ -61,7 +61,7 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
     case 'odds': {
       const o = it.odds as pb.v1.OddsItem;
       const st = enumName(MARKET_STATUSES, o.st, 'st');
-      return { kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) };
+      return traded({ kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) }, { tv: o.tv });
     }
     default: throw new Error('item carries no kind');
   }
@@ -108,10 +108,10 @@ function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
         m: m?.map((n) => ({ ...n, if_json: ifJson(n.if) })),
       } };
     }
-    case 'odds': return { odds: {
+    case 'odds': return { odds: traded({
       mid: item.mid as string, ts: item.ts as number, st: enumValue(MARKET_STATUSES, item.st, 'st'),
       ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]),
-    } };
+    }, { tv: item.tv as number | undefined }) };
     default: throw new Error(`unknown ingest kind ${String(item.kind)}`);
   }
 }

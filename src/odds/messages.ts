@@ -23,6 +23,10 @@ export interface RunnerOdds {
   b: PriceSize[];
   /** Lay (No for session markets). */
   l: PriceSize[];
+  /** Last traded price (the last traded line on a line market); absent means unknown. */
+  ltp?: number;
+  /** Volume traded on this runner; absent means unknown, not 0. */
+  tv?: number;
 }
 
 /** A full image of one market's book, as a publisher sends it and the book keeps it. */
@@ -33,6 +37,8 @@ export interface OddsImage {
   st: MarketStatus;
   ip: boolean;
   r: RunnerOdds[];
+  /** Total matched on the market; absent means unknown, not 0. */
+  tv?: number;
 }
 
 export interface OddsMessage extends OddsImage {

@@ -44,15 +44,26 @@ function pairs(flat: number[], what: string): PriceSize[] {
   return out;
 }
 
+/**
+ * Copies `ltp` and `tv` where they are present. They are optional in both formats: absent means
+ * unknown, never 0, so an absent one (undefined in JSON, null from a decoded proto) stays absent.
+ */
+export function traded<T extends object>(out: T, src: { ltp?: number | null; tv?: number | null }): T {
+  const o = out as { ltp?: number; tv?: number };
+  if (src.ltp != null) o.ltp = src.ltp;
+  if (src.tv != null) o.tv = src.tv;
+  return out;
+}
+
 export const runnersToProto = (r: RunnerOdds[]): pb.v1.RunnerOdds.$Properties[] =>
-  r.map((x) => ({
+  r.map((x) => traded({
     rid: x.rid, st: enumValue(RUNNER_STATUSES, x.st, 'runner st'), b: flatten(x.b), l: flatten(x.l),
-  }));
+  }, x));
 
 export const runnersFromProto = (r: pb.v1.RunnerOdds[]): RunnerOdds[] =>
-  r.map((x, i) => ({
+  r.map((x, i) => traded({
     rid: int(x.rid, `r[${i}].rid`),
     st: enumName(RUNNER_STATUSES, x.st, 'runner st'),
     b: pairs(x.b, `r[${i}].b`),
     l: pairs(x.l, `r[${i}].l`),
-  }));
+  }, x));

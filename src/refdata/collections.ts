@@ -1,4 +1,4 @@
-import type { Event, Market, MarketResult, Sport } from './types.js';
+import type { Event, Market, MarketResult, MarketType, Sport } from './types.js';
 
 export interface Entry<T> {
   readonly value: T;
@@ -107,9 +107,16 @@ export class Collections {
     return (p?.go ?? false) || (p?.m?.find((n) => n.mid === mid)?.go ?? false);
   }
 
-  /** Whether a market, top-level or nested in a player-race, exists. */
-  knows(mid: string): boolean {
-    return this.markets.has(mid) || this.nestedParent.has(mid);
+  /** A market's type: null for a market nested in a player-race (it has none of its own), undefined when unknown. */
+  typeOf(mid: string): MarketType | null | undefined {
+    return this.nestedParent.has(mid) ? null : this.markets.get(mid)?.value.ty;
+  }
+
+  /** Whether a known market lists runners of its own (a nested market always does); undefined when unknown. */
+  hasRunners(mid: string): boolean | undefined {
+    if (this.nestedParent.has(mid)) return true;
+    const m = this.markets.get(mid)?.value;
+    return m && (m.r?.length ?? 0) > 0;
   }
 
   event(eid: number): Event | undefined {

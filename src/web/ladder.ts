@@ -1,5 +1,6 @@
 import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
 import type { Runner } from '../refdata/types.js';
+import { formatVolume } from '../client/format.js';
 import { h } from './dom.js';
 
 /** Levels a side the board asks for (`depth`) and draws for markets with runners; lines have one. */
@@ -28,10 +29,10 @@ class Cell {
   show(level: PriceSize | undefined): void {
     const [p, s] = level ?? [undefined, undefined];
     if (p !== this.p) {
-      // A move, not a first price or a price going away: flash up or down.
+      // A move, not a first price or a price going away: marked up or down.
       if (p !== undefined && this.p !== undefined) {
         this.el.dataset.move = p > this.p ? 'up' : 'down';
-        // Alternating between two identical animations restarts the flash without a forced layout.
+        // Alternating between two identical animations restarts the mark without a forced layout.
         this.el.classList.toggle('again');
       }
       this.price.data = p === undefined ? '' : String(p);
@@ -49,7 +50,9 @@ class RunnerRow {
   private readonly back: Cell[] = [];
   private readonly lay: Cell[] = [];
   private readonly tag = document.createTextNode('');
+  private readonly traded = document.createTextNode('');
   private st: RunnerStatus | undefined;
+  private ltp: number | undefined;
 
   constructor(name: string, levels: number) {
     for (let i = 0; i < levels; i++) {
@@ -57,13 +60,18 @@ class RunnerRow {
       this.lay.push(new Cell('l', i + 1));
     }
     // Best back and best lay meet in the middle, as on an exchange.
-    this.el = h('tr', null, h('th', { scope: 'row' }, name, h('em', null, this.tag)), ...[...this.back].reverse().map((c) => c.el), ...this.lay.map((c) => c.el));
+    const head = h('th', { scope: 'row' }, name, h('em', null, this.tag), h('small', { class: 'ltp' }, this.traded));
+    this.el = h('tr', null, head, ...[...this.back].reverse().map((c) => c.el), ...this.lay.map((c) => c.el));
   }
 
   show(r: RunnerOdds | undefined): void {
     for (let i = 0; i < this.back.length; i++) {
       this.back[i].show(r?.b[i]);
       this.lay[i].show(r?.l[i]);
+    }
+    if (r?.ltp !== this.ltp) {
+      this.traded.data = r?.ltp === undefined ? '' : `LTP ${r.ltp}`;
+      this.ltp = r?.ltp;
     }
     const st = r?.st;
     if (st !== this.st) {
@@ -85,6 +93,8 @@ export class BookView {
   private readonly rows = new Map<number, RunnerRow>();
   private readonly body: HTMLTableSectionElement;
   private readonly badge = document.createTextNode('');
+  private readonly matched = document.createTextNode('');
+  private tv: number | undefined;
   private readonly resultLine: HTMLElement;
   private readonly levels: number;
   private st: MarketStatus | undefined;
@@ -105,7 +115,8 @@ export class BookView {
     for (const r of runners ?? [{ rid: LINE_RID, na: 'Line' }]) this.row(r.rid, r.na);
     this.resultLine = h('p', { class: 'result', hidden: '' });
     this.el = h('div', { class: 'book', 'data-mid': mid },
-      h('div', { class: 'book-head' }, h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'badge' }, this.badge)),
+      h('div', { class: 'book-head' },
+        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), h('span', { class: 'badge' }, this.badge)),
       h('table', { class: 'ladder' },
         h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
         this.body),
@@ -120,6 +131,10 @@ export class BookView {
       seen.add(r.rid);
     }
     for (const [rid, row] of this.rows) if (!seen.has(rid)) row.show(undefined);
+    if (frame.tv !== this.tv) {
+      this.matched.data = frame.tv === undefined ? '' : `Matched ${formatVolume(frame.tv)}`;
+      this.tv = frame.tv;
+    }
     this.st = frame.st;
     this.refresh();
   }

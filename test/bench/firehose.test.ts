@@ -122,7 +122,7 @@ const result = await firehose({ publisher, clients, subscribers, window: { open:
 });
 type Detail = { sockets: { port: number; odds: number; last: Record<string, number> }[] };
 const [witnessed, slowDetail] = await Promise.all([worker.ask<Detail>({ type: 'detail' }, 'detail'), slow.ask<Detail>({ type: 'detail' }, 'detail')]);
-const metrics = await (await fetch(`${svc.url}/metrics`)).text();
+const metrics = await (await fetch(`${svc.metricsUrl}/metrics`)).text();
 const skipped = Number(/^odds_frames_skipped_total (\d+)/m.exec(metrics)?.[1]);
 
 t.same(connected.map((c) => c.ok), [WITNESSED, SLOW, SAMPLED], 'every socket connected');

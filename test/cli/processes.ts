@@ -17,27 +17,33 @@ export const TEST_RUNNER = new URL('../run.js', import.meta.url).pathname;
 export interface Running {
   child: ChildProcess;
   url: string;
+  /** Where `/metrics` is served, apart from `url`. */
+  metricsUrl: string;
   output: () => string;
   exited: Promise<number | null>;
 }
 
-/** The service with `env` over the suite's (DATABASE_URL removed: an embedded server unless given). */
-export function startMain(env: Record<string, string | undefined>, waitForUrl = true): Promise<Running> {
+/**
+ * The service with `env` over the suite's (DATABASE_URL removed: an embedded server unless given;
+ * HOST 127.0.0.1 unless given, undefined removing it) and `args` on its command line.
+ */
+export function startMain(env: Record<string, string | undefined>, waitForUrl = true, args: string[] = []): Promise<Running> {
   const base = { ...process.env };
   delete base.DATABASE_URL;
-  const child = spawn(process.execPath, [MAIN], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
   return new Promise((resolve, reject) => {
-    if (!waitForUrl) return resolve({ child, url: '', output: () => out, exited });
+    if (!waitForUrl) return resolve({ child, url: '', metricsUrl: '', output: () => out, exited });
     const timer = setTimeout(() => reject(new Error(`no listening line in 30 s:\n${out}`)), 30000);
     const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      // Both lines come in one write; the first ends with the address bound.
+      const m = /listening on (http:\/\/\S+) \(bound to [^\n]*\)\nmetrics and probes on (http:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, url: m[1], output: () => out, exited });
+        resolve({ child, url: m[1], metricsUrl: m[2], output: () => out, exited });
       }
     };
     child.stdout!.on('data', check);

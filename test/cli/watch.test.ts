@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
 import { formatFrame, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
-import { startTestService } from '../helpers/service.js';
+import { http, startTestService } from '../helpers/service.js';
+import { createKey } from '../../src/auth/keys.js';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
 const MID = '1.200001001';
@@ -85,6 +86,48 @@ t.test('against the live service', async (t) => {
   });
 });
 
+t.test('with AUTH=on', async (t) => {
+  const svc = await startTestService(t, { AUTH: 'on', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '50' });
+  const wsUrl = svc.url.replace(/^http/, 'ws') + '/ws';
+  const { token } = await createKey(svc.pool, 'watcher', 'subscriber');
+  // The key is live on the service once its NOTIFY has been applied.
+  for (let i = 0; i < 100 && (await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } })).status === 401; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+
+  t.test('--key: the subscribe is acked and odds lines follow', async (t) => {
+    const r = await run(['--url', wsUrl, '--key', token, MID], ODDS_LINE);
+    t.equal(r.code, 0, `exit code (stderr: ${r.stderr})`);
+    t.match(r.stdout, /^\S+ ack id=1 ok Subscribed from market/m);
+    t.match(r.stdout, ODDS_LINE);
+  });
+
+  t.test('no key: the server\'s reason for refusing the handshake, exit 1', async (t) => {
+    const r = await run(['--url', wsUrl, MID]);
+    t.equal(r.code, 1);
+    t.equal(r.stderr, `watch: cannot connect to ${wsUrl}: refused with 401: an API key is required: send it in the x-api-key header\n`);
+    t.equal(r.stdout, '');
+  });
+
+  t.test('a key in the URL, with the market in its client\'s stored set too: each frame printed once', async (t) => {
+    const stored = await http(svc.url, '/api/v1/subscribe', { method: 'POST', headers: { 'x-api-key': token, 'content-type': 'application/json' }, body: JSON.stringify({ data: [MID] }) });
+    t.equal(stored.status, 200);
+    // The socket is attached to the stored market at connect and sent its image; the subscribe sends it again.
+    const r = await run(['--url', `${wsUrl}?key=${token}`, '--raw', MID], /("op":"odds"[\s\S]*){3}/);
+    t.equal(r.code, 0, `exit code (stderr: ${r.stderr})`);
+    const seqs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { op: string; seq?: number }).filter((m) => m.op === 'odds').map((m) => m.seq);
+    t.ok(seqs.length >= 3);
+    t.same(seqs, [...new Set(seqs)], `no seq twice: ${seqs.join(',')}`);
+  });
+
+  t.test('every market asked for refused: the REFUSED line, then exit 2 without waiting', async (t) => {
+    const r = await run(['--url', wsUrl, '--key', token, 'bad!id']);
+    t.equal(r.signal, null, 'not killed');
+    t.equal(r.code, 2);
+    t.match(r.stdout, /^\S+ ack id=1 REFUSED mids\[0\] must be a market ID/m);
+  });
+});
+
 t.test('no market IDs and no filter: usage and exit 2', async (t) => {
   const r = await run(['--format', 'json']);
   t.equal(r.code, 2);
@@ -107,7 +150,7 @@ t.test('a bad --format, --hb, --event, --sport, --depth or --conflate is refused
   t.throws(() => parseArgs(['--depth', '11', MID]), /--depth must be a whole number from 1 to 10, got 11/);
   t.throws(() => parseArgs(['--conflate', '50', MID]), /--conflate must be 0 or a whole number from 100 to 60000, got 50/);
   t.strictSame(parseArgs(['--hb', '500', 'a', 'b']), {
-    url: 'ws://127.0.0.1:8080/ws', format: 'json', hb: 500, raw: false, mids: ['a', 'b'], eids: [], sis: [], depth: undefined, conflate: undefined,
+    url: 'ws://127.0.0.1:8080/ws', key: undefined, format: 'json', hb: 500, raw: false, mids: ['a', 'b'], eids: [], sis: [], depth: undefined, conflate: undefined,
   });
 });
 
@@ -154,4 +197,15 @@ t.test('odds lines show the best level of each runner and mark con frames', asyn
   };
   t.match(formatFrame(msg, false, 0), /^\d\d:\d\d:\d\d\.000 1\.200001001 seq=42 OPEN ip con  101 back 3\.20@1471\.74 lay 3\.25@712\.37 \| 102 SUSPENDED back - lay -$/);
   t.strictSame(JSON.parse(formatFrame(msg, true)), msg);
+});
+
+t.test('odds lines show what each runner last traded at, its volume and the market matched, when known', async (t) => {
+  const msg: OddsMessage = {
+    op: 'odds', mid: MID, epoch: 'm1', seq: 43, ts: 0, pt: 0, st: 'OPEN', ip: false, con: false, cf: false, tv: 152340.5,
+    r: [
+      { rid: 101, st: 'ACTIVE', b: [[3.2, 10]], l: [[3.25, 20]], ltp: 3.2, tv: 100000 },
+      { rid: 102, st: 'ACTIVE', b: [[1.5, 10]], l: [[1.52, 20]], tv: 950 },
+    ],
+  };
+  t.match(formatFrame(msg, false, 0), /^\S+ 1\.200001001 seq=43 OPEN matched 152\.3K  101 back 3\.20@10\.00 lay 3\.25@20\.00 ltp 3\.20 tv 100K \| 102 back 1\.50@10\.00 lay 1\.52@20\.00 tv 950$/);
 });

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
-import { Client, image } from '../helpers/ws.js';
+import { Client, imageFor, withTraded } from '../helpers/ws.js';
+import type { MarketType } from '../../src/refdata/types.js';
 import { RefusedError } from '../../src/client/index.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
 import type { Service } from '../../src/service.js';
@@ -22,8 +23,12 @@ const ingest = async (base: string, ...data: Record<string, unknown>[]) => {
 const serverImage = (s: Service, mid: string): OddsMessage | undefined => s.book.get(mid)?.message();
 
 /** Live markets of the event with runners, three for each format's book tests and three for its eviction test, so no test sees another's changes. */
-const markets = await http<{ data: Record<string, { mid: string; go: boolean; ty: string }[]> }>(svc.url, `/api/v1/events/markets?eid=${EVENT}`);
+const markets = await http<{ data: Record<string, { mid: string; go: boolean; ty: MarketType }[]> }>(svc.url, `/api/v1/events/markets?eid=${EVENT}`);
 const LIVE = markets.body.data[EVENT].filter((m) => !m.go && m.ty !== 'player-race').map((m) => m.mid);
+const TYPES = new Map(markets.body.data[EVENT].map((m) => [m.mid, m.ty]));
+/** An image each market can have: lines for the line markets among them. */
+const image = (mid: string, price = 2) => imageFor(TYPES.get(mid)!, mid, price);
+const traded = (mid: string, price: number) => withTraded(image(mid, price));
 const marketsFor = (format: (typeof FORMATS)[number], offset = 0) => LIVE.slice((format === 'json' ? 0 : 3) + offset, (format === 'json' ? 3 : 6) + offset);
 
 for (const format of FORMATS) {
@@ -48,7 +53,8 @@ for (const format of FORMATS) {
     await raw.request({ op: 'subscribe', mids });
     const { client } = startClient(t, { url: wsUrl(svc.url), format });
     await client.subscribe({ mids });
-    for (let round = 0; round < 5; round++) await ingest(svc.url, ...mids.map((mid, i) => image(mid, 2 + round / 10 + i)));
+    // The last round says what traded too, so the books must carry ltp and tv through.
+    for (let round = 0; round < 5; round++) await ingest(svc.url, ...mids.map((mid, i) => (round < 4 ? image : traded)(mid, 2 + round / 10 + i)));
     await Promise.all([raw.settled(), client.ping()]);
     const rawBook = new Map<string, OddsMessage>();
     for (const f of raw.frames) {
@@ -60,6 +66,7 @@ for (const format of FORMATS) {
       t.same(client.book.get(mid), rawBook.get(mid), `${mid}: the raw socket's newest frame`);
       t.same(client.book.get(mid), serverImage(svc, mid), `${mid}: the server's image`);
     }
+    t.ok(mids.every((mid) => client.book.get(mid)!.tv !== undefined && client.book.get(mid)!.r.every((r) => r.ltp !== undefined && r.tv !== undefined)), 'ltp and tv kept');
   });
 
   t.test(`${format}: an event filter with depth, through the client`, async (t) => {

@@ -4,6 +4,7 @@ import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ladder.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
+import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
 import { seeded } from '../helpers/random.js';
 
 const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
@@ -92,6 +93,40 @@ t.test('line markets quote one synthetic runner, rid 1, on integer run lines', a
       if (!ok) t.fail(`${mid}: bad line ${JSON.stringify(img.r)}`);
     }
     t.ok(lines.size > 1, `${mid} line moved`);
+  }
+});
+
+t.test('every image of every market type passes its price rule, whatever the seed', async (t) => {
+  const markets = [...RUNNER_MARKETS, ...LINE_MARKETS];
+  let images = 0;
+  for (const seed of [1, 2, 3, 4, 5]) {
+    for (const [mid, imgs] of run(markets, 300, seed)) {
+      const m = markets.find((x) => x.mid === mid)!;
+      for (const img of imgs) {
+        images++;
+        const bad = checkPrices(img, pricingOf(m.ty, m.rids.length > 0));
+        if (bad) t.fail(`seed ${seed} ${mid}: ${bad}`);
+      }
+    }
+  }
+  t.ok(images > 5000, `${images} images checked`);
+});
+
+t.test('runner markets trade at a best price with volumes that only grow; line markets carry neither', async (t) => {
+  const byMid = run([...RUNNER_MARKETS, ...LINE_MARKETS], 100);
+  for (const m of RUNNER_MARKETS) {
+    let before = new Map<number, number>();
+    for (const img of open(byMid.get(m.mid)!)) {
+      const now = new Map(img.r.map((r) => [r.rid, r.tv!]));
+      const ok = img.r.every((r) => (r.ltp === r.b[0][0] || r.ltp === r.l[0][0]) && r.tv! >= (before.get(r.rid) ?? 0))
+        && Math.abs(img.tv! - img.r.reduce((s, r) => s + r.tv!, 0)) < 0.01;
+      if (!ok) t.fail(`${m.mid}: ${JSON.stringify(img)}`);
+      before = now;
+    }
+  }
+  for (const m of LINE_MARKETS) {
+    const imgs = byMid.get(m.mid)!;
+    t.notOk(imgs.some((img) => 'tv' in img || img.r.some((r) => 'ltp' in r || 'tv' in r)), `${m.mid} has no ltp or tv`);
   }
 });
 
@@ -215,4 +250,23 @@ t.test('a tick prices at most 500 markets, taking the rest round robin', async (
   const first = sim.tick();
   t.equal(first.length, 500);
   t.strictSame(sim.tick().slice(0, 100).map((i) => i.mid), markets.slice(500).map((m) => m.mid));
+});
+
+t.test('a market listed again after it closed trades again, from a fresh book', async (t) => {
+  const m = mk('again', 'match-odd', { rids: [101, 102] });
+  const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(3), now: () => 42 });
+  t.equal(sim.tick()[0]?.st, 'OPEN');
+  m.closed = true;
+  t.equal(sim.tick()[0]?.st, 'CLOSED');
+  t.same(sim.tick(), [], 'nothing more while it is closed');
+  m.closed = false;
+  const [image] = sim.tick();
+  t.equal(image?.st, 'OPEN', 'open again');
+  t.ok(image.r.every((r) => r.b.length && r.l.length), 'with prices');
+});
+
+t.test('a line market opens within the range it is given, not its type\'s', async (t) => {
+  const markets = Array.from({ length: 50 }, (_, i) => mk(`s${i}`, 'session', { line: [300, 310] }));
+  const first = [...run(markets, 1).values()].map((images) => images[0].r[0].l[0][0]);
+  t.ok(first.every((line) => line >= 298 && line <= 312), `No lines ${Math.min(...first)} to ${Math.max(...first)}`);
 });

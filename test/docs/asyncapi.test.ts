@@ -11,7 +11,7 @@ import protobuf from 'protobufjs';
 import { parse as parseYaml } from 'yaml';
 import WebSocket from 'ws';
 import { postJson, startTestService } from '../helpers/service.js';
-import { Client, image } from '../helpers/ws.js';
+import { Client, image, withTraded } from '../helpers/ws.js';
 import { CLOSE } from '../../src/errors.js';
 import { SUBPROTOCOLS } from '../../src/http/upgrade.js';
 import { HEARTBEAT, type ClientMessage, type ServerMessage } from '../../src/odds/messages.js';
@@ -90,7 +90,7 @@ for (const format of ['json', 'proto'] as const) {
     const refused = { op: 'subscribe' as const, mids: [] };
     t.not(errorsOf('Subscribe', { ...refused, id: 99 }).length, 0, 'the schema refuses a request naming nothing');
     t.equal((await c.request(refused)).status, 0, 'and so does the server');
-    await ingest(image('1.200001001'), { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
+    await ingest(withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
     await ingest({ kind: 'market', mid: '1.200001002', go: true });
     await c.next((f) => f.op === 'unsubscribed');
     await c.next((f) => f.op === 'feed' && f.status === 'OK');
@@ -110,7 +110,7 @@ for (const format of ['json', 'proto'] as const) {
     await new Promise((ok, fail) => ws.once('open', ok).once('error', fail));
     const acks: ServerMessage[] = [];
     ws.on('message', (data: Buffer, binary: boolean) => acks.push(binary ? decodeServerProto(new Uint8Array(data)) : decodeServerJson(data.toString())));
-    const batch = { id: 7, data: [image('1.200001001'), { kind: 'market', mid: '1.200001001', s: true }] };
+    const batch = { id: 7, data: [withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001001', s: true }] };
     t.same(errorsOf('IngestBatch', batch), [], 'the batch sent is one the document describes');
     ws.send(format === 'json' ? JSON.stringify(batch) : encodeIngestProto(batch.data));
     ws.send(format === 'json' ? JSON.stringify({ id: 8, data: [{ kind: 'odds', mid: 'nope' }] }) : encodeIngestProto([{ kind: 'odds', mid: 'nope', ts: 1, st: 'OPEN', ip: false, r: [] }]));

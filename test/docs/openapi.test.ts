@@ -9,7 +9,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { http, postJson, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
-import { image } from '../helpers/ws.js';
+import { image, withTraded } from '../helpers/ws.js';
 import { createKey } from '../../src/auth/keys.js';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { loadConfig } from '../../src/config.js';
@@ -105,7 +105,7 @@ t.test('reference reads: every sport, event, market and result of the demo data 
 t.test('subscribe, unsubscribe and ingest in both body formats', async (t) => {
   api.check(t, 'POST', '/api/v1/subscribe', await postJson(svc.url, '/api/v1/subscribe', { data: ['1.200001001', '1.200001002'] }));
   api.check(t, 'POST', '/api/v1/unsubscribe', await postJson(svc.url, '/api/v1/unsubscribe', { data: ['1.200001002'] }));
-  const batch = { data: [image('1.200001001'), { kind: 'market', mid: '1.200001002', s: false }] };
+  const batch = { data: [withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001002', s: false }] };
   t.same(api.errorsOf('IngestBatch', batch), [], 'the batch sent is one the document describes');
   api.check(t, 'POST', '/api/v1/ingest', await postJson(svc.url, '/api/v1/ingest', batch));
   const proto = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from(encodeIngestProto(batch.data)) });
@@ -114,9 +114,23 @@ t.test('subscribe, unsubscribe and ingest in both body formats', async (t) => {
 });
 
 t.test('probes and metrics', async (t) => {
-  for (const path of ['/health', '/ready', '/metrics']) {
+  for (const path of ['/health', '/ready']) {
     const r = await get(path);
     t.equal(r.status, 200, path);
+    api.check(t, 'GET', path, r);
+  }
+  const metrics = await http(svc.metricsUrl, '/metrics');
+  t.equal(metrics.status, 200, '/metrics on the metrics port');
+  api.check(t, 'GET', '/metrics', metrics);
+  const elsewhere = await get('/metrics');
+  t.equal(elsewhere.status, 404, '/metrics on the public port');
+  api.check(t, 'GET', '/metrics', elsewhere);
+});
+
+t.test('403 for a socket handshake from a browser origin the route does not allow', async (t) => {
+  for (const path of ['/ws', '/ingest']) {
+    const r = await handshake(svc.url, path, { origin: 'https://elsewhere.example' });
+    t.equal(r.status, 403, path);
     api.check(t, 'GET', path, r);
   }
 });
@@ -209,7 +223,8 @@ t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes an
   t.equal(second.status, 429, 'a second socket past WS_MAX_SOCKETS_PER_KEY');
   api.check(t, 'GET', '/ws', second);
   held.destroy();
-  for (const path of ['/health', '/ready', '/metrics', '/openapi.json']) t.equal((await as(undefined, 'GET', path)).status, 200, `${path} needs no key`);
+  for (const path of ['/health', '/ready', '/openapi.json']) t.equal((await as(undefined, 'GET', path)).status, 200, `${path} needs no key`);
+  t.equal((await http(secured.metricsUrl, '/metrics')).status, 200, '/metrics needs no key');
 });
 
 t.test('429 with Retry-After past REST_RATE_LIMIT', async (t) => {
@@ -231,7 +246,7 @@ t.test('503 while starting: /ready, data routes, writes and socket handshakes', 
   const url = new URL(real.toString());
   url.port = String(pgPort);
   const port = await freePort();
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: url.toString(), DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', PG_CONNECT_TIMEOUT_MS: '500' });
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: '0', DATABASE_URL: url.toString(), DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', PG_CONNECT_TIMEOUT_MS: '500' });
   const starting = startService(config, url.toString(), createLogger('error', false, (l) => process.stderr.write(l)));
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {

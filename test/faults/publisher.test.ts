@@ -29,7 +29,9 @@ const EVENTS = 40;
 const setup = await postJson(svc.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: SPORT, na: 'Publisher Faults', a: true }] });
 if (setup.status !== 200) throw new Error(`setup refused: ${setup.text}`);
 
-const demoMid = (s: number) => `1.20000100${s}`; // demo markets 1.200001001..1.200001008 exist
+/** Demo runner markets, one per scenario 1..8 (1.200001008 is a session: runner ladders are no prices it can have). */
+const DEMO_RUNNER_MARKETS = ['1.200001001', '1.200001002', '1.200001003', '1.200001004', '1.200001005', '1.200001006', '1.200001007', '1.200004001'];
+const demoMid = (s: number) => DEMO_RUNNER_MARKETS[s - 1];
 const newMids = (s: number) => Array.from({ length: EVENTS }, (_, j) => `p.${s}.${j}`);
 const mids = (s: number) => [...newMids(s), demoMid(s)];
 

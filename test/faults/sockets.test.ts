@@ -193,11 +193,18 @@ t.test('a new subscriber connects, subscribes and gets frames in order', async (
   t.equal(c.oddsOf(M3).at(-1)!.r[0].b[0][0], 3.04, 'the last frame is the newest image');
 });
 
-t.test('memory came back within a generous bound of the start', async (t) => {
-  // The storm's client and server state is garbage now: the JS heap is back near its start, and
-  // rss keeps no more than allocator slack (the peak held ~2000 sockets on both ends of this process).
+t.test('memory came back: what the storm held is released, not kept', async (t) => {
+  // The storm's client and server state is garbage now. Both ends of ~2000 sockets live in this
+  // process, so the heap grew by tens of MB at the peak. A service that kept its half (sessions,
+  // subscriptions, topic entries) would keep a large share of that growth; allocator and JIT noise
+  // is a few MB whatever the storm (4.0 MB was seen once on a busy machine). So the bound is a share
+  // of the peak's own growth: under a quarter, which noise stays within and a kept half cannot.
+  const grewAtPeak = heapPeak - heapStart;
+  const kept = heapEnd - heapStart;
+  t.ok(grewAtPeak > 8 * 1048576, `the storm grew the heap enough to measure (${mb(grewAtPeak)})`);
+  t.ok(kept < grewAtPeak / 4, `heap kept ${mb(kept)} of the ${mb(grewAtPeak)} the storm grew (start ${mb(heapStart)}, peak ${mb(heapPeak)}, end ${mb(heapEnd)})`);
+  // rss keeps allocator slack the heap does not show; a bound on it only catches a runaway.
   t.ok(rssEnd - rssStart < 64 * 1048576, `rss grew ${mb(rssEnd - rssStart)} (start ${mb(rssStart)}, peak ${mb(rssPeak)}, end ${mb(rssEnd)})`);
-  t.ok(heapEnd - heapStart < 4 * 1048576, `heap grew ${mb(heapEnd - heapStart)} (start ${mb(heapStart)}, peak ${mb(heapPeak)}, end ${mb(heapEnd)})`);
 });
 
 t.test('no uncaught exception and nothing logged as an error', async (t) => {

@@ -640,7 +640,12 @@ export const SENTINEL = { kind: 'result', mid: 'fuzz-sentinel.no-such-market:0' 
 
 type Obj = Record<string, unknown>;
 const runnersOf = (g: Gen, n = g.int(1, 3)) => Array.from({ length: n }, (_, i) => ({ rid: i + 1, na: `Runner ${i + 1}` }));
-const ladder = (g: Gen) => Array.from({ length: g.int(0, 3) }, () => [g.int(101, 1000) / 100, g.int(1, 5000)]);
+/** A runner's book a runner market can have: back falling and lay rising, by the hundredth, either side of one price. */
+function book(g: Gen): { b: number[][]; l: number[][] } {
+  const at = g.int(110, 50000);
+  const side = (best: number, step: number) => Array.from({ length: g.int(0, 3) }, (_, k) => [(best + step * k) / 100, g.int(1, 5000)]);
+  return { b: side(at, -1), l: side(at + 1, 1) };
+}
 
 /** A valid item of each kind, aimed at real rows half the time so the write path runs. */
 export function ingestTemplate(g: Gen, known: Known): Obj {
@@ -661,7 +666,7 @@ export function ingestTemplate(g: Gen, known: Known): Obj {
     [1, () => ({ kind: 'event', eid, ip: true, tv: '<iframe src="x"></iframe>' })],
     [2, () => ({ kind: 'result', mid, res: '1', rt: false, ia: false })],
     [3, () => ({ kind: 'odds', mid, ts: 1795313378336, st: g.pick(['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED']), ip: true,
-      r: Array.from({ length: g.int(1, 3) }, (_, i) => ({ rid: i + 1, st: 'ACTIVE', b: ladder(g), l: ladder(g) })) })],
+      r: Array.from({ length: g.int(1, 3) }, (_, i) => ({ rid: i + 1, st: 'ACTIVE', ...book(g) })) })],
   ]);
 }
 

@@ -1,10 +1,11 @@
-import { http } from './service.js';
+import { http, metricsUrlOf } from './service.js';
 import { parseMetrics, type Scrape } from './prometheus.js';
 
 export { parseMetrics, type Scrape } from './prometheus.js';
 
+/** A scrape of the service at `base`: its metrics URL, or the public URL of a test service. */
 export async function scrape(base: string): Promise<Scrape> {
-  const r = await http<string>(base, '/metrics');
+  const r = await http<string>(metricsUrlOf(base), '/metrics');
   if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
   return parseMetrics(r.text);
 }

@@ -1,9 +1,2 @@
-/** mulberry32: a small seeded PRNG, so every run sees the same sequence of choices. */
-export function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The service's own seeded PRNG, so every test run sees the same sequence of choices. */
+export { seeded } from '../../src/lib/random.js';

@@ -8,6 +8,12 @@ export interface TestService extends Service {
   readonly databaseUrl: string;
 }
 
+/** Each running test service's metrics URL by its public URL, so a helper given either finds `/metrics`. */
+const metricsUrls = new Map<string, string>();
+
+/** The metrics listener of the test service at `url`; `url` itself when it is none (it may be one already). */
+export const metricsUrlOf = (url: string): string => metricsUrls.get(url) ?? url;
+
 /**
  * The real service, in this process, on a free port, over a fresh database
  * seeded with the demo data unless told otherwise. Stopped when the test ends.
@@ -17,7 +23,11 @@ export async function startTestService(t: Test, env: Record<string, string> = {}
   const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
   const service = await startService(config, url, log);
-  t.teardown(() => service.close());
+  metricsUrls.set(service.url, service.metricsUrl);
+  t.teardown(async () => {
+    await service.close();
+    metricsUrls.delete(service.url);
+  });
   return Object.assign(Object.create(service) as Service, service, { databaseUrl: url });
 }
 

@@ -1,6 +1,8 @@
 import WebSocket from 'ws';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
 import { encodeClientProto } from '../../src/odds/client-codec.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
+import { isLineType, type MarketType } from '../../src/refdata/types.js';
 import type { AckMessage, ClientMessage, ServerMessage } from '../../src/odds/messages.js';
 
 export type Format = 'json' | 'proto';
@@ -91,6 +93,21 @@ export class Client {
   }
 }
 
+/** Sends one batch on a fresh `/ingest` socket in `format` (text JSON or a binary IngestBatch) and resolves with its ack. */
+export function ingestOnSocket(base: string, format: Format, data: Record<string, unknown>[]): Promise<AckMessage> {
+  const ws = new WebSocket(base.replace(/^http/, 'ws') + '/ingest', [`odds.v1.${format}`]);
+  return new Promise((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('open', () => ws.send(format === 'proto' ? encodeIngestProto(data) : JSON.stringify({ id: 1, data })));
+    ws.once('message', (frame: Buffer, isBinary: boolean) => {
+      ws.close();
+      const msg = isBinary ? decodeServerProto(new Uint8Array(frame)) : decodeServerJson(frame.toString('utf8'));
+      if (msg.op === 'ack') resolve(msg);
+      else reject(new Error(`expected an ack, got ${msg.op}`));
+    });
+  });
+}
+
 /** A runner-market image as a publisher sends it. */
 export function image(mid: string, price = 2, runners = [1, 2]): Record<string, unknown> {
   return {
@@ -98,3 +115,21 @@ export function image(mid: string, price = 2, runners = [1, 2]): Record<string, 
     r: runners.map((rid, i) => ({ rid, st: 'ACTIVE', b: [[price + i, 10], [price + i - 0.01, 20], [price + i - 0.02, 30]], l: [[price + i + 0.02, 11], [price + i + 0.04, 21], [price + i + 0.06, 31]] })),
   };
 }
+
+/** The image with what last traded and how much: each runner at its best back, and the market's total. */
+export function withTraded(item: Record<string, unknown>): Record<string, unknown> {
+  const r = (item.r as { b: number[][] }[]).map((x, i) => ({ ...x, ltp: x.b[0][0], tv: 1000 * (i + 1) }));
+  return { ...item, r, tv: r.reduce((sum, x) => sum + x.tv, 0) };
+}
+
+/** A line-market image as a publisher sends it: Yes a run above No at even rates, three levels a side. */
+export function lineImage(mid: string, line = 40): Record<string, unknown> {
+  return {
+    kind: 'odds', mid, ts: Date.now(), st: 'OPEN', ip: true,
+    r: [{ rid: 1, st: 'ACTIVE', b: [[line + 1, 100], [line + 2, 100], [line + 3, 100]], l: [[line, 100], [line - 1, 100], [line - 2, 100]] }],
+  };
+}
+
+/** An image a market of type `ty` can have (null: one nested in a player-race): a line for line markets, else runners' ladders. */
+export const imageFor = (ty: MarketType | null, mid: string, price = 2): Record<string, unknown> =>
+  isLineType(ty) ? lineImage(mid, price) : image(mid, price);

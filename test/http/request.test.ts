@@ -97,6 +97,28 @@ t.test('a wrong content type is a 415', async (t) => {
   await expectError(t, '/api/v1/subscribe', 415, /content-type must be application\/json/, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"data":["1.1"]}' });
 });
 
+t.test('what an HTML form of another site can send (no preflight) is a 415 on every POST route, and changes nothing', async (t) => {
+  // Browsers send these three cross-origin without asking first; application/json and protobuf need a preflight this service never grants.
+  const forms: [string, string][] = [
+    ['text/plain', '{"data":["1.200001001"]}'],
+    ['application/x-www-form-urlencoded', 'data=1.200001001'],
+    ['multipart/form-data; boundary=b', '--b\r\nContent-Disposition: form-data; name="data"\r\n\r\n1.200001001\r\n--b--\r\n'],
+  ];
+  const odds = JSON.stringify({ data: [{ kind: 'odds', mid: '1.200001001', ts: Date.now(), st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[1000, 99999]], l: [] }] }] });
+  const c = await sqlClient(t, svc.databaseUrl);
+  const stored = async () => (await c.query('SELECT count(*)::int AS n FROM client_markets')).rows[0].n as number;
+  const before = await stored();
+  const revision = svc.book.revision;
+  for (const [type, body] of forms) {
+    for (const path of ['/api/v1/subscribe', '/api/v1/unsubscribe']) {
+      await expectError(t, path, 415, /^content-type must be application\/json$/, { method: 'POST', headers: { 'content-type': type }, body });
+    }
+    await expectError(t, '/api/v1/ingest', 415, /^content-type must be application\/json or application\/x-protobuf$/, { method: 'POST', headers: { 'content-type': type }, body: odds });
+  }
+  t.equal(await stored(), before, 'no stored set changed');
+  t.equal(svc.book.revision, revision, 'no price was taken');
+});
+
 t.test('a body over 1 MiB is a 413', async (t) => {
   const body = JSON.stringify({ data: ['1.1'], pad: 'x'.repeat(1024 * 1024) });
   await expectError(t, '/api/v1/subscribe', 413, /larger than 1048576 bytes/, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

@@ -22,6 +22,37 @@ t.test('JSON is the format when no subprotocol is offered; odds.v1.proto selects
   [plain, proto, json].forEach((c) => c.close());
 });
 
+/** A handshake offering `protocols`: the refusal's status and body, or 101 when it upgraded. */
+function handshake(path: string, protocols: string[]): Promise<{ status: number; body?: unknown }> {
+  const ws = new WebSocket(svc.url.replace(/^http/, 'ws') + path, protocols);
+  return new Promise((ok, fail) => {
+    ws.once('open', () => {
+      ws.close();
+      ok({ status: 101 });
+    });
+    ws.once('error', fail);
+    ws.once('unexpected-response', (req, res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s)).once('end', () => {
+        req.destroy();
+        ok({ status: res.statusCode!, body: JSON.parse(text) });
+      });
+    });
+  });
+}
+
+for (const path of ['/ws', '/ingest']) {
+  t.test(`${path}: offering only subprotocols the server does not speak is a 400 naming those it does`, async (t) => {
+    t.same(await handshake(path, ['odds.v2.json']), {
+      status: 400,
+      body: { status: 0, message: 'Sec-WebSocket-Protocol must offer odds.v1.proto or odds.v1.json (or nothing, for JSON); got odds.v2.json' },
+    });
+    t.match(await handshake(path, ['odds.v2.json', 'chat']), { status: 400, body: { message: /got odds\.v2\.json, chat$/ } });
+    t.same(await handshake(path, ['odds.v2.json', 'odds.v1.json']), { status: 101 }, 'one it speaks among them is chosen');
+    t.same(await handshake(path, []), { status: 101 }, 'none offered stays JSON');
+  });
+}
+
 t.test('subscribe is acked with the REST wording, and the current image follows the ack', async (t) => {
   await ingest(image(M1, 2.5));
   const c = await Client.connect(svc.url, { format: 'json' });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
-import { Client, image } from '../helpers/ws.js';
+import { Client, image, imageFor } from '../helpers/ws.js';
+import type { MarketType } from '../../src/refdata/types.js';
 import { eventually } from '../helpers/wait.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
@@ -14,9 +15,12 @@ const CRICKET = 4;
 const svc = await startTestService(t);
 const ingest = (...data: Record<string, unknown>[]) => postJson(svc.url, '/api/v1/ingest', { data });
 const marketsOf = async (eid: number) =>
-  (await http<{ data: Record<string, { mid: string; go: boolean; m?: { mid: string; go: boolean }[] }[]> }>(svc.url, `/api/v1/events/markets?eid=${eid}`)).body.data[eid];
+  (await http<{ data: Record<string, { mid: string; go: boolean; ty: MarketType; m?: { mid: string; go: boolean }[] }[]> }>(svc.url, `/api/v1/events/markets?eid=${eid}`)).body.data[eid];
 /** Every live market of an event, nested ones included, as a filter covers them. */
 const liveMids = async (eid: number) => (await marketsOf(eid)).flatMap((m) => (m.go ? [] : [m.mid, ...(m.m ?? []).filter((n) => !n.go).map((n) => n.mid)]));
+/** Each market's type, so each gets prices it can have (a nested market: null, a runner market). */
+const types = new Map((await marketsOf(EVENT)).map((m) => [m.mid, m.ty]));
+const quote = (mid: string, price: number) => imageFor(types.get(mid) ?? null, mid, price);
 let nextMarket = 990;
 
 /** A new market on an event, created through ingest. */
@@ -35,7 +39,7 @@ for (const format of ['json', 'proto'] as const) {
     const mids = await liveMids(EVENT);
     const ack = await c.request({ op: 'subscribe', eids: [EVENT] });
     t.same(ack, { op: 'ack', id: ack.id, status: 1, message: `Subscribed from event ${EVENT} (${mids.length} markets)` });
-    await ingest(...mids.map((m, i) => image(m, 2 + i / 100)));
+    await ingest(...mids.map((m, i) => quote(m, 2 + i / 100)));
     await c.settled();
     t.same(new Set(c.frames.filter((f) => f.op === 'odds').map((f) => (f as OddsMessage).mid)), new Set(mids), 'frames of every market, nested ones included');
     const late = await newMarket(EVENT);
@@ -47,7 +51,7 @@ for (const format of ['json', 'proto'] as const) {
 
 t.test('resume works for filters: markets of the event that did not move get no image', async (t) => {
   const mids = await liveMids(EVENT);
-  await ingest(...mids.map((m, i) => image(m, 5 + i / 100)));
+  await ingest(...mids.map((m, i) => quote(m, 5 + i / 100)));
   const first = await Client.connect(svc.url);
   await first.request({ op: 'subscribe', eids: [EVENT] });
   await first.settled();
@@ -55,7 +59,7 @@ t.test('resume works for filters: markets of the event that did not move get no 
   first.close();
   t.equal(held.size, mids.length, 'an image of every market');
   const moved = mids[0];
-  await ingest(image(moved, 6));
+  await ingest(quote(moved, 6));
   const again = await Client.connect(svc.url, { format: 'proto' });
   t.teardown(() => again.close());
   const epoch = [...held.values()][0].epoch;

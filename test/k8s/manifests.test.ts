@@ -15,6 +15,7 @@
  * it to complain, so the checks are known to bite.
  */
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
@@ -24,9 +25,11 @@ import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernet
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service, type IService } from 'kubernetes-models/v1/Service';
+import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import { findRoot } from './root.js';
+import { NATS_BINARY } from '../helpers/nats.js';
 
 // ---------------------------------------------------------------- loading
 
@@ -37,6 +40,10 @@ const APP = 'odds-service';
 const NAME_LABEL = 'app.kubernetes.io/name';
 const CONFIGMAP = 'odds-service-config';
 const DB_SECRET = 'odds-service-db';
+const NATS_SECRET = 'odds-service-nats';
+/** The labels the NetworkPolicies select NATS and Postgres pods by (documented in their files). */
+const NATS_POD = { [NAME_LABEL]: 'nats' };
+const POSTGRES_POD = { [NAME_LABEL]: 'postgresql' };
 
 type Doc = Record<string, unknown>;
 
@@ -62,6 +69,8 @@ interface Manifests {
   pdb: IPodDisruptionBudget;
   hpa: IHorizontalPodAutoscaler;
   serviceMonitor: ServiceMonitor;
+  natsPolicy: INetworkPolicy;
+  postgresPolicy: INetworkPolicy;
 }
 
 /** Prometheus Operator kinds: no Kubernetes model here, so checked by hand (the PrometheusRule in observability.test.ts). */
@@ -89,6 +98,12 @@ function only<T>(kind: string): T {
   return found[0] as T;
 }
 
+function named<T>(kind: string, name: string): T {
+  const found = allResources.find((d) => d.kind === kind && (d.metadata as { name?: string }).name === name);
+  if (!found) throw new Error(`no ${kind} named ${name} in k8s/`);
+  return found as T;
+}
+
 const real: Manifests = {
   deployment: only<IDeployment>('Deployment'),
   service: only<IService>('Service'),
@@ -96,7 +111,11 @@ const real: Manifests = {
   pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
   hpa: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
   serviceMonitor: only<ServiceMonitor>('ServiceMonitor'),
+  natsPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-nats'),
+  postgresPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-postgres'),
 };
+const natsConf = readFileSync(join(K8S, 'nats', 'nats-server.conf'), 'utf8');
+const natsPermissions = readFileSync(join(K8S, 'nats', 'odds-permissions.conf'), 'utf8');
 const deploymentText = readFileSync(join(K8S, 'deployment.yaml'), 'utf8');
 const dockerfileText = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -112,6 +131,10 @@ const MODELS: Record<string, { apiVersion: string; create: (d: Doc) => { validat
   PodDisruptionBudget: {
     apiVersion: 'policy/v1', create: (d) => new PodDisruptionBudget(d as never),
     type: 'IPodDisruptionBudget', module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
+  },
+  NetworkPolicy: {
+    apiVersion: 'networking.k8s.io/v1', create: (d) => new NetworkPolicy(d as never),
+    type: 'INetworkPolicy', module: 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy',
   },
   HorizontalPodAutoscaler: {
     apiVersion: 'autoscaling/v2', create: (d) => new HorizontalPodAutoscaler(d as never),
@@ -346,10 +369,16 @@ function serviceMonitorProblems(m: Manifests): string[] {
   const sm = m.serviceMonitor;
   const p: string[] = [];
   if (!labelsMatch(sm.spec.selector.matchLabels, m.service.metadata?.labels)) p.push('ServiceMonitor selector does not match the Service labels');
-  const names = new Set((m.service.spec?.ports ?? []).map((x) => x.name));
+  const ports = new Map((m.service.spec?.ports ?? []).map((x) => [x.name, x]));
   const metrics = sm.spec.endpoints.filter((e) => (e.path ?? '/metrics') === '/metrics');
   if (metrics.length === 0) p.push('no ServiceMonitor endpoint scrapes /metrics');
-  for (const e of metrics) if (typeof e.port !== 'string' || !names.has(e.port)) p.push(`ServiceMonitor port ${String(e.port)} is not a named port of the Service`);
+  const metricsPort = resolvePort(container(m), 'metrics');
+  for (const e of metrics) {
+    const sp = typeof e.port === 'string' ? ports.get(e.port) : undefined;
+    if (!sp) p.push(`ServiceMonitor port ${String(e.port)} is not a named port of the Service`);
+    // The public port answers /metrics with a 404: a scrape there would find nothing.
+    else if (resolvePort(container(m), sp.targetPort ?? sp.port) !== metricsPort) p.push(`ServiceMonitor port ${String(e.port)} does not reach the container port named metrics`);
+  }
   return p;
 }
 
@@ -402,9 +431,9 @@ function settingsProblems(m: Manifests): string[] {
   const env = effectiveEnv(m);
   const p: string[] = [];
   const want: Record<string, string> = {
-    PORT: '8080', HOST: '0.0.0.0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
+    PORT: '8080', HOST: '0.0.0.0', METRICS_PORT: '9464', INGEST_ORIGINS: '', LOG_LEVEL: 'info', LOG_FORMAT: 'json', AUTH: 'on', DEMO_DATA: 'off',
     SIMULATOR: 'off', BUS: 'nats', NATS_URL: 'nats://nats:4222', DRAIN_DELAY_MS: '5000',
-    SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10',
+    SHUTDOWN_TIMEOUT_MS: '20000', PG_POOL_MAX: '10', NATS_USER: 'odds',
   };
   for (const [k, v] of Object.entries(want)) {
     const e = env.get(k);
@@ -413,6 +442,8 @@ function settingsProblems(m: Manifests): string[] {
   }
   const httpPort = resolvePort(container(m), 'http');
   if (httpPort === undefined || String(httpPort) !== (env.get('PORT') as { value?: string } | undefined)?.value) p.push('PORT must equal the container port named http');
+  const metricsPort = resolvePort(container(m), 'metrics');
+  if (metricsPort === undefined || String(metricsPort) !== (env.get('METRICS_PORT') as { value?: string } | undefined)?.value) p.push('METRICS_PORT must equal the container port named metrics');
   return p;
 }
 
@@ -423,6 +454,58 @@ function secretProblems(m: Manifests): string[] {
     p.push(`DATABASE_URL must come from secretKeyRef ${DB_SECRET}/DATABASE_URL, not ${JSON.stringify(db)}`);
   }
   if (m.configMap.data && 'DATABASE_URL' in m.configMap.data) p.push('DATABASE_URL must not be in the ConfigMap');
+  return p;
+}
+
+function natsSecretProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const pw = effectiveEnv(m).get('NATS_PASSWORD');
+  if (pw?.kind !== 'secret' || pw.name !== NATS_SECRET || pw.key !== 'NATS_PASSWORD') {
+    p.push(`NATS_PASSWORD must come from secretKeyRef ${NATS_SECRET}/NATS_PASSWORD, not ${JSON.stringify(pw)}`);
+  }
+  if (m.configMap.data && 'NATS_PASSWORD' in m.configMap.data) p.push('NATS_PASSWORD must not be in the ConfigMap');
+  return p;
+}
+
+/**
+ * A policy that selects the given pods and lets in only the service's pods
+ * on `port` (and, for NATS, other NATS pods on the route port): no namespace
+ * selector, no address block, no rule that admits every source.
+ */
+function networkPolicyProblems(m: Manifests, policy: INetworkPolicy, selects: Record<string, string>, port: number): string[] {
+  const p: string[] = [];
+  const spec = policy.spec;
+  const podLabels = m.deployment.spec?.template.metadata?.labels;
+  if (JSON.stringify(spec?.podSelector.matchLabels) !== JSON.stringify(selects)) p.push(`${policy.metadata?.name} must select ${JSON.stringify(selects)}, not ${JSON.stringify(spec?.podSelector)}`);
+  if (!spec?.policyTypes?.includes('Ingress')) p.push(`${policy.metadata?.name} must list policyTypes Ingress`);
+  const rules = spec?.ingress ?? [];
+  const service = rules.filter((r) => (r.from ?? []).some((f) => labelsMatch(f.podSelector?.matchLabels, podLabels)));
+  if (!service.some((r) => (r.ports ?? []).some((x) => x.port === port))) p.push(`${policy.metadata?.name} must let the service's pods in on port ${port}`);
+  for (const [i, r] of rules.entries()) {
+    if (!r.from?.length) p.push(`ingress[${i}] admits every source`);
+    for (const f of r.from ?? []) {
+      if (f.namespaceSelector || f.ipBlock) p.push(`ingress[${i}] admits sources beyond this namespace's pods`);
+      const from = f.podSelector?.matchLabels;
+      if (!labelsMatch(from, podLabels) && JSON.stringify(from) !== JSON.stringify(selects)) p.push(`ingress[${i}] admits pods ${JSON.stringify(f.podSelector)}`);
+    }
+  }
+  return p;
+}
+
+/** The NATS configuration: a password only from the environment, the ConfigMap's user, and permissions limited to the prefix. */
+function natsConfigProblems(m: Manifests, conf: string, permissions: string): string[] {
+  const p: string[] = [];
+  const user = m.configMap.data?.NATS_USER;
+  if (!new RegExp(`\\{\\s*user:\\s*${user},\\s*password:\\s*\\$ODDS_NATS_PASSWORD,\\s*permissions:\\s*\\$ODDS_SERVICE_PERMISSIONS\\s*\\}`).test(conf)) {
+    p.push(`nats-server.conf must admit user ${String(user)} with password $ODDS_NATS_PASSWORD and $ODDS_SERVICE_PERMISSIONS`);
+  }
+  if (!/include "odds-permissions.conf"/.test(conf)) p.push('nats-server.conf must include odds-permissions.conf');
+  if (!/^authorization\s*\{/m.test(conf)) p.push('nats-server.conf has no authorization block');
+  const allowed = [...permissions.replace(/#.*$/gm, '').matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
+  for (const subject of allowed) {
+    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_ODDS(\.>)?)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
+  }
+  if (!allowed.includes('odds.>')) p.push('the service user needs odds.>');
   return p;
 }
 
@@ -446,7 +529,8 @@ function dockerBaseProblems(text: string): string[] {
   const names = new Set<string>();
   for (const stage of stages) {
     const [image, as, name] = stage[0]!.args.split(/\s+/);
-    if (!names.has(image!) && !/^node:20(\.[\d.]+)?-(bookworm|bullseye)(-slim)?$/.test(image!)) p.push(`base ${image} is not a Debian-based node:20 image`);
+    // uWS v20.57 (Node 22 and 24) needs glibc 2.38: Debian 13 (trixie). None of the builds load on musl.
+    if (!names.has(image!) && !/^node:24(\.[\d.]+)?-trixie(-slim)?$/.test(image!)) p.push(`base ${image} is not a Node 24 LTS image on Debian 13 (glibc 2.38 or newer)`);
     if (as?.toUpperCase() === 'AS' && name) names.add(name);
   }
   return p;
@@ -471,7 +555,9 @@ function dockerCmdProblems(text: string): string[] {
   if (final.some((i) => i.op === 'ENTRYPOINT')) p.push('an ENTRYPOINT would wrap the CMD');
   if (!final.some((i) => i.op === 'ENV' && /\bNODE_ENV=production\b/.test(i.args))) p.push('NODE_ENV=production is not set');
   const exposed = final.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map((x) => x.split('/')[0]));
-  if (!exposed.includes('8080')) p.push('EXPOSE 8080 is missing');
+  for (const port of ['8080', '9464']) if (!exposed.includes(port)) p.push(`EXPOSE ${port} is missing`);
+  const env = final.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+  if (!/\bHOST=0\.0\.0\.0\b/.test(env) || !/\bAUTH=on\b/.test(env)) p.push('the image must set HOST=0.0.0.0 together with AUTH=on: a published port with auth off lets anyone publish prices');
   return p;
 }
 
@@ -562,7 +648,7 @@ t.test('the HorizontalPodAutoscaler scales the Deployment on CPU', async (t) => 
   t.same(hpaProblems(real), []);
 });
 
-t.test('the ServiceMonitor scrapes /metrics on a named port of the Service', async (t) => {
+t.test('the ServiceMonitor scrapes /metrics on the Service port that reaches the metrics port', async (t) => {
   t.same(serviceMonitorProblems(real), []);
 });
 
@@ -586,6 +672,27 @@ t.test('DATABASE_URL comes from the Secret odds-service-db', async (t) => {
   t.same(secretProblems(real), []);
 });
 
+t.test('NATS_PASSWORD comes from the Secret odds-service-nats', async (t) => {
+  t.same(natsSecretProblems(real), []);
+});
+
+t.test('only the service\'s pods may reach NATS', async (t) => {
+  t.same(networkPolicyProblems(real, real.natsPolicy, NATS_POD, 4222), []);
+});
+
+t.test('only the service\'s pods may reach Postgres', async (t) => {
+  t.same(networkPolicyProblems(real, real.postgresPolicy, POSTGRES_POD, 5432), []);
+});
+
+t.test('the NATS configuration admits the service user with its password from the environment and rights on its prefix only', async (t) => {
+  t.same(natsConfigProblems(real, natsConf, natsPermissions), []);
+});
+
+t.test('nats-server accepts the NATS configuration', { skip: !NATS_BINARY && 'nats-server is not installed here' }, async (t) => {
+  const r = spawnSync(NATS_BINARY!, ['-t', '-c', join(K8S, 'nats', 'nats-server.conf')], { env: { ...process.env, ODDS_NATS_PASSWORD: 'odds-check' }, encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr || r.stdout);
+});
+
 t.test('the Dockerfile builds on Debian-based node:20 images', async (t) => {
   t.same(dockerBaseProblems(dockerfileText), []);
 });
@@ -594,7 +701,7 @@ t.test('the Dockerfile runs as the non-root node user', async (t) => {
   t.same(dockerUserProblems(dockerfileText), []);
 });
 
-t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080', async (t) => {
+t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, metrics on 9464, every interface, with auth on', async (t) => {
   t.same(dockerCmdProblems(dockerfileText), []);
 });
 
@@ -642,7 +749,7 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('a liveness probe on an undeclared port name', async (t) => {
-    const m = broken((m) => { container(m).livenessProbe!.httpGet!.port = 'metrics'; });
+    const m = broken((m) => { container(m).livenessProbe!.httpGet!.port = 'admin'; });
     t.not(probeProblems(m, 'livenessProbe', '/health').length, 0);
   });
 
@@ -667,8 +774,18 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('a ServiceMonitor on a port name the Service lacks', async (t) => {
-    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'metrics'; });
-    t.not(serviceMonitorProblems(m).length, 0);
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'prometheus'; });
+    t.match(serviceMonitorProblems(m).join('\n'), /not a named port of the Service/);
+  });
+
+  t.test('a ServiceMonitor scraping the public port', async (t) => {
+    const m = broken((m) => { m.serviceMonitor.spec.endpoints[0]!.port = 'http'; });
+    t.match(serviceMonitorProblems(m).join('\n'), /does not reach the container port named metrics/);
+  });
+
+  t.test('a metrics port in the ConfigMap that the container does not declare', async (t) => {
+    const m = broken((m) => { m.configMap.data!.METRICS_PORT = '9090'; });
+    t.match(settingsProblems(m).join('\n'), /METRICS_PORT/);
   });
 
   t.test('a grace period the shutdown does not fit in', async (t) => {
@@ -706,8 +823,33 @@ t.test('the checks reject broken manifests', async (t) => {
     t.not(secretProblems(m).length, 0);
   });
 
+  t.test('NATS_PASSWORD as a plain value', async (t) => {
+    const m = broken((m) => { container(m).env!.push({ name: 'NATS_PASSWORD', value: 'secret' }); });
+    t.not(natsSecretProblems(m).length, 0);
+  });
+
+  t.test('a NATS policy that selects other pods, or admits another namespace', async (t) => {
+    t.not(networkPolicyProblems(real, real.natsPolicy, { [NAME_LABEL]: 'nats-box' }, 4222).length, 0);
+    const m = broken((m) => { m.natsPolicy.spec!.ingress![0]!.from!.push({ namespaceSelector: {} }); });
+    t.not(networkPolicyProblems(m, m.natsPolicy, NATS_POD, 4222).length, 0);
+  });
+
+  t.test('a Postgres policy that admits every source', async (t) => {
+    const m = broken((m) => { m.postgresPolicy.spec!.ingress!.push({ ports: [{ protocol: 'TCP', port: 5432 }] }); });
+    t.not(networkPolicyProblems(m, m.postgresPolicy, POSTGRES_POD, 5432).length, 0);
+  });
+
+  t.test('NATS permissions wider than the prefix, or a password written in the file', async (t) => {
+    t.not(natsConfigProblems(real, natsConf, natsPermissions.replace('"odds.>"', '">"')).length, 0);
+    t.not(natsConfigProblems(real, natsConf.replace('$ODDS_NATS_PASSWORD', 'hunter2'), natsPermissions).length, 0);
+  });
+
   t.test('an alpine base image', async (t) => {
-    t.not(dockerBaseProblems(dockerfileText.replace(/node:20-bookworm-slim/g, 'node:20-alpine')).length, 0);
+    t.not(dockerBaseProblems(dockerfileText.replace(/node:24-trixie-slim/g, 'node:24-alpine')).length, 0);
+  });
+
+  t.test('a Debian 12 base, whose glibc 2.36 loads no uWS build for Node 24', async (t) => {
+    t.not(dockerBaseProblems(dockerfileText.replace(/node:24-trixie-slim/g, 'node:24-bookworm-slim')).length, 0);
   });
 
   t.test('a Dockerfile without a non-root USER', async (t) => {
@@ -717,6 +859,10 @@ t.test('the checks reject broken manifests', async (t) => {
 
   t.test('a shell-form CMD', async (t) => {
     t.not(dockerCmdProblems(dockerfileText.replace(/^CMD .*$/m, 'CMD node dist/src/main.js')).length, 0);
+  });
+
+  t.test('an image listening on every interface with auth off', async (t) => {
+    t.not(dockerCmdProblems(dockerfileText.replace(/AUTH=on/, 'AUTH=off')).length, 0);
   });
 
   t.test('an image that differs from the documented one', async (t) => {

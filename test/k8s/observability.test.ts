@@ -563,7 +563,7 @@ async function traffic(t: Test): Promise<string> {
   for (const c of sockets) await c.settled();
   const admin = await sqlClient(t, svc.databaseUrl);
   await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-  const r = await eventually(() => http<string>(svc.url, '/metrics'), (r) => /^odds_pg_errors_total\{/m.test(r.text));
+  const r = await eventually(() => http<string>(svc.metricsUrl, '/metrics'), (r) => /^odds_pg_errors_total\{/m.test(r.text));
   return r.text;
 }
 
@@ -616,7 +616,7 @@ t.test('the checks reject broken dashboards and rules', async (t) => {
   };
   const firstQuery = (d: Dashboard): Target => flatPanels(d).find((p) => p.targets?.length)!.targets![0]!;
   const firstAlert = (r: PrometheusRule): Rule => alerts(r)[0]!;
-  const scrape = readExposition(await http<string>(svc.url, '/metrics').then((r) => r.text));
+  const scrape = readExposition(await http<string>(svc.metricsUrl, '/metrics').then((r) => r.text));
 
   t.test('two panels with one id', async (t) => {
     const d = brokenDashboard((d) => { d.panels![2]!.id = d.panels![1]!.id; });

@@ -8,14 +8,33 @@ import { scrape, value } from '../helpers/metrics.js';
 const svc = await startTestService(t);
 const M = '1.200001001';
 
-t.test('/metrics answers the Prometheus text format', async (t) => {
-  const r = await http(svc.url, '/metrics');
+t.test('/metrics answers the Prometheus text format on the metrics port', async (t) => {
+  t.not(svc.metricsPort, svc.port, 'a listener of its own');
+  const r = await http(svc.metricsUrl, '/metrics');
   t.equal(r.status, 200);
   t.match(r.headers.get('content-type'), /^text\/plain; version=0\.0\.4/);
   t.match(r.text, /^# HELP /m);
   t.match(r.text, /^process_cpu_user_seconds_total /m, 'default process metrics');
   t.match(r.text, /^odds_build_info\{version="0\.1\.0",node="v20\.[^"]+"\} 1$/m);
   t.match(r.text, /^odds_uws_native 1$/m);
+});
+
+t.test('the public port does not serve /metrics: a 404 that names the metrics port', async (t) => {
+  const r = await http<{ status: number; message: string }>(svc.url, '/metrics');
+  t.equal(r.status, 404);
+  t.same(r.body, { status: 0, message: `/metrics is not served on this port: scrape the metrics port (METRICS_PORT, ${svc.metricsPort})` });
+});
+
+t.test('the metrics port answers the probes too, and no data route', async (t) => {
+  t.same((await http(svc.metricsUrl, '/health')).body, { message: 'Server is running' });
+  t.same((await http(svc.metricsUrl, '/ready')).body, { message: 'ready' });
+  const data = await http<{ status: number; message: string }>(svc.metricsUrl, '/api/v1/sports');
+  t.equal(data.status, 404);
+  t.same(data.body, { status: 0, message: 'no route for /api/v1/sports' });
+});
+
+t.test('a metrics port already taken fails the start, naming METRICS_PORT', async (t) => {
+  await t.rejects(startTestService(t, { METRICS_PORT: String(svc.metricsPort) }), { message: new RegExp(`cannot listen on 127.0.0.1:${svc.metricsPort}.*\\(METRICS_PORT\\)`) });
 });
 
 t.test('HTTP requests are counted by route template, method and status, with latency', async (t) => {
@@ -78,7 +97,7 @@ t.test('read model size, refresh lag and the Postgres pool', async (t) => {
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
 t.test('promtool parses the exposition and finds nothing wrong with it', { skip: hasPromtool ? false : 'promtool is not installed here (.ci/run installs Debian\'s prometheus package)' }, async (t) => {
-  const r = await http(svc.url, '/metrics');
+  const r = await http(svc.metricsUrl, '/metrics');
   const check = spawnSync('promtool', ['check', 'metrics'], { input: r.text, encoding: 'utf8' });
   const findings = `${check.stdout}${check.stderr}`.split('\n').filter(Boolean);
   t.notMatch(findings.join('\n'), /error|pars/i, 'the text parses');

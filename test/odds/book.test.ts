@@ -1,7 +1,7 @@
 import t from 'tap';
 import { Book, isNewer, newEpoch } from '../../src/odds/book.js';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import type { OddsImage, OddsMessage } from '../../src/odds/messages.js';
 
 const img = (mid: string, price: number): OddsImage => ({
   mid, ts: 1000, st: 'OPEN', ip: true,
@@ -49,6 +49,16 @@ t.test('each variant is encoded once and reused; a depth at or past the ladder i
   t.not(e.frame('json', 'none', 1), e.frame('json'));
   const one = decodeServerJson(e.frame('json', 'none', 1) as string);
   t.same(one.op === 'odds' && one.r[0].b, [[2, 10]], 'depth 1 keeps the best level only');
+});
+
+t.test('a frame cut to a depth keeps ltp and tv', async (t) => {
+  const base = img('a', 2);
+  const image = { ...base, tv: 900, r: base.r.map((r) => ({ ...r, ltp: 2.5, tv: 300 })) };
+  const e = new Book().put(E, 1, 0, image)!;
+  for (const f of [decodeServerJson(e.frame('json', 'none', 1) as string), decodeServerProto(e.frame('proto', 'none', 1) as Uint8Array)]) {
+    const m = f as OddsMessage;
+    t.strictSame([m.tv, m.r.map((r) => [r.b.length, r.ltp, r.tv])], [900, base.r.map(() => [1, 2.5, 300])]);
+  }
 });
 
 t.test('frames carry the image with epoch, seq, pt and the marks in both formats', async (t) => {

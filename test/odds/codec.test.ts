@@ -18,8 +18,12 @@ const odds: OddsMessage = {
   ],
 };
 
+/** The same image with what was last traded and how much, on the runners and the market. */
+const traded: OddsMessage = { ...odds, tv: 1520.75, r: [{ ...odds.r[0], ltp: 1.96, tv: 1000.5 }, { ...odds.r[1], tv: 0 }] };
+
 const serverMessages: ServerMessage[] = [
   odds,
+  traded,
   { ...odds, seq: 2 ** 40, st: 'BALL_RUNNING', con: true },
   { ...odds, cf: true },
   { op: 'ack', id: 9, status: 1, message: 'Subscribed from market 1.1', current: 1 },
@@ -55,6 +59,26 @@ t.test('JSON odds frame is the exact protocol text, keys in order', async (t) =>
     '{"op":"odds","mid":"1.234","epoch":"m1","seq":7,"ts":4,"pt":5,"st":"OPEN","ip":true,"con":false,"cf":false,' +
       '"r":[{"rid":101,"st":"ACTIVE","b":[[1.95,120.5]],"l":[[1.97,80]]}]}',
   );
+});
+
+t.test('JSON odds frame puts ltp and tv after l, and the market tv after r', async (t) => {
+  const scrambled = {
+    tv: 900, r: [{ tv: 500, ltp: 1.96, l: [[1.97, 80]], b: [[1.95, 120.5]], st: 'ACTIVE', rid: 101 }],
+    cf: false, con: false, ip: true, st: 'OPEN', pt: 5, ts: 4, seq: 7, epoch: 'm1', mid: '1.234', op: 'odds',
+  } as OddsMessage;
+  t.equal(
+    encodeJson(scrambled),
+    '{"op":"odds","mid":"1.234","epoch":"m1","seq":7,"ts":4,"pt":5,"st":"OPEN","ip":true,"con":false,"cf":false,' +
+      '"r":[{"rid":101,"st":"ACTIVE","b":[[1.95,120.5]],"l":[[1.97,80]],"ltp":1.96,"tv":500}],"tv":900}',
+  );
+});
+
+t.test('absent ltp and tv stay absent through protobuf, and a tv of 0 stays 0', async (t) => {
+  const plain = decodeServerProto(encodeProto(odds)) as OddsMessage;
+  t.notOk('tv' in plain || plain.r.some((r) => 'ltp' in r || 'tv' in r), 'no keys appear');
+  const back = decodeServerProto(encodeProto(traded)) as OddsMessage;
+  t.equal(back.r[1].tv, 0);
+  t.notOk('ltp' in back.r[1]);
 });
 
 t.test('decodeServerProto rejects a frame with an odd ladder length', async (t) => {
@@ -172,6 +196,8 @@ t.test('ingest protobuf round trip keeps', async (t) => {
     ['a result', { kind: 'result', mid: '1.5', res: '1', rt: false, ia: true, mt: 'session' }],
     ['odds', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'SUSPENDED', ip: true,
       r: [{ rid: 1, st: 'WINNER', b: [[2, 100]], l: [] }] }],
+    ['odds with ltp and tv, a volume of 0 included', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'OPEN', ip: false,
+      r: [{ rid: 1, st: 'ACTIVE', b: [[2, 100]], l: [[2.02, 5]], ltp: 2.01, tv: 0 }], tv: 12345.5 }],
   ];
   for (const [name, item] of cases) {
     t.test(name, async (t) => {

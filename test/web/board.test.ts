@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { createKey } from '../../src/auth/keys.js';
-import type { Market } from '../../src/refdata/types.js';
+import { isLineType, type Market } from '../../src/refdata/types.js';
+import { lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -35,7 +36,9 @@ if (!hasChromium()) {
   };
   const markets = (await http<{ data: Record<string, Market[]> }>(quiet.url, `/api/v1/events/markets?eid=${EVENT}`)).body.data[EVENT];
   /** Every live book of the event: a market with runners or a line, or a player race's head-to-head. */
-  const books = markets.filter((m) => !m.go).flatMap((m) => (m.m ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid) })) : [{ mid: m.mid, rids: m.r?.map((r) => r.rid) ?? [1] }]));
+  const books = markets.filter((m) => !m.go).flatMap((m) => (m.m
+    ? m.m.filter((n) => !n.go).map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid), line: false }))
+    : [{ mid: m.mid, rids: m.r?.map((r) => r.rid) ?? [1], line: isLineType(m.ty) }]));
   const named = (na: string) => markets.find((m) => m.na === na)!.mid;
   /** A full image with three levels a side from `price` up, sizes from `size`. */
   const image = (mid: string, rids: number[], price: number, st = 'OPEN', size = 100) => ({
@@ -46,7 +49,9 @@ if (!hasChromium()) {
       l: [0, 1, 2].map((k) => [Math.round((price + i + (k + 1) / 100) * 100) / 100, size + 10 + k]),
     })),
   });
-  const publishAll = (price: number) => ingest(quiet, ...books.map((b, i) => image(b.mid, b.rids, price + i)));
+  /** A line book's image (Yes a run above No): runners' ladders are no prices a line market can have. */
+  const line = (mid: string, runs: number, st = 'OPEN') => ({ ...lineImage(mid, runs), st });
+  const publishAll = (price: number) => ingest(quiet, ...books.map((b, i) => (b.line ? line(b.mid, Math.round((price + i) * 10)) : image(b.mid, b.rids, price + i))));
 
   t.test('GET / and its assets come from memory with their types and caching; unknown paths stay 404', async (t) => {
     const page = await http(quiet.url, '/');
@@ -141,7 +146,37 @@ if (!hasChromium()) {
     t.equal(await page.textContent('#feed'), 'feed OK');
   });
 
-  t.test('the demo board prices every live book of the cricket event (screenshot)', async (t) => {
+  t.test('while the demo prices move, back (Yes) cells stay blue and lay (No) cells pink: nothing is drawn over them', async (t) => {
+    const { page } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+    const colour = (name: string) => page.evaluate((n) => {
+      const probe = document.body.appendChild(document.createElement('i'));
+      probe.style.background = `var(${n})`;
+      const c = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return c;
+    }, name);
+    const sides = { b: [await colour('--back'), await colour('--back-far')], l: [await colour('--lay'), await colour('--lay-far')] };
+    const seen = { cells: 0, moving: 0, wrong: [] as string[] };
+    for (let i = 0; i < 20; i++) {
+      const sample = await page.$$eval('.book[data-state=open] .c', (cells) => cells.map((c) => ({
+        side: c.classList.contains('b') ? 'b' : 'l',
+        cell: getComputedStyle(c).backgroundColor,
+        over: getComputedStyle(c, '::after').backgroundColor,
+        moving: (c as HTMLElement).dataset.move !== undefined && getComputedStyle(c, '::after').opacity !== '0',
+      })));
+      for (const c of sample) {
+        seen.cells++;
+        if (c.moving) seen.moving++;
+        if (!sides[c.side as 'b' | 'l'].includes(c.cell) || c.over !== 'rgba(0, 0, 0, 0)') seen.wrong.push(`${c.side}: ${c.cell} under ${c.over}`);
+      }
+      await page.waitForTimeout(100);
+    }
+    t.ok(seen.moving > 20, `${seen.moving} of ${seen.cells} cells sampled were marked as moving`);
+    t.same(seen.wrong.slice(0, 5), [], 'every cell showed its side colour, uncovered');
+  });
+
+  t.test('the demo board prices every live book of the cricket event (screenshot, taken live)', async (t) => {
     const { page } = await open(t, browser, demo.url + CRICKET);
     const all = await page.waitForFunction(() => {
       const bs = [...document.querySelectorAll('.book')];
@@ -150,9 +185,7 @@ if (!hasChromium()) {
     t.ok(all, 'every book shows prices');
     t.ok(await page.textContent('#results'), 'the results of the settled markets are listed');
     await page.waitForFunction(() => /\d ms$/.test(document.getElementById('delay')!.textContent ?? ''));
-    // Frames held back and flashes run out, so the picture shows the board rather than its animation.
-    await page.context().setOffline(true);
-    await page.waitForFunction(() => document.getAnimations().length === 0);
+    // Live, moves and all: the picture is the board as a user sees it.
     const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
     mkdirSync(dirname(path), { recursive: true });
     await page.screenshot({ path });
@@ -177,6 +210,21 @@ if (!hasChromium()) {
     t.same(session.rows.map((r) => r[0]), ['Line'], 'a session market is one line: Yes and No');
   });
 
+  t.test("a runner's last traded price and the market's matched volume show when published, and go when they do", async (t) => {
+    const mid = named('Tied Match');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const book = `.book[data-mid="${mid}"]`;
+    const first = `${book} tbody tr:first-child .ltp`;
+    const published = image(mid, [9001, 9002], 3);
+    await ingest(quiet, { ...published, tv: 12345, r: [{ ...published.r[0], ltp: 3.05 }, published.r[1]] });
+    await page.waitForSelector(`${first}:text-is("LTP 3.05")`);
+    t.equal(await page.textContent(`${book} .matched`), 'Matched 12.3K');
+    t.equal(await page.textContent(`${book} tbody tr:nth-child(2) .ltp`), '', 'a runner without one shows none');
+    await ingest(quiet, image(mid, [9001, 9002], 3.5));
+    await page.waitForSelector(`${first}:text-is("")`, { state: 'attached' });
+    t.equal(await page.textContent(`${book} .matched`), '', 'an image without them clears them');
+  });
+
   t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {
     await publishAll(3);
     const mid = named('Completed Match');
@@ -195,27 +243,35 @@ if (!hasChromium()) {
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const cases = [['15 Over Runs IND', 'SUSPENDED', 'suspended', 'Suspended'], ['20 Over Runs IND', 'BALL_RUNNING', 'ball-running', 'Ball running'], ['Virat Kohli Runs', 'CLOSED', 'closed', 'Closed']];
     for (const [na] of cases) await bookState(page, named(na), 'open');
-    await ingest(quiet, ...cases.map(([na, st]) => image(named(na), [1], 40, st)));
+    await ingest(quiet, ...cases.map(([na, st]) => line(named(na), 40, st)));
     for (const [na, , state, badge] of cases) {
       await bookState(page, named(na), state);
       t.equal(await page.textContent(`.book[data-mid="${named(na)}"] .badge`), badge, na);
     }
   });
 
-  t.test('a price that moves flashes, in one colour up and another down', async (t) => {
+  t.test('a price that moves is marked by an outline and an arrow, up and down apart, and its cell keeps its colour', async (t) => {
     const mid = named('Bookmaker');
     await ingest(quiet, image(mid, [101, 102], 2));
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const cell = `.book[data-mid="${mid}"] tbody tr:first-child .c.b.d1`;
     await page.waitForSelector(`${cell} b:text-is("2")`);
-    t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price does not flash');
-    const colour = () => page.$eval(cell, (c) => getComputedStyle(c, '::after').backgroundColor);
+    t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price is not marked');
+    const still = await page.$eval(cell, (c) => getComputedStyle(c).backgroundColor);
+    const mark = () => page.$eval(cell, (c) => {
+      const after = getComputedStyle(c, '::after');
+      return { fill: after.backgroundColor, outline: after.boxShadow, arrow: after.content, cell: getComputedStyle(c).backgroundColor };
+    });
     await ingest(quiet, image(mid, [101, 102], 2.5));
     await page.waitForSelector(`${cell}[data-move=up] b:text-is("2.5")`);
-    const up = await colour();
+    const up = await mark();
+    t.same([up.fill, up.cell, up.arrow], ['rgba(0, 0, 0, 0)', still, '"▲"'], 'up: an arrow, no fill over the back colour');
+    t.match(up.outline, /inset/, 'and an outline');
     await ingest(quiet, image(mid, [101, 102], 1.5));
     await page.waitForSelector(`${cell}[data-move=down] b:text-is("1.5")`);
-    t.not(await colour(), up, 'down is another colour');
+    const down = await mark();
+    t.same([down.fill, down.cell, down.arrow], ['rgba(0, 0, 0, 0)', still, '"▼"'], 'down: the other arrow, no fill');
+    t.not(down.outline, up.outline, 'an outline of another colour');
   });
 
   t.test('a market concluded through ingest goes away', async (t) => {

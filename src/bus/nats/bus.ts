@@ -1,20 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { JSONCodec, type NatsConnection } from 'nats';
+import { JSONCodec, type Msg, type NatsConnection, type NatsError } from 'nats';
+import type { NatsAuth, NatsTls } from '../../config.js';
 import type { Book } from '../../odds/book.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
+import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, BusHandlers, ClientOp } from '../types.js';
+import type { Bus, BusHandlers, ClientOp, ImageCheck } from '../types.js';
 import { NatsLink } from './connection.js';
-import { unwrap } from './stream.js';
+import { Inbound, type ClientChange } from './inbound.js';
 import { Sequencer } from './sequencer.js';
-
-interface ClientChange {
-  from: string;
-  op: ClientOp;
-  client: string;
-  mids: string[];
-}
 
 const json = JSONCodec<ClientChange>();
 /** How long a start waits for the first sync before serving with the feed STALE. */
@@ -23,8 +18,13 @@ const START_SYNC_WAIT_MS = 5000;
 export interface NatsBusOptions {
   url: string;
   prefix: string;
+  auth: NatsAuth;
+  tls: NatsTls | undefined;
   book: Book;
   log: Logger;
+  /** Ingest's check of an odds image, applied to every image read from the bus. */
+  check: ImageCheck;
+  metrics: BusMetrics;
 }
 
 /**
@@ -36,6 +36,8 @@ export interface NatsBusOptions {
  * changes go on `<prefix>.ctl.client`, tagged with the sender so it ignores
  * its own. While NATS is away the pod numbers images itself in an epoch of
  * its own, and once back stores the newest of each market before syncing.
+ * Whatever arrives is checked first (inbound.ts), and a handler that throws
+ * is caught, so no message can close a subscription.
  */
 export class NatsBus implements Bus {
   readonly kind = 'nats';
@@ -45,9 +47,11 @@ export class NatsBus implements Bus {
   private readonly subscribed = new WeakSet<NatsConnection>();
   private handlers: BusHandlers | undefined;
   private seq: Sequencer | undefined;
+  private readonly inbound: Inbound;
 
   constructor(private readonly opts: NatsBusOptions) {
-    this.link = new NatsLink(opts.url, `odds-service-${this.id}`, opts.log, {
+    this.inbound = new Inbound(opts);
+    this.link = new NatsLink({ url: opts.url, name: `odds-service-${this.id}`, auth: opts.auth, tls: opts.tls }, opts.log, {
       up: (nc) => this.connected(nc),
       down: () => this.seq?.lost(),
     });
@@ -81,7 +85,7 @@ export class NatsBus implements Bus {
 
   /** Before the first connection there is no stream to number with: the pod numbers alone. */
   private local(): Sequencer {
-    return (this.seq ??= new Sequencer({ ...this.opts, handlers: this.handlers!, serial: this.serial }));
+    return (this.seq ??= new Sequencer({ ...this.opts, handlers: this.handlers!, serial: this.serial, inbound: this.inbound }));
   }
 
   private connected(nc: NatsConnection): void {
@@ -89,26 +93,32 @@ export class NatsBus implements Bus {
     seq.attach(nc);
     if (!this.subscribed.has(nc)) {
       this.subscribed.add(nc);
-      const { prefix, log } = this.opts;
+      const { prefix } = this.opts;
       nc.subscribe(`${prefix}.img.>`, {
-        callback: (err, m) => {
-          if (err) return;
-          try {
-            const s = unwrap(m.data);
-            if (s) seq.received(s);
-          } catch (e) {
-            log.warn('undecodable odds image on the bus', { err: (e as Error).message });
-          }
-        },
+        callback: this.guarded('image', (m) => {
+          const s = this.inbound.envelope(m.subject, m.data);
+          if (s) seq.received(s);
+        }),
       });
       nc.subscribe(`${prefix}.ctl.client`, {
-        callback: (err, m) => {
-          if (err) return;
-          const c = json.decode(m.data);
-          if (c.from !== this.id) this.handlers?.client(c.op, c.client, c.mids);
-        },
+        callback: this.guarded('client', (m) => {
+          const c = this.inbound.client(m.data);
+          if (c && c.from !== this.id) this.handlers?.client(c.op, c.client, c.mids);
+        }),
       });
     }
     void seq.requestSync();
+  }
+
+  /** A subscription callback that never throws: nats.js would end the subscription on a throw. */
+  private guarded(kind: BusSubjectKind, handle: (m: Msg) => void): (err: NatsError | null, m: Msg) => void {
+    return (err, m) => {
+      if (err) return;
+      try {
+        handle(m);
+      } catch (e) {
+        this.inbound.refuse(kind, m.subject, 'undecodable', `handling it threw: ${(e as Error).message}`);
+      }
+    };
   }
 }

@@ -6,7 +6,9 @@ import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
 import type { BusHandlers, Ordered } from '../types.js';
-import { OddsStream, envelope, isWrongLast, type Stored } from './stream.js';
+import { OddsStream, envelope, isWrongLast } from './stream.js';
+import type { Inbound, Stored } from './inbound.js';
+import { Witness } from './witness.js';
 
 export interface SequencerDeps {
   prefix: string;
@@ -15,6 +17,8 @@ export interface SequencerDeps {
   handlers: BusHandlers;
   /** The bus's per-market queue: numbering and storing one market happen one at a time. */
   serial: SerialByKey<string>;
+  /** Checks what is read from the bus, and counts what it refuses. */
+  inbound: Inbound;
 }
 
 /** Writes that lose a race to another pod are retried after reading the winner; this many times at most. */
@@ -49,13 +53,27 @@ export class Sequencer {
   private readonly sync = new Repeater(() => this.syncOnce(), (err) => this.deps.log.warn('nats resync failed; retrying', { err: (err as Error).message }));
   private firstSync: (() => void) | undefined;
   private readonly firstSynced = new Promise<void>((ok) => (this.firstSync = ok));
+  private readonly witness: Witness;
 
-  constructor(private readonly deps: SequencerDeps) {}
+  constructor(private readonly deps: SequencerDeps) {
+    this.witness = new Witness({
+      last: async (mid) => (await this.stream!.last(mid))?.stored,
+      epoch: () => this.stream!.ensure(),
+      current: () => this.epoch,
+      accept: (s, origin) => this.note(s, origin),
+      moved: () => {
+        if (!this.ready) return;
+        this.lost();
+        void this.requestSync();
+      },
+      refuse: (s, reason, detail, n) => deps.inbound.refuse('image', `${deps.prefix}.img.${s.msg.mid}`, reason, detail, n),
+    });
+  }
 
   attach(nc: NatsConnection): void {
     if (this.nc === nc) return;
     this.nc = nc;
-    this.stream = new OddsStream(nc, this.deps.prefix);
+    this.stream = new OddsStream(nc, this.deps.prefix, this.deps.inbound);
   }
 
   synced(): Promise<void> {
@@ -102,14 +120,24 @@ export class Sequencer {
     this.deps.handlers.odds(o, 'local');
   }
 
-  /** An image another pod stored and fanned out. */
+  /**
+   * An image another pod stored and fanned out, its shape already checked.
+   * Taken at its word only as the next of its market; any other claim waits
+   * on the stream's word (witness.ts), so a forged seq cannot get ahead of
+   * the real numbering.
+   */
   received(s: Stored): void {
-    if (s.msg.epoch === this.epoch) return this.note(s, 'remote');
-    // Stored in another numbering: the stream changed under this pod. A sync adopts it.
-    if (this.ready) {
-      this.lost();
-      void this.requestSync();
+    const { msg } = s;
+    if (msg.epoch !== this.epoch) {
+      // Before the first sync there is no epoch to compare with, and the sync reads everything.
+      if (this.ready) this.witness.foreign(s);
+      return;
     }
+    const head = this.heads.get(msg.mid);
+    // This pod's own image echoed back, or a copy older than one already held.
+    if (head && s.ss <= head.ss && msg.seq <= head.seq) return;
+    if (head && s.ss > head.ss && msg.seq === head.seq + 1) return this.note(s, 'remote');
+    this.witness.check(s);
   }
 
   /** One sync; true when it completed with nothing left pending and no loss meanwhile. */
@@ -174,13 +202,18 @@ export class Sequencer {
     this.nc?.publish(`${this.deps.prefix}.img.${image.mid}`, envelope(ss, frame));
   }
 
-  /** Reads a market's last stored image after a lost race, and learns from it. */
+  /**
+   * Reads a market's last stored image after a lost race, and learns from it;
+   * undefined when there is none this pod can take (then the next write
+   * stores over whatever is there).
+   */
   private async readLast(mid: string): Promise<Stored | undefined> {
     const last = await this.stream!.last(mid);
-    if (last) this.note(last, 'stored');
-    // Nothing stored (it aged out, or was purged): the next write expects none, and seq still rises.
-    else this.heads.set(mid, { ss: 0, seq: this.heads.get(mid)?.seq ?? 0 });
-    return last;
+    const stored = last?.stored && last.stored.msg.epoch === this.epoch ? last.stored : undefined;
+    if (stored) this.note(stored, 'stored');
+    // Nothing stored (it aged out, or was purged), or something refused: the next write expects what is there, and seq still rises.
+    else this.heads.set(mid, { ss: last?.ss ?? 0, seq: this.heads.get(mid)?.seq ?? 0 });
+    return stored;
   }
 
   private note(s: Stored, origin: 'remote' | 'stored'): void {
@@ -190,6 +223,6 @@ export class Sequencer {
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
     if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: { mid: msg.mid, ts: msg.ts, st: msg.st, ip: msg.ip, r: msg.r }, frame: s.frame }, origin);
+    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
   }
 }

@@ -1,13 +1,5 @@
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats';
-import { decodeServerProto } from '../../odds/codec.js';
-import type { OddsMessage } from '../../odds/messages.js';
-
-/** A stored image: its stream sequence, the odds message, and the frame as stored. */
-export interface Stored {
-  ss: number;
-  msg: OddsMessage;
-  frame: Uint8Array;
-}
+import type { Inbound, Stored } from './inbound.js';
 
 /** JetStream's answer when the expected last sequence of a subject was not the actual one. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -19,24 +11,12 @@ export const isWrongLast = (err: unknown): boolean => apiError(err) === WRONG_LA
 /** How long a JetStream call may take before the bus is treated as away. */
 const TIMEOUT_MS = 2000;
 
-/** Reads a stored frame; undefined for anything that is not an odds image. */
-export function decodeStored(ss: number, frame: Uint8Array): Stored | undefined {
-  const msg = decodeServerProto(frame);
-  return msg.op === 'odds' ? { ss, msg, frame } : undefined;
-}
-
 /** The stored frame behind its stream sequence, as other pods receive it on `<prefix>.img.<mid>`. */
 export function envelope(ss: number, frame: Uint8Array): Uint8Array {
   const out = new Uint8Array(8 + frame.length);
   new DataView(out.buffer).setFloat64(0, ss);
   out.set(frame, 8);
   return out;
-}
-
-/** The inverse of envelope; undefined for anything too short or not an odds image. Throws on a malformed frame. */
-export function unwrap(data: Uint8Array): Stored | undefined {
-  if (data.length < 8) return undefined;
-  return decodeStored(new DataView(data.buffer, data.byteOffset, 8).getFloat64(0), data.subarray(8));
 }
 
 /**
@@ -50,7 +30,8 @@ export class OddsStream {
   private readonly js: JetStreamClient;
   private jsm: JetStreamManager | undefined;
 
-  constructor(private readonly nc: NatsConnection, private readonly prefix: string) {
+  /** Stored images are read back through `inbound`: anyone with rights on the stream's subjects can write there. */
+  constructor(private readonly nc: NatsConnection, private readonly prefix: string, private readonly inbound: Inbound) {
     this.name = `${prefix.replace(/[^A-Za-z0-9_-]/g, '_').toUpperCase()}_ODDS`;
     this.js = nc.jetstream({ timeout: TIMEOUT_MS });
   }
@@ -84,12 +65,16 @@ export class OddsStream {
     return ack.seq;
   }
 
-  /** The last stored image of a market, if any. */
-  async last(mid: string): Promise<Stored | undefined> {
+  /**
+   * A market's last stored message, if any: its stream sequence, and the
+   * image unless it was refused (a write must still name that sequence to
+   * store over it).
+   */
+  async last(mid: string): Promise<{ ss: number; stored: Stored | undefined } | undefined> {
     const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
     try {
       const m = await jsm.streams.getMessage(this.name, { last_by_subj: this.subject(mid) });
-      return decodeStored(m.seq, m.data);
+      return { ss: m.seq, stored: this.inbound.image('stream', m.subject, m.seq, m.data) };
     } catch (err) {
       if (apiError(err) === NO_MESSAGE) return undefined;
       throw err;
@@ -106,7 +91,7 @@ export class OddsStream {
     let n = 0;
     try {
       for await (const m of messages) {
-        const s = decodeStored(m.seq, m.data);
+        const s = this.inbound.image('stream', m.subject, m.seq, m.data);
         if (s) each(s);
         n++;
         if (m.info.pending === 0) break;

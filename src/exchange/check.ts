@@ -1,0 +1,98 @@
+import { isMarketId, isPositiveId } from '../refdata/ids.js';
+import type { MarketChangeMessage } from './stream.js';
+
+/**
+ * Checks one parsed stream message before anything of it is applied, so a bad message changes
+ * nothing. Only the keys the adapter reads are checked; others pass untouched. The answer is the
+ * message typed, `undefined` for a message with nothing to translate (the stream's connection and
+ * status messages, which raw recordings carry), or the first problem naming its key.
+ */
+type Obj = Record<string, unknown>;
+
+/** Far above any real market; keeps one line from holding the heap. */
+export const LIMITS = { marketChanges: 10_000, runners: 500, levels: 10_000 } as const;
+
+const MARKET_STATUSES = ['INACTIVE', 'OPEN', 'SUSPENDED', 'CLOSED'];
+const RUNNER_STATUSES = ['ACTIVE', 'WINNER', 'LOSER', 'PLACED', 'REMOVED_VACANT', 'REMOVED', 'HIDDEN'];
+const LADDERS_BY_PRICE = ['atb', 'atl', 'trd', 'spb', 'spl'];
+const LADDERS_BY_POSITION = ['batb', 'batl', 'bdatb', 'bdatl'];
+
+const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isDigits = (v: unknown): v is string => typeof v === 'string' && isPositiveId(Number(v)) && /^[1-9]\d*$/.test(v);
+
+function ladder(v: unknown, at: string, byPosition: boolean): string | undefined {
+  if (!Array.isArray(v) || v.length > LIMITS.levels) return `${at} must be an array of at most ${LIMITS.levels} levels`;
+  const shape = byPosition ? '[position, price, size]' : '[price, size]';
+  for (const [i, level] of v.entries()) {
+    if (!Array.isArray(level) || level.length !== (byPosition ? 3 : 2) || !level.every(isNum)) return `${at}[${i}] must be ${shape}`;
+    const [price, size] = byPosition ? level.slice(1) : level;
+    if (byPosition && !(Number.isInteger(level[0]) && level[0] >= 0 && level[0] < LIMITS.levels)) return `${at}[${i}] position must be a whole number from 0`;
+    // A removal by position carries price 0: [2, 0, 0].
+    if (size < 0 || (size > 0 && !(price > 0))) return `${at}[${i}] must have a size of 0 or more, and a positive price when the size is not 0`;
+  }
+  return undefined;
+}
+
+function runnerChange(v: unknown, at: string): string | undefined {
+  if (!isObj(v)) return `${at} must be an object`;
+  if (!isPositiveId(v.id)) return `${at}.id must be a positive selection ID`;
+  for (const key of [...LADDERS_BY_PRICE, ...LADDERS_BY_POSITION]) {
+    const bad = key in v ? ladder(v[key], `${at}.${key}`, LADDERS_BY_POSITION.includes(key)) : undefined;
+    if (bad) return bad;
+  }
+  for (const key of ['ltp', 'tv', 'hc', 'spn', 'spf']) if (key in v && !isNum(v[key])) return `${at}.${key} must be a number`;
+  return undefined;
+}
+
+function definition(v: unknown, at: string): string | undefined {
+  if (!isObj(v)) return `${at} must be an object`;
+  if (!isDigits(v.eventTypeId)) return `${at}.eventTypeId must be a positive ID as text`;
+  if (!isDigits(v.eventId)) return `${at}.eventId must be a positive ID as text`;
+  if (typeof v.marketType !== 'string') return `${at}.marketType must be text`;
+  if (!MARKET_STATUSES.includes(v.status as string)) return `${at}.status must be one of ${MARKET_STATUSES.join(', ')}`;
+  if (typeof v.inPlay !== 'boolean') return `${at}.inPlay must be true or false`;
+  if (typeof v.openDate !== 'string' || Number.isNaN(Date.parse(v.openDate))) return `${at}.openDate must be a date-time`;
+  for (const key of ['name', 'eventName', 'bettingType']) if (v[key] !== undefined && typeof v[key] !== 'string') return `${at}.${key} must be text`;
+  if (!Array.isArray(v.runners) || v.runners.length > LIMITS.runners) return `${at}.runners must be an array of at most ${LIMITS.runners} runners`;
+  for (const [i, r] of v.runners.entries()) {
+    const where = `${at}.runners[${i}]`;
+    if (!isObj(r) || !isPositiveId(r.id)) return `${where}.id must be a positive selection ID`;
+    if (!RUNNER_STATUSES.includes(r.status as string)) return `${where}.status must be one of ${RUNNER_STATUSES.join(', ')}`;
+    if (r.name !== undefined && typeof r.name !== 'string') return `${where}.name must be text`;
+    if (r.sortPriority !== undefined && !isNum(r.sortPriority)) return `${where}.sortPriority must be a number`;
+  }
+  return undefined;
+}
+
+function marketChange(v: unknown, at: string): string | undefined {
+  if (!isObj(v)) return `${at} must be an object`;
+  if (!isMarketId(v.id)) return `${at}.id must be a market ID`;
+  if ('marketDefinition' in v) {
+    const bad = definition(v.marketDefinition, `${at}.marketDefinition`);
+    if (bad) return bad;
+  }
+  for (const key of ['img', 'con']) if (key in v && typeof v[key] !== 'boolean') return `${at}.${key} must be true or false`;
+  if ('tv' in v && !isNum(v.tv)) return `${at}.tv must be a number`;
+  if (!('rc' in v)) return undefined;
+  if (!Array.isArray(v.rc) || v.rc.length > LIMITS.runners) return `${at}.rc must be an array of at most ${LIMITS.runners} runner changes`;
+  for (const [i, rc] of v.rc.entries()) {
+    const bad = runnerChange(rc, `${at}.rc[${i}]`);
+    if (bad) return bad;
+  }
+  return undefined;
+}
+
+export function checkMessage(raw: unknown): { message: MarketChangeMessage | undefined } | { error: string } {
+  if (!isObj(raw) || typeof raw.op !== 'string') return { error: 'must be an object with an op' };
+  if (raw.op === 'connection' || raw.op === 'status') return { message: undefined };
+  if (raw.op !== 'mcm') return { error: `unknown op "${raw.op.slice(0, 40)}" (only mcm, connection and status are known)` };
+  if (!isNum(raw.pt) || raw.pt < 0) return { error: 'pt must be the publish time in milliseconds' };
+  if (!('mc' in raw)) return { message: raw as unknown as MarketChangeMessage };
+  if (!Array.isArray(raw.mc) || raw.mc.length > LIMITS.marketChanges) return { error: `mc must be an array of at most ${LIMITS.marketChanges} market changes` };
+  for (const [i, mc] of raw.mc.entries()) {
+    const bad = marketChange(mc, `mc[${i}]`);
+    if (bad) return { error: bad };
+  }
+  return { message: raw as unknown as MarketChangeMessage };
+}

@@ -1,0 +1,63 @@
+/**
+ * Joins a change the exchange split into segments (SEG_START, SEG..., SEG_END)
+ * back into one message, so whoever reads the stream sees a change whole or
+ * not at all: a connection lost mid-segment loses only the partial change,
+ * and the resume (from the clk of the last whole change) sends it again.
+ */
+import { StreamError } from './errors.js';
+import type { MarketChange, MarketChangeMessage } from '../stream.js';
+
+export class SegmentJoiner {
+  private pending: MarketChangeMessage | undefined;
+  private changes: MarketChange[] = [];
+
+  /** @param maxMarkets the most market changes one joined message may hold. */
+  constructor(private readonly maxMarkets: number) {}
+
+  /** The whole message this one completes, or undefined while a segmented change is still arriving. */
+  add(msg: MarketChangeMessage): MarketChangeMessage | undefined {
+    switch (msg.segmentType) {
+      case undefined:
+        if (this.pending) throw this.broken('an unsegmented message arrived inside a segmented change');
+        return msg;
+      case 'SEG_START':
+        if (this.pending) throw this.broken('SEG_START arrived before the previous change ended');
+        this.pending = { ...msg };
+        this.collect(msg);
+        return undefined;
+      case 'SEG':
+      case 'SEG_END': {
+        if (!this.pending) throw this.broken(`${msg.segmentType} arrived without a SEG_START`);
+        this.collect(msg);
+        // Later segments carry the newer header fields (the clk comes with the last one).
+        for (const [key, value] of Object.entries(msg)) if (value !== undefined && key !== 'mc') (this.pending as unknown as Record<string, unknown>)[key] = value;
+        if (msg.segmentType === 'SEG') return undefined;
+        const whole: MarketChangeMessage = { ...this.pending, mc: this.changes };
+        delete whole.segmentType;
+        this.reset();
+        return whole;
+      }
+      default:
+        throw this.broken(`unknown segmentType ${JSON.stringify(msg.segmentType)}`);
+    }
+  }
+
+  reset(): void {
+    this.pending = undefined;
+    this.changes = [];
+  }
+
+  private collect(msg: MarketChangeMessage): void {
+    const mc = msg.mc ?? [];
+    if (this.changes.length + mc.length > this.maxMarkets) {
+      this.reset();
+      throw new StreamError('TOO_MANY_SEGMENTS', `a segmented change held more than ${this.maxMarkets} market changes`);
+    }
+    for (const change of mc) this.changes.push(change);
+  }
+
+  private broken(why: string): StreamError {
+    this.reset();
+    return new StreamError('BAD_MESSAGE', `the stream broke its segments: ${why}`);
+  }
+}

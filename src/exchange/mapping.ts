@@ -1,0 +1,56 @@
+import type { MarketStatus, RunnerStatus } from '../odds/messages.js';
+import type { MarketType } from '../refdata/types.js';
+import type { BetfairMarketStatus, BetfairRunnerStatus, MarketDefinition } from './stream.js';
+
+/**
+ * How Betfair's vocabulary becomes the service's. docs/exchange.md shows the same rules as a
+ * table; a change here changes that table.
+ */
+
+/** Event types named without a catalogue. */
+export const SPORT_NAMES: Readonly<Record<number, string>> = {
+  1: 'Soccer', 2: 'Tennis', 4: 'Cricket', 7: 'Horse Racing', 4339: 'Greyhound Racing',
+};
+
+export const sportName = (si: number): string => SPORT_NAMES[si] ?? `Sport ${si}`;
+
+/**
+ * Without a catalogue's competition, each sport's events go into one league of their own, kept
+ * apart from Betfair's competition IDs (which stay far below a billion).
+ */
+export const DEFAULT_LEAGUE_BASE = 1_000_000_000;
+export const defaultLeague = (si: number): { li: number; na: string } => ({ li: DEFAULT_LEAGUE_BASE + si, na: `${sportName(si)} (Betfair)` });
+
+export function marketType(def: Pick<MarketDefinition, 'marketType' | 'bettingType'>): MarketType {
+  const t = def.marketType;
+  if (t === 'MATCH_ODDS') return 'match-odd';
+  if (t === 'COMPLETED_MATCH') return 'completed-match';
+  if (t === 'TIED_MATCH') return 'tied-match';
+  if (t.startsWith('OVER_UNDER_')) return 'goals';
+  if (t === 'WIN') return 'winner-market';
+  if (t === 'ODD_OR_EVEN') return 'odd-even';
+  if (def.bettingType === 'LINE') return 'line-market';
+  return 'other-market';
+}
+
+/** INACTIVE (not yet open for betting) reads as SUSPENDED: the market exists and takes no bets. */
+export const marketStatus = (s: BetfairMarketStatus): MarketStatus => (s === 'INACTIVE' ? 'SUSPENDED' : s);
+
+const RUNNER_STATUS: Record<BetfairRunnerStatus, RunnerStatus> = {
+  ACTIVE: 'ACTIVE', WINNER: 'WINNER', LOSER: 'LOSER', REMOVED: 'REMOVED',
+  // Placed in an each-way market: it won the place part.
+  PLACED: 'WINNER',
+  REMOVED_VACANT: 'REMOVED',
+  // Hidden runners take no bets but may come back.
+  HIDDEN: 'SUSPENDED',
+};
+export const runnerStatus = (s: BetfairRunnerStatus): RunnerStatus => RUNNER_STATUS[s];
+
+/** "OVER_UNDER_25" reads "Over Under 25": the name of a market whose definition and catalogue give none. */
+export const typeName = (marketType: string): string =>
+  marketType.toLowerCase().split('_').filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join(' ') || 'Market';
+
+/** The settled winners' selection IDs, comma-joined, in the definition's order; empty when none settled. */
+export function winners(def: MarketDefinition): string {
+  return def.runners.filter((r) => r.status === 'WINNER' || r.status === 'PLACED').map((r) => r.id).join(',');
+}

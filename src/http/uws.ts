@@ -1,0 +1,86 @@
+import { createRequire } from 'node:module';
+import type * as Uws from 'uWebSockets.js';
+
+/**
+ * Which uWebSockets.js build this process runs. uWS.js is published only on
+ * GitHub, so the service carries two npm re-publishes, each pinned exactly:
+ *
+ * - v20.57 (`@btc-vision/uwebsockets.js`): binaries for Node 20, 22, 24 and 25,
+ *   linked against glibc 2.38 or newer (Debian 13, Ubuntu 24.04).
+ * - v20.30 (`@trufflesuite/uws-js-unofficial`): binaries for Node 16 to 20 on
+ *   older glibc (Debian 12 has 2.36), and a slow pure-JS server it silently
+ *   falls back to when its binary does not load.
+ *
+ * The newest build that loads natively wins. This runs when the module is first
+ * imported, because every route module needs the loaded library: so the choice
+ * is read from `UWS_BUILD` here, and config.ts checks the same variable so a
+ * bad value still stops the start naming it.
+ */
+export const UWS_BUILDS = ['20.57', '20.30'] as const;
+export type UwsBuildName = (typeof UWS_BUILDS)[number];
+
+const PACKAGES: Record<UwsBuildName, string> = { '20.57': 'uWebSockets.js-v20.57', '20.30': 'uWebSockets.js' };
+
+export interface UwsBuild {
+  /** The build in use, or undefined when none loaded natively (see `failure`). */
+  readonly name: UwsBuildName | undefined;
+  readonly lib: typeof Uws;
+  /** False when no build loaded natively: `lib` is then v20.30's pure-JS fallback if it offered one. */
+  readonly native: boolean;
+  readonly hasFallback: boolean;
+  /** Why each build that was tried did not load, in one line. */
+  readonly failure: string;
+}
+
+const require = createRequire(import.meta.url);
+const isNative = (lib: typeof Uws): boolean => /\[native code\]/.test(Function.prototype.toString.call(lib.App));
+
+/** The host's glibc, as Node reports it; undefined on musl or another libc. */
+export function glibcVersion(): string | undefined {
+  const header = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header;
+  return header?.glibcVersionRuntime;
+}
+
+function load(wanted: string | undefined): UwsBuild {
+  const order: readonly UwsBuildName[] = wanted && (UWS_BUILDS as readonly string[]).includes(wanted) ? [wanted as UwsBuildName] : UWS_BUILDS;
+  const why: string[] = [];
+  let fallback: typeof Uws | undefined;
+  for (const name of order) {
+    try {
+      // v20.30 prints paragraphs when its binary is missing; the service says it in one line of its own.
+      const lib = quietly(() => require(PACKAGES[name]) as typeof Uws);
+      if (isNative(lib)) return { name, lib, native: true, hasFallback: false, failure: why.join('; ') };
+      fallback ??= lib;
+      why.push(`v${name} gave its slow pure-JS fallback instead of a native binary`);
+    } catch (err) {
+      why.push(`v${name}: ${lastLine(err)}`);
+    }
+  }
+  return { name: undefined, lib: fallback ?? ({} as typeof Uws), native: false, hasFallback: fallback !== undefined, failure: why.join('; ') };
+}
+
+function quietly<T>(f: () => T): T {
+  const saved = { log: console.log, warn: console.warn, error: console.error };
+  console.log = console.warn = console.error = () => undefined;
+  try {
+    return f();
+  } finally {
+    Object.assign(console, saved);
+  }
+}
+
+/** The loaders wrap the dynamic linker's message in paragraphs of advice; its last line says what failed. */
+function lastLine(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.trim().split('\n').filter(Boolean).at(-1)!.replace(/^Error: /, '').slice(0, 300);
+}
+
+export const uwsBuild: UwsBuild = load(process.env.UWS_BUILD || undefined);
+
+/** The one line a start prints when no build can serve on this host. */
+export function noBuildMessage(build: UwsBuild = uwsBuild): string {
+  const glibc = glibcVersion();
+  return `no uWebSockets.js build loads natively on Node ${process.version} (ABI ${process.versions.modules}) with ${glibc ? `glibc ${glibc}` : 'no glibc'}: ${build.failure}. `
+    + 'Run Node 22 or 24 on a host with glibc 2.38 or newer (Debian 13, Ubuntu 24.04), or Node 20 on an older glibc'
+    + (build.hasFallback ? ' (ALLOW_UWS_FALLBACK=on runs the slow fallback)' : '');
+}

@@ -1,0 +1,74 @@
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { expand, readLines, type Line, type ReadProblem } from '../../src/exchange/files.js';
+import { tempDir } from '../cli/processes.js';
+import { BZIP2, hasBzip2 } from './fixtures.js';
+
+const TEXT = '{"a":1}\r\n\n{"a":2}\n   \n{"a":3}';
+const WANT = [[1, '{"a":1}'], [3, '{"a":2}'], [5, '{"a":3}']];
+
+async function read(files: string[]): Promise<(Line | ReadProblem)[]> {
+  const out: (Line | ReadProblem)[] = [];
+  for await (const l of readLines(files)) out.push(l);
+  return out;
+}
+const texts = (got: (Line | ReadProblem)[]) => got.map((l) => ('text' in l ? [l.line, l.text] : [l.line, l.problem]));
+const bzip2 = (data: Buffer) => execFileSync(BZIP2, ['-c'], { input: data });
+/** A long text that compresses to many blocks' worth, so a cut lands mid-stream. */
+const long = Array.from({ length: 20000 }, (_, i) => `{"n":${i},"pad":"${'x'.repeat(i % 50)}"}`).join('\n') + '\n';
+
+const NO_BZIP2 = `no ${BZIP2} on this machine to make .bz2 files with`;
+
+t.test('plain and .gz: lines with their numbers; blank lines skipped, CRLF and a last line without a newline read', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'a.json'), TEXT);
+  await writeFile(join(dir, 'a.json.gz'), gzipSync(TEXT));
+  t.same(texts(await read([join(dir, 'a.json')])), WANT, 'plain');
+  t.same(texts(await read([join(dir, 'a.json.gz')])), WANT, 'gz');
+});
+
+t.test('.bz2 reads the same', { skip: hasBzip2() ? false : NO_BZIP2 }, async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'a.bz2'), bzip2(Buffer.from(TEXT)));
+  t.same(texts(await read([join(dir, 'a.bz2')])), WANT, 'bz2');
+});
+
+t.test('a folder: every file inside, at any depth, in name order', async (t) => {
+  const dir = await tempDir(t);
+  await mkdir(join(dir, 'b'));
+  await writeFile(join(dir, 'b', '2.json'), 'two\n');
+  await writeFile(join(dir, 'b', '1.json.gz'), gzipSync('one\n'));
+  await writeFile(join(dir, 'c.json'), 'three\n');
+  const files = await expand([dir]);
+  t.same(files, [join(dir, 'b', '1.json.gz'), join(dir, 'b', '2.json'), join(dir, 'c.json')]);
+  t.same((await read(files)).map((l) => 'text' in l && l.text), ['one', 'two', 'three']);
+  await t.rejects(expand([join(dir, 'missing')]), /ENOENT/);
+});
+
+for (const kind of ['gz', 'bz2'] as const) {
+  const skip = kind === 'bz2' && !hasBzip2() ? NO_BZIP2 : false;
+  t.test(`a truncated .${kind}: the lines before, one problem naming the line it stopped at, then the next file`, { skip }, async (t) => {
+    const dir = await tempDir(t);
+    const whole = kind === 'gz' ? gzipSync(long) : bzip2(Buffer.from(long));
+    const cut = join(dir, `cut.json.${kind}`);
+    await writeFile(cut, whole.subarray(0, Math.floor(whole.length * 0.6)));
+    await writeFile(join(dir, 'next.json'), 'after\n');
+    const got = await read([cut, join(dir, 'next.json')]);
+    const problems = got.filter((l): l is ReadProblem => 'problem' in l);
+    t.equal(problems.length, 1);
+    const lines = got.filter((l): l is Line => 'text' in l && l.file === cut);
+    t.same(lines.map((l) => l.line), lines.map((_, i) => i + 1), 'every line before the cut, in order');
+    t.ok(lines.length < 20000, `stopped early (${lines.length} lines)`);
+    t.match(problems[0], { file: cut, line: lines.length + 1, problem: /^cannot read on from here, the rest of the file is skipped \(.+\)$/ });
+    t.match(got.at(-1), { file: join(dir, 'next.json'), line: 1, text: 'after' });
+  });
+}
+
+t.test('a file that is not the archive its name says: one problem at line 1', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'x.gz'), 'plain text\n');
+  t.match(await read([join(dir, 'x.gz')]), [{ line: 1, problem: /cannot read on from here/ }]);
+});

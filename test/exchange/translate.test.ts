@@ -1,0 +1,169 @@
+import t from 'tap';
+import { Catalogue } from '../../src/exchange/catalogue.js';
+import type { MarketDefinition } from '../../src/exchange/stream.js';
+import { Translator } from '../../src/exchange/translate.js';
+import { expectedImages } from './reference-book.js';
+import { matchOdds, race, tennis } from './fixtures.js';
+
+type Obj = Record<string, unknown>;
+
+const DEF: MarketDefinition = {
+  eventTypeId: '1', eventId: '34000001', marketType: 'MATCH_ODDS', status: 'OPEN', inPlay: false, betDelay: 0,
+  marketTime: '2026-05-01T14:00:00.000Z', openDate: '2026-05-01T14:00:00.000Z', name: 'Match Odds', eventName: 'Harbour Town v Mill Rovers',
+  runners: [{ id: 12, status: 'ACTIVE', sortPriority: 2, name: 'Mill Rovers' }, { id: 11, status: 'ACTIVE', sortPriority: 1, name: 'Harbour Town' }],
+  numberOfWinners: 1, bettingType: 'ODDS', complete: true, version: 1, timezone: 'Europe/London',
+};
+const def = (over: Partial<MarketDefinition> = {}): MarketDefinition => ({ ...DEF, ...over });
+const mcm = (pt: number, mc: Obj[]) => ({ op: 'mcm', pt, mc });
+const kinds = (items: Obj[]) => items.map((i) => `${i.kind as string}${i.kind === 'market' && 'go' in i && Object.keys(i).length === 3 ? ' go' : ''}`);
+
+t.test('a new definition: sport, league, event and market, then the image', async (t) => {
+  const { items, errors, images } = new Translator().apply(mcm(5, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+  t.same(errors, []);
+  t.equal(images, 1);
+  t.same(items, [
+    { kind: 'sport', si: 1, na: 'Soccer', a: true },
+    { kind: 'league', li: 1_000_000_001, si: 1, na: 'Soccer (Betfair)' },
+    { kind: 'event', eid: 34000001, na: 'Harbour Town v Mill Rovers', le: 'Soccer (Betfair)', st: '2026-05-01T14:00:00.000Z', go: false, ip: false, si: 1, li: 1_000_000_001, tv: null },
+    { kind: 'market', mid: '1.5', eid: 34000001, na: 'Match Odds', si: 1, ty: 'match-odd', s: true, rt: false, r: [{ rid: 11, na: 'Harbour Town' }, { rid: 12, na: 'Mill Rovers' }], go: false },
+    { kind: 'odds', mid: '1.5', ts: 5, st: 'OPEN', ip: false, r: [{ rid: 11, st: 'ACTIVE', b: [], l: [] }, { rid: 12, st: 'ACTIVE', b: [], l: [] }] },
+  ]);
+});
+
+t.test('sports by eventTypeId: named ones, then the catalogue, then "Sport N"', async (t) => {
+  const names = [['1', 'Soccer'], ['2', 'Tennis'], ['4', 'Cricket'], ['7', 'Horse Racing'], ['4339', 'Greyhound Racing'], ['998917', 'Sport 998917']];
+  for (const [id, na] of names) {
+    const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: id }) }]), 'f:1');
+    t.same(items[0], { kind: 'sport', si: Number(id), na, a: true }, na);
+  }
+  const catalogue = Catalogue.parse([{ marketId: '1.5', eventType: { id: '998917', name: 'Volleyball' } }]) as Catalogue;
+  const { items } = new Translator({ catalogue }).apply(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: '998917' }) }]), 'f:1');
+  t.same(items[0], { kind: 'sport', si: 998917, na: 'Volleyball', a: true });
+});
+
+t.test('names and league from a catalogue when the definition has none; fallbacks without either', async (t) => {
+  const bare = def({ name: undefined, eventName: undefined, runners: DEF.runners.map((r) => ({ ...r, name: undefined })) });
+  const catalogue = Catalogue.parse({ result: [{
+    marketId: '1.5', marketName: 'Match Odds', competition: { id: '10932509', name: 'English Premier League' },
+    event: { id: '34000001', name: 'Harbour Town v Mill Rovers' }, runners: [{ selectionId: 11, runnerName: 'Harbour Town' }],
+  }] }) as Catalogue;
+  const { items } = new Translator({ catalogue }).apply(mcm(1, [{ id: '1.5', marketDefinition: bare }]), 'f:1');
+  t.match(items[1], { kind: 'league', li: 10932509, si: 1, na: 'English Premier League' });
+  t.match(items[2], { kind: 'event', na: 'Harbour Town v Mill Rovers', le: 'English Premier League', li: 10932509 });
+  t.match(items[3], { kind: 'market', na: 'Match Odds', r: [{ rid: 11, na: 'Harbour Town' }, { rid: 12, na: 'Selection 12' }] });
+  const plain = new Translator().apply(mcm(1, [{ id: '1.6', marketDefinition: { ...bare, marketType: 'OVER_UNDER_25' } }]), 'f:1').items;
+  t.match(plain[2], { kind: 'event', na: 'Event 34000001' });
+  t.match(plain[3], { kind: 'market', na: 'Over Under 25', ty: 'goals' });
+});
+
+t.test('a later definition without names keeps the names the earlier one gave', async (t) => {
+  const tr = new Translator();
+  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+  const { items } = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ name: undefined, status: 'SUSPENDED', runners: DEF.runners.map((r) => ({ ...r, name: undefined })) }) }]), 'f:2');
+  t.same(items.filter((i) => i.kind === 'market'), [{ kind: 'market', mid: '1.5', s: false }], 'only the suspension moved');
+});
+
+t.test('market types', async (t) => {
+  const cases: [string, string, string][] = [
+    ['MATCH_ODDS', 'ODDS', 'match-odd'], ['COMPLETED_MATCH', 'ODDS', 'completed-match'], ['TIED_MATCH', 'ODDS', 'tied-match'],
+    ['OVER_UNDER_25', 'ODDS', 'goals'], ['OVER_UNDER_05', 'ODDS', 'goals'], ['WIN', 'ODDS', 'winner-market'], ['ODD_OR_EVEN', 'ODDS', 'odd-even'],
+    ['TOTAL_RUNS', 'LINE', 'line-market'], ['PLACE', 'ODDS', 'other-market'], ['CORRECT_SCORE', 'ODDS', 'other-market'],
+  ];
+  for (const [marketType, bettingType, ty] of cases) {
+    const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ marketType, bettingType }) }]), 'f:1');
+    t.equal(items.find((i) => i.kind === 'market')!.ty, ty, marketType);
+  }
+});
+
+t.test('market status and in play: the market row, the event and the frame', async (t) => {
+  const tr = new Translator();
+  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
+  let out = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5 }) }]), 'f:2').items;
+  t.same(out.slice(0, 2), [{ kind: 'event', eid: 34000001, ip: true }, { kind: 'market', mid: '1.5', s: true }], 'INACTIVE read as suspended; now open and in play');
+  t.match(out[2], { kind: 'odds', st: 'OPEN', ip: true });
+  out = tr.apply(mcm(3, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:3').items;
+  t.same(out[0], { kind: 'market', mid: '1.5', s: false });
+  t.match(out[1], { kind: 'odds', st: 'SUSPENDED', ip: true });
+  out = tr.apply(mcm(4, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:4').items;
+  t.same(kinds(out), ['odds'], 'the same definition again: no rows');
+});
+
+t.test('runner statuses', async (t) => {
+  const statuses = [['ACTIVE', 'ACTIVE'], ['WINNER', 'WINNER'], ['LOSER', 'LOSER'], ['PLACED', 'WINNER'], ['REMOVED', 'REMOVED'], ['REMOVED_VACANT', 'REMOVED'], ['HIDDEN', 'SUSPENDED']] as const;
+  const runners = statuses.map(([status], i) => ({ id: i + 1, status, sortPriority: i + 1 }));
+  const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ runners }) }]), 'f:1');
+  const image = items.find((i) => i.kind === 'odds') as unknown as { r: { st: string }[] };
+  t.same(image.r.map((r) => r.st), statuses.map(([, st]) => st));
+});
+
+t.test('settlement: the last image, then go and the result; the event ends with its last open market', async (t) => {
+  const tr = new Translator();
+  const two = def({ marketType: 'PLACE', inPlay: true, numberOfWinners: 2, runners: [1, 2, 3].map((id) => ({ id, status: 'ACTIVE' as const, sortPriority: id })) });
+  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def({ inPlay: true }) }, { id: '1.6', marketDefinition: two }]), 'f:1');
+  const one = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'CLOSED', runners: [{ ...DEF.runners[0], status: 'LOSER' }, { ...DEF.runners[1], status: 'WINNER' }] }) }]), 'f:2').items;
+  t.same(kinds(one), ['market', 'odds', 'market go', 'result']);
+  t.same(one.slice(2), [{ kind: 'market', mid: '1.5', go: true }, { kind: 'result', mid: '1.5', res: '11', rt: false, ia: false }]);
+  const closed = { ...two, status: 'CLOSED' as const, runners: [{ id: 1, status: 'PLACED' as const, sortPriority: 1 }, { id: 2, status: 'LOSER' as const, sortPriority: 2 }, { id: 3, status: 'WINNER' as const, sortPriority: 3 }] };
+  const last = tr.apply(mcm(3, [{ id: '1.6', marketDefinition: closed }]), 'f:3').items;
+  t.same(kinds(last), ['market', 'odds', 'event', 'market go', 'result']);
+  t.same(last[2], { kind: 'event', eid: 34000001, go: true, ip: false }, 'no open market left: the event is over, no longer in play');
+  t.same(last[4], { kind: 'result', mid: '1.6', res: '1,3', rt: false, ia: false }, 'several winners, comma-joined');
+});
+
+t.test('bad messages: an error naming where and why, no items, nothing changed', async (t) => {
+  const tr = new Translator();
+  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def(), rc: [{ id: 11, atb: [[2, 5]] }] }]), 'f:1');
+  const bad: [unknown, RegExp][] = [
+    [{ op: 'ocm', pt: 1 }, /^f:9: unknown op "ocm"/],
+    [mcm(2, [{ id: '1.7', rc: [{ id: 11, atb: [[2, 1]] }] }]), /^f:9: market 1\.7 has no definition yet$/],
+    [mcm(2, [{ id: '1.5', rc: [{ id: 11, atb: [[2, 0]] }] }, { id: '1.7', rc: [] }]), /market 1\.7 has no definition yet/],
+    [mcm(2, [{ id: '1.5', rc: [{ id: 11, atb: [[2, 'x']] }] }]), /mc\[0\]\.rc\[0\]\.atb\[0\] must be \[price, size\]/],
+    [mcm(2, [{ id: '1.5', rc: [{ id: 11, batb: [[0, 2]] }] }]), /batb\[0\] must be \[position, price, size\]/],
+    [mcm(2, [{ id: '1.5', marketDefinition: def({ status: 'GONE' as never }) }]), /marketDefinition\.status must be one of/],
+    [mcm(2, [{ id: '1.5', marketDefinition: def({ runners: [DEF.runners[0], { ...DEF.runners[0], hc: 1 }] }) }]), /repeats a selection ID/],
+    [{ op: 'mcm' }, /pt must be/],
+    ['text', /must be an object/],
+  ];
+  for (const [msg, why] of bad) {
+    const out = tr.apply(msg, 'f:9');
+    t.same([out.items, out.images], [[], 0]);
+    t.match(out.errors[0], why);
+  }
+  const after = tr.apply(mcm(3, [{ id: '1.5' }]), 'f:10').items[0] as unknown as { r: { b: unknown }[] };
+  t.same(after.r[0].b, [[2, 5]], 'the book is as before the bad messages');
+});
+
+t.test('connection and status messages, and heartbeats, yield nothing', async (t) => {
+  const tr = new Translator();
+  for (const msg of [{ op: 'connection', connectionId: '1' }, { op: 'status', statusCode: 'SUCCESS' }, { op: 'mcm', pt: 1, ct: 'HEARTBEAT' }]) {
+    t.same(tr.apply(msg, 'f:1'), { items: [], errors: [], images: 0 });
+  }
+});
+
+t.test('markets held are bounded: the one closed longest ago is forgotten; with none closed, new ones are refused', async (t) => {
+  const tr = new Translator({ maxMarkets: 2 });
+  tr.apply(mcm(1, [{ id: '1.1', marketDefinition: def({ status: 'CLOSED' }) }, { id: '1.2', marketDefinition: def() }]), 'f:1');
+  t.same(tr.apply(mcm(2, [{ id: '1.3', marketDefinition: def() }]), 'f:2').errors, []);
+  t.match(tr.apply(mcm(3, [{ id: '1.1' }]), 'f:3').errors[0], /market 1\.1 has no definition yet/, 'the closed market was forgotten');
+  t.match(tr.apply(mcm(4, [{ id: '1.4', marketDefinition: def() }]), 'f:4').errors[0], /more than 2 markets are open at once/);
+});
+
+t.test('every image equals the independently computed book at its message, on all generated recordings', async (t) => {
+  for (const [name, messages] of [['match odds', matchOdds(400)], ['race', race(300)], ['tennis', tennis(300)]] as const) {
+    const tr = new Translator();
+    const got = new Map<string, Obj[]>();
+    const errors: string[] = [];
+    for (const [i, msg] of messages.entries()) {
+      const out = tr.apply(msg, `x:${i + 1}`);
+      errors.push(...out.errors);
+      for (const item of out.items.filter((x) => x.kind === 'odds')) {
+        const { kind: _, ...image } = item;
+        got.set(image.mid as string, [...(got.get(image.mid as string) ?? []), image]);
+      }
+    }
+    t.same(errors, [], `${name}: every message translated`);
+    const want = expectedImages(messages);
+    t.same([...got.keys()], [...want.keys()], `${name}: markets`);
+    for (const [mid, images] of want) t.strictSame(got.get(mid), images, `${name} ${mid}: ${images.length} images`);
+  }
+});

@@ -1,0 +1,75 @@
+/**
+ * The attack from the browser, in Chromium: a page served by another origin
+ * (a small server of the test's own, on another port) opens
+ * `ws://127.0.0.1:PORT/ingest` and sends a price. The service refuses the
+ * handshake, so a subscriber never sees that price. The same page on a
+ * service that lists its origin in INGEST_ORIGINS does publish: the page
+ * would work if the check were not there.
+ */
+import t, { type Test } from 'tap';
+import { createServer } from 'node:http';
+import type { Browser } from 'playwright-core';
+import { postJson, startTestService, type TestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import { hasChromium, launch, open, CHROMIUM } from './browser.js';
+
+const MID = '1.200001001';
+/** A price no real market would show, yet one the price rule allows: the origin check alone must stop it. */
+const PLANTED = 900;
+
+/** A page on 127.0.0.1 at a port of its own: another origin than the service's. */
+async function foreignSite(t: Test): Promise<string> {
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>elsewhere</title>'));
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+/** What the page's socket did: `open` (and the ack it got), or `refused`. */
+async function publishFromPage(t: Test, browser: Browser, site: string, svc: TestService): Promise<string> {
+  const { page } = await open(t, browser, site);
+  const batch = JSON.stringify({ id: 1, data: [image(MID, PLANTED)] });
+  return page.evaluate(({ url, batch }) => new Promise<string>((done) => {
+    const ws = new WebSocket(url);
+    ws.onopen = () => ws.send(batch);
+    ws.onmessage = (e) => done(`open: ${String(e.data)}`);
+    ws.onerror = () => done('refused');
+  }), { url: svc.url.replace(/^http/, 'ws') + '/ingest', batch });
+}
+
+/** The subscriber's odds frames of MID, once a price published the proper way has reached it. */
+async function pricesSeen(svc: TestService, sub: Client): Promise<number[]> {
+  const r = await postJson(svc.url, '/api/v1/ingest', { data: [image(MID, 2.5)] });
+  if (r.status !== 200) throw new Error(`ingest refused: ${JSON.stringify(r.body)}`);
+  await sub.next((f) => f.op === 'odds' && f.r[0]?.b[0]?.[0] === 2.5);
+  return sub.oddsOf(MID).map((f) => f.r[0]!.b[0]![0]);
+}
+
+if (!hasChromium()) {
+  t.plan(0, `${CHROMIUM} is missing (Debian's chromium package; .ci/run installs it)`);
+} else {
+  const browser = await launch();
+  t.teardown(() => browser.close());
+  const site = await foreignSite(t);
+
+  const watch = async (t: Test, svc: TestService) => {
+    const sub = await Client.connect(svc.url);
+    t.teardown(() => sub.close());
+    await sub.request({ op: 'subscribe', mids: [MID] });
+    return sub;
+  };
+
+  t.test('a page of another origin cannot open /ingest, and no subscriber sees its price', async (t) => {
+    const svc = await startTestService(t);
+    const sub = await watch(t, svc);
+    t.equal(await publishFromPage(t, browser, site, svc), 'refused');
+    t.same(await pricesSeen(svc, sub), [2.5], 'only the price published without a browser');
+  });
+
+  t.test('the same page publishes when its origin is in INGEST_ORIGINS (the refusal above is the origin check)', async (t) => {
+    const svc = await startTestService(t, { INGEST_ORIGINS: site });
+    const sub = await watch(t, svc);
+    t.equal(await publishFromPage(t, browser, site, svc), 'open: {"op":"ack","id":1,"status":1,"message":"Ingested 1 item"}');
+    t.same(await pricesSeen(svc, sub), [PLANTED, 2.5]);
+  });
+}
