@@ -44,6 +44,11 @@ export interface Config {
   /** API keys and roles; off makes every caller the client `public`. */
   readonly auth: boolean;
   readonly restRateLimit: number;
+  /** Wrong API keys one source address may send at once (0 = no throttle), and earns back per second. */
+  readonly authFailureBurst: number;
+  readonly authFailuresPerSecond: number;
+  /** Source addresses the wrong-key throttle remembers at most. */
+  readonly authFailureSources: number;
   readonly wsMaxSocketsPerKey: number;
   readonly wsMaxSockets: number;
   readonly logLevel: LogLevel;
@@ -63,6 +68,9 @@ export interface Config {
   readonly pgListenPingMs: number;
   readonly wsMaxMessageBytes: number;
   readonly wsMessagesPerSecond: number;
+  /** `/ws` messages and bytes per second per API key, all its sockets together (AUTH=on). */
+  readonly wsKeyMessagesPerSecond: number;
+  readonly wsKeyBytesPerSecond: number;
   readonly wsSlowBytes: number;
   readonly wsMaxBackpressure: number;
   readonly wsSlowCloseMs: number;
@@ -164,6 +172,13 @@ function prefix(env: Env): string {
   return raw;
 }
 
+/** A key's byte budget must hold at least one message of the largest size, or such a message could never be read. */
+function keyBytes(env: Env, maxMessage: number): number {
+  const value = int(env, 'WS_KEY_BYTES_PER_SECOND', Math.max(1024 * 1024, maxMessage), 256, 1024 * 1024 * 1024);
+  if (value < maxMessage) throw new ConfigError('WS_KEY_BYTES_PER_SECOND', `must be at least WS_MAX_MESSAGE_BYTES (${maxMessage}), got ${value}`);
+  return value;
+}
+
 function readableFile(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -198,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
+  const wsMaxMessageBytes = int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024);
   // With auth off anyone who reaches the port may publish prices, so only this machine may reach it.
   const host = env.HOST || (auth ? '0.0.0.0' : '127.0.0.1');
   const port = int(env, 'PORT', 8080, 0, 65535);
@@ -219,6 +235,9 @@ export function loadConfig(env: Env = process.env): Config {
     uwsBuild: oneOf(env, 'UWS_BUILD', 'auto', ['auto', '20.57', '20.30'] as const),
     auth,
     restRateLimit: int(env, 'REST_RATE_LIMIT', auth ? 200 : 0, 0, 1_000_000),
+    authFailureBurst: int(env, 'AUTH_FAILURE_BURST', 20, 0, 1_000_000),
+    authFailuresPerSecond: int(env, 'AUTH_FAILURES_PER_SECOND', 1, 1, 1_000_000),
+    authFailureSources: int(env, 'AUTH_FAILURE_SOURCES', 10_000, 1, 10_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
     wsMaxSockets: int(env, 'WS_MAX_SOCKETS', 50_000, 1, 10_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
@@ -232,8 +251,10 @@ export function loadConfig(env: Env = process.env): Config {
     clientMaxMarkets: int(env, 'CLIENT_MAX_MARKETS', 2000, 1, 100000),
     ingestMaxInFlight: int(env, 'INGEST_MAX_IN_FLIGHT', 128, 1, 100000),
     pgListenPingMs: int(env, 'PG_LISTEN_PING_MS', 10000, 200, 60000),
-    wsMaxMessageBytes: int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024),
+    wsMaxMessageBytes,
     wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),
+    wsKeyMessagesPerSecond: int(env, 'WS_KEY_MESSAGES_PER_SECOND', 200, 1, 1_000_000),
+    wsKeyBytesPerSecond: keyBytes(env, wsMaxMessageBytes),
     wsSlowBytes: int(env, 'WS_SLOW_BYTES', 256 * 1024, 1024, 1024 * 1024 * 1024),
     wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),

@@ -31,6 +31,14 @@ export const errors = {
   originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  /** A failed-key throttle: this source sent too many wrong keys; even a right one waits. */
+  tooManyFailures: (retryAfterS: number) =>
+    new ServiceError('RATE_LIMITED', `too many requests with a wrong API key from this address; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  /** A socket of this key was closed (4029) for sending on while refused: its new sockets wait. */
+  coolingDown: (retryAfterS: number) =>
+    new ServiceError('RATE_LIMITED', `a socket of this API key was closed for sending past its rate limit; new sockets may open in ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  /** The publisher's key was revoked before this batch (or this part of it) took effect. */
+  keyRevoked: (what = 'this batch was not applied') => new ServiceError('UNAUTHORIZED', `key revoked: ${what}`),
   tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),
   serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
@@ -63,6 +71,8 @@ export const CLOSE = {
   GOING_AWAY: 1001,
   /** The socket's API key was revoked. */
   REVOKED: 4003,
+  /** Went on sending while over its message or byte rate: see the README's limits. */
+  RATE: 4029,
   /** Slow consumer: stayed behind past the backpressure limits. */
   SLOW: 4008,
 } as const;

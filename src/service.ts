@@ -38,6 +38,7 @@ import { BusMetrics } from './metrics/bus.js';
 import { AuthMetrics } from './metrics/auth.js';
 import { createBus } from './bus/create.js';
 import { Auth } from './auth/auth.js';
+import { FailedKeys } from './auth/failures.js';
 import { run, type Service } from './lifecycle.js';
 
 export type { Service } from './lifecycle.js';
@@ -76,7 +77,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()));
+  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const subscriptions = new Subscriptions({
     pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
@@ -87,7 +89,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
-    limits: { maxMessageBytes: config.wsMaxMessageBytes, messagesPerSecond: config.wsMessagesPerSecond, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression },
+    limits: {
+      maxMessageBytes: config.wsMaxMessageBytes, maxMarkets: config.wsMaxMarkets, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
+      perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
+    },
   });
   const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
@@ -122,7 +127,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   });
   const publishers = registerIngest(app, router, {
     ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
-    maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight,
+    maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
   registerDocs(router);
   registerWeb(app);

@@ -5,6 +5,7 @@ import { TokenBucket } from '../lib/token-bucket.js';
 import { retry } from '../lib/retry.js';
 import type { Logger } from '../log.js';
 import type { AuthMetrics } from '../metrics/auth.js';
+import type { FailedKeys } from './failures.js';
 import { hashSecret, loadKeys, parseToken, type Role } from './keys.js';
 
 export interface Principal {
@@ -43,7 +44,14 @@ export class Auth {
     private readonly metrics: AuthMetrics,
     /** Told when a live key is revoked or deleted, so its sockets can be closed. */
     private readonly revoked: (keyId: string) => void,
+    /** Wrong keys, throttled per source address. */
+    private readonly failures: FailedKeys,
   ) {}
+
+  /** False once this pod has dropped the key (revoked or deleted); always true with AUTH=off. */
+  live(keyId: string): boolean {
+    return !this.enabled || this.keys.has(keyId);
+  }
 
   /**
    * Reloads keys after a NOTIFY (some IDs) or a reconnect (all). A reload that
@@ -84,23 +92,41 @@ export class Auth {
     const rows = new Map((await loadKeys(db, ids)).map((k) => [k.id, k]));
     for (const id of ids) {
       const k = rows.get(id);
-      if (k && !k.revokedAt) {
-        this.keys.set(id, { hash: k.hash, principal: { keyId: id, client: k.client, role: k.role } });
-      } else if (this.keys.delete(id)) {
-        this.buckets.delete(id);
-        this.revoked(id);
-      }
+      if (k && !k.revokedAt) this.keys.set(id, { hash: k.hash, principal: { keyId: id, client: k.client, role: k.role } });
+      else this.drop(id);
     }
   }
 
-  /** The caller behind a token, if it may act in `need`; 401 or 403 otherwise. */
-  authenticate(token: string | undefined, need: Role): Principal {
+  /**
+   * Stops honouring a key this pod held as live: its NOTIFY said it was
+   * revoked or deleted, or Postgres showed it so to a publisher's transaction
+   * before the NOTIFY arrived. Revocation is final, so either is enough.
+   */
+  drop(keyId: string): void {
+    if (!this.keys.delete(keyId)) return;
+    this.buckets.delete(keyId);
+    this.revoked(keyId);
+  }
+
+  /**
+   * The caller behind a token, if it may act in `need`; 401 or 403 otherwise,
+   * or 429 when `source` (the peer address) has sent too many wrong keys.
+   */
+  authenticate(token: string | undefined, need: Role, source: string): Principal {
     if (!this.enabled) return PUBLIC;
     if (!token) return this.refuse('missing', errors.unauthorized('an API key is required: send it in the x-api-key header'));
+    const throttled = this.failures.check(source);
+    if (throttled) {
+      this.metrics.rateLimited.inc({ scope: 'wrong_key' });
+      throw throttled;
+    }
     const parsed = parseToken(token);
     const live = parsed && this.keys.get(parsed.id);
     const proof = hashSecret(parsed?.secret ?? token);
-    if (!timingSafeEqual(proof, live?.hash ?? DUMMY) || !live) return this.refuse('unknown', errors.unauthorized('the API key is not valid or was revoked'));
+    if (!timingSafeEqual(proof, live?.hash ?? DUMMY) || !live) {
+      this.failures.failed(source, parsed ? 'unknown or revoked key' : 'not a key');
+      return this.refuse('unknown', errors.unauthorized('the API key is not valid or was revoked'));
+    }
     const { role } = live.principal;
     if (role !== need && role !== 'admin') return this.refuse('forbidden', errors.forbidden(`this API key's role (${role}) may not do this; it needs ${need}`));
     return live.principal;

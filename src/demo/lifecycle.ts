@@ -95,7 +95,7 @@ export class Lifecycle {
     const touched = new Set(batch.map((i) => i.mid));
     const steady = markets.filter((m) => live.has(m.eid) && m.s && !m.go && !touched.has(m.mid));
     if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].mid, s: false });
-    if (batch.length) await this.opts.ingest.accept(batch, 'simulator');
+    if (batch.length) await this.opts.ingest.accept(batch, { from: 'simulator' });
     return batch;
   }
 

@@ -46,7 +46,7 @@ export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs
     intervalMs,
     markets: () => simMarkets(model, outside),
     publish: (images) => {
-      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), 'simulator').catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator' }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
     },
   });
   sim.start();

@@ -3,7 +3,8 @@ import { CLOSE, errors, known } from '../errors.js';
 import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
-import type { Ingest, IngestResult } from '../ingest/ingest.js';
+import type { Closable } from '../hub/hub.js';
+import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
 import { Lane, type Outcome } from '../ingest/lane.js';
 import { parseJson } from './request.js';
 import type { Router } from './router.js';
@@ -17,10 +18,10 @@ interface Batch {
   data: unknown;
 }
 
-/** A batch in either format: `{"id"?, "data": [...]}` as JSON, or an IngestBatch as protobuf. */
-function decodeBatch(bytes: Uint8Array, binary: boolean): Batch {
+/** A batch in either format: `{"id"?, "data": [...]}` as JSON, or an IngestBatch as protobuf (counted before it is decoded). */
+function decodeBatch(bytes: Uint8Array, binary: boolean, maxItems: number): Batch {
   if (binary) {
-    const decoded = decodeIngestProto(bytes);
+    const decoded = decodeIngestProto(bytes, maxItems);
     if ('error' in decoded) throw errors.badBody(decoded.error);
     return { id: 0, data: decoded.data };
   }
@@ -36,12 +37,16 @@ interface PublisherData {
   keyId: string;
   format: Format;
   lane: Lane;
+  /** What the hub closes on revocation: refuses the batches not yet started, then closes with 4003. */
+  revocable?: Closable;
   /** Set on close: an ack for a batch still running must not touch a closed socket. */
   closed: boolean;
 }
 
 export interface IngestRoutesDeps extends UpgradeDeps {
   ingest: Ingest;
+  /** Items per batch: a protobuf batch is counted against it before it is decoded. */
+  maxItems: number;
   maxBodyBytes: number;
   /** Batches one `/ingest` connection may have in flight. */
   maxInFlight: number;
@@ -58,24 +63,34 @@ export interface Publishers {
  * applies a connection's batches in the order sent (ingest/lane.ts).
  */
 export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): Publishers {
-  const { ingest, log } = deps;
+  const { ingest, log, auth } = deps;
   const open = new Set<WebSocket<PublisherData>>();
+  /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
+  const keyOf = (keyId: string): PublisherKey | undefined =>
+    (auth.enabled ? { id: keyId, live: () => auth.live(keyId), revoked: () => auth.drop(keyId) } : undefined);
 
-  router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type) => {
-    const batch = decodeBatch(body, type === PROTO_TYPE);
-    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data)) });
+  router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
+    const batch = decodeBatch(body, type === PROTO_TYPE, deps.maxItems);
+    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data, { key: keyOf(who.keyId) })) });
   }, 'publisher');
 
   app.ws<PublisherData>('/ingest', {
     maxPayloadLength: deps.maxBodyBytes,
     idleTimeout: 60,
     sendPingsAutomatically: true,
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => ({
-      keyId: who.keyId, format, lane: new Lane(ingest, deps.maxInFlight), closed: false,
-    })),
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => {
+      const key = keyOf(who.keyId);
+      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, { key }), deps.maxInFlight), closed: false };
+    }),
     open: (ws) => {
       open.add(ws);
-      deps.hub.addSocket(ws.getUserData().keyId, ws);
+      const state = ws.getUserData();
+      state.revocable = {
+        end: (code, reason) => void state.lane.revoke(errors.keyRevoked()).then(() => {
+          if (!state.closed) ws.end(code, reason);
+        }),
+      };
+      deps.hub.addSocket(state.keyId, state.revocable);
     },
     message: (ws, data, isBinary) => {
       const state = ws.getUserData();
@@ -86,7 +101,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       let batch: Batch;
       try {
         // The message buffer is only valid during this callback: decode it now.
-        batch = decodeBatch(new Uint8Array(data), isBinary);
+        batch = decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
       } catch (err) {
         return reply(0, 0, known(err, log, 'ingest').message);
       }
@@ -99,7 +114,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       const state = ws.getUserData();
       state.closed = true;
       open.delete(ws);
-      deps.hub.removeSocket(state.keyId, ws);
+      if (state.revocable) deps.hub.removeSocket(state.keyId, state.revocable);
     },
   });
 

@@ -5,7 +5,7 @@ import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
-import { Exchange, sendError, write } from './request.js';
+import { Exchange, peer, sendError, write } from './request.js';
 
 const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
@@ -49,7 +49,7 @@ export class Router {
       const t0 = performance.now();
       let status: number;
       try {
-        const out = fn(req, this.who(req, need));
+        const out = fn(req, this.who(res, req, need));
         // uWS corks the synchronous top of a handler itself.
         if (typeof out === 'string' || Buffer.isBuffer(out)) {
           status = 200;
@@ -82,7 +82,7 @@ export class Router {
       const ex = new Exchange(res);
       let who: Principal;
       try {
-        who = this.who(req, need);
+        who = this.who(res, req, need);
       } catch (err) {
         void this.finish(ex, path, 'POST', t0, () => Promise.reject(err));
         return;
@@ -118,12 +118,12 @@ export class Router {
   }
 
   /** The caller, checked against `need` and rate-limited; public routes need no key. */
-  private who(req: HttpRequest, need: Role | undefined): Principal {
+  private who(res: HttpResponse, req: HttpRequest, need: Role | undefined): Principal {
     if (!need) return PUBLIC;
     const closed = this.gate();
     if (closed) throw errors.notReady(closed);
-    // With auth off the header is not read: a call into uWS per request for nothing.
-    const p = this.auth.authenticate(this.auth.enabled ? req.getHeader('x-api-key') || undefined : undefined, need);
+    // With auth off the header and address are not read: calls into uWS per request for nothing.
+    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, peer(res)) : PUBLIC;
     this.auth.limit(p);
     return p;
   }

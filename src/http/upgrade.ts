@@ -6,7 +6,7 @@ import type { Role } from '../auth/keys.js';
 import type { Hub } from '../hub/hub.js';
 import type { Logger } from '../log.js';
 import type { OriginPolicy } from './origin.js';
-import { parseQuery, sendError, type Query } from './request.js';
+import { parseQuery, peer, sendError, type Query } from './request.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
 
@@ -42,10 +42,22 @@ function pickProtocol(header: string): { name: string; format: Format } {
 }
 
 /**
+ * The caller's key: the header, or on `/ws` `?key=` too, since browsers cannot
+ * set headers on a WebSocket. Publishers are programs: a key in their URL would
+ * only end up in proxy and access logs, so there it is refused, not ignored.
+ */
+function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string | undefined {
+  const header = req.getHeader('x-api-key') || undefined;
+  if (role === 'subscriber') return header ?? (query.get('key') || undefined);
+  if (auth.enabled && query.has('key')) throw errors.unauthorized('publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)');
+  return header;
+}
+
+/**
  * The handshake of both socket routes, `/ws` and `/ingest`: the page's origin
- * when a browser opens it, readiness, the caller's key and role (header, or
- * `?key=` since browsers cannot set headers on a WebSocket), the socket
- * limits, and the subprotocol. `accept` builds
+ * when a browser opens it, readiness, the subprotocol, the caller's key and
+ * role (see `token`; a wrong key counts against its source), and the socket
+ * limits. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
  * the usual error body and the upgrade does not happen.
  */
@@ -59,12 +71,13 @@ export function upgrade<T>(
     deps.origins.check(req.getHeader('origin'), req.getHeader('host'));
     const closed = deps.gate();
     if (closed) throw errors.notReady(closed);
-    const query = parseQuery(req.getQuery());
-    const who = deps.auth.authenticate(req.getHeader('x-api-key') || query.get('key') || undefined, role);
-    const refused = deps.hub.refuse(who.keyId);
-    if (refused) throw refused;
+    // Before the key: a client that speaks none of our formats is told so, and is not counted as a wrong key.
     const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
     name = picked.name;
+    const query = parseQuery(req.getQuery());
+    const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, peer(res));
+    const refused = deps.hub.refuse(who.keyId);
+    if (refused) throw refused;
     data = accept({ who, format: picked.format, query });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));

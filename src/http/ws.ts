@@ -1,7 +1,8 @@
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { uwsBuild } from './uws.js';
-import { errors } from '../errors.js';
+import { CLOSE, errors } from '../errors.js';
 import { decodeClient } from '../odds/client-codec.js';
+import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
@@ -10,12 +11,14 @@ import { Session } from '../hub/session.js';
 import type { Sweeper } from '../hub/sweep.js';
 import type { Subscriptions } from '../subscriptions/subscriptions.js';
 import type { AuthMetrics } from '../metrics/auth.js';
-import { TokenBucket } from '../lib/token-bucket.js';
+import type { TokenBucket } from '../lib/token-bucket.js';
+import { Budgets, type BudgetLimits } from './budget.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 
-export interface WsLimits {
+export interface WsLimits extends BudgetLimits {
   maxMessageBytes: number;
-  messagesPerSecond: number;
+  /** Most markets a socket may hold; also bounds `since.seqs` of a subscribe with filters. */
+  maxMarkets: number;
   idleTimeoutS: number;
   /** permessage-deflate for clients that offer it; uWS then deflates every frame once per socket. */
   compression: boolean;
@@ -36,11 +39,16 @@ interface WsData {
   client: string;
   format: Format;
   hbMs: number;
-  bucket: TokenBucket;
+  bucket?: TokenBucket;
+  /** Messages refused for rate in a row; reset by one that is read. */
+  strikes: number;
   session?: Session;
 }
 
 let nextId = 1;
+
+/** Messages refused for rate in a row after which a socket is closed (4029): a client that does not back off. */
+export const PERSISTENT = 100;
 
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;
@@ -56,6 +64,7 @@ function heartbeat(raw: string | undefined): number {
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { bc, limits } = deps;
+  const budgets = new Budgets(limits);
   const ack = (s: Session, id: number, a: { status: 0 | 1; message: string; current?: number }) => bc.send(s, { op: 'ack', id, ...a });
 
   const handle = (s: Session, msg: ClientMessage): void => {
@@ -76,37 +85,48 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => ({
-      keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), bucket: new TokenBucket(limits.messagesPerSecond),
-    })),
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => {
+      const cooling = budgets.refuseOpen(who.keyId);
+      if (cooling) throw cooling;
+      return { keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), strikes: 0 };
+    }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
+      d.bucket = budgets.opened(d.keyId);
       const s = (d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws));
       bc.opened(s);
       deps.sweeper.opened(s);
       deps.subscriptions.opened(s);
     },
 
+    // A message's cost is paid before it is read: a refused one is never decoded (its ack's id is peeked at its start).
     message: (ws: WebSocket<WsData>, data: ArrayBuffer, isBinary: boolean) => {
       const d = ws.getUserData();
       const s = d.session!;
+      const refused = budgets.spend(d.keyId, d.bucket!, data.byteLength);
+      if (refused) {
+        deps.metrics.rateLimited.inc({ scope: refused.scope });
+        if (++d.strikes > PERSISTENT) {
+          budgets.abused(d.keyId);
+          return ws.end(CLOSE.RATE, 'rate limit exceeded persistently');
+        }
+        return ack(s, peekId(data, isBinary), { status: 0, message: refused.message });
+      }
+      d.strikes = 0;
       if (data.byteLength > limits.maxMessageBytes) {
         return ack(s, 0, { status: 0, message: `message is ${data.byteLength} bytes; the limit is ${limits.maxMessageBytes}` });
       }
-      const msg = decodeClient(data, isBinary);
-      const id = 'error' in msg ? (msg.id ?? 0) : msg.id;
-      if (!d.bucket.take()) {
-        deps.metrics.rateLimited.inc({ scope: 'socket' });
-        return ack(s, id, { status: 0, message: `rate limit: at most ${limits.messagesPerSecond} messages per second` });
-      }
-      if ('error' in msg) return ack(s, id, { status: 0, message: msg.error });
+      const msg = decodeClient(data, isBinary, limits.maxMarkets);
+      if ('error' in msg) return ack(s, msg.id ?? 0, { status: 0, message: msg.error });
       handle(s, msg);
     },
 
     drain: (ws: WebSocket<WsData>) => deps.sweeper.drained(ws.getUserData().session!),
     close: (ws: WebSocket<WsData>) => {
-      const s = ws.getUserData().session!;
+      const d = ws.getUserData();
+      const s = d.session!;
+      budgets.closed(d.keyId);
       bc.closed(s);
       deps.sweeper.closed(s);
     },

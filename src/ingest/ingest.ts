@@ -21,6 +21,24 @@ export interface IngestResult {
   updated: number;
 }
 
+/**
+ * The publisher's API key, when keys are in force (the simulator, the demo
+ * seed and the import command have none).
+ */
+export interface PublisherKey {
+  readonly id: string;
+  /** False once this pod has learned that the key was revoked. */
+  live(): boolean;
+  /** Postgres showed the key revoked inside a batch's transaction: this pod learns it now, not at the NOTIFY. */
+  revoked(): void;
+}
+
+/** Who sent a batch (the simulator yields outside-fed markets) and with which key, if any. */
+export interface SentBy {
+  from?: Sender;
+  key?: PublisherKey;
+}
+
 /** An image whose shape is right, with how its market is priced where known so far (undefined: ask Postgres). */
 interface CheckedOdds {
   where: string;
@@ -46,14 +64,19 @@ export interface IngestDeps {
  * checked whole before anything happens; its reference items commit in one
  * transaction, and only then are its odds images published. Only a batch
  * that was accepted counts as a publisher being heard.
+ *
+ * A batch sent with a key takes effect only while the key is live: it is
+ * checked before anything starts, inside the reference transaction (against
+ * the key's row, which a revocation must lock: so the batch commits before the
+ * revocation or is refused), and again just before the odds are published.
  */
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
 
-  async accept(data: unknown, from: Sender = 'publisher'): Promise<IngestResult> {
+  async accept(data: unknown, { from = 'publisher', key }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
     try {
-      const result = await this.acceptChecked(data, from, t0);
+      const result = await this.acceptChecked(data, from, key, t0);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -63,13 +86,16 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, from: Sender, t0: number): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, t0: number): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
+    if (key && !key.live()) throw errors.keyRevoked();
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
     const { reference, odds: checked } = this.check(data);
     await this.checkMarkets(checked);
-    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log) : [];
+    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key) : [];
+    // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
+    if (checked.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
     const odds = this.claimOrYield(checked.map((o) => o.image), from);
     if (odds.length) {
       const published = this.deps.feed.publish(odds, Date.now());

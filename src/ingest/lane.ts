@@ -1,7 +1,14 @@
-import { errors } from '../errors.js';
-import type { Ingest, IngestResult } from './ingest.js';
+import { errors, type ServiceError } from '../errors.js';
+import type { IngestResult } from './ingest.js';
 
 export type Outcome = { ok: IngestResult } | { err: unknown };
+
+interface Queued {
+  data: unknown;
+  answer: (outcome: Outcome) => void;
+  /** Refused when it arrived (lane full or closing), answered in its place. */
+  refusal?: ServiceError;
+}
 
 /**
  * One publisher connection's batches, taking effect in the order sent: a
@@ -11,36 +18,64 @@ export type Outcome = { ok: IngestResult } | { err: unknown };
  * not applied) and the publisher is told to wait for its acks.
  */
 export class Lane {
-  private tail: Promise<void> = Promise.resolve();
-  private inFlight = 0;
-  private closed = false;
+  private readonly queue: Queued[] = [];
+  private running = false;
+  /** Set by close or revoke: batches arriving from now on are refused with it. */
+  private closing: ServiceError | undefined;
+  /** Set by revoke: batches already queued are refused with it too, never started. */
+  private revoked: ServiceError | undefined;
+  private idle: (() => void)[] = [];
 
-  constructor(private readonly ingest: Ingest, private readonly max: number) {}
+  constructor(private readonly run: (data: unknown) => Promise<IngestResult>, private readonly max: number) {}
 
   /** Runs a batch after those before it; `answer` is called once, in order, before the next batch starts. */
   submit(data: unknown, answer: (outcome: Outcome) => void): void {
-    const refusal = this.closed
-      ? errors.notReady('the server is shutting down; send this batch to another pod (it was not applied)')
-      : this.inFlight >= this.max
-        ? errors.limit(`${this.max} batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)`)
-        : undefined;
+    const inFlight = this.queue.length + (this.running ? 1 : 0);
+    const refusal = this.closing ?? (inFlight >= this.max
+      ? errors.limit(`${this.max} batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)`)
+      : undefined);
     // A refusal is answered in its place too, so acks always come back in the order sent; past
     // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
-    if (refusal && this.inFlight >= 2 * this.max) return answer({ err: refusal });
-    this.inFlight++;
-    this.tail = this.tail
-      .then(() => (refusal ? Promise.reject(refusal) : this.ingest.accept(data)))
-      .then((ok) => answer({ ok }), (err: unknown) => answer({ err }))
-      .finally(() => this.inFlight--);
+    if (refusal && inFlight >= 2 * this.max) return answer({ err: refusal });
+    this.queue.push({ data, answer, refusal });
+    void this.pump();
   }
 
-  /** Takes no more batches; resolves once every batch taken so far has been answered. */
-  async close(): Promise<void> {
-    this.closed = true;
-    // Batches that arrive meanwhile are refused in their place; wait for those answers too.
-    for (let tail = this.tail; ; tail = this.tail) {
-      await tail;
-      if (tail === this.tail) return;
+  /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
+  close(): Promise<void> {
+    this.closing ??= errors.notReady('the server is shutting down; send this batch to another pod (it was not applied)');
+    return this.settled();
+  }
+
+  /**
+   * The key was revoked: no batch not yet started will start. The one running
+   * (which checks the key itself before it publishes) is answered first, then
+   * every other at once with `refusal`; resolves when all are answered.
+   */
+  revoke(refusal: ServiceError): Promise<void> {
+    this.revoked = this.closing = refusal;
+    return this.settled();
+  }
+
+  private settled(): Promise<void> {
+    return this.running || this.queue.length ? new Promise((ok) => this.idle.push(ok)) : Promise.resolve();
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    for (let b = this.queue.shift(); b; b = this.queue.shift()) {
+      const refusal = b.refusal ?? this.revoked;
+      let outcome: Outcome;
+      try {
+        if (refusal) throw refusal;
+        outcome = { ok: await this.run(b.data) };
+      } catch (err) {
+        outcome = { err };
+      }
+      b.answer(outcome);
     }
+    this.running = false;
+    for (const ok of this.idle.splice(0)) ok();
   }
 }

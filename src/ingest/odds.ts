@@ -1,10 +1,10 @@
-import { MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
+import { INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
 import { traded } from '../odds/wire.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 
 /** Limits on one image: far above any real market, low enough that one item cannot eat the heap. */
-const MAX_RUNNERS = 500;
-const MAX_LEVELS = 10;
+const MAX_RUNNERS = INGEST_LIMITS.runners;
+const MAX_LEVELS = INGEST_LIMITS.levels;
 /** Traded volume, on a runner or a whole market: it accumulates, so it may pass any one stake. */
 export const MAX_VOLUME = 1e12;
 

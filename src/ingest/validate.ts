@@ -1,4 +1,5 @@
 import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
+import { INGEST_LIMITS } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import type { NestedItem, ReferenceItem } from './items.js';
 
@@ -66,7 +67,7 @@ function info(v: unknown, key: string): unknown {
 }
 
 function runners(v: unknown, key: string): Runner[] {
-  if (!Array.isArray(v) || v.length > 500) fail(key, 'must be an array of at most 500 runners');
+  if (!Array.isArray(v) || v.length > INGEST_LIMITS.runners) fail(key, `must be an array of at most ${INGEST_LIMITS.runners} runners`);
   const seen = new Set<number>();
   return (v as unknown[]).map((r, i) => {
     if (!r || typeof r !== 'object' || Array.isArray(r)) fail(`${key}[${i}]`, 'must be an object {rid, na}');
@@ -78,7 +79,7 @@ function runners(v: unknown, key: string): Runner[] {
 }
 
 function nested(v: unknown, key: string): NestedItem[] {
-  if (!Array.isArray(v) || v.length > 100) fail(key, 'must be an array of at most 100 nested markets');
+  if (!Array.isArray(v) || v.length > INGEST_LIMITS.nested) fail(key, `must be an array of at most ${INGEST_LIMITS.nested} nested markets`);
   return (v as unknown[]).map((n, i) => {
     const at = `${key}[${i}]`;
     if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');

@@ -4,20 +4,35 @@ import { asDatabaseError, inTransaction } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { ApplyError, applyItem, type Outcome } from './apply.js';
 import { describe, type ReferenceItem } from './items.js';
+import type { PublisherKey } from './ingest.js';
 import { retry } from '../lib/retry.js';
 
 /** Deadlock detected, serialization failure: the transaction was rolled back and may simply run again. */
 const RETRYABLE = new Set(['40P01', '40001']);
 
 /**
- * Writes checked reference items in one transaction: all of them or, on the
- * first refused item, none. Errors come out coded: ITEM_REJECTED naming the
- * item, DB_UNAVAILABLE when Postgres is unreachable.
+ * Holds the publisher's key row for the rest of the transaction. FOR SHARE
+ * conflicts with the revoking UPDATE's row lock, so the revocation waits for
+ * this commit, or this waits for the revocation and then finds the key gone.
  */
-export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger): Promise<Outcome[]> {
+async function lockKey(client: pg.PoolClient, key: PublisherKey): Promise<void> {
+  const { rowCount } = await client.query('SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL FOR SHARE', [key.id]);
+  if (rowCount) return;
+  key.revoked();
+  throw errors.keyRevoked();
+}
+
+/**
+ * Writes checked reference items in one transaction: all of them or, on the
+ * first refused item, none; with a key, only while the key is not revoked.
+ * Errors come out coded: ITEM_REJECTED naming the item, UNAUTHORIZED for a
+ * revoked key, DB_UNAVAILABLE when Postgres is unreachable.
+ */
+export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey): Promise<Outcome[]> {
   try {
     // Two batches touching the same rows in opposite orders can deadlock; Postgres aborts one, which is simply tried again.
     return await retry(() => inTransaction(pool, async (client) => {
+      if (key) await lockKey(client, key);
       const out: Outcome[] = [];
       for (const [i, item] of items) {
         try {

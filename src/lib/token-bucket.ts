@@ -1,24 +1,30 @@
 /**
- * A rate limit as a token bucket: a burst of one second's allowance, refilled
- * continuously. Shared by REST (per API key) and sockets (per socket), so both
- * limits mean the same thing.
+ * A rate limit as a token bucket: a burst (one second's allowance unless
+ * given), refilled continuously. Shared by REST (per API key), sockets (per
+ * socket and per key, in messages and in bytes) and wrong keys (per source),
+ * so every limit means the same thing.
  */
 export class TokenBucket {
   private tokens: number;
   private at: number;
 
-  constructor(private readonly perSecond: number, now = Date.now()) {
-    this.tokens = perSecond;
+  constructor(private readonly perSecond: number, now = Date.now(), private readonly burst = perSecond) {
+    this.tokens = burst;
     this.at = now;
   }
 
-  /** Spends one token if there is one. */
-  take(now = Date.now()): boolean {
-    this.tokens = Math.min(this.perSecond, this.tokens + ((now - this.at) / 1000) * this.perSecond);
-    this.at = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
+  /** Spends `cost` tokens if there are that many. */
+  take(cost = 1, now = Date.now()): boolean {
+    this.refill(now);
+    if (this.tokens < cost) return false;
+    this.tokens -= cost;
     return true;
+  }
+
+  /** Whether a token is there, spending nothing. */
+  has(now = Date.now()): boolean {
+    this.refill(now);
+    return this.tokens >= 1;
   }
 
   /** Whole seconds until a token is back, at least 1 (for Retry-After). */
@@ -28,6 +34,11 @@ export class TokenBucket {
 
   /** A full bucket behaves exactly like a new one, so a map of buckets may drop it. */
   full(now = Date.now()): boolean {
-    return this.tokens + ((now - this.at) / 1000) * this.perSecond >= this.perSecond;
+    return this.tokens + ((now - this.at) / 1000) * this.perSecond >= this.burst;
+  }
+
+  private refill(now: number): void {
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.at) / 1000) * this.perSecond);
+    this.at = now;
   }
 }

@@ -7,6 +7,7 @@ import { odds as pb } from './gen/odds.js';
 import { CLIENT_OPS, type ClientMessage, type ClientOp, type Since } from './messages.js';
 import { MAX_IDS, isMarketId, isPositiveId } from '../refdata/ids.js';
 import { int, type Int64 } from './wire.js';
+import { countClient } from './client-count.js';
 
 const v1 = pb.v1;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -32,11 +33,30 @@ function list<T>(v: unknown, name: string, valid: (x: unknown) => x is T, rule: 
   return [...new Set(v as T[])];
 }
 
-function since(v: unknown): Since {
+/**
+ * How many markets `since.seqs` may hold: the markets the request names, or
+ * with an event or sport filter the markets a socket may hold.
+ */
+function seqsLimit(mids: number, filters: boolean, maxMarkets: number): { limit: number; rule: string } {
+  return filters ? { limit: maxMarkets, rule: `the markets a socket may hold (${maxMarkets})` } : { limit: mids, rule: `the ${mids} markets this request names in mids` };
+}
+
+const tooManySeqs = (n: number | string, { limit, rule }: { limit: number; rule: string }) =>
+  `since.seqs holds ${n} markets; it may hold at most ${limit}, ${rule}`;
+
+/** Whether an object has more than `limit` keys, counting no further than that. */
+function moreKeysThan(o: object, limit: number): boolean {
+  let n = 0;
+  for (const k in o) if (Object.hasOwn(o, k) && ++n > limit) return true;
+  return false;
+}
+
+function since(v: unknown, bound: { limit: number; rule: string }): Since {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return refuse('since must be an object {"epoch": "...", "seqs": {"<mid>": seq}}');
   const { epoch, seqs } = v as Record<string, unknown>;
   if (typeof epoch !== 'string' || epoch.length > MAX_EPOCH) return refuse(`since.epoch must be a string of at most ${MAX_EPOCH} characters`);
   if (!seqs || typeof seqs !== 'object' || Array.isArray(seqs)) return refuse('since.seqs must be an object of market ID to seq');
+  if (moreKeysThan(seqs, bound.limit)) return refuse(tooManySeqs(`more than ${bound.limit}`, bound));
   const out: Record<string, number> = Object.create(null);
   for (const [mid, seq] of Object.entries(seqs)) {
     if (!isMarketId(mid)) return refuse(`since.seqs has "${String(mid).slice(0, 70)}": keys must be market IDs`);
@@ -48,7 +68,7 @@ function since(v: unknown): Since {
 }
 
 /** The checks every request passes, whatever its format. */
-function check(f: Fields): ClientMessage {
+function check(f: Fields, maxMarkets: number): ClientMessage {
   const { op } = f;
   const id = f.id as number;
   if (!CLIENT_OPS.includes(op as ClientOp)) return refuse(OPS_TEXT);
@@ -68,7 +88,7 @@ function check(f: Fields): ClientMessage {
     if (!Number.isInteger(c) || (c !== 0 && (c < CONFLATE.min || c > CONFLATE.max))) refuse(`conflate must be 0 or a whole number of milliseconds from ${CONFLATE.min} to ${CONFLATE.max}`);
     if (c > 0) msg.conflate = c;
   }
-  if (f.since != null) msg.since = since(f.since);
+  if (f.since != null) msg.since = since(f.since, seqsLimit(mids.length, eids.length + sis.length > 0, maxMarkets));
   if (f.delta != null) {
     if (typeof f.delta !== 'boolean') refuse('delta must be true or false');
     if (f.delta) msg.delta = true;
@@ -76,11 +96,11 @@ function check(f: Fields): ClientMessage {
   return msg;
 }
 
-function fields(f: Fields): Decoded {
+function fields(f: Fields, maxMarkets: number): Decoded {
   const id = f.id;
   if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) return { error: 'id must be an integer from 0 to 4294967295' };
   try {
-    return check(f);
+    return check(f, maxMarkets);
   } catch (err) {
     if (err instanceof Refused) return { error: err.message, id };
     throw err;
@@ -101,16 +121,24 @@ function fromProto(m: pb.v1.ClientMessage): Fields {
   return out;
 }
 
-/** Never throws: any malformed frame comes back as `{error}`. */
-export function decodeClient(data: ArrayBuffer, isBinary: boolean): Decoded {
+/**
+ * Never throws: any malformed frame comes back as `{error}`. `maxMarkets` (a
+ * socket's market limit) bounds `since.seqs` of a request with filters.
+ */
+export function decodeClient(data: ArrayBuffer, isBinary: boolean, maxMarkets: number): Decoded {
   if (isBinary) {
     let f: Fields;
     try {
-      f = fromProto(v1.ClientMessage.decode(new Uint8Array(data)));
+      const bytes = new Uint8Array(data);
+      // The seqs map is counted on the wire first, so an oversized one is never built.
+      const wire = countClient(bytes);
+      const bound = seqsLimit(wire.mids, wire.filters, maxMarkets);
+      if (wire.seqs > bound.limit) return { error: tooManySeqs(wire.seqs, bound), id: wire.id };
+      f = fromProto(v1.ClientMessage.decode(bytes));
     } catch (e) {
       return { error: `malformed protobuf ClientMessage: ${(e as Error).message}` };
     }
-    return fields(f);
+    return fields(f, maxMarkets);
   }
   let m: unknown;
   try {
@@ -119,7 +147,7 @@ export function decodeClient(data: ArrayBuffer, isBinary: boolean): Decoded {
     return { error: `malformed JSON: ${(e as Error).message}` };
   }
   if (typeof m !== 'object' || m === null || Array.isArray(m)) return { error: 'message must be a JSON object' };
-  return fields(m as Fields);
+  return fields(m as Fields, maxMarkets);
 }
 
 export function encodeClientProto(msg: ClientMessage): Uint8Array {

@@ -5,6 +5,7 @@
  */
 import { odds as pb } from './gen/odds.js';
 import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
+import { overLimit } from './ingest-count.js';
 import { enumName, enumValue, int, runnersFromProto, runnersToProto, traded, type Int64 } from './wire.js';
 
 const v1 = pb.v1;
@@ -66,10 +67,16 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
   }
 }
 
-/** An IngestBatch as the plain items the JSON ingest takes. Never throws. */
-export function decodeIngestProto(bytes: Uint8Array): { data: IngestItemInput[] } | { error: string } {
+/**
+ * An IngestBatch as the plain items the JSON ingest takes, counted on the wire
+ * first (items, runners, levels) so an oversized one is refused before it is
+ * built. Never throws.
+ */
+export function decodeIngestProto(bytes: Uint8Array, maxItems: number): { data: IngestItemInput[] } | { error: string } {
   let batch: pb.v1.IngestBatch;
   try {
+    const over = overLimit(bytes, maxItems);
+    if (over) return { error: over };
     batch = v1.IngestBatch.decode(bytes);
   } catch (e) {
     return { error: `malformed protobuf IngestBatch: ${(e as Error).message}` };

@@ -60,7 +60,7 @@ t.test('/ws takes the key as a header or a query parameter, and refuses bad keys
   const h = new WebSocket(svc.url.replace('http', 'ws') + '/ws', { headers: { 'x-api-key': bob } });
   await new Promise((ok, fail) => { h.once('open', ok); h.once('error', fail); });
   h.close();
-  const pub = new WebSocket(svc.url.replace('http', 'ws') + `/ingest?key=${alice}`);
+  const pub = new WebSocket(svc.url.replace('http', 'ws') + '/ingest', { headers: { 'x-api-key': alice } });
   const status = await new Promise((ok) => pub.once('unexpected-response', (_q, res) => ok(res.statusCode)));
   t.equal(status, 403, 'a subscriber key cannot publish over the socket either');
 });

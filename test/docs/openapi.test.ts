@@ -209,7 +209,7 @@ t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes an
     const none = await handshake(secured.url, path);
     t.equal(none.status, 401, `${path} without a key`);
     api.check(t, 'GET', path, none);
-    const wrong = await handshake(secured.url, `${path}?key=${wrongRole}`);
+    const wrong = await handshake(secured.url, path, { 'x-api-key': wrongRole });
     t.equal(wrong.status, 403, `${path} with the wrong role`);
     api.check(t, 'GET', path, wrong);
   }

@@ -263,3 +263,18 @@ t.test('protobuf ingest over HTTP and over the socket', async (t) => {
   t.same(await ack, { op: 'ack', id: 0, status: 1, message: 'Ingested 1 item' });
   await c.next((f) => f.op === 'odds' && f.mid === M1 && f.r[0].b[0][0] === 12);
 });
+
+t.test('since.seqs may hold no more markets than the request names, and is counted before it is read', async (t) => {
+  const seqs = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`1.${100000 + i}`, i]));
+  for (const format of ['json', 'proto'] as const) {
+    const c = await Client.connect(svc.url, { format });
+    t.teardown(() => c.close());
+    const over = await c.request({ op: 'subscribe', mids: [M1, M2], since: { epoch: 'x', seqs: seqs(3) } });
+    t.same([over.status, over.message], [0, `since.seqs holds ${format === 'json' ? 'more than 2' : '3'} markets; it may hold at most 2, the 2 markets this request names in mids`], format);
+    const big = await c.request({ op: 'subscribe', mids: [M1], since: { epoch: 'x', seqs: seqs(3000) } });
+    t.match(big.message, /since\.seqs holds (more than 1|3000) markets; it may hold at most 1/, `${format}: a 3000-entry map refused by its count`);
+    const filtered = await c.request({ op: 'subscribe', eids: [1], since: { epoch: 'x', seqs: seqs(2001) } });
+    t.match(filtered.message, /it may hold at most 2000, the markets a socket may hold \(2000\)/, `${format}: with filters, the socket's market limit`);
+    t.equal((await c.request({ op: 'subscribe', mids: [M1, M2], since: { epoch: 'x', seqs: seqs(2) } })).status, 1, `${format}: within the bound it is taken`);
+  }
+});

@@ -119,28 +119,28 @@ t.test('client decode accepts', async (t) => {
     since: { epoch: 'm1abc', seqs: { '1.1': 42, '1.2': 2 ** 40 } }, delta: true,
   };
   t.test('JSON subscribe', async (t) => {
-    t.strictSame(decodeClient(text(JSON.stringify(sub)), false), sub);
+    t.strictSame(decodeClient(text(JSON.stringify(sub)), false, 2000), sub);
   });
   t.test('protobuf subscribe', async (t) => {
-    t.strictSame(decodeClient(ab(encodeClientProto(sub)), true), sub);
+    t.strictSame(decodeClient(ab(encodeClientProto(sub)), true, 2000), sub);
   });
   t.test('JSON subscribe with filters, depth, conflation, since and deltas', async (t) => {
-    t.same(decodeClient(text(JSON.stringify(full)), false), full);
+    t.same(decodeClient(text(JSON.stringify(full)), false, 2000), full);
   });
   t.test('protobuf subscribe with filters, depth, conflation, since and deltas', async (t) => {
-    t.same(decodeClient(ab(encodeClientProto(full)), true), full);
+    t.same(decodeClient(ab(encodeClientProto(full)), true, 2000), full);
   });
   t.test('duplicates collapse, conflate 0 means every update', async (t) => {
-    t.strictSame(decodeClient(text('{"op":"subscribe","id":1,"mids":["1.1","1.1"],"conflate":0}'), false), { op: 'subscribe', id: 1, mids: ['1.1'], eids: [], sis: [] });
+    t.strictSame(decodeClient(text('{"op":"subscribe","id":1,"mids":["1.1","1.1"],"conflate":0}'), false, 2000), { op: 'subscribe', id: 1, mids: ['1.1'], eids: [], sis: [] });
   });
   t.test('an event filter alone', async (t) => {
-    t.strictSame(decodeClient(text('{"op":"unsubscribe","id":1,"eids":[5]}'), false), { op: 'unsubscribe', id: 1, mids: [], eids: [5], sis: [] });
+    t.strictSame(decodeClient(text('{"op":"unsubscribe","id":1,"eids":[5]}'), false, 2000), { op: 'unsubscribe', id: 1, mids: [], eids: [5], sis: [] });
   });
   t.test('JSON ping, dropping mids', async (t) => {
-    t.strictSame(decodeClient(text('{"op":"ping","id":3,"mids":["a"]}'), false), { op: 'ping', id: 3 });
+    t.strictSame(decodeClient(text('{"op":"ping","id":3,"mids":["a"]}'), false, 2000), { op: 'ping', id: 3 });
   });
   t.test('protobuf ping', async (t) => {
-    t.strictSame(decodeClient(ab(encodeClientProto({ op: 'ping', id: 3 })), true), { op: 'ping', id: 3 });
+    t.strictSame(decodeClient(ab(encodeClientProto({ op: 'ping', id: 3 })), true, 2000), { op: 'ping', id: 3 });
   });
 });
 
@@ -177,7 +177,7 @@ t.test('client decode returns an error, never throws, for', async (t) => {
   ];
   for (const [name, data, binary, re] of bad) {
     t.test(name, async (t) => {
-      const r = decodeClient(data, binary);
+      const r = decodeClient(data, binary, 2000);
       t.ok('error' in r, 'is an error');
       if ('error' in r) t.match(r.error, re);
     });
@@ -187,18 +187,18 @@ t.test('client decode returns an error, never throws, for', async (t) => {
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) & 0xff;
     for (let i = 0; i < 500; i++) {
       const bytes = Uint8Array.from({ length: 1 + (i % 40) }, rand);
-      t.ok('error' in decodeClient(ab(bytes), true), `sample ${i}`);
+      t.ok('error' in decodeClient(ab(bytes), true, 2000), `sample ${i}`);
     }
   });
 });
 
 t.test('client decode reports a valid id along with the error', async (t) => {
-  t.strictSame(decodeClient(text('{"op":"nope","id":9}'), false), {
+  t.strictSame(decodeClient(text('{"op":"nope","id":9}'), false, 2000), {
     error: 'op must be one of subscribe, unsubscribe, ping', id: 9,
   });
 });
 
-const roundTrip = (items: Array<Record<string, unknown>>) => decodeIngestProto(encodeIngestProto(items));
+const roundTrip = (items: Array<Record<string, unknown>>) => decodeIngestProto(encodeIngestProto(items), 5000);
 
 t.test('ingest protobuf round trip keeps', async (t) => {
   const cases: Array<[string, Record<string, unknown>]> = [
@@ -238,19 +238,19 @@ t.test('ingest decode returns an error, never throws, for', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({
       data: [{ sport: { si: 1 } }, { market: { mid: '1.1', if_json: '{nope' } }],
     }).finish();
-    t.strictSame(decodeIngestProto(bytes), { error: 'data[1]: if_json is not valid JSON' });
+    t.strictSame(decodeIngestProto(bytes, 5000), { error: 'data[1]: if_json is not valid JSON' });
   });
   t.test('an item without a kind', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{}] }).finish();
-    t.strictSame(decodeIngestProto(bytes), { error: 'data[0]: item carries no kind' });
+    t.strictSame(decodeIngestProto(bytes, 5000), { error: 'data[0]: item carries no kind' });
   });
   t.test('an int64 beyond the safe integer range', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{ sport: { si: '9007199254740993' as never } }] }).finish();
-    t.match(decodeIngestProto(bytes), { error: /data\[0\]: si is outside the safe integer range/ });
+    t.match(decodeIngestProto(bytes, 5000), { error: /data\[0\]: si is outside the safe integer range/ });
   });
   t.test('truncated protobuf', async (t) => {
     const bytes = encodeIngestProto([{ kind: 'sport', si: 1, na: 'Soccer' }]);
-    t.match(decodeIngestProto(bytes.subarray(0, bytes.length - 2)), { error: /malformed protobuf IngestBatch/ });
+    t.match(decodeIngestProto(bytes.subarray(0, bytes.length - 2), 5000), { error: /malformed protobuf IngestBatch/ });
   });
 });
 

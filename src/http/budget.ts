@@ -1,0 +1,79 @@
+import { errors, type ServiceError } from '../errors.js';
+import { TokenBucket } from '../lib/token-bucket.js';
+
+/** How long a key's new sockets are refused after one of its sockets was closed for abuse. */
+export const COOLDOWN_MS = 10_000;
+
+export interface BudgetLimits {
+  /** Messages per second one socket may send. */
+  perSocket: number;
+  /** Messages per second one API key may send, all its sockets together. */
+  keyMessages: number;
+  /** Bytes per second one API key may send, all its sockets together. */
+  keyBytes: number;
+  /** Per-key budgets only mean something when keys exist (AUTH=on); with AUTH=off every caller is one key. */
+  perKey: boolean;
+}
+
+interface KeyBudget {
+  messages: TokenBucket;
+  bytes: TokenBucket;
+  sockets: number;
+  /** Until when new sockets of the key are refused (0: they are not). */
+  coolUntil: number;
+}
+
+/**
+ * What `/ws` messages may cost, spent before a message is read: one token of
+ * the socket's bucket, one of its key's and its length from the key's bytes.
+ * A key opening more sockets gets no more: the key's buckets are shared. A
+ * key's entry is dropped when its last socket closes with its buckets full (a
+ * new entry is the same); one closed while spent stays, so closing and
+ * reopening sockets does not refill them. At most one entry per API key.
+ */
+export class Budgets {
+  private readonly byKey = new Map<string, KeyBudget>();
+
+  constructor(private readonly limits: BudgetLimits) {}
+
+  /** A socket's own bucket, and its key's entry counted. */
+  opened(keyId: string): TokenBucket {
+    if (this.limits.perKey) {
+      let k = this.byKey.get(keyId);
+      if (!k) this.byKey.set(keyId, (k = { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), sockets: 0, coolUntil: 0 }));
+      k.sockets++;
+    }
+    return new TokenBucket(this.limits.perSocket);
+  }
+
+  closed(keyId: string): void {
+    const k = this.byKey.get(keyId);
+    if (k && --k.sockets === 0 && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
+  }
+
+  /**
+   * A socket of the key went on sending while refused and is being closed:
+   * the key's new sockets wait, so reconnecting is no way round the budget
+   * (each new socket would otherwise be another round of unread frames).
+   */
+  abused(keyId: string): void {
+    const k = this.byKey.get(keyId);
+    if (k) k.coolUntil = Date.now() + COOLDOWN_MS;
+  }
+
+  /** Why a new socket of the key may not open (429 with Retry-After), or undefined. */
+  refuseOpen(keyId: string): ServiceError | undefined {
+    const wait = (this.byKey.get(keyId)?.coolUntil ?? 0) - Date.now();
+    return wait > 0 ? errors.coolingDown(Math.ceil(wait / 1000)) : undefined;
+  }
+
+  /** Why a message of `bytes` from this socket is refused unread, or undefined when it may be read. */
+  spend(keyId: string, socket: TokenBucket, bytes: number): { scope: 'socket' | 'key'; message: string } | undefined {
+    if (!socket.take()) return { scope: 'socket', message: `rate limit: at most ${this.limits.perSocket} messages per second per socket` };
+    const k = this.byKey.get(keyId);
+    if (!k) return undefined;
+    if (!k.messages.take()) return { scope: 'key', message: `rate limit: at most ${this.limits.keyMessages} messages per second per API key, all its sockets together` };
+    if (!k.bytes.take(bytes)) return { scope: 'key', message: `rate limit: at most ${this.limits.keyBytes} bytes per second per API key, all its sockets together` };
+    return undefined;
+  }
+}

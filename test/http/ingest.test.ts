@@ -1,0 +1,51 @@
+import t from 'tap';
+import WebSocket from 'ws';
+import { createKey } from '../../src/auth/keys.js';
+import { odds as pb } from '../../src/odds/gen/odds.js';
+import { http, startTestService } from '../helpers/service.js';
+import { eventually } from '../helpers/wait.js';
+import { image } from '../helpers/ws.js';
+import { Publisher } from '../faults/publisher-socket.js';
+
+/** The publishers' routes with keys in force: how a key is given, and what a body may hold before it is decoded. */
+const svc = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000' });
+const { token } = await createKey(svc.pool, 'feeder', 'publisher');
+await eventually(() => http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 403);
+const M = '1.200001001';
+
+t.test('a protobuf IngestBatch of 520,000 empty runners is refused by its count, before it is decoded', async (t) => {
+  const body = Buffer.from(pb.v1.IngestBatch.encode({ data: [{ odds: { mid: M, ts: 1, r: Array.from({ length: 520_000 }, () => ({})) } }] }).finish()) as Uint8Array<ArrayBuffer>;
+  t.ok(body.length <= 1024 * 1024, `${body.length} bytes: within the body limit`);
+  const r = await http<{ status: number; message: string }>(svc.url, '/api/v1/ingest', {
+    method: 'POST', headers: { 'content-type': 'application/x-protobuf', 'x-api-key': token }, body,
+  });
+  t.equal(r.status, 400);
+  // The decoded path says "r must be an array of at most 500 runners"; this is the wire count's wording.
+  t.same(r.body, { status: 0, message: 'request body data[0].odds.r holds more than 500 runners; the limit is 500 (counted before decoding)' });
+});
+
+t.test('a batch with more items than INGEST_MAX_ITEMS is refused by its count too', async (t) => {
+  const body = Buffer.from(pb.v1.IngestBatch.encode({ data: Array.from({ length: 5001 }, () => ({ sport: { si: 1 } })) }).finish()) as Uint8Array<ArrayBuffer>;
+  const r = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf', 'x-api-key': token }, body });
+  t.same([r.status, r.body], [400, { status: 0, message: 'request body data holds more than 5000 items; the limit is 5000 (counted before decoding)' }]);
+});
+
+t.test('/ingest takes the key in the header only: a key in the URL is refused with 401 saying so', async (t) => {
+  const ws = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/ingest?key=${token}`);
+  const refused = await new Promise<{ status: number; body: string }>((ok) => ws.once('unexpected-response', (req, res) => {
+    let body = '';
+    res.on('data', (d: Buffer) => (body += d));
+    res.on('end', () => {
+      req.destroy();
+      ok({ status: res.statusCode ?? 0, body });
+    });
+  }));
+  t.equal(refused.status, 401);
+  t.same(JSON.parse(refused.body), {
+    status: 0, message: 'publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)',
+  });
+  const pub = await Publisher.open(svc.url, { 'x-api-key': token });
+  t.teardown(() => pub.close());
+  pub.send(1, [image(M)]);
+  t.match(await pub.ack(1), { status: 1, message: 'Ingested 1 item' }, 'the same key in the header works');
+});
