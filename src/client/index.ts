@@ -1,5 +1,6 @@
 /**
- * `odds-service/client`: the odds feed client for browsers and Node. It uses
+ * The odds feed client for browsers and Node, exported as `odds-service/client` and built
+ * on its own as the package `odds-service-client` (client/). It uses
  * no Node-only API; in Node 20, pass the `ws` package's WebSocket:
  *
  *   import WebSocket from 'ws';
@@ -16,6 +17,6 @@ export { Emitter } from './emitter.js';
 export { formatVolume } from './format.js';
 export { RefusedError, type Removal, type Subscription } from './requests.js';
 export type {
-  AckMessage, FeedMessage, FeedStatus, HeartbeatMessage, MarketStateMessage, MarketStatus, OddsMessage, PriceSize, ResultMessage,
-  RunnerOdds, RunnerStatus, ServerMessage, Since, UnsubscribedMessage,
+  AckMessage, DeltaMessage, FeedMessage, FeedStatus, HeartbeatMessage, Level, MarketStateMessage, MarketStatus, OddsMessage, PriceSize,
+  ResultMessage, RunnerDelta, RunnerOdds, RunnerStatus, ServerMessage, Since, UnsubscribedMessage,
 } from '../odds/messages.js';

@@ -2,7 +2,7 @@
  * The odds client's connection: a silent peer found within two heartbeats,
  * a quiet live connection kept by the server's heartbeats, the API key as a
  * query parameter, a revoked key ending the client, and what the package
- * exports for browsers.
+ * exports for browsers (both builds: the server's and odds-service-client's).
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { http, startTestService } from '../helpers/service.js';
 import { createKey, revokeKey } from '../../src/auth/keys.js';
 import { next, startClient, until, wsUrl } from './helpers.js';
 
+const ROOT = new URL('../../../', import.meta.url).pathname;
 const FORMATS = ['json', 'proto'] as const;
 const HB = 500;
 
@@ -83,27 +84,32 @@ t.test('the client package: importable as odds-service/client, and using no Node
   const specifier = 'odds-service/client';
   const mod = (await import(specifier)) as Record<string, unknown>;
   t.type(mod.OddsClient, 'function', 'OddsClient is exported');
-  const entry = new URL('../../src/client/index.js', import.meta.url).pathname;
-  t.ok(readFileSync(entry.replace(/\.js$/, '.d.ts'), 'utf8').includes('OddsClient'), 'with its types');
+  const server = new URL('../../src/client/index.js', import.meta.url).pathname;
+  t.ok(readFileSync(server.replace(/\.js$/, '.d.ts'), 'utf8').includes('OddsClient'), 'with its types');
 
-  // Every module the client loads, followed from its entry point through relative imports.
-  const files = new Set<string>();
-  const bare = new Set<string>();
-  const visit = (file: string) => {
-    if (files.has(file)) return;
-    files.add(file);
-    // Comments dropped: the entry point's usage example imports `ws` in one.
-    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
-    // `from` only in an import or export statement: a delta's `from` key is no import.
-    for (const [, from, bareImport] of code.matchAll(/^\s*(?:import|export)\b[^;'"]*\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/gm)) {
-      const spec = from ?? bareImport;
-      if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
-      else bare.add(spec);
-    }
-    t.notMatch(code, /\bBuffer\b|\bprocess\b|\brequire\(/, `${file.split('/dist/')[1]} uses no Node global`);
-  };
-  visit(entry);
-  t.ok(files.has(join(dirname(entry), '../odds/codec.js')), 'the codecs are followed');
-  t.notOk([...files].some((f) => f.endsWith('/odds/book.js')), 'the server book (node:crypto) is not loaded');
-  t.same([...bare], ['protobufjs/minimal.js'], 'the only package it needs is protobufjs');
+  // The server's build of the client and the package's (client/dist) are compiled apart: both are scanned.
+  for (const entry of [server, join(ROOT, 'client/dist/client/index.js')]) {
+    t.test(entry.slice(ROOT.length), async (t) => {
+      // Every module the client loads, followed from its entry point through relative imports.
+      const files = new Set<string>();
+      const bare = new Set<string>();
+      const visit = (file: string) => {
+        if (files.has(file)) return;
+        files.add(file);
+        // Comments dropped: the entry point's usage example imports `ws` in one.
+        const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+        // `from` only in an import or export statement: a delta's `from` key is no import.
+        for (const [, from, bareImport] of code.matchAll(/^\s*(?:import|export)\b[^;'"]*\bfrom\s*['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/gm)) {
+          const spec = from ?? bareImport;
+          if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+          else bare.add(spec);
+        }
+        t.notMatch(code, /\bBuffer\b|\bprocess\b|\brequire\(/, `${file.split('/dist/')[1]} uses no Node global`);
+      };
+      visit(entry);
+      t.ok(files.has(join(dirname(entry), '../odds/codec.js')), 'the codecs are followed');
+      t.notOk([...files].some((f) => f.endsWith('/odds/book.js')), 'the server book (node:crypto) is not loaded');
+      t.same([...bare], ['protobufjs/minimal.js'], 'the only package it needs is protobufjs');
+    });
+  }
 });
