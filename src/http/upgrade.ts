@@ -6,6 +6,7 @@ import type { Role } from '../auth/keys.js';
 import type { Hub } from '../hub/hub.js';
 import type { Logger } from '../log.js';
 import type { OriginPolicy } from './origin.js';
+import { sourceOf } from './admission.js';
 import { parseQuery, sendError, type Query } from './request.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
@@ -24,6 +25,8 @@ export interface Handshake {
   who: Principal;
   format: Format;
   query: Query;
+  /** The peer's address, for the admission limits (http/admission.ts). */
+  source: string;
 }
 
 /**
@@ -65,7 +68,7 @@ export function upgrade<T>(
     if (refused) throw refused;
     const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
     name = picked.name;
-    data = accept({ who, format: picked.format, query });
+    data = accept({ who, format: picked.format, query, source: sourceOf(res.getRemoteAddressAsText()) });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));
   }

@@ -12,6 +12,7 @@ import type { Subscriptions } from '../subscriptions/subscriptions.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
+import type { Admission } from './admission.js';
 
 export interface WsLimits {
   maxMessageBytes: number;
@@ -28,6 +29,7 @@ export interface WsDeps extends UpgradeDeps {
   subscriptions: Subscriptions;
   metrics: AuthMetrics;
   limits: WsLimits;
+  admission: Admission;
 }
 
 /** The socket's data: who it is from the handshake, the session once open, and the transport's own rate bucket. */
@@ -37,6 +39,7 @@ interface WsData {
   format: Format;
   hbMs: number;
   bucket: TokenBucket;
+  source: string;
   session?: Session;
 }
 
@@ -76,9 +79,12 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => ({
-      keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), bucket: new TokenBucket(limits.messagesPerSecond),
-    })),
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source }) => {
+      const hbMs = heartbeat(query.get('hb'));
+      const refused = deps.admission.handshake(source);
+      if (refused) throw refused;
+      return { keyId: who.keyId, client: who.client, format, hbMs, bucket: new TokenBucket(limits.messagesPerSecond), source };
+    }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
@@ -101,6 +107,8 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
         return ack(s, id, { status: 0, message: `rate limit: at most ${limits.messagesPerSecond} messages per second` });
       }
       if ('error' in msg) return ack(s, id, { status: 0, message: msg.error });
+      const busy = msg.op === 'subscribe' ? deps.admission.subscribe(d.source) : undefined;
+      if (busy) return ack(s, id, { status: 0, message: busy });
       handle(s, msg);
     },
 
