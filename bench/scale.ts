@@ -14,14 +14,14 @@
  * Settings (env): BENCH_SOCKETS (10000,19000; a multiple of 40), SCALE_RATE (first step, updates/s
  * over all markets, 100), SCALE_STEPS (6), SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds
  * `delta: true` to every subscribe), SCALE_WORKERS (4), SCALE_PROFILE (a folder: the server writes
- * a V8 CPU profile of its run there).
+ * a V8 CPU profile of its run there), SCALE_SOCKETIO (on: the Socket.IO peer at each N, after the service).
  */
 import {
   Histogram, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep, startServer, writeResults, type Server,
 } from './lib/common.js';
 import { prepareDatabase } from './lib/data.js';
 import { Child } from './fanout/child.js';
-import { EVENTS, Feed, MARKETS, image, newestSeqs, post, publish, reference } from './scale/market.js';
+import { EVENTS, Feed, Ingest, MARKETS, image, newestSeqs, post, publish, reference } from './scale/market.js';
 import { storm, type StormResult } from './scale/storm.js';
 import { Workers } from './scale/workers.js';
 
@@ -31,6 +31,7 @@ const STEPS = Math.round(envNumber('SCALE_STEPS', 6));
 const SECONDS = envNumber('SCALE_SECONDS', 2);
 const DELTA = envFlag('BENCH_DELTA', false);
 const PROFILE = process.env.SCALE_PROFILE;
+const SOCKETIO = envFlag('SCALE_SOCKETIO', true);
 const P99_MS = 50;
 
 const requestOf = (eid: number) => [{ mids: MARKETS.filter((m) => m.eid === eid).map((m) => m.mid), eids: [eid], ...(DELTA ? { delta: true } : {}) }];
@@ -57,12 +58,12 @@ interface Step {
 }
 
 /** One rate for SECONDS: deliveries counted against what the feed sent, CPU, bytes and the sampled latency. */
-async function step(server: Server, w: Workers, sampler: Child, rate: number, perEvent: number, tick: { n: number }): Promise<Step> {
+async function step(server: Server, to: Ingest, w: Workers, sampler: Child, rate: number, perEvent: number, tick: { n: number }): Promise<Step> {
   await sampler.ask({ type: 'reset' }, 'reset');
   const c0 = await w.counts();
   const cpu0 = cpuMicros(server.pid);
   const t0 = Date.now();
-  const sent = await publish(server.url, rate, SECONDS, tick);
+  const sent = await publish(to, rate, SECONDS, tick);
   const wall = (Date.now() - t0) / 1000;
   const cpu = cpuMicros(server.pid) - cpu0;
   await sleep(500);
@@ -76,6 +77,20 @@ async function step(server: Server, w: Workers, sampler: Child, rate: number, pe
   };
 }
 
+/** Rates double from SCALE_RATE until a step loses a frame or its sampled p99 passes 50 ms; then half the highest held. */
+async function ramp(name: string, at: (rate: number) => Promise<Step>): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
+  const steps: Step[] = [];
+  const ok = (s: Step) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS;
+  for (let k = 0, rate = RATE; k < STEPS; k++, rate *= 2) {
+    const s = await at(rate);
+    steps.push(s);
+    log(`${name}: ${fmt(s.rate)} updates/s: ${fmt(s.deliveriesPerS)} deliveries/s (${fmt(100 * s.complete, 1)}%), p99 ${fmt(s.p99, 1)} ms, ${fmt(s.cpuNsPerDelivery)} ns CPU each`);
+    if (!ok(s)) break;
+  }
+  const held = steps.filter(ok).at(-1);
+  return { steps, held, half: held ? await at(held.rate / 2) : undefined };
+}
+
 interface Row {
   sockets: number;
   connectMs: number;
@@ -86,6 +101,45 @@ interface Row {
   steps: Step[];
   vanish: StormResult;
   restart: StormResult;
+  socketio?: PeerRow;
+}
+
+interface PeerRow {
+  connectMs: number;
+  connected: number;
+  kibPerSocket: number;
+  held: Step | undefined;
+  half: Step | undefined;
+  steps: Step[];
+}
+
+/** The Socket.IO peer (one room per market) at the same N, fed the same images through its `/ingest`; no resume there, so no storm. */
+async function runPeer(n: number, dbUrl: string): Promise<PeerRow> {
+  const pinning = pinLoadGenerator();
+  const server = await startServer({ name: 'socketio', args: ['dist/bench/peers/socketio.js'], pinning, env: { DATABASE_URL: dbUrl, PORT: '0' } });
+  const w = new Workers(n - EVENTS.length, 'sio-client.js');
+  const sampler = Child.start('sampler.js', 0);
+  try {
+    const to = await Ingest.open(server.url);
+    const tick = { n: 0 };
+    await to.send(MARKETS.map((m) => image(m, tick.n++)));
+    const rss0 = rssBytes(server.pid);
+    const t0 = Date.now();
+    const [{ ok }] = await Promise.all([
+      w.connect(server.port, (i) => requestOf(EVENTS[i % EVENTS.length]), 120_000),
+      sampler.ask({ type: 'connect', url: server.url, protocol: 'odds.v1.json', socketio: true, sockets: EVENTS.map(requestOf) }, 'connected', 120_000),
+    ]);
+    const connectMs = Date.now() - t0;
+    log(`socketio ${n}: ${ok + EVENTS.length} connected and subscribed in ${connectMs} ms`);
+    await sleep(1000);
+    const kibPerSocket = (rssBytes(server.pid) - rss0) / 1024 / n;
+    const r = await ramp(`socketio ${n}`, (rate) => step(server, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick));
+    to.close();
+    return { connectMs, connected: ok + EVENTS.length, kibPerSocket, ...r };
+  } finally {
+    await Promise.all([w.close(), sampler.close()]);
+    await server.stop();
+  }
 }
 
 async function runOne(n: number, dbUrl: string): Promise<Row> {
@@ -108,28 +162,21 @@ async function runOne(n: number, dbUrl: string): Promise<Row> {
     log(`${n}: ${ok + EVENTS.length} connected and subscribed in ${connectMs} ms`);
     await sleep(1000);
     const kibPerSocket = (rssBytes(server.pid) - rss0) / 1024 / n;
-    const perEvent = (n - EVENTS.length) / EVENTS.length;
-    const steps: Step[] = [];
-    for (let k = 0, rate = RATE; k < STEPS; k++, rate *= 2) {
-      const s = await step(server, w, sampler, rate, perEvent, tick);
-      steps.push(s);
-      log(`${n}: ${fmt(s.rate)} updates/s: ${fmt(s.deliveriesPerS)} deliveries/s (${fmt(100 * s.complete, 1)}%), p99 ${fmt(s.p99, 1)} ms, ${fmt(s.cpuNsPerDelivery)} ns CPU each`);
-      if (s.complete < 0.999 || s.lost > 0 || s.p99 > P99_MS) break;
-    }
-    const held = steps.filter((s) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS).at(-1);
-    const half = held ? await step(server, w, sampler, held.rate / 2, perEvent, tick) : undefined;
+    let to = await Ingest.open(server.url);
+    const { steps, held, half } = await ramp(`${n}`, (rate) => step(server, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick));
 
     await w.track(true);
     await post(server.url, MARKETS.map((m) => image(m, tick.n++)));
     await sleep(1000);
-    const feed = new Feed(server.url, tick);
+    const feed = new Feed(to, tick);
     const vanish = await storm('vanish', { w, feed, rate: RATE, server, next: server, epoch: (await newestSeqs(server.url)).epoch });
     const next = await startService(dbUrl, pinning);
-    feed.url = next.url;
+    to = feed.to = await Ingest.open(next.url);
     await post(next.url, MARKETS.map((m) => image(m, tick.n++)));
     const old = server;
     server = next;
     const restart = await storm('restart', { w, feed, rate: RATE, server: old, next, epoch: (await newestSeqs(old.url)).epoch });
+    to.close();
     return { sockets: n, connectMs, connected: ok + EVENTS.length, kibPerSocket, held, half, steps, vanish, restart };
   } finally {
     await Promise.all([w.close(), sampler.close()]);
@@ -140,7 +187,11 @@ async function runOne(n: number, dbUrl: string): Promise<Row> {
 const db = await prepareDatabase();
 const rows: Row[] = [];
 try {
-  for (const n of SOCKETS) rows.push(await runOne(n, db.url));
+  for (const n of SOCKETS) {
+    const row = await runOne(n, db.url);
+    if (SOCKETIO) row.socketio = await runPeer(n, db.url).catch((err) => (log(`socketio ${n}: ${(err as Error).message}`), undefined));
+    rows.push(row);
+  }
 } finally {
   await db.stop();
 }
@@ -153,6 +204,16 @@ const md = [
     rows.map((r) => [fmt(r.sockets), `${fmt(r.connectMs)} ms`, fmt(r.kibPerSocket, 2), fmt(r.held?.deliveriesPerS ?? NaN), fmt(r.held?.cpuNsPerDelivery ?? NaN),
       r.half ? `${fmt(r.half.p50, 1)} · ${fmt(r.half.p99, 1)} ms` : '–', fmt((r.held?.bytesPerS ?? NaN) / 1e6, 1), stormCell(r.vanish), stormCell(r.restart),
       Object.entries({ ...r.vanish.refused, ...r.restart.refused }).map(([line, k]) => `${fmt(k)} × ${line.replace('HTTP/1.1 ', '')}`).join(', ') || '0']),
+  ),
+  '', 'Socket.IO (one room per market) at the same N:', '',
+  mdTable(
+    ['sockets', 'connect + subscribe all', 'KiB RSS / socket', 'max held deliveries/s', 'CPU ns / delivery', 'p50 · p99 at half', 'service ÷ Socket.IO, held rate'],
+    rows.map((r) => {
+      const p = r.socketio;
+      if (!p) return [fmt(r.sockets), 'did not connect all (see log)', '–', '–', '–', '–', '–'];
+      return [fmt(r.sockets), `${fmt(p.connectMs)} ms (${fmt(p.connected)})`, fmt(p.kibPerSocket, 2), fmt(p.held?.deliveriesPerS ?? NaN), fmt(p.held?.cpuNsPerDelivery ?? NaN),
+        p.half ? `${fmt(p.half.p50, 1)} · ${fmt(p.half.p99, 1)} ms` : '–', p.held && r.held ? `${fmt(r.held.deliveriesPerS / p.held.deliveriesPerS, 1)}x` : 'held no step'];
+    }),
   ),
 ].join('\n');
 const out = writeResults('scale', { machine: machine(), delta: DELTA, rows }, md);

@@ -41,33 +41,62 @@ export async function post(url: string, data: Record<string, unknown>[]): Promis
 }
 
 /** Updates at `rate`/s for `seconds`, in bursts every 50 ms, busier markets first (a few markets carry most changes). */
-export async function publish(url: string, rate: number, seconds: number, tick: { n: number }): Promise<number> {
+/** A publisher's `/ingest` socket (the service's, or the peer's): one JSON batch at a time, each acked. */
+export class Ingest {
+  private ws!: WebSocket;
+  private nextId = 1;
+  private waiting = new Map<number, (ack: { status: number; message: string }) => void>();
+
+  static async open(url: string): Promise<Ingest> {
+    const i = new Ingest();
+    i.ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ingest`, ['odds.v1.json']);
+    i.ws.on('message', (data: Buffer) => {
+      const m = JSON.parse(data.toString());
+      i.waiting.get(m.id)?.(m);
+      i.waiting.delete(m.id);
+    });
+    i.ws.on('error', () => undefined);
+    await new Promise((ok, fail) => (i.ws.once('open', ok), i.ws.once('error', fail)));
+    return i;
+  }
+
+  send(data: Record<string, unknown>[]): Promise<void> {
+    const id = this.nextId++;
+    return new Promise((ok, fail) => {
+      this.waiting.set(id, (a) => (a.status === 1 ? ok() : fail(new Error(`ingest: ${a.message}`))));
+      this.ws.send(JSON.stringify({ id, data }));
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/** Updates at `rate`/s for `seconds`, in bursts every 50 ms, busier markets first (a few markets carry most changes). */
+export async function publish(to: Ingest, rate: number, seconds: number, tick: { n: number }): Promise<number> {
   const end = Date.now() + seconds * 1000;
   let sent = 0;
   while (Date.now() < end) {
     const due = Math.max(1, Math.round(rate / 20));
-    const batch = Array.from({ length: due }, () => {
-      const i = Math.floor(MARKETS.length * Math.random() ** 2);
-      return image(MARKETS[i], tick.n++);
-    });
-    await post(url, batch);
+    const batch = Array.from({ length: due }, () => image(MARKETS[Math.floor(MARKETS.length * Math.random() ** 2)], tick.n++));
+    await to.send(batch);
     sent += due;
     await sleep(50);
   }
   return sent;
 }
 
-
-/** The feed kept running in the background (during a storm), to whichever server `url` names. */
+/** The feed kept running in the background (during a storm), to whichever server `to` reaches. */
 export class Feed {
   private running = false;
   private done: Promise<number> = Promise.resolve(0);
-  constructor(public url: string, private readonly tick: { n: number }) {}
+  constructor(public to: Ingest, private readonly tick: { n: number }) {}
   start(rate: number): void {
     this.running = true;
     this.done = (async () => {
       let sent = 0;
-      while (this.running) sent += await publish(this.url, rate, 0.5, this.tick).catch(() => 0);
+      while (this.running) sent += await publish(this.to, rate, 0.5, this.tick).catch(() => 0);
       return sent;
     })();
   }

@@ -19,8 +19,9 @@ export interface RawCounts {
 export class Workers {
   private readonly children: Child[];
 
-  constructor(readonly n: number, count = Math.round(envNumber('SCALE_WORKERS', 4))) {
-    this.children = Array.from({ length: count }, () => Child.start('raw-client.js', 10));
+  /** `sio-client.js` for the Socket.IO peer (it takes each request's `mids`). */
+  constructor(readonly n: number, script = 'raw-client.js', count = Math.round(envNumber('SCALE_WORKERS', 4))) {
+    this.children = Array.from({ length: count }, () => Child.start(script, 10));
   }
 
   private addresses(wi: number): string[] {
@@ -30,18 +31,18 @@ export class Workers {
   async counts(): Promise<RawCounts> {
     const cs = await Promise.all(this.children.map((w) => w.ask({ type: 'counts' }, 'counts')));
     const refused: Record<string, number> = {};
-    for (const c of cs) for (const [line, k] of Object.entries(c.refused as Record<string, number>)) refused[line] = (refused[line] ?? 0) + k;
+    for (const c of cs) for (const [line, k] of Object.entries((c.refused ?? {}) as Record<string, number>)) refused[line] = (refused[line] ?? 0) + k;
     const sum = (k: string) => cs.reduce((a, c) => a + c[k], 0);
     return { odds: sum('odds'), acks: sum('acks'), bytes: sum('bytes'), refused };
   }
 
   /** Opens the sockets (socket i sends `requests(i)`) and resolves once every accepted one's acks are back. */
-  async connect(port: number, requests: (i: number) => Subscribe[]): Promise<{ ok: number }> {
+  async connect(port: number, requests: (i: number) => Subscribe[], timeoutMs = 300_000): Promise<{ ok: number }> {
     const per = Math.ceil(this.n / this.children.length);
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
       type: 'connect', host: '127.0.0.1', port, path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
       sockets: Array.from({ length: Math.max(0, Math.min(per, this.n - wi * per)) }, (_, i) => requests(wi * per + i)),
-    }, 'connected', 300_000))));
+    }, 'connected', timeoutMs))));
   }
 
   /** Every socket cut at once and connected again to `port`, resuming with `since` in `epoch`; resolves once all are acked. */
