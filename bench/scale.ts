@@ -14,10 +14,12 @@
  * Settings (env): BENCH_SOCKETS (10000,19000; a multiple of 40), SCALE_RATE (first step, updates/s
  * over all markets, 100), SCALE_STEPS (6), SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds
  * `delta: true` to every subscribe), SCALE_WORKERS (4), SCALE_PROFILE (a folder: the server writes
- * a V8 CPU profile of its run there), SCALE_SOCKETIO (on: the Socket.IO peer at each N, after the service).
+ * a V8 CPU profile of its run there), SCALE_SOCKETIO (on: the Socket.IO peer at each N, after the service),
+ * BENCH_QUIET_MS (10000: longest wait for other jobs to quiet before a step), BENCH_ATTEMPTS (3: a
+ * step that failed while others used over 25% of a core is measured again).
  */
 import {
-  Histogram, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep, startServer, writeResults, type Server,
+  Histogram, Noise, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep, startServer, waitQuiet, writeResults, type Server,
 } from './lib/common.js';
 import { prepareDatabase } from './lib/data.js';
 import { Child } from './fanout/child.js';
@@ -33,6 +35,8 @@ const DELTA = envFlag('BENCH_DELTA', false);
 const PROFILE = process.env.SCALE_PROFILE;
 const SOCKETIO = envFlag('SCALE_SOCKETIO', true);
 const P99_MS = 50;
+const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
+const QUIET_MS = envNumber('BENCH_QUIET_MS', 10_000);
 
 const requestOf = (eid: number) => [{ mids: MARKETS.filter((m) => m.eid === eid).map((m) => m.mid), eids: [eid], ...(DELTA ? { delta: true } : {}) }];
 
@@ -55,10 +59,15 @@ interface Step {
   p50: number;
   p99: number;
   lost: number;
+  /** CPU other jobs on the machine used meanwhile, % of one core. */
+  noisePct: number;
 }
 
 /** One rate for SECONDS: deliveries counted against what the feed sent, CPU, bytes and the sampled latency. */
 async function step(server: Server, to: Ingest, w: Workers, sampler: Child, rate: number, perEvent: number, tick: { n: number }): Promise<Step> {
+  const ours = () => [server.pid, sampler.proc.pid!, ...w.pids];
+  await waitQuiet(ours, 25, QUIET_MS);
+  const noise = new Noise(ours);
   await sampler.ask({ type: 'reset' }, 'reset');
   const c0 = await w.counts();
   const cpu0 = cpuMicros(server.pid);
@@ -73,7 +82,7 @@ async function step(server: Server, to: Ingest, w: Workers, sampler: Child, rate
   const delivered = c1.odds - c0.odds;
   return {
     rate: sent / wall, deliveriesPerS: delivered / wall, cpuNsPerDelivery: (cpu * 1000) / Math.max(1, delivered), bytesPerS: (c1.bytes - c0.bytes) / wall,
-    complete: delivered / Math.max(1, sent * perEvent), p50: h.pMs(50), p99: h.pMs(99), lost: s.lost,
+    complete: delivered / Math.max(1, sent * perEvent), p50: h.pMs(50), p99: h.pMs(99), lost: s.lost, noisePct: noise.foreignPct(),
   };
 }
 
@@ -81,10 +90,14 @@ async function step(server: Server, to: Ingest, w: Workers, sampler: Child, rate
 async function ramp(name: string, at: (rate: number) => Promise<Step>): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
   const steps: Step[] = [];
   const ok = (s: Step) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS;
+  // A first step warms the server (JIT, GC after connecting) and is not counted.
+  await at(RATE);
   for (let k = 0, rate = RATE; k < STEPS; k++, rate *= 2) {
-    const s = await at(rate);
+    let s = await at(rate);
+    // A step that failed while other jobs used the machine says nothing: measured again.
+    for (let a = 1; a < ATTEMPTS && !ok(s) && s.noisePct > 25; a++) s = await at(rate);
     steps.push(s);
-    log(`${name}: ${fmt(s.rate)} updates/s: ${fmt(s.deliveriesPerS)} deliveries/s (${fmt(100 * s.complete, 1)}%), p99 ${fmt(s.p99, 1)} ms, ${fmt(s.cpuNsPerDelivery)} ns CPU each`);
+    log(`${name}: ${fmt(s.rate)} updates/s: ${fmt(s.deliveriesPerS)} deliveries/s (${fmt(100 * s.complete, 1)}%), p99 ${fmt(s.p99, 1)} ms, ${fmt(s.cpuNsPerDelivery)} ns CPU each, others ${fmt(s.noisePct)}% of a core`);
     if (!ok(s)) break;
   }
   const held = steps.filter(ok).at(-1);

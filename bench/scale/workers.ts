@@ -24,6 +24,10 @@ export class Workers {
     this.children = Array.from({ length: count }, () => Child.start(script, 10));
   }
 
+  get pids(): number[] {
+    return this.children.map((c) => c.proc.pid!);
+  }
+
   private addresses(wi: number): string[] {
     return ADDRESSES.filter((_, k) => k % this.children.length === wi);
   }
