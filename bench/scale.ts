@@ -87,12 +87,12 @@ async function step(server: Server, to: Ingest, w: Workers, sampler: Child, rate
 }
 
 /** Rates double from SCALE_RATE until a step loses a frame or its sampled p99 passes 50 ms; then half the highest held. */
-async function ramp(name: string, at: (rate: number) => Promise<Step>): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
+async function ramp(name: string, at: (rate: number) => Promise<Step>, first = RATE): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
   const steps: Step[] = [];
   const ok = (s: Step) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS;
   // A first step warms the server (JIT, GC after connecting) and is not counted.
-  await at(RATE);
-  for (let k = 0, rate = RATE; k < STEPS; k++, rate *= 2) {
+  await at(first);
+  for (let k = 0, rate = first; k < STEPS; k++, rate *= 2) {
     let s = await at(rate);
     // A step that failed while other jobs used the machine says nothing: measured again.
     for (let a = 1; a < ATTEMPTS && !ok(s) && s.noisePct > 25; a++) s = await at(rate);
@@ -146,7 +146,8 @@ async function runPeer(n: number, dbUrl: string): Promise<PeerRow> {
     log(`socketio ${n}: ${ok + EVENTS.length} connected and subscribed in ${connectMs} ms`);
     await sleep(1000);
     const kibPerSocket = (rssBytes(server.pid) - rss0) / 1024 / n;
-    const r = await ramp(`socketio ${n}`, (rate) => step(server, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick));
+    // Socket.IO starts lower: it did not hold the service's first rate in trial runs.
+    const r = await ramp(`socketio ${n}`, (rate) => step(server, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick), RATE / 8);
     to.close();
     return { connectMs, connected: ok + EVENTS.length, kibPerSocket, ...r };
   } finally {
@@ -209,7 +210,7 @@ try {
   await db.stop();
 }
 const stormCell = (s: StormResult) =>
-  `${fmt(s.ms)} ms · ${fmt(s.cpuPct)}% CPU · ${fmt(s.peakRssMiB)} MiB · ${s.newest.stale === 0 ? `newest everywhere (${fmt(s.newest.checked)})` : `${fmt(s.newest.stale)} stale of ${fmt(s.newest.checked)}`}`;
+  `${fmt(s.ms)} ms (${fmt(s.reconnected)}) · ${fmt(s.cpuPct)}% CPU · ${fmt(s.peakRssMiB)} MiB · ${fmt(s.listenDrops)} SYNs dropped · ${s.newest.stale === 0 ? `newest everywhere (${fmt(s.newest.checked)})` : `${fmt(s.newest.stale)} stale of ${fmt(s.newest.checked)}`}`;
 const md = [
   `# bench:scale (${DELTA ? 'delta' : 'images'}), ${new Date().toISOString()}`, '',
   mdTable(
@@ -223,7 +224,7 @@ const md = [
     ['sockets', 'connect + subscribe all', 'KiB RSS / socket', 'max held deliveries/s', 'CPU ns / delivery', 'p50 · p99 at half', 'service ÷ Socket.IO, held rate'],
     rows.map((r) => {
       const p = r.socketio;
-      if (!p) return [fmt(r.sockets), 'did not connect all (see log)', '–', '–', '–', '–', '–'];
+      if (!p) return [fmt(r.sockets), SOCKETIO ? 'did not connect all (see log)' : 'not run (SCALE_SOCKETIO=off)', '–', '–', '–', '–', '–'];
       return [fmt(r.sockets), `${fmt(p.connectMs)} ms (${fmt(p.connected)})`, fmt(p.kibPerSocket, 2), fmt(p.held?.deliveriesPerS ?? NaN), fmt(p.held?.cpuNsPerDelivery ?? NaN),
         p.half ? `${fmt(p.half.p50, 1)} · ${fmt(p.half.p99, 1)} ms` : '–', p.held && r.held ? `${fmt(r.held.deliveriesPerS / p.held.deliveriesPerS, 1)}x` : 'held no step'];
     }),

@@ -55,6 +55,8 @@ interface Connect {
   extensions?: string;
   /** Per socket, the `seq` of each market it already holds (a resumed socket starts from them). */
   held?: Record<string, number>[];
+  /** Each socket connects at a random moment within this many ms (a resume). */
+  spreadMs?: number;
 }
 
 /** Every open socket cut at once, no close frame, and each connected again to `port` resuming with `since` in `epoch`. */
@@ -65,6 +67,7 @@ interface Resume {
   epoch: string;
   localAddresses: string[];
   concurrency: number;
+  spreadMs: number;
 }
 
 type Command = Connect | Resume | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'subscribe'; sockets: Subscribe[][] } | { type: 'track'; on: boolean }
@@ -344,7 +347,9 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     setTimeout(() => finish(false), 30_000).unref();
     sockets.push(state);
   });
-  await eachLimit(c.sockets.keys(), c.concurrency, one);
+  // A storm's reconnects spread over `spreadMs`, each at a random moment, as clients' own jitter spreads them.
+  if (c.spreadMs) await Promise.all([...c.sockets.keys()].map((i) => new Promise<void>((r) => setTimeout(r, Math.random() * c.spreadMs!)).then(() => one(i))));
+  else await eachLimit(c.sockets.keys(), c.concurrency, one);
   return { ok, failed };
 }
 
@@ -363,7 +368,7 @@ function resume(r: Resume): Promise<{ ok: number; failed: number }> {
   return connectAll({
     type: 'connect', host: r.host, port: r.port, path: '/ws', protocol: binary ? 'odds.v1.proto' : 'odds.v1.json',
     sockets: live.map((s) => (requestsOf.get(s) ?? []).map((q) => ({ ...q, since: since(s) }))),
-    held: live.map((s) => Object.fromEntries(s.last)), localAddresses: r.localAddresses, concurrency: r.concurrency,
+    held: live.map((s) => Object.fromEntries(s.last)), localAddresses: r.localAddresses, concurrency: r.concurrency, spreadMs: r.spreadMs,
   });
 }
 

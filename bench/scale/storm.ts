@@ -5,6 +5,7 @@
  * to the new one with `since` (a new epoch there, so each takes images). The feed keeps running
  * meanwhile; afterwards it stops and every socket is checked against the newest images.
  */
+import { readFileSync } from 'node:fs';
 import { cpuMicros, rssBytes, sleep, type Server } from '../lib/common.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
@@ -20,6 +21,15 @@ export interface StormResult {
   newest: Newest;
   /** Handshakes refused by the admission limits during the storm (each retried after Retry-After). */
   refused: Record<string, number>;
+  /** Connections the kernel dropped because the listen socket's accept queue was full (the client's SYN is retried after 1 s, 3 s, ...). */
+  listenDrops: number;
+}
+
+/** TcpExt ListenDrops of the whole machine (loopback: the storm's own, give or take other jobs). */
+function listenDrops(): number {
+  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const [head, values] = lines.map((l) => l.split(/\s+/));
+  return Number(values?.[head?.indexOf('ListenDrops') ?? -1] ?? NaN);
 }
 
 export interface StormSetup {
@@ -38,16 +48,18 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   let peak = rssBytes(o.next.pid);
   const watch = setInterval(() => (peak = Math.max(peak, rssBytes(o.next.pid))), 50);
   const cpu0 = cpuMicros(o.next.pid);
+  const drops0 = listenDrops();
   const t0 = Date.now();
   if (kind === 'restart') await o.server.stop();
   const { ok } = await o.w.resume(o.next.port, o.epoch);
   const ms = Date.now() - t0;
   const cpuPct = (100 * (cpuMicros(o.next.pid) - cpu0)) / (ms * 1000);
+  const dropped = listenDrops() - drops0;
   clearInterval(watch);
   await o.feed.stop();
   await sleep(1000);
   const newest = await o.w.newest((await newestSeqs(o.next.url)).seqs);
   const after = (await o.w.counts()).refused;
   const refused = Object.fromEntries(Object.entries(after).map(([line, k]) => [line, k - (before[line] ?? 0)]).filter(([, k]) => Number(k) > 0));
-  return { ms, reconnected: ok, cpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused };
+  return { ms, reconnected: ok, cpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped };
 }

@@ -49,10 +49,10 @@ export class Workers {
     }, 'connected', timeoutMs))));
   }
 
-  /** Every socket cut at once and connected again to `port`, resuming with `since` in `epoch`; resolves once all are acked. */
+  /** Every socket cut at once and connected again to `port` within a second, resuming with `since` in `epoch`; resolves once all are acked. */
   resume(port: number, epoch: string): Promise<{ ok: number }> {
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
-      type: 'resume', host: '127.0.0.1', port, epoch, concurrency: 256, localAddresses: this.addresses(wi),
+      type: 'resume', host: '127.0.0.1', port, epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
     }, 'resumed', 300_000))));
   }
 
