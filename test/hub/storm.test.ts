@@ -127,15 +127,16 @@ async function waitSubscribed(fleet: Fleet): Promise<number> {
  * up beyond an honest bound, refusals are only the limits', and every
  * client ends current.
  */
-async function judge(t: Test, fleet: Fleet, served: Served, baseline: number[], url: string, pub: Publisher): Promise<void> {
+async function judge(t: Test, fleet: Fleet, served: Served, baseline: number[], stormMs: number, url: string, pub: Publisher): Promise<void> {
   const during = served.take();
   t.ok(during.length > 0, `served sockets received ${during.length} frames during the storm`);
   t.equal(served.gaps, 0, `no served socket missed a frame or was skipped (con) during the storm ${served.gapExample}`);
   // The storm's work (2,000 handshakes, subscribes and images, and the clients themselves, all in
   // this one process on a shared 2-core machine) delays frames; the admission limits spread it
-  // over a few seconds. The bound says frames kept flowing, not that the storm was free: a second
-  // more than ten times the calm p99.
-  const bound = 1000 + 10 * p99(baseline);
+  // over a few seconds. The bound says frames kept flowing, not that the storm was free: starved
+  // sockets would wait for most of the storm, so the bound is half of it (which grows as a busy
+  // machine slows the storm), and never under a second more than ten times the calm p99.
+  const bound = Math.max(1000 + 10 * p99(baseline), stormMs / 2);
   t.ok(p99(during) <= bound, `served sockets' p99 delay ${p99(during)} ms during the storm, ${p99(baseline)} ms before (bound ${bound} ms)`);
   const unexpected = fleet.refusals.filter((r) => !ALLOWED.some((a) => a.status === r.status && a.message.test(r.message)) || !r.retryAfter);
   t.same(unexpected, [], `every refusal is an admission limit's, with its reason and Retry-After (${fleet.refusals.length} refused)`);
@@ -170,8 +171,9 @@ t.test('a restart: every client resumes on the new process and ends on its newes
   await before.close();
   // Its shutdown ran in this same process (on a pod it is another one): frames it held up are not the storm's.
   served.take();
-  t.comment(`${N} resumed in ${await waitSubscribed(fleet)} ms`);
-  await judge(t, fleet, served, baseline, after.url, pub);
+  const stormMs = await waitSubscribed(fleet);
+  t.comment(`${N} resumed in ${stormMs} ms`);
+  await judge(t, fleet, served, baseline, stormMs, after.url, pub);
 });
 
 t.test('the clients\' network goes away: every client resumes on the same process and ends on its newest images', async (t) => {
@@ -191,8 +193,9 @@ t.test('the clients\' network goes away: every client resumes on the same proces
   const baseline = served.take();
   fleet.refusals.length = 0;
   fleet.vanish();
-  t.comment(`${N} resumed in ${await waitSubscribed(fleet)} ms`);
+  const stormMs = await waitSubscribed(fleet);
+  t.comment(`${N} resumed in ${stormMs} ms`);
   // All 2,000 come back within a second: more than either limit lets in.
   t.ok(fleet.refusals.some((r) => r.status === 429) && fleet.refusals.some((r) => r.status === 503), 'both the per-address and the total limit refused some');
-  await judge(t, fleet, served, baseline, svc.url, pub);
+  await judge(t, fleet, served, baseline, stormMs, svc.url, pub);
 });
