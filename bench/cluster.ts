@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     dbUrl = db.url;
     stopDb = () => db.stop();
   }
-  const base = { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', SIMULATOR: 'off', DEMO_DATA: 'on', DATABASE_URL: dbUrl, DRAIN_DELAY_MS: '0', WS_MAX_SOCKETS: '100000', FEED_STALE_MS: '3600000' };
+  const base = { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', SIMULATOR: 'off', DEMO_DATA: 'on', DATABASE_URL: dbUrl, DRAIN_DELAY_MS: '0', WS_MAX_SOCKETS: '100000', FEED_STALE_MS: '3600000', WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0' };
   const results: Record<string, Run[]> = {};
   for (const [name, pods, bus] of [['one pod', 1, 'memory'], ['two pods over NATS', 2, 'nats']] as const) {
     const started = [];

@@ -26,7 +26,7 @@ async function timed(url: string): Promise<{ ms: number; text: string }> {
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'odds-scrape-'));
   await chmod(dir, 0o755);
-  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'warn', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: process.env.BENCH_SIM_MS ?? '250', DEMO_DATA: 'on', EMBEDDED_PG_DIR: join(dir, 'pg'), WS_MAX_SOCKETS: String(SOCKETS * 2) };
+  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'warn', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: process.env.BENCH_SIM_MS ?? '250', DEMO_DATA: 'on', EMBEDDED_PG_DIR: join(dir, 'pg'), WS_MAX_SOCKETS: String(SOCKETS * 2), WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0' };
   if (!process.env.DATABASE_URL) delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['dist/src/main.js'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const [url, metricsUrl] = await new Promise<[string, string]>((ok, fail) => {

@@ -51,6 +51,13 @@ export interface Config {
   readonly authFailureSources: number;
   readonly wsMaxSocketsPerKey: number;
   readonly wsMaxSockets: number;
+  /** New `/ws` sockets per second from one address and on the pod, and subscribe requests likewise; 0 is off. */
+  readonly wsHandshakesPerSource: number;
+  readonly wsHandshakesPerSecond: number;
+  readonly wsSubscribesPerSource: number;
+  readonly wsSubscribesPerSecond: number;
+  /** Source addresses the per-source limits remember at once. */
+  readonly wsAdmissionSources: number;
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
   readonly maxBodyBytes: number;
@@ -240,6 +247,11 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureSources: int(env, 'AUTH_FAILURE_SOURCES', 10_000, 1, 10_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
     wsMaxSockets: int(env, 'WS_MAX_SOCKETS', 50_000, 1, 10_000_000),
+    wsHandshakesPerSource: int(env, 'WS_HANDSHAKES_PER_SOURCE', 1000, 0, 10_000_000),
+    wsHandshakesPerSecond: int(env, 'WS_HANDSHAKES_PER_SECOND', 8000, 0, 10_000_000),
+    wsSubscribesPerSource: int(env, 'WS_SUBSCRIBES_PER_SOURCE', 2000, 0, 10_000_000),
+    wsSubscribesPerSecond: int(env, 'WS_SUBSCRIBES_PER_SECOND', 16000, 0, 10_000_000),
+    wsAdmissionSources: int(env, 'WS_ADMISSION_SOURCES', 10_000, 1, 10_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
     logPretty: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['json', 'pretty'] as const) === 'pretty',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),

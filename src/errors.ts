@@ -8,7 +8,7 @@
 export const ERROR_CODES = [
   'BAD_PARAM', 'BAD_BODY', 'ITEM_REJECTED', 'LIMIT', 'NOT_WEBSOCKET', 'ABORTED',
   'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
-  'RATE_LIMITED', 'TOO_MANY_SOCKETS', 'SERVER_FULL',
+  'RATE_LIMITED', 'TOO_MANY_SOCKETS', 'SERVER_FULL', 'BUSY',
   'DB_UNAVAILABLE', 'OUTCOME_UNKNOWN', 'NOT_READY', 'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -39,6 +39,12 @@ export const errors = {
     new ServiceError('RATE_LIMITED', `a socket of this API key was closed for sending past its rate limit; new sockets may open in ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
   /** The publisher's key was revoked before this batch (or this part of it) took effect. */
   keyRevoked: (what = 'this batch was not applied') => new ServiceError('UNAUTHORIZED', `key revoked: ${what}`),
+  /** A reconnect storm's protection: new sockets from one source address, or on this pod, past their rate. */
+  handshakeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number) => scope === 'source'
+    ? new ServiceError('RATE_LIMITED', `handshake rate limit: at most ${perSecond} new sockets per second from one address; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) })
+    : new ServiceError('BUSY', `handshake rate limit: this server opens at most ${perSecond} new sockets per second; retry after ${retryAfterS} s (another pod may take you)`, { 'retry-after': String(retryAfterS) }),
+  subscribeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number) =>
+    new ServiceError('RATE_LIMITED', `subscribe rate limit: at most ${perSecond} subscribe requests per second ${scope === 'source' ? 'from one address' : 'on this server'}; nothing changed, retry after ${retryAfterS} s`),
   tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),
   serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),

@@ -25,6 +25,7 @@ import { createApp } from './http/app.js';
 import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
 import { registerRest } from './http/rest.js';
+import { Admission } from './http/admission.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest.js';
 import { registerDocs } from './http/docs.js';
@@ -89,6 +90,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerWs(app, {
     bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
+    admission: new Admission({
+      handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
+      subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
+    }, (scope) => (scope.startsWith('handshake') ? authMetrics.socketsRefused.inc({ reason: scope }) : authMetrics.rateLimited.inc({ scope }))),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, maxMarkets: config.wsMaxMarkets, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,

@@ -31,6 +31,10 @@ import { eachLimit } from '../../src/lib/serial.js';
 /** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
 export interface Subscribe {
   mids: string[];
+  /** Events to take by filter (bench:scale), and ladder deltas when the service offers them. */
+  eids?: number[];
+  delta?: boolean;
+  since?: { epoch: string; seqs: Record<string, number> };
   depth?: number;
   conflate?: number;
 }
@@ -49,9 +53,24 @@ interface Connect {
   concurrency: number;
   /** Sec-WebSocket-Extensions to offer, if any. */
   extensions?: string;
+  /** Per socket, the `seq` of each market it already holds (a resumed socket starts from them). */
+  held?: Record<string, number>[];
+  /** Each socket connects at a random moment within this many ms (a resume). */
+  spreadMs?: number;
 }
 
-type Command = Connect | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'subscribe'; sockets: Subscribe[][] } | { type: 'track'; on: boolean }
+/** Every open socket cut at once, no close frame, and each connected again to `port` resuming with `since` in `epoch`. */
+interface Resume {
+  type: 'resume';
+  host: string;
+  port: number;
+  epoch: string;
+  localAddresses: string[];
+  concurrency: number;
+  spreadMs: number;
+}
+
+type Command = Connect | Resume | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'subscribe'; sockets: Subscribe[][] } | { type: 'track'; on: boolean }
   | { type: 'newest'; expected: Record<string, number> } | { type: 'detail' } | { type: 'close' };
 
 /** Bytes of an odds frame kept for reading its `mid` and `seq`: `{"op":"odds","mid":"…","epoch":"…","seq":…` fits. */
@@ -87,6 +106,8 @@ interface State {
   ctrl: number[] | undefined;
   paused: boolean;
   closed: boolean;
+  /** Connects this socket's client again after a refusal that said when. */
+  retry: ((ms: number) => void) | undefined;
 }
 
 const shared = Buffer.allocUnsafe(256 * 1024);
@@ -104,6 +125,8 @@ let bytes = 0;
 let deflating = 0;
 let binary = false;
 let tracking = false;
+/** Refused handshakes that were retried, by status line. */
+const refused = new Map<string, number>();
 
 const enum Kind { None, Odds, Ack, Other }
 
@@ -212,8 +235,15 @@ function onRead(s: State, n: number, buf: Buffer, ready: () => void): boolean {
     const rest = Buffer.from(s.handshake.slice(end + 4), 'latin1');
     s.handshake = undefined;
     if (!/^HTTP\/1\.1 101/.test(head)) {
-      process.stderr.write(`raw client: handshake refused: ${head.split('\r\n')[0]}\n`);
+      s.closed = true;
       s.sock.destroy();
+      // A refusal that says when to come back (the admission limits) is retried then, like a real client.
+      const after = /\r\nretry-after: *(\d+)/i.exec(head);
+      const line = head.split('\r\n')[0];
+      if (after && s.retry) {
+        refused.set(line, (refused.get(line) ?? 0) + 1);
+        s.retry(Number(after[1]) * 1000 + Math.random() * 1000);
+      } else process.stderr.write(`raw client: handshake refused: ${head.split('\r\n')[0]}\n`);
       return false;
     }
     if (/\r\nsec-websocket-extensions: *permessage-deflate/i.test(head)) deflating++;
@@ -277,8 +307,13 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     };
     const state: State = {
       sock: undefined as unknown as net.Socket, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0, deflated: false,
-      pendingAcks: c.sockets[i].length, compressed: undefined, kind: Kind.None, odds: 0, mids: [...new Set(c.sockets[i].flatMap((r) => r.mids))], last: new Map(), tracked: false, head: undefined,
+      pendingAcks: c.sockets[i].length, compressed: undefined, kind: Kind.None, odds: 0, mids: [...new Set(c.sockets[i].flatMap((r) => r.mids))],
+      last: new Map(Object.entries(c.held?.[i] ?? {})), tracked: false, head: undefined,
       ctrl: undefined, paused: false, closed: false,
+      retry: (ms) => {
+        settled = true;
+        setTimeout(() => void one(i).then(done), ms);
+      },
     };
     const sock = net.connect({
       host: c.host, port: c.port, localAddress: c.localAddresses[i % c.localAddresses.length], noDelay: true,
@@ -286,6 +321,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
         buffer: shared,
         // Connected once subscribed; the orchestrator then waits until every ack has arrived.
         callback: (n: number, buf: Uint8Array) => onRead(state, n, buf as Buffer, () => {
+          requestsOf.set(state, c.sockets[i].map(({ since: _, ...q }) => q));
           sock.write(subscribe);
           finish(true);
         }),
@@ -311,17 +347,41 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
     setTimeout(() => finish(false), 30_000).unref();
     sockets.push(state);
   });
-  await eachLimit(c.sockets.keys(), c.concurrency, one);
+  // A storm's reconnects spread over `spreadMs`, each at a random moment, as clients' own jitter spreads them.
+  if (c.spreadMs) await Promise.all([...c.sockets.keys()].map((i) => new Promise<void>((r) => setTimeout(r, Math.random() * c.spreadMs!)).then(() => one(i))));
+  else await eachLimit(c.sockets.keys(), c.concurrency, one);
   return { ok, failed };
+}
+
+/** The requests each live socket was opened with, kept so a resume can send them again. */
+const requestsOf = new WeakMap<State, Subscribe[]>();
+
+function resume(r: Resume): Promise<{ ok: number; failed: number }> {
+  // Every socket that was accepted, whether still open or closed by the server (a restart says 1001).
+  const live = sockets.filter((s) => requestsOf.has(s));
+  for (const s of live) {
+    s.closed = true;
+    s.sock.destroy();
+  }
+  sockets.length = 0;
+  const since = (s: State) => ({ epoch: r.epoch, seqs: Object.fromEntries(s.last) });
+  return connectAll({
+    type: 'connect', host: r.host, port: r.port, path: '/ws', protocol: binary ? 'odds.v1.proto' : 'odds.v1.json',
+    sockets: live.map((s) => (requestsOf.get(s) ?? []).map((q) => ({ ...q, since: since(s) }))),
+    held: live.map((s) => Object.fromEntries(s.last)), localAddresses: r.localAddresses, concurrency: r.concurrency, spreadMs: r.spreadMs,
+  });
 }
 
 process.on('message', (m: Command) => {
   switch (m.type) {
+    case 'resume':
+      resume(m).then((r) => process.send!({ type: 'resumed', ...r }));
+      break;
     case 'connect':
       connectAll(m).then((r) => process.send!({ type: 'connected', ...r, deflating }));
       break;
     case 'counts':
-      process.send!({ type: 'counts', odds, acks, other, closed, reads, bytes, cpu: process.cpuUsage() });
+      process.send!({ type: 'counts', odds, acks, other, closed, reads, bytes, cpu: process.cpuUsage(), refused: Object.fromEntries(refused) });
       break;
     case 'cycle':
       setCycle(m.ms);

@@ -17,6 +17,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   RATE_LIMITED: 429,
   TOO_MANY_SOCKETS: 429,
   SERVER_FULL: 503,
+  BUSY: 503,
   DB_UNAVAILABLE: 503,
   OUTCOME_UNKNOWN: 503,
   NOT_READY: 503,

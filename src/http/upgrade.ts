@@ -24,6 +24,8 @@ export interface Handshake {
   who: Principal;
   format: Format;
   query: Query;
+  /** The peer's address, for the admission limits (http/admission.ts). */
+  source: string;
 }
 
 /**
@@ -75,10 +77,11 @@ export function upgrade<T>(
     const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
     name = picked.name;
     const query = parseQuery(req.getQuery());
-    const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, peer(res));
+    const source = peer(res);
+    const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, source);
     const refused = deps.hub.refuse(who.keyId);
     if (refused) throw refused;
-    data = accept({ who, format: picked.format, query });
+    data = accept({ who, format: picked.format, query, source });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));
   }

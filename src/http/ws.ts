@@ -14,6 +14,7 @@ import type { AuthMetrics } from '../metrics/auth.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import { Budgets, type BudgetLimits } from './budget.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
+import type { Admission } from './admission.js';
 
 export interface WsLimits extends BudgetLimits {
   maxMessageBytes: number;
@@ -31,6 +32,7 @@ export interface WsDeps extends UpgradeDeps {
   subscriptions: Subscriptions;
   metrics: AuthMetrics;
   limits: WsLimits;
+  admission: Admission;
 }
 
 /** The socket's data: who it is from the handshake, the session once open, and the transport's own rate bucket. */
@@ -42,6 +44,8 @@ interface WsData {
   bucket?: TokenBucket;
   /** Messages refused for rate in a row; reset by one that is read. */
   strikes: number;
+  /** The source address, for the subscribe rate limit (admission.ts). */
+  source: string;
   session?: Session;
 }
 
@@ -85,10 +89,11 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query }) => {
-      const cooling = budgets.refuseOpen(who.keyId);
-      if (cooling) throw cooling;
-      return { keyId: who.keyId, client: who.client, format, hbMs: heartbeat(query.get('hb')), strikes: 0 };
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source }) => {
+      const hbMs = heartbeat(query.get('hb'));
+      const refused = deps.admission.handshake(source) ?? budgets.refuseOpen(who.keyId);
+      if (refused) throw refused;
+      return { keyId: who.keyId, client: who.client, format, hbMs, strikes: 0, source };
     }),
 
     open: (ws: WebSocket<WsData>) => {
@@ -119,6 +124,8 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       }
       const msg = decodeClient(data, isBinary, limits.maxMarkets);
       if ('error' in msg) return ack(s, msg.id ?? 0, { status: 0, message: msg.error });
+      const busy = msg.op === 'subscribe' ? deps.admission.subscribe(d.source) : undefined;
+      if (busy) return ack(s, msg.id, { status: 0, message: busy });
       handle(s, msg);
     },
 

@@ -41,7 +41,11 @@ export async function removeMarkets(pool: pg.Pool, client: string, mids: readonl
   await pool.query('DELETE FROM client_markets WHERE client_id = $1 AND mid = ANY($2)', [client, mids]);
 }
 
-export async function listMarkets(pool: pg.Pool, client: string): Promise<string[]> {
-  const { rows } = await pool.query<{ mid: string }>('SELECT mid FROM client_markets WHERE client_id = $1 ORDER BY mid', [client]);
-  return rows.map((r) => r.mid);
+/** The stored sets of many clients in one query (a reconnect storm opens thousands of sockets at once); a client with none is absent. */
+export async function listMarketsOf(pool: pg.Pool, clients: readonly string[]): Promise<Map<string, string[]>> {
+  const { rows } = await pool.query<{ client_id: string; mids: string[] }>(
+    'SELECT client_id, array_agg(mid ORDER BY mid) AS mids FROM client_markets WHERE client_id = ANY($1) GROUP BY client_id',
+    [clients],
+  );
+  return new Map(rows.map((r) => [r.client_id, r.mids]));
 }

@@ -7,7 +7,7 @@ import type { Bus, ClientOp } from '../bus/types.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
-import { addMarkets, listMarkets, removeMarkets } from './store.js';
+import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
 
 export interface SubscriptionsDeps {
   pool: pg.Pool;
@@ -26,6 +26,8 @@ export interface SubscriptionsDeps {
 
 /** How long a loaded stored set serves sockets of the same client (a reconnect storm shares one query). */
 const CACHE_MS = 2000;
+/** Clients whose stored sets one query reads at most. */
+const BATCH = 1000;
 
 /**
  * The one owner of client market sets (REST subscribe and unsubscribe): the
@@ -36,6 +38,8 @@ const CACHE_MS = 2000;
  */
 export class Subscriptions {
   private readonly cache = new Map<string, Promise<string[]>>();
+  /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
+  private pending = new Map<string, { ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
 
   constructor(private readonly deps: SubscriptionsDeps) {}
 
@@ -64,13 +68,32 @@ export class Subscriptions {
   stored(client: string): Promise<string[]> {
     let mids = this.cache.get(client);
     if (!mids) {
-      mids = this.db(listMarkets(this.deps.pool, client));
+      mids = this.load(client);
       const held = mids;
       this.cache.set(client, held);
       const forget = () => setTimeout(() => this.cache.get(client) === held && this.cache.delete(client), CACHE_MS).unref();
       held.then(forget, () => this.cache.get(client) === held && this.cache.delete(client));
     }
     return mids;
+  }
+
+  private load(client: string): Promise<string[]> {
+    return new Promise((ok, fail) => {
+      if (!this.pending.size) setImmediate(() => this.readPending());
+      this.pending.set(client, { ok, fail });
+    });
+  }
+
+  private readPending(): void {
+    const all = [...this.pending];
+    this.pending = new Map();
+    for (let i = 0; i < all.length; i += BATCH) {
+      const part = all.slice(i, i + BATCH);
+      this.db(listMarketsOf(this.deps.pool, part.map(([client]) => client))).then(
+        (sets) => { for (const [client, p] of part) p.ok(sets.get(client) ?? []); },
+        (err) => { for (const [, p] of part) p.fail(err); },
+      );
+    }
   }
 
   /**

@@ -42,7 +42,8 @@ const M2 = '1.200001002';
 const M3 = '1.200001003';
 const STORED = '1.200001004'; // the client's stored set: attached to every socket as it opens, after a Postgres read
 
-const svc = await startTestService(t);
+// Every socket of this storm must open: the admission limits that would spread it are test/hub/storm.test.ts's.
+const svc = await startTestService(t, { WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0' });
 const wsUrl = svc.url.replace(/^http/, 'ws') + '/ws';
 const connections = (m: Scrape) => value(m, 'odds_ws_connections', 'format="json"') + value(m, 'odds_ws_connections', 'format="proto"');
 const subscriptions = (m: Scrape) => value(m, 'odds_ws_subscriptions');

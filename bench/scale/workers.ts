@@ -1,0 +1,81 @@
+/**
+ * bench:scale's counting clients: raw-client.ts processes, each with its own share of the
+ * sockets and of the 16 loopback source addresses, asked the same thing at once.
+ */
+import { Child } from '../fanout/child.js';
+import type { Newest, Subscribe } from '../fanout/raw-client.js';
+import { envNumber, sleep } from '../lib/common.js';
+
+const ADDRESSES = Array.from({ length: 16 }, (_, i) => `127.0.0.${2 + i}`);
+
+export interface RawCounts {
+  odds: number;
+  acks: number;
+  bytes: number;
+  /** Handshakes refused with Retry-After and retried, by status line, since the start. */
+  refused: Record<string, number>;
+}
+
+export class Workers {
+  private readonly children: Child[];
+
+  /** `sio-client.js` for the Socket.IO peer (it takes each request's `mids`). */
+  constructor(readonly n: number, script = 'raw-client.js', count = Math.round(envNumber('SCALE_WORKERS', 4))) {
+    this.children = Array.from({ length: count }, () => Child.start(script, 10));
+  }
+
+  get pids(): number[] {
+    return this.children.map((c) => c.proc.pid!);
+  }
+
+  private addresses(wi: number): string[] {
+    return ADDRESSES.filter((_, k) => k % this.children.length === wi);
+  }
+
+  async counts(): Promise<RawCounts> {
+    const cs = await Promise.all(this.children.map((w) => w.ask({ type: 'counts' }, 'counts')));
+    const refused: Record<string, number> = {};
+    for (const c of cs) for (const [line, k] of Object.entries((c.refused ?? {}) as Record<string, number>)) refused[line] = (refused[line] ?? 0) + k;
+    const sum = (k: string) => cs.reduce((a, c) => a + c[k], 0);
+    return { odds: sum('odds'), acks: sum('acks'), bytes: sum('bytes'), refused };
+  }
+
+  /** Opens the sockets (socket i sends `requests(i)`) and resolves once every accepted one's acks are back. */
+  async connect(port: number, requests: (i: number) => Subscribe[], timeoutMs = 300_000): Promise<{ ok: number }> {
+    const per = Math.ceil(this.n / this.children.length);
+    return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
+      type: 'connect', host: '127.0.0.1', port, path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
+      sockets: Array.from({ length: Math.max(0, Math.min(per, this.n - wi * per)) }, (_, i) => requests(wi * per + i)),
+    }, 'connected', timeoutMs))));
+  }
+
+  /** Every socket cut at once and connected again to `port` within a second, resuming with `since` in `epoch`; resolves once all are acked. */
+  resume(port: number, epoch: string): Promise<{ ok: number }> {
+    return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
+      type: 'resume', host: '127.0.0.1', port, epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
+    }, 'resumed', 300_000))));
+  }
+
+  private async untilAcked(open: () => Promise<{ ok: number }[]>): Promise<{ ok: number }> {
+    const a0 = (await this.counts()).acks;
+    const ok = (await open()).reduce((a, r) => a + r.ok, 0);
+    for (let i = 0; i < 1200 && (await this.counts()).acks - a0 < ok; i++) await sleep(50);
+    return { ok };
+  }
+
+  async track(on: boolean): Promise<void> {
+    await Promise.all(this.children.map((w) => w.ask({ type: 'track', on }, 'tracking')));
+  }
+
+  async newest(expected: Record<string, number>): Promise<Newest> {
+    const all = await Promise.all(this.children.map((c) => c.ask<Newest>({ type: 'newest', expected }, 'newest')));
+    return {
+      checked: all.reduce((a, x) => a + x.checked, 0), stale: all.reduce((a, x) => a + x.stale, 0),
+      closedSockets: all.reduce((a, x) => a + x.closedSockets, 0), example: all.find((x) => x.example)?.example,
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.children.map((c) => c.close()));
+  }
+}
