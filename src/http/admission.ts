@@ -31,7 +31,7 @@ class SourceBuckets {
       if (this.buckets.size >= this.max) this.evict(now);
       this.buckets.set(source, (b = new TokenBucket(this.perSecond, now)));
     }
-    return b.take(now) ? undefined : b;
+    return b.take(1, now) ? undefined : b;
   }
 
   get size(): number {
@@ -63,7 +63,7 @@ class Gate {
   take(source: string, now: number): { scope: 'source' | 'total'; bucket: TokenBucket; rate: number } | undefined {
     const mine = this.sources?.take(source, now);
     if (mine) return { scope: 'source', bucket: mine, rate: this.perSource };
-    if (this.total && !this.total.take(now)) return { scope: 'total', bucket: this.total, rate: this.perPod };
+    if (this.total && !this.total.take(1, now)) return { scope: 'total', bucket: this.total, rate: this.perPod };
     return undefined;
   }
 
