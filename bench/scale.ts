@@ -104,19 +104,7 @@ async function ramp(name: string, at: (rate: number) => Promise<Step>, first = R
   return { steps, held, half: held ? await at(held.rate / 2) : undefined };
 }
 
-interface Row {
-  sockets: number;
-  connectMs: number;
-  connected: number;
-  kibPerSocket: number;
-  held: Step | undefined;
-  half: Step | undefined;
-  steps: Step[];
-  vanish: StormResult;
-  restart: StormResult;
-  socketio?: PeerRow;
-}
-
+/** What one server did at one N: connecting, memory, and the rate ramp. */
 interface PeerRow {
   connectMs: number;
   connected: number;
@@ -124,6 +112,14 @@ interface PeerRow {
   held: Step | undefined;
   half: Step | undefined;
   steps: Step[];
+}
+
+/** The service at one N: the same, both storms, and the Socket.IO peer beside it. */
+interface Row extends PeerRow {
+  sockets: number;
+  vanish: StormResult;
+  restart: StormResult;
+  socketio?: PeerRow;
 }
 
 /** The Socket.IO peer (one room per market) at the same N, fed the same images through its `/ingest`; no resume there, so no storm. */
