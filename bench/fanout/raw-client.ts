@@ -137,9 +137,12 @@ function clientFrame(opcode: number, payload: Buffer): Buffer {
   return Buffer.concat([head, Buffer.alloc(4), payload]);
 }
 
-/** Which server message a frame is, from one byte: `{"op":"o...` in JSON, field 2 (odds) in protobuf. */
+/**
+ * Which server message a frame is, from one byte: `{"op":"o...` (odds) or `{"op":"d...` (delta) in
+ * JSON, field 2 (odds) or 8 (delta) in protobuf. Both are a market's update, counted alike.
+ */
 function classify(byte: number): Kind {
-  if (binary ? byte === 0x12 : byte === 0x6f) return Kind.Odds;
+  if (binary ? byte === 0x12 || byte === 0x42 : byte === 0x6f || byte === 0x64) return Kind.Odds;
   if (binary ? byte === 0x0a : byte === 0x61) return Kind.Ack;
   return Kind.Other;
 }
@@ -147,17 +150,20 @@ const CLASSIFY_AT = () => (binary ? 0 : 7);
 
 const QUOTE = 0x22;
 const MID_AT = '{"op":"odds","mid":"'.length;
+/** A delta frame's `mid` starts one byte later: `{"op":"delta","mid":"`. */
+const DELTA = 0x64;
 const SEQ_KEY = Buffer.from('"seq":');
 
-/** Reads `mid` and `seq` from the head of a JSON odds frame (keys in protocol order) into the socket's last seqs. */
+/** Reads `mid` and `seq` from the head of a JSON odds or delta frame (keys in protocol order) into the socket's last seqs. */
 function track(s: State, len: number): void {
   const h = s.head!;
-  const midEnd = h.indexOf(QUOTE, MID_AT);
+  const midAt = h[CLASSIFY_AT()] === DELTA ? MID_AT + 1 : MID_AT;
+  const midEnd = h.indexOf(QUOTE, midAt);
   const at = h.indexOf(SEQ_KEY, midEnd);
   if (midEnd < 0 || midEnd >= len || at < 0 || at >= len) return;
   let seq = 0;
   for (let i = at + SEQ_KEY.length; i < len && h[i] >= 0x30 && h[i] <= 0x39; i++) seq = seq * 10 + h[i] - 0x30;
-  s.last.set(h.toString('latin1', MID_AT, midEnd), seq);
+  s.last.set(h.toString('latin1', midAt, midEnd), seq);
 }
 
 function frames(s: State, buf: Buffer, start: number, end: number): void {

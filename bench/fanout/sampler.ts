@@ -61,14 +61,15 @@ function onFrame(seqs: Map<string, number>, m: ServerMessage, at: number): void 
     }
     return;
   }
-  if (m.op !== 'odds') return;
+  // A delta is a market's update like an image: it carries ts, pt and seq too.
+  if (m.op !== 'odds' && m.op !== 'delta') return;
   frames++;
   framesTotal++;
   fromTs.recordMs(at - m.ts);
   fromPt.recordMs(at - m.pt);
   const last = seqs.get(m.mid);
-  if (m.con) conflated++;
-  else if (m.cf) thinned++;
+  if (m.op === 'odds' && m.con) conflated++;
+  else if (m.op === 'odds' && m.cf) thinned++;
   else if (last !== undefined) {
     if (m.seq > last + 1) lost += m.seq - last - 1;
     else if (m.seq <= last) reordered++;
