@@ -8,6 +8,8 @@
  */
 export class Conflator {
   private readonly groups = new Map<number, { timer: NodeJS.Timeout; dirty: Map<string, number> }>();
+  /** Set at shutdown: an image published after it (a batch still applying) must start no timer. */
+  private stopped = false;
 
   constructor(private readonly flush: (mid: string, conflate: number, thinned: boolean) => void) {}
 
@@ -16,16 +18,19 @@ export class Conflator {
    * interval get it at the end of the interval.
    */
   mark(mid: string, conflate: number, updates = 1): void {
+    if (this.stopped) return;
     let g = this.groups.get(conflate);
     if (!g) {
       const dirty = new Map<string, number>();
-      const timer = setInterval(() => this.tick(conflate), conflate);
+      // Unref'd: a conflation timer never keeps a stopping process alive.
+      const timer = setInterval(() => this.tick(conflate), conflate).unref();
       this.groups.set(conflate, (g = { timer, dirty }));
     }
     g.dirty.set(mid, (g.dirty.get(mid) ?? 0) + updates);
   }
 
   stop(): void {
+    this.stopped = true;
     for (const g of this.groups.values()) clearInterval(g.timer);
     this.groups.clear();
   }
