@@ -11,7 +11,7 @@
  * - every metric and label the queries and rules name, against a real scrape
  *   of the running service after traffic (a metric renamed in src/ breaks here);
  * - the kustomize build ships the dashboard as the ConfigMap Grafana's sidecar
- *   loads, and the README's alert table lists exactly the alerts.
+ *   loads, and docs/operations.md's alert table lists exactly the alerts.
  *
  * As in manifests.test.ts, each check returns a list of problems; the last
  * group feeds broken copies to the checks to show that they bite.
@@ -296,7 +296,7 @@ function ruleShapeProblems(r: PrometheusRule): string[] {
   return p;
 }
 
-/** The spec as a Prometheus rule file, which is what the Operator hands Prometheus. */
+/** The PrometheusRule's spec field as a Prometheus rule file, which is what the Operator hands Prometheus. */
 const ruleFile = (r: PrometheusRule): string => stringify({ groups: r.spec.groups });
 
 // ---------------------------------------------------------------- the dashboard
@@ -594,9 +594,9 @@ t.test('the kustomize build ships the dashboard as a ConfigMap for Grafana\'s si
   t.ok(docs.some((d) => d.toJS().kind === 'PrometheusRule'), 'the PrometheusRule is in the build');
 });
 
-t.test('the README\'s alert table lists exactly the alerts of the PrometheusRule', async (t) => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split(/^### Dashboard and alerts$/m)[1]?.split(/^#{2,3} /m)[0] ?? '';
+t.test('the alert table of docs/operations.md lists exactly the alerts of the PrometheusRule', async (t) => {
+  const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+  const section = doc.split(/^## Dashboard and alerts$/m)[1]?.split(/^#{1,3} /m)[0] ?? '';
   const listed = [...section.matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]!).sort();
   t.same(listed, alerts(rule).map((x) => x.alert).sort());
 });
