@@ -77,7 +77,7 @@ export const CLOSE = {
   GOING_AWAY: 1001,
   /** The socket's API key was revoked. */
   REVOKED: 4003,
-  /** Went on sending while over its message or byte rate: see the README's limits. */
+  /** Went on sending while over its message or byte rate: see docs/limits.md. */
   RATE: 4029,
   /** Slow consumer: stayed behind past the backpressure limits. */
   SLOW: 4008,

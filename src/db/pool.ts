@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { ServiceError, errors, isDatabaseError } from '../errors.js';
 
-// bigint columns hold IDs the interface types as integers; every one fits a
+// bigint columns hold IDs the REST contract types as integers; every one fits a
 // double, and returning strings would leak into the JSON.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 

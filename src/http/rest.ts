@@ -61,7 +61,7 @@ export function registerProbes(router: Router, notReady: () => string | undefine
   });
 }
 
-/** The interface's routes plus the probes. Reads never wait on Postgres. */
+/** The REST contract's routes (docs/rest.md) plus the probes. Reads never wait on Postgres. */
 export function registerRest(router: Router, deps: RestDeps): void {
   const { model } = deps;
 

@@ -1,5 +1,5 @@
 /**
- * The odds protocol messages in their JSON shape, key for key, as the README's protocol section
+ * The odds protocol messages in their JSON shape, key for key, as docs/protocol.md
  * documents them. The protobuf form in proto/odds.proto carries the same messages; the codec
  * files convert between them.
  */

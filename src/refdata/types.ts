@@ -1,6 +1,6 @@
 /**
- * The wire shapes of the REST interface, key for key (the README's REST
- * section lists them). The read model holds exactly these objects, so what
+ * The wire shapes of the REST contract, key for key (docs/rest.md lists
+ * them). The read model holds exactly these objects, so what
  * Postgres loads is what REST serialises and what ingest accepts back.
  */
 export const MARKET_TYPES = [

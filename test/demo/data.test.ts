@@ -34,7 +34,7 @@ t.test('events across several leagues, some in play, some concluded, with and wi
   t.ok(events.some((e) => e.tv === null));
 });
 
-t.test('every market type of the spec, player-race included', async (t) => {
+t.test('every market type of the REST contract, player-race included', async (t) => {
   const types = new Set(markets.map((m) => m.ty));
   for (const ty of MARKET_TYPES) t.ok(types.has(ty), ty);
 });

@@ -18,7 +18,7 @@ type Obj = Record<string, unknown>;
 const svc = await startTestService(t);
 const log = createLogger('error', false, () => undefined);
 const SPORTS = { 4: 'Cricket', 1: 'Soccer', 2: 'Tennis', 7: 'Horse Racing' } as const;
-/** What the README names: the featured events and markets must stay live, the settled examples as they are. */
+/** What the README and docs/ name: the featured events and markets must stay live, the settled examples as they are. */
 const LIVE_EVENTS = [30000001, 30000011];
 const LIVE_MARKETS = ['1.200001001', '1.200001002', '1.200001009'];
 const SETTLED = ['1.200002001', '1.200003001', '1.200005001'];
@@ -41,7 +41,7 @@ function reflected(batch: Obj[]): boolean {
   });
 }
 
-t.test('a simulated day: every sport always has an in-play event with open markets, the README IDs stay live, results agree', async (t) => {
+t.test('a simulated day: every sport always has an in-play event with open markets, the documented IDs stay live, results agree', async (t) => {
   let clock = Date.now();
   const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(7), now: () => clock });
   const settledBefore = SETTLED.map((mid) => svc.model.resultJson(mid));

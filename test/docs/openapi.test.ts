@@ -74,7 +74,7 @@ t.test('the schemas hold the presence rules: they refuse what the service must n
   t.not(api.errorsOf('Market', { ...market, m: [] }).length, 0, 'm off player-race');
   t.not(api.errorsOf('Market', { ...market, ty: 'player-race' }).length, 0, 'player-race without m');
   t.not(api.errorsOf('Market', { ...market, ty: 'player-race', m: [], r: [] }).length, 0, 'r on player-race');
-  t.not(api.errorsOf('Market', { ...market, extra: 1 }).length, 0, 'a key the interface does not have');
+  t.not(api.errorsOf('Market', { ...market, extra: 1 }).length, 0, 'a key the REST contract does not have');
   t.not(api.errorsOf('Error', { status: 1, message: 'x' }).length, 0, 'an error body with status 1');
 });
 

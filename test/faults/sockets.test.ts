@@ -144,7 +144,7 @@ t.test('every socket asked to open did, all at the same time', async (t) => {
 });
 
 t.test('every socket opened in the storm started with the client\'s stored market set', async (t) => {
-  // README: "A socket starts with its client's stored market set (REST subscribe)". A reconnect storm is when it matters.
+  // docs/protocol.md: "A new socket starts with your client's stored market set". A reconnect storm is when it matters.
   const missing = EXPECTED_PEAK - subscriptions(peak);
   t.equal(subscriptions(peak), EXPECTED_PEAK, `${missing} of ${opened + SURVIVORS} sockets never got ${STORED} attached`);
 });

@@ -1,7 +1,7 @@
 /**
  * Generators for the fuzz suite: a seeded source of choices, malformed values of every kind,
- * and oracles that say, from the documented rules alone (README, "Decisions where the interface
- * is silent" and the socket protocol), whether an input is valid. The oracles are written from
+ * and oracles that say, from the documented rules alone (docs/rest.md, "Decisions the contract
+ * leaves open", and docs/protocol.md), whether an input is valid. The oracles are written from
  * the documentation, not copied from src/, so a disagreement is a finding.
  */
 import { seeded } from '../helpers/random.js';
@@ -144,12 +144,12 @@ export function badIntId(g: Gen): string {
 
 // ---- documented rules ----
 
-/** README: a market ID matches [A-Za-z0-9._:-]{1,64}. */
+/** docs/rest.md: a market ID matches [A-Za-z0-9._:-]{1,64}. */
 export function isMarketIdRule(s: unknown): s is string {
   return typeof s === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(s);
 }
 
-/** README: positive integers in decimal, no sign, no leading zero (and representable exactly). */
+/** docs/rest.md: positive integers in decimal, no sign, no leading zero (and representable exactly). */
 export function isIntIdRule(s: string): boolean {
   return /^[1-9][0-9]*$/.test(s) && Number.isSafeInteger(Number(s));
 }
@@ -157,7 +157,7 @@ export function isIntIdRule(s: string): boolean {
 export type IdKind = 'int' | 'mid';
 export const MAX_IDS = 50;
 
-/** README: 1 to 50 IDs, joined by commas without spaces. */
+/** docs/rest.md: 1 to 50 IDs, joined by commas without spaces. */
 export function idListValid(text: string, kind: IdKind): boolean {
   if (text === '') return false;
   const parts = text.split(',');
@@ -277,7 +277,7 @@ export function readQuery(raw: string): { values: Map<string, string>; troubled:
   return { values, troubled, badName };
 }
 
-/** README: `hb` is optional, whole milliseconds from 500 to 30000; a bad value refuses the upgrade with a 400. */
+/** docs/protocol.md: `hb` is optional, whole milliseconds from 500 to 30000; a bad value refuses the upgrade with a 400. */
 export function hbOracle(raw: string): Expect {
   const { values, troubled, badName } = readQuery(raw);
   if (troubled.has('hb')) return 'error';
@@ -291,7 +291,7 @@ export function hbOracle(raw: string): Expect {
 }
 
 /**
- * README: a parameter given twice is refused, badly percent-encoded queries are refused (the
+ * docs/rest.md: a parameter given twice is refused, badly percent-encoded queries are refused (the
  * request tests fix this), other query parameters are ignored. A problem only in an unknown
  * parameter may go either way.
  */
@@ -602,7 +602,7 @@ export function decodeClientStrict(b: Buffer): { op: string; id: number; mids: s
 
 export const CLIENT_OPS = ['subscribe', 'unsubscribe', 'ping'] as const;
 
-/** README, "Client to server": op, an unsigned 32-bit integer id, and for (un)subscribe 1 to 50 market IDs. */
+/** docs/protocol.md, "Client to server": op, an unsigned 32-bit integer id, and for (un)subscribe 1 to 50 market IDs. */
 export function clientMessageValid(m: unknown): boolean {
   if (!m || typeof m !== 'object' || Array.isArray(m)) return false;
   const { op, id, mids } = m as Record<string, unknown>;
@@ -728,7 +728,7 @@ export function mutateItem(g: Gen, item: Obj): unknown {
   return root;
 }
 
-/** README: anything that is not an object with a known kind refuses the batch without any write. */
+/** docs/ingest.md: anything that is not an object with a known kind refuses the batch without any write. */
 export function mayBeValidItem(v: unknown): boolean {
   return !!v && typeof v === 'object' && !Array.isArray(v) && (INGEST_KINDS as readonly unknown[]).includes((v as Obj).kind);
 }

@@ -97,7 +97,7 @@ export function request(method: string, target: string, opts: { headers?: [strin
 export const ERROR_STATUSES = [400, 404, 405, 413, 415];
 
 /**
- * Why an answer is not the well-formed error the README promises, or undefined when it is:
+ * Why an answer is not the well-formed error docs/rest.md promises, or undefined when it is:
  * a 4xx of the expected kind, `content-type: application/json`, and exactly
  * `{"status":0,"message":<non-empty string>}`; 405s carry `Allow`.
  */

@@ -189,10 +189,10 @@ t.test(`wrong methods, unknown paths, plain requests to socket routes (seed ${SE
   f.assert(t, 'methods and paths');
 });
 
-/** README: 415 unless the media type is application/json (case-insensitive, parameters allowed). */
+/** docs/rest.md: 415 unless the media type is application/json (case-insensitive, parameters allowed). */
 const isJsonType = (ct: string | undefined) => (ct ?? '').split(';')[0].trim().toLowerCase() === 'application/json';
 
-/** README: `{"data": [...]}` with 1 to 50 market IDs. */
+/** docs/rest.md: `{"data": [...]}` with 1 to 50 market IDs. */
 function marketListValid(v: unknown): boolean {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return false;
   const data = (v as { data?: unknown }).data;

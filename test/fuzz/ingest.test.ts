@@ -45,7 +45,7 @@ function structuredBatch(g: Gen): unknown[] {
 
 interface JsonCase {
   body: Buffer;
-  /** What the README says the answer must be. */
+  /** What docs/ingest.md says the answer must be. */
   expected: number;
 }
 
@@ -72,7 +72,7 @@ function jsonBody(g: Gen): Buffer {
   return Buffer.isBuffer(text) ? text : Buffer.from(text, 'utf8');
 }
 
-/** README: 413 over MAX_BODY_BYTES; 400 for anything that is not `{"data": [1 to 5000 items]}` or holds a bad item. */
+/** docs/ingest.md: 413 over MAX_BODY_BYTES; 400 for anything that is not `{"data": [1 to 5000 items]}` or holds a bad item. */
 function jsonExpected(body: Buffer): number | 'skip' {
   if (body.length > MIB) return 413;
   const p = parsed(body);

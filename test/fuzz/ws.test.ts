@@ -6,9 +6,9 @@
  * ping after each round is answered with status 1). The per-socket rate limit is raised so it
  * does not mask decoding. Seeded from SEED (FUZZ_SEED=n to explore).
  *
- * Sizes (README: 64 KiB limit, uWS closes above 4x that): a message of 64 KiB + 1 to 256 KiB gets
+ * Sizes (docs/limits.md: 64 KiB limit, uWS closes above 4x that): a message of 64 KiB + 1 to 256 KiB gets
  * an ack with status 0 and id 0; above 256 KiB uWS drops the connection, which the client sees
- * as 1006 (no close frame arrives; the README says 1009). A text frame that is not UTF-8 is
+ * as 1006 (no close frame arrives), as docs/limits.md says. A text frame that is not UTF-8 is
  * failed by uWS as RFC 6455 requires (1006/1007). Both close only that socket.
  */
 import t from 'tap';

@@ -9,7 +9,7 @@ export interface Held {
   r: string;
 }
 
-/** The client rule the README states: a different epoch replaces what is held; within one, the higher seq wins. */
+/** The client rule docs/protocol.md states: a different epoch replaces what is held; within one, the higher seq wins. */
 export function keep(book: Map<string, Held>, f: OddsMessage): void {
   const held = book.get(f.mid);
   if (!held || held.epoch !== f.epoch || f.seq > held.seq) book.set(f.mid, { epoch: f.epoch, seq: f.seq, r: JSON.stringify(f.r) });

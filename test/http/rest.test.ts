@@ -106,7 +106,7 @@ t.test('markets: required keys with their types on every market', async (t) => {
     t.type(m.rt, 'boolean');
     t.ok((MARKET_TYPES as readonly unknown[]).includes(m.ty), `${m.mid} type ${m.ty}`);
     const allowed = ['mid', 'eid', 'na', 'si', 's', 'go', 'ty', 'rt', 'if', 'di', 'bl', 'r', 'm'];
-    t.same(Object.keys(m).filter((k) => !allowed.includes(k)), [], `${m.mid} has only spec keys`);
+    t.same(Object.keys(m).filter((k) => !allowed.includes(k)), [], `${m.mid} has only contract keys`);
   }
 });
 

@@ -7,7 +7,7 @@ import type { OddsMessage } from '../../src/odds/messages.js';
 const M1 = '1.200001001';
 const M2 = '1.200001002';
 
-/** The client rule the README states: a different epoch replaces what is held; within one, the higher seq wins. */
+/** The client rule docs/protocol.md states: a different epoch replaces what is held; within one, the higher seq wins. */
 function keep(book: Map<string, OddsMessage>, f: OddsMessage): void {
   const held = book.get(f.mid);
   if (!held || held.epoch !== f.epoch || f.seq > held.seq) book.set(f.mid, f);

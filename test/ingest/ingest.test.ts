@@ -83,7 +83,7 @@ t.test('a player-race market with nested markets, and ball-by-ball with bl', asy
   t.equal(ball.di, 3);
 });
 
-t.test('the spec\'s rules are enforced, each refusal naming the item and field', async (t) => {
+t.test('the ingest rules are enforced, each refusal naming the item and field', async (t) => {
   const cases: [Obj, RegExp][] = [
     [{ ...MARKET, mid: '5.9', ty: 'coin-toss' }, /^item 0 \(market 5.9\): ty must be one of/],
     [{ ...MARKET, mid: '5.9', bl: 2.1 }, /bl is only allowed on a ball-by-ball market/],
