@@ -7,8 +7,7 @@
  * per team, player and race slot.
  */
 import type { Runner } from '../refdata/types.js';
-import type { MarketItem } from './data.js';
-import { CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
+import { type MarketItem, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
 
 /** One a sport: cricket, soccer, tennis, horse racing. */
 export const FEATURED: readonly number[] = [30000001, 30000011, 30000021, 30000031];

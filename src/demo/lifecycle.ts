@@ -5,8 +5,8 @@ import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
 import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
-import { demoItems, type MarketItem, type ResultItem } from './data.js';
-import { mid } from './markets.js';
+import { demoItems } from './data.js';
+import { mid, type MarketItem, type ResultItem } from './markets.js';
 
 type Item = Record<string, unknown>;
 const MINUTE = 60_000;

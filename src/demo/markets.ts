@@ -1,9 +1,21 @@
 /**
  * Builders of the demo's markets and results, by sport: the shapes each kind
- * of fixture trades, with stable runner IDs. The set itself is in data.ts.
+ * of fixture trades, with stable runner IDs, and the item types they build. The set itself is in
+ * data.ts.
  */
-import type { MarketResult, MarketType, Runner } from '../refdata/types.js';
-import type { MarketItem, ResultItem, MarketExtra } from './data.js';
+import type { Sport, League, Event, Market, MarketResult, MarketType, Runner } from '../refdata/types.js';
+
+/** The demo set's items, in the shapes ingest reads; the fields ingest derives are left out. */
+export type DemoItem =
+  | ({ kind: 'sport' } & Sport)
+  | ({ kind: 'league' } & League)
+  | ({ kind: 'event' } & Omit<Event, 'le'>) // le is derived from the league's name
+  | ({ kind: 'market' } & Omit<Market, 'si'>) // si is derived from the event's sport
+  | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
+
+export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
+export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
+type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 /**
  * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
