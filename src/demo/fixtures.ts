@@ -75,7 +75,7 @@ const HORSES = [
 ];
 
 /** What a scoreboard calls a side: initials of a long name (RCB), the first three letters of one word (IND). */
-export const short = (name: string): string => {
+const short = (name: string): string => {
   const words = name.split(' ');
   return (words.length > 1 ? words.map((w) => w[0]).join('') : name.slice(0, 3)).toUpperCase();
 };

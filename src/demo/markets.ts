@@ -29,9 +29,9 @@ export function mid(eid: number, n: number): string {
 export const rn = (rid: number, na: string): Runner => ({ rid, na });
 export const YES = rn(9001, 'Yes');
 export const NO = rn(9002, 'No');
-export const DRAW = rn(9000, 'The Draw');
+const DRAW = rn(9000, 'The Draw');
 export const IND = rn(101, 'India');
-export const AUS = rn(102, 'Australia');
+const AUS = rn(102, 'Australia');
 export const ENG = rn(103, 'England');
 export const MI = rn(111, 'Mumbai Indians');
 export const CSK = rn(112, 'Chennai Super Kings');
@@ -47,11 +47,11 @@ export function market(eid: number, n: number, ty: MarketType, na: string, extra
 export const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): MarketItem =>
   market(eid, n, 'session', na, { di, ...extra });
 
-export const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
+const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
   market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
 
 /** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
-export function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
+function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
   const id = mid(eid, n);
   const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
   return market(eid, n, 'player-race', na, { m, ...extra });

@@ -21,7 +21,7 @@ export interface PublisherOptions {
   window?: number;
 }
 
-export const DEFAULT_WINDOW = 32;
+const DEFAULT_WINDOW = 32;
 
 /** The service refused a batch, or the connection failed. */
 export class PublishError extends Error {}

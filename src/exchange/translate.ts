@@ -21,9 +21,9 @@ import { MarketBook } from './market-book.js';
 import { changed, eventFields, marketFields, namesOf, ordered, Parents, withNames } from './reference.js';
 import type { MarketChange, MarketChangeMessage, MarketDefinition, RunnerDefinition } from './stream.js';
 
-export const IMAGE_DEPTH = 10;
+const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
-export const DEFAULT_MAX_MARKETS = 50_000;
+const DEFAULT_MAX_MARKETS = 50_000;
 
 export interface TranslatorOptions {
   catalogue?: Catalogue;

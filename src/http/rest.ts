@@ -39,7 +39,7 @@ const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
 const READ_ROUTES = 3;
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
-export function marketList(body: unknown): string[] {
+function marketList(body: unknown): string[] {
   const data = (body as { data?: unknown } | null)?.data;
   if (!body || typeof body !== 'object' || Array.isArray(body) || !Array.isArray(data)) {
     throw errors.badBody('must be a JSON object {"data": ["<market ID>", ...]}');

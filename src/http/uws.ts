@@ -16,7 +16,7 @@ import type * as Uws from 'uWebSockets.js';
  * is read from `UWS_BUILD` here, and config.ts checks the same variable so a
  * bad value still stops the start naming it.
  */
-export const UWS_BUILDS = ['20.57', '20.30'] as const;
+const UWS_BUILDS = ['20.57', '20.30'] as const;
 export type UwsBuildName = (typeof UWS_BUILDS)[number];
 
 const PACKAGES: Record<UwsBuildName, string> = { '20.57': 'uWebSockets.js-v20.57', '20.30': 'uWebSockets.js' };

@@ -7,7 +7,7 @@
 type Obj = Record<string, unknown>;
 export type Converted = { items: Obj[] } | { error: string };
 
-export const EXPECTED = 'expected one of: the sport list [{si, na, a}, ...], the event list {"data": {"<si>": [event, ...]}}, '
+const EXPECTED = 'expected one of: the sport list [{si, na, a}, ...], the event list {"data": {"<si>": [event, ...]}}, '
   + 'the market list {"data": {"<eid>": [market, ...]}}, the result list [{mid, mt, res, rt, ia}, ...], '
   + 'or an ingest batch {"data": [{"kind": ...}, ...]}';
 

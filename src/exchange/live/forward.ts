@@ -12,7 +12,7 @@ import { PublishError, type Publisher } from '../publisher.js';
 import type { MarketChangeMessage } from '../stream.js';
 import type { Translator } from '../translate.js';
 
-export const MAX_WAITING_BATCHES = 1000;
+const MAX_WAITING_BATCHES = 1000;
 
 export interface ForwardStats {
   changes: number;
