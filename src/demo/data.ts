@@ -4,7 +4,7 @@
  * cover every state a client must handle (upcoming, in play, concluded, abandoned, recalled,
  * suspended) and event 30000001 carries every market type except `goals`, which only
  * means something on soccer. Start times are relative to `now` so the set never goes stale; the
- * lifecycle (lifecycle.ts) then runs the day on from there.
+ * match day (match-day.ts) then runs the day on from there.
  */
 import type { Sport, League, Runner } from '../refdata/types.js';
 import {

@@ -1,5 +1,5 @@
 import type { PriceSize, RunnerOdds } from '../odds/messages.js';
-import { tickDown, tickUp } from './ladder.js';
+import { tickDown, tickUp } from './ticks.js';
 
 /** A line's one book still needs a runner ID on the wire; 1 is the simulator's convention. */
 export const LINE_RID = 1;

@@ -2,7 +2,7 @@ import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
-import { Lifecycle } from './lifecycle.js';
+import { MatchDay } from './match-day.js';
 import { Simulator, type SimMarket } from './simulator.js';
 import { openingLine } from './outcomes.js';
 
@@ -41,7 +41,7 @@ export interface SimulatorRun {
 }
 
 export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
-  const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
+  const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
   const sim = new Simulator({
     intervalMs,
     markets: () => simMarkets(model, outside),

@@ -10,7 +10,7 @@ import { asDatabaseError } from '../db/pool.js';
 import { errors, isDatabaseError } from '../errors.js';
 import { writeReference, type PublisherKey } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
-import { validateOdds } from './odds.js';
+import { validateOdds } from './validate-odds.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
 import type { OutsideFeeds, Sender } from './outside.js';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { demoItems } from '../../src/demo/data.js';
-import { LADDER, isOnLadder } from '../../src/demo/ladder.js';
+import { LADDER, isOnLadder } from '../../src/demo/ticks.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
