@@ -38,7 +38,7 @@ const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (--market
 const MAX_FILTER_ENTRIES = 1000;
 const NAMES = ['app-key', 'session', 'markets', 'event-types', 'market-types', 'host', 'port', 'ca', 'heartbeat', 'conflate', 'url', 'key', 'catalogue'];
 
-export interface BetfairArgs {
+interface BetfairArgs {
   appKey: string;
   session: string;
   filter: MarketFilter;

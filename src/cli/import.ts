@@ -32,7 +32,7 @@ const MAX_REASONS = 20;
 const ORDER = ['sport', 'league', 'event', 'market', 'result'];
 
 interface Pending { file: string; at: number; raw: Record<string, unknown> }
-export interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
+interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
 
 /** Reads and converts every file before the database is touched, so a bad file changes nothing. */
 async function readItems(files: string[]): Promise<Pending[]> {

@@ -21,7 +21,7 @@ const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--url UR
   --key       API key with the publisher role, sent in the x-api-key header (needed with AUTH=on)
   --catalogue a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks`;
 
-export interface ReplayArgs {
+interface ReplayArgs {
   paths: string[];
   speed: number | 'max';
   url: string;

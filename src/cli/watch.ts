@@ -27,7 +27,7 @@ Market IDs are optional when --event or --sport is given. Exit 0 on Ctrl-C; 1 wh
 cannot be reached or refuses the connection (its reason is printed); 2 for a bad command line or
 when the server refuses the subscribe (every market, event and sport asked for).`;
 
-export interface WatchOptions {
+interface WatchOptions {
   url: string;
   key?: string;
   format: 'json' | 'proto';

@@ -13,7 +13,7 @@ import { type MarketItem, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, mar
 export const FEATURED: readonly number[] = [30000001, 30000011, 30000021, 30000031];
 
 /** How a sport's fixtures run, in minutes: in play, shown as concluded, and how far ahead the next is listed. */
-export interface Timing {
+interface Timing {
   readonly inPlay: number;
   readonly rest: number;
   readonly lead: readonly [number, number];
@@ -110,7 +110,7 @@ export function fixtureMarkets(s: Slot, sides: readonly Runner[]): MarketItem[] 
   }
 }
 
-export interface Fixture {
+interface Fixture {
   readonly na: string;
   readonly sides: readonly Runner[];
 }

@@ -17,7 +17,7 @@ const RECALL_AFTER_MIN = 20;
 /** A T20 innings is about this share of the match, so a session of n overs settles at n / 20 of it. */
 const INNINGS_SHARE = 0.45;
 
-export interface MatchDayOptions {
+interface MatchDayOptions {
   model: ReadModel;
   ingest: Ingest;
   log: Logger;

@@ -9,7 +9,7 @@ import type { Market, MarketType } from '../refdata/types.js';
 
 type Item = Record<string, unknown>;
 
-export interface Story {
+interface Story {
   /** Share of the match played when rain ends it, if it does. */
   readonly abandonAt: number | undefined;
   /** A settled result is recalled a while after the end. */

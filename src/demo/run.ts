@@ -31,7 +31,7 @@ function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
  * through the ingest path, as an external publisher would. Markets another
  * publisher feeds (`outside`) are left to it, odds and lifecycle alike.
  */
-export interface SimulatorRun {
+interface SimulatorRun {
   model: ReadModel;
   ingest: Ingest;
   outside: OutsideFeeds;

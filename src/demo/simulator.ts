@@ -13,7 +13,7 @@ export interface SimMarket {
   line?: readonly [number, number];
 }
 
-export interface SimulatorOptions {
+interface SimulatorOptions {
   /** Read each tick, so new and closed markets are picked up. */
   markets: () => SimMarket[];
   /** Called once per tick that changed anything, with the changed images only. */

@@ -6,7 +6,7 @@ import { isMarketId, isPositiveId } from '../refdata/ids.js';
  * Takes the answer as the API returns it, a JSON array of catalogue entries or the JSON-RPC
  * envelope `{"result": [...]}` around one.
  */
-export interface CatalogueMarket {
+interface CatalogueMarket {
   marketName?: string;
   runners: ReadonlyMap<number, string>;
   eventName?: string;

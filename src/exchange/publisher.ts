@@ -14,7 +14,7 @@
 import WebSocket from 'ws';
 import type { IngestItemInput } from '../odds/messages.js';
 
-export interface PublisherOptions {
+interface PublisherOptions {
   url: string;
   key?: string;
   /** Batches in flight at most; the service allows 128 a connection by default. */

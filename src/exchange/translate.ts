@@ -25,12 +25,12 @@ const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
 const DEFAULT_MAX_MARKETS = 50_000;
 
-export interface TranslatorOptions {
+interface TranslatorOptions {
   catalogue?: Catalogue;
   maxMarkets?: number;
 }
 
-export interface Translation {
+interface Translation {
   items: IngestItemInput[];
   errors: string[];
   /** Odds images among the items. */

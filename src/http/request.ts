@@ -40,7 +40,7 @@ export function parseQuery(raw: string | undefined): Query {
 }
 
 /** A checked ID list. */
-export interface Ids<T> {
+interface Ids<T> {
   /** The IDs in the caller's order of first appearance, duplicates collapsed. */
   readonly list: T[];
   /** `name=<IDs>`, the parameter as the answer depends on it: as written when nothing collapsed (a checked ID is written one way only). */

@@ -7,12 +7,12 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { AnswerCache, Pieces } from './cache.js';
 import type { Principal } from '../auth/auth.js';
 
-export interface Subscriptions {
+interface Subscriptions {
   subscribe(client: string, mids: readonly string[]): Promise<void>;
   unsubscribe(client: string, mids: readonly string[]): Promise<void>;
 }
 
-export interface RestDeps {
+interface RestDeps {
   model: ReadModel;
   subscriptions: Subscriptions;
   maxBodyBytes: number;

@@ -17,11 +17,11 @@ import type * as Uws from 'uWebSockets.js';
  * bad value still stops the start naming it.
  */
 const UWS_BUILDS = ['20.57', '20.30'] as const;
-export type UwsBuildName = (typeof UWS_BUILDS)[number];
+type UwsBuildName = (typeof UWS_BUILDS)[number];
 
 const PACKAGES: Record<UwsBuildName, string> = { '20.57': 'uWebSockets.js-v20.57', '20.30': 'uWebSockets.js' };
 
-export interface UwsBuild {
+interface UwsBuild {
   /** The build in use, or undefined when none loaded natively (see `failure`). */
   readonly name: UwsBuildName | undefined;
   readonly lib: typeof Uws;

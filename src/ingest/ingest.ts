@@ -25,7 +25,7 @@ export interface IngestResult {
 }
 
 /** Who sent a batch (the simulator yields outside-fed markets) and with which key, if any. */
-export interface SentBy {
+interface SentBy {
   from?: Sender;
   key?: PublisherKey;
 }
@@ -37,7 +37,7 @@ interface CheckedOdds {
   pricing: Pricing | undefined;
 }
 
-export interface IngestDeps {
+interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
   feed: OddsFeed;

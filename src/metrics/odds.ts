@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FORMATS, type Format } from '../lib/encodings.js';
 
 /** What the socket gauges read when scraped. */
-export interface SocketCounts {
+interface SocketCounts {
   sockets(format: Format): number;
   subscriptions(): number;
   feedStale(): boolean;

@@ -9,7 +9,7 @@ export { FORMATS, type Format } from '../lib/encodings.js';
 export type Frame = string | Uint8Array;
 
 /** How a frame of an image is marked: as is, after a slow consumer's skip, or after conflation thinned it. */
-export type Mark = 'none' | 'con' | 'cf';
+type Mark = 'none' | 'con' | 'cf';
 
 /**
  * A new epoch name: short, since every odds frame carries it, and unique

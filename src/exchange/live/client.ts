@@ -52,7 +52,7 @@ export interface ExchangeStreamOptions {
   backoff?: { minMs: number; maxMs: number };
 }
 
-export interface ExchangeStreamEvents {
+interface ExchangeStreamEvents {
   /** The server greeted a new connection. */
   connected: [connectionId: string];
   /** The subscription is live; `resumed` when it carried a clk from an earlier connection. */

@@ -14,7 +14,7 @@ import type { Translator } from '../translate.js';
 
 const MAX_WAITING_BATCHES = 1000;
 
-export interface ForwardStats {
+interface ForwardStats {
   changes: number;
   images: number;
   /** Changes the translator refused (each reported through `problem`). */
