@@ -32,7 +32,7 @@ export interface Service {
 }
 
 /** The parts' own steps, in the order the service runs them. */
-export interface Steps {
+interface Steps {
   /** After Postgres answers: schema, seed, read model, bus. */
   prepare(): Promise<void>;
   /** Ready: timers and the simulator. */
@@ -46,7 +46,7 @@ export interface Steps {
   stop(): Promise<void>;
 }
 
-export interface RunOptions {
+interface RunOptions {
   config: Config;
   log: Logger;
   app: TemplatedApp;

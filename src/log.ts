@@ -7,7 +7,7 @@ import type { LogLevel } from './config.js';
  */
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export type Fields = Record<string, unknown>;
+type Fields = Record<string, unknown>;
 
 export interface Logger {
   debug(msg: string, fields?: Fields): void;

@@ -19,7 +19,7 @@ import { OddsFeed } from './feed/odds.js';
 import { referenceFrames } from './feed/reference.js';
 import { Subscriptions } from './subscriptions/subscriptions.js';
 import { Ingest } from './ingest/ingest.js';
-import { validateOdds } from './ingest/odds.js';
+import { validateOdds } from './ingest/validate-odds.js';
 import { OutsideFeeds } from './ingest/outside.js';
 import { createApp } from './http/app.js';
 import { uwsBuild } from './http/uws.js';

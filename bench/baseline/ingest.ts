@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import type pg from 'pg';
 import { WebSocketServer, type RawData } from 'ws';
-import { validateOdds } from '../../src/ingest/odds.js';
+import { validateOdds } from '../../src/ingest/validate-odds.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 
 /** Market IDs the publisher may send odds for: those in the database when the server starts. */

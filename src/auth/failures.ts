@@ -2,7 +2,7 @@ import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 import type { Logger } from '../log.js';
 
-export interface FailureLimits {
+interface FailureLimits {
   /** Wrong keys one source may send at once; 0 turns the throttle off. */
   burst: number;
   /** Wrong keys per second a source earns back. */

@@ -4,7 +4,7 @@ import type pg from 'pg';
 export const ROLES = ['subscriber', 'publisher', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
-export interface KeyRow {
+interface KeyRow {
   id: string;
   client: string;
   role: Role;

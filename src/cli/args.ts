@@ -4,7 +4,7 @@ import { ConfigError } from '../config.js';
 /** A command line the tool cannot run: said with the usage, exit 2. */
 export class UsageError extends Error {}
 
-export interface CommandLine {
+interface CommandLine {
   readonly help: boolean;
   readonly options: Readonly<Record<string, string | undefined>>;
   readonly positionals: readonly string[];

@@ -18,7 +18,7 @@ import { parseCommandLine, refuseStart, UsageError } from './args.js';
 import { loadCatalogue } from './replay.js';
 import { runsAsTool } from './fresh.js';
 
-export const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (--markets IDS | --event-types IDS [--market-types TYPES])
+const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (--markets IDS | --event-types IDS [--market-types TYPES])
                           [--host ${DEFAULT_HOST}] [--port ${DEFAULT_PORT}] [--ca FILE] [--heartbeat MS] [--conflate MS]
                           [--url URL] [--key KEY] [--catalogue FILE]
   --app-key       Betfair application key (enabled for streaming)
@@ -38,7 +38,7 @@ export const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (-
 const MAX_FILTER_ENTRIES = 1000;
 const NAMES = ['app-key', 'session', 'markets', 'event-types', 'market-types', 'host', 'port', 'ca', 'heartbeat', 'conflate', 'url', 'key', 'catalogue'];
 
-export interface BetfairArgs {
+interface BetfairArgs {
   appKey: string;
   session: string;
   filter: MarketFilter;

@@ -16,7 +16,7 @@ import { validateReference } from '../ingest/validate.js';
 import { writeReference } from '../ingest/write.js';
 import { createLogger, type Logger } from '../log.js';
 
-export const USAGE = `usage: npm run import -- FILE...
+const USAGE = `usage: npm run import -- FILE...
   Loads reference data from JSON files, each holding one answer of GET /api/v1/sports,
   /api/v1/sports/events, /api/v1/events/markets or /api/v1/markets/result, or an ingest
   batch {"data": [{"kind": ...}, ...]}. Files may be given in any order.
@@ -32,10 +32,10 @@ const MAX_REASONS = 20;
 const ORDER = ['sport', 'league', 'event', 'market', 'result'];
 
 interface Pending { file: string; at: number; raw: Record<string, unknown> }
-export interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
+interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
 
 /** Reads and converts every file before the database is touched, so a bad file changes nothing. */
-export async function readItems(files: string[]): Promise<Pending[]> {
+async function readItems(files: string[]): Promise<Pending[]> {
   const out: Pending[] = [];
   for (const file of files) {
     let text: string;
@@ -66,7 +66,7 @@ export async function readItems(files: string[]): Promise<Pending[]> {
  * by item, so only the bad items (and those needing them) are rejected. Any
  * other failure is thrown; `summary` then tells what was committed before it.
  */
-export async function importItems(
+async function importItems(
   pool: pg.Pool, pending: Pending[], log: Logger, summary: Summary,
   progress: (done: number, total: number) => void, interrupted: () => boolean,
 ): Promise<void> {
@@ -111,7 +111,7 @@ function parseFiles(argv: string[]): string[] | 'help' {
   return [...parsed.positionals];
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const err = (line: string) => process.stderr.write(line + '\n');
   let files: string[];
   let pending: Pending[];

@@ -5,7 +5,7 @@ import { ROLES, createKey, loadKeys, revokeKey, type Role } from '../auth/keys.j
 import { UsageError, parseCommandLine, refuseStart } from './args.js';
 import { openDatabase } from './database.js';
 
-export const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|')} [--name TEXT]
+const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|')} [--name TEXT]
        npm run key -- list
        npm run key -- revoke KEY_ID
 
@@ -16,7 +16,7 @@ is printed once: only a hash of it is stored. A change reaches every pod within 
 
 type Command = { op: 'create'; client: string; role: Role; name: string } | { op: 'list' } | { op: 'revoke'; id: string } | { op: 'help' };
 
-export function parseCommand(argv: string[]): Command {
+function parseCommand(argv: string[]): Command {
   const parsed = parseCommandLine(argv, ['client', 'role', 'name']);
   if (parsed.help) return { op: 'help' };
   const [op, ...rest] = parsed.positionals;
@@ -31,7 +31,7 @@ export function parseCommand(argv: string[]): Command {
   throw new UsageError(op === 'revoke' ? 'revoke takes one key ID (12 hex digits, as `list` shows)' : 'expected create, list or revoke');
 }
 
-export async function main(argv: string[]): Promise<number> {
+async function main(argv: string[]): Promise<number> {
   const out = (line: string) => process.stdout.write(line + '\n');
   const err = (line: string) => process.stderr.write(line + '\n');
   let cmd: Command;

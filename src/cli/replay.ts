@@ -14,14 +14,14 @@ import { Translator } from '../exchange/translate.js';
 import { parseCommandLine, refuseStart, UsageError } from './args.js';
 import { runsAsTool } from './fresh.js';
 
-export const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--url URL] [--key KEY] [--catalogue FILE]
+const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--url URL] [--key KEY] [--catalogue FILE]
   FILE        Betfair stream recordings, one message a line: plain, .gz or .bz2; folders are read whole
   --speed     N times the recorded pace (default 1), or max: as fast as the service acks
   --url       the service's publisher socket (default ws://127.0.0.1:8080/ingest)
   --key       API key with the publisher role, sent in the x-api-key header (needed with AUTH=on)
   --catalogue a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks`;
 
-export interface ReplayArgs {
+interface ReplayArgs {
   paths: string[];
   speed: number | 'max';
   url: string;

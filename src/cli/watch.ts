@@ -8,10 +8,11 @@ import { OddsClient, RefusedError, formatVolume, type Subscription } from '../cl
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
+import { UsageError, refuseStart } from './args.js';
 import { runsAsTool } from './fresh.js';
 import { toolSocket } from './socket.js';
 
-export const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
+const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
   --url       odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
   --key       API key, with AUTH=on (sent in the x-api-key header; ?key= in --url works too)
@@ -26,7 +27,7 @@ Market IDs are optional when --event or --sport is given. Exit 0 on Ctrl-C; 1 wh
 cannot be reached or refuses the connection (its reason is printed); 2 for a bad command line or
 when the server refuses the subscribe (every market, event and sport asked for).`;
 
-export interface WatchOptions {
+interface WatchOptions {
   url: string;
   key?: string;
   format: 'json' | 'proto';
@@ -38,9 +39,6 @@ export interface WatchOptions {
   depth?: number;
   conflate?: number;
 }
-
-/** A command line the CLI cannot run; main prints it with the usage and exits 2. */
-export class UsageError extends Error {}
 
 /** Repeated options and comma lists, as one list of positive integers. */
 function ids(values: string[] | undefined, option: string): number[] {
@@ -95,7 +93,7 @@ export function parseArgs(argv: string[]): WatchOptions {
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
 /** Local wall-clock time with milliseconds: frames arrive many per second. */
-export function clock(ms: number): string {
+function clock(ms: number): string {
   const d = new Date(ms);
   return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
 }
@@ -144,9 +142,7 @@ function main(argv: string[]): void {
   try {
     opts = parseArgs(argv);
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`watch: ${err.message}\n${USAGE}\n`);
-    process.exitCode = 2;
+    process.exitCode = refuseStart('watch', USAGE, err);
     return;
   }
   const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });

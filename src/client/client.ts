@@ -3,10 +3,10 @@ import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
 import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
-import { MarketBook } from './book.js';
+import { MarketBook } from './market-book.js';
 import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
-import { Requests, subscribeOf, type Removal, type Subscription } from './requests.js';
+import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
 
 /** The server's close code for a revoked API key: trying again cannot help. */

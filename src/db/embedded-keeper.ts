@@ -13,9 +13,9 @@ import { Backoff } from '../lib/retry.js';
 import type { Postmaster } from './embedded-process.js';
 
 /** Starts a postmaster that calls `died` with the reason if it exits on its own. */
-export type Launch = (died: (why: string) => void) => Promise<Postmaster>;
+type Launch = (died: (why: string) => void) => Promise<Postmaster>;
 
-export interface KeeperLimits {
+interface KeeperLimits {
   /** Restarts tried after one exit before giving up. */
   readonly attempts: number;
   readonly minMs: number;

@@ -34,7 +34,7 @@ const STOP_WAIT_MS = 30_000;
  * Whether pid is a running process (a zombie is not) and, where /proc tells,
  * that it is `name`: a pid read from a file may since have been reused.
  */
-export function isRunning(pid: number, name?: string): boolean {
+function isRunning(pid: number, name?: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (existsSync('/proc/self/stat')) {
     try {

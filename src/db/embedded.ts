@@ -18,7 +18,7 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
-export interface StartedBy {
+interface StartedBy {
   readonly kind: Owner['kind'];
   /** How a user knows it, for messages: `npm start`, `npm run key`. */
   readonly command: string;

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../log.js';
 import { Backoff } from '../lib/retry.js';
 
-export interface ListenerHandlers {
+interface ListenerHandlers {
   /** Called after every (re)connect, once LISTEN is in place: anything may have been missed before it. */
   onConnect(): void;
   onNotify(payload: string): void;
@@ -12,7 +12,7 @@ export interface ListenerHandlers {
 /** How the LISTEN connection names itself in pg_stat_activity, so an operator can tell it from the pool's. */
 export const LISTENER_NAME = 'odds-service-listen';
 
-export interface ListenerOptions {
+interface ListenerOptions {
   url: string;
   channel: string;
   handlers: ListenerHandlers;

@@ -4,27 +4,18 @@
  * cover every state a client must handle (upcoming, in play, concluded, abandoned, recalled,
  * suspended) and event 30000001 carries every market type except `goals`, which only
  * means something on soccer. Start times are relative to `now` so the set never goes stale; the
- * lifecycle (lifecycle.ts) then runs the day on from there.
+ * match day (match-day.ts) then runs the day on from there.
  */
-import type { Sport, League, Event, Market, MarketResult, Runner } from '../refdata/types.js';
+import type { Sport, League, Runner } from '../refdata/types.js';
 import {
+  type DemoItem, type MarketItem, type ResultItem,
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
   closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, tennis,
 } from './markets.js';
 import { SLOTS, fixtureMarkets, tvFor } from './fixtures.js';
 
-export type DemoItem =
-  | ({ kind: 'sport' } & Sport)
-  | ({ kind: 'league' } & League)
-  | ({ kind: 'event' } & Omit<Event, 'le'>) // le is derived from the league's name
-  | ({ kind: 'market' } & Omit<Market, 'si'>) // si is derived from the event's sport
-  | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
-
 type EventItem = Extract<DemoItem, { kind: 'event' }>;
-export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
-export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
 type State = 'live' | 'done' | 'soon';
-export type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 const HOUR = 3_600_000;
 

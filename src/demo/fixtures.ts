@@ -7,14 +7,13 @@
  * per team, player and race slot.
  */
 import type { Runner } from '../refdata/types.js';
-import type { MarketItem } from './data.js';
-import { CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
+import { type MarketItem, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
 
 /** One a sport: cricket, soccer, tennis, horse racing. */
 export const FEATURED: readonly number[] = [30000001, 30000011, 30000021, 30000031];
 
 /** How a sport's fixtures run, in minutes: in play, shown as concluded, and how far ahead the next is listed. */
-export interface Timing {
+interface Timing {
   readonly inPlay: number;
   readonly rest: number;
   readonly lead: readonly [number, number];
@@ -76,7 +75,7 @@ const HORSES = [
 ];
 
 /** What a scoreboard calls a side: initials of a long name (RCB), the first three letters of one word (IND). */
-export const short = (name: string): string => {
+const short = (name: string): string => {
   const words = name.split(' ');
   return (words.length > 1 ? words.map((w) => w[0]).join('') : name.slice(0, 3)).toUpperCase();
 };
@@ -111,7 +110,7 @@ export function fixtureMarkets(s: Slot, sides: readonly Runner[]): MarketItem[] 
   }
 }
 
-export interface Fixture {
+interface Fixture {
   readonly na: string;
   readonly sides: readonly Runner[];
 }

@@ -1,9 +1,21 @@
 /**
  * Builders of the demo's markets and results, by sport: the shapes each kind
- * of fixture trades, with stable runner IDs. The set itself is in data.ts.
+ * of fixture trades, with stable runner IDs, and the item types they build. The set itself is in
+ * data.ts.
  */
-import type { MarketResult, MarketType, Runner } from '../refdata/types.js';
-import type { MarketItem, ResultItem, MarketExtra } from './data.js';
+import type { Sport, League, Event, Market, MarketResult, MarketType, Runner } from '../refdata/types.js';
+
+/** The demo set's items, in the shapes ingest reads; the fields ingest derives are left out. */
+export type DemoItem =
+  | ({ kind: 'sport' } & Sport)
+  | ({ kind: 'league' } & League)
+  | ({ kind: 'event' } & Omit<Event, 'le'>) // le is derived from the league's name
+  | ({ kind: 'market' } & Omit<Market, 'si'>) // si is derived from the event's sport
+  | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
+
+export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
+export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
+type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 /**
  * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
@@ -17,9 +29,9 @@ export function mid(eid: number, n: number): string {
 export const rn = (rid: number, na: string): Runner => ({ rid, na });
 export const YES = rn(9001, 'Yes');
 export const NO = rn(9002, 'No');
-export const DRAW = rn(9000, 'The Draw');
+const DRAW = rn(9000, 'The Draw');
 export const IND = rn(101, 'India');
-export const AUS = rn(102, 'Australia');
+const AUS = rn(102, 'Australia');
 export const ENG = rn(103, 'England');
 export const MI = rn(111, 'Mumbai Indians');
 export const CSK = rn(112, 'Chennai Super Kings');
@@ -35,11 +47,11 @@ export function market(eid: number, n: number, ty: MarketType, na: string, extra
 export const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): MarketItem =>
   market(eid, n, 'session', na, { di, ...extra });
 
-export const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
+const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
   market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
 
 /** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
-export function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
+function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
   const id = mid(eid, n);
   const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
   return market(eid, n, 'player-race', na, { m, ...extra });

@@ -9,7 +9,7 @@ import type { Market, MarketType } from '../refdata/types.js';
 
 type Item = Record<string, unknown>;
 
-export interface Story {
+interface Story {
   /** Share of the match played when rain ends it, if it does. */
   readonly abandonAt: number | undefined;
   /** A settled result is recalled a while after the end. */
@@ -57,7 +57,7 @@ export const overs = (na: string): number | undefined => {
  * sensibly trade at: about 5.5 to 10 runs an over, a batter's 0 to 120, a
  * T20 match's two innings, a best-of-three tennis match's 12 to 39 games.
  */
-export function lineRange(ty: MarketType, na: string): readonly [number, number] | undefined {
+function lineRange(ty: MarketType, na: string): readonly [number, number] | undefined {
   const n = overs(na);
   switch (ty) {
     case 'session':

@@ -1,6 +1,5 @@
 import type { PriceSize, RunnerOdds } from '../odds/messages.js';
-import { tickDown, tickUp } from './ladder.js';
-import type { Book, SimMarket } from './simulator.js';
+import { tickDown, tickUp } from './ticks.js';
 
 /** A line's one book still needs a runner ID on the wire; 1 is the simulator's convention. */
 export const LINE_RID = 1;
@@ -13,6 +12,19 @@ const FAIR_MIN = 1.1;
 const FAIR_MAX = 500;
 const LEVELS = 3;
 
+/** What a market's quotes move from one to the next: runners' strengths and traded volume, or a line. */
+export interface Prices {
+  rids: number[];
+  /** Log weights of the runners; their softmax is the fair probability (sums to 100%). */
+  strength: number[];
+  base: number[];
+  /** No line of a line market, and where it opened. */
+  line: number;
+  baseLine: number;
+  /** Volume traded per runner so far; only ever grows. */
+  tv: number[];
+}
+
 /**
  * The simulator's prices: runners' ladders from drifting strengths with what
  * last traded and how much, one line for the fancy markets, exchange tick
@@ -21,8 +33,8 @@ const LEVELS = 3;
 export class Quoter {
   constructor(private readonly random: () => number) {}
 
-  runners(m: SimMarket, book: Book): RunnerOdds[] {
-    const width = m.inPlay ? STEP.inPlay : STEP.preMatch;
+  runners(inPlay: boolean, book: Prices): RunnerOdds[] {
+    const width = inPlay ? STEP.inPlay : STEP.preMatch;
     let total = 0;
     for (let i = 0; i < book.strength.length; i++) {
       const s = book.strength[i];
@@ -49,7 +61,7 @@ export class Quoter {
   }
 
   /** No at the line, Yes a run above at even rates, or both at the line with a 90/110 split. */
-  line(book: Book, afterBall: boolean): RunnerOdds {
+  line(book: Prices, afterBall: boolean): RunnerOdds {
     // A ball has just been bowled, so the line always moves; otherwise it may hold.
     const delta = afterBall ? (this.chance(0.3) ? -1 : this.int(1, 2)) : this.int(-1, 1);
     const drift = Math.max(2, Math.round(book.baseLine / 5));

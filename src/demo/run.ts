@@ -2,7 +2,7 @@ import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
-import { Lifecycle } from './lifecycle.js';
+import { MatchDay } from './match-day.js';
 import { Simulator, type SimMarket } from './simulator.js';
 import { openingLine } from './outcomes.js';
 
@@ -31,7 +31,7 @@ function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
  * through the ingest path, as an external publisher would. Markets another
  * publisher feeds (`outside`) are left to it, odds and lifecycle alike.
  */
-export interface SimulatorRun {
+interface SimulatorRun {
   model: ReadModel;
   ingest: Ingest;
   outside: OutsideFeeds;
@@ -41,7 +41,7 @@ export interface SimulatorRun {
 }
 
 export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
-  const life = new Lifecycle({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
+  const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
   const sim = new Simulator({
     intervalMs,
     markets: () => simMarkets(model, outside),

@@ -5,7 +5,7 @@
  */
 import type { MarketStatus, OddsImage, RunnerOdds } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
-import { LINE_RID, Quoter } from './quote.js';
+import { LINE_RID, Quoter, type Prices } from './quote.js';
 
 export interface SimMarket {
   mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
@@ -13,7 +13,7 @@ export interface SimMarket {
   line?: readonly [number, number];
 }
 
-export interface SimulatorOptions {
+interface SimulatorOptions {
   /** Read each tick, so new and closed markets are picked up. */
   markets: () => SimMarket[];
   /** Called once per tick that changed anything, with the changed images only. */
@@ -40,21 +40,12 @@ const P_CHANGE = { inPlay: 0.8, preMatch: 0.2 };
 const P_SUSPEND = 1 / 50;
 const P_BALL_RUNNING = 1 / 8;
 
-export interface Book {
+interface Book extends Prices {
   st: MarketStatus | null; // null until the first image
   ip: boolean;
   hold: number; // ticks left in a SUSPENDED or BALL_RUNNING pause
-  rids: number[];
-  /** Log weights of the runners; their softmax is the fair probability (sums to 100%). */
-  strength: number[];
-  base: number[];
-  /** No line of a line market, and where it opened. */
-  line: number;
-  baseLine: number;
   /** Last published ladders, republished unchanged while paused. */
   r: RunnerOdds[];
-  /** Volume traded per runner so far; only ever grows. */
-  tv: number[];
 }
 
 export class Simulator {
@@ -160,7 +151,7 @@ export class Simulator {
   }
 
   private quote(m: SimMarket, book: Book, afterBall: boolean): RunnerOdds[] {
-    return book.rids.length ? this.quoter.runners(m, book) : [this.quoter.line(book, afterBall)];
+    return book.rids.length ? this.quoter.runners(m.inPlay, book) : [this.quoter.line(book, afterBall)];
   }
 
   /** Drops books of markets no longer listed, so a long-running demo does not grow. */

@@ -6,7 +6,7 @@ import { isMarketId, isPositiveId } from '../refdata/ids.js';
  * Takes the answer as the API returns it, a JSON array of catalogue entries or the JSON-RPC
  * envelope `{"result": [...]}` around one.
  */
-export interface CatalogueMarket {
+interface CatalogueMarket {
   marketName?: string;
   runners: ReadonlyMap<number, string>;
   eventName?: string;
@@ -14,7 +14,7 @@ export interface CatalogueMarket {
 }
 
 /** Far above one listMarketCatalogue answer (Betfair caps those at 1000 markets). */
-export const MAX_CATALOGUE_MARKETS = 100_000;
+const MAX_CATALOGUE_MARKETS = 100_000;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);

@@ -27,7 +27,7 @@ export interface ReadProblem {
 }
 
 /** Longer than any real stream message (a full image of a big market is a few hundred KB). */
-export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 /** Every file the paths name, folders expanded in name order. Throws for a path that does not exist. */
 export async function expand(paths: readonly string[]): Promise<string[]> {

@@ -8,7 +8,7 @@ import type { BetfairMarketStatus, BetfairRunnerStatus, MarketDefinition } from 
  */
 
 /** Event types named without a catalogue. */
-export const SPORT_NAMES: Readonly<Record<number, string>> = {
+const SPORT_NAMES: Readonly<Record<number, string>> = {
   1: 'Soccer', 2: 'Tennis', 4: 'Cricket', 7: 'Horse Racing', 4339: 'Greyhound Racing',
 };
 
@@ -18,7 +18,7 @@ export const sportName = (si: number): string => SPORT_NAMES[si] ?? `Sport ${si}
  * Without a catalogue's competition, each sport's events go into one league of their own, kept
  * apart from Betfair's competition IDs (which stay far below a billion).
  */
-export const DEFAULT_LEAGUE_BASE = 1_000_000_000;
+const DEFAULT_LEAGUE_BASE = 1_000_000_000;
 export const defaultLeague = (si: number): { li: number; na: string } => ({ li: DEFAULT_LEAGUE_BASE + si, na: `${sportName(si)} (Betfair)` });
 
 export function marketType(def: Pick<MarketDefinition, 'marketType' | 'bettingType'>): MarketType {

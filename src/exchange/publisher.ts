@@ -14,14 +14,14 @@
 import WebSocket from 'ws';
 import type { IngestItemInput } from '../odds/messages.js';
 
-export interface PublisherOptions {
+interface PublisherOptions {
   url: string;
   key?: string;
   /** Batches in flight at most; the service allows 128 a connection by default. */
   window?: number;
 }
 
-export const DEFAULT_WINDOW = 32;
+const DEFAULT_WINDOW = 32;
 
 /** The service refused a batch, or the connection failed. */
 export class PublishError extends Error {}

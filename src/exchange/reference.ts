@@ -18,7 +18,7 @@ export function changed(prev: Fields | undefined, next: Fields): Fields | undefi
   return Object.keys(out).length ? out : undefined;
 }
 
-export interface Names {
+interface Names {
   sport: string;
   league: { li: number; na: string };
   event: string;

@@ -21,7 +21,7 @@ export interface ReplayStats {
   clock: number | undefined;
 }
 
-export interface ReplayOptions {
+interface ReplayOptions {
   files: readonly string[];
   speed: number | 'max';
   translator: Translator;

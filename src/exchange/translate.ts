@@ -5,7 +5,7 @@
  *   const translator = new Translator({ catalogue });        // catalogue optional
  *   const { items, errors, images } = translator.apply(JSON.parse(line), 'file.bz2:12');
  *
- * Each market change updates that market's book (market-book.ts) and yields one odds image: the
+ * Each market change updates that market's book (exchange-book.ts) and yields one odds image: the
  * best 10 levels a side per runner, `ltp` and `tv` per runner, the market's `tv`, `ts` = the
  * message's `pt`. A new or changed definition first yields the sport, league, event and market
  * rows it implies; a market's close yields, after its last image, `go` and its `result`. Items
@@ -17,20 +17,20 @@ import type { IngestItemInput } from '../odds/messages.js';
 import type { Catalogue } from './catalogue.js';
 import { checkMessage } from './check.js';
 import { marketStatus, runnerStatus, winners } from './mapping.js';
-import { MarketBook } from './market-book.js';
+import { ExchangeBook } from './exchange-book.js';
 import { changed, eventFields, marketFields, namesOf, ordered, Parents, withNames } from './reference.js';
 import type { MarketChange, MarketChangeMessage, MarketDefinition, RunnerDefinition } from './stream.js';
 
-export const IMAGE_DEPTH = 10;
+const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
-export const DEFAULT_MAX_MARKETS = 50_000;
+const DEFAULT_MAX_MARKETS = 50_000;
 
-export interface TranslatorOptions {
+interface TranslatorOptions {
   catalogue?: Catalogue;
   maxMarkets?: number;
 }
 
-export interface Translation {
+interface Translation {
   items: IngestItemInput[];
   errors: string[];
   /** Odds images among the items. */
@@ -43,7 +43,7 @@ interface MarketState {
   def: MarketDefinition;
   /** The definition's runners in display order. */
   runners: RunnerDefinition[];
-  book: MarketBook;
+  book: ExchangeBook;
   /** The market row as last sent; `go` and `res` as last sent. */
   sent?: Fields;
   go: boolean;
@@ -118,7 +118,7 @@ export class Translator {
   private update(mc: MarketChange): MarketState {
     let state = this.markets.get(mc.id);
     if (!state) {
-      state = { def: mc.marketDefinition!, runners: [], book: new MarketBook(), go: false, res: '' };
+      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, res: '' };
       this.markets.set(mc.id, state);
       this.marketsSeen++;
     }

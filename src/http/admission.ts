@@ -2,7 +2,7 @@ import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 
 /** Rates per second; 0 turns that limit off. */
-export interface AdmissionLimits {
+interface AdmissionLimits {
   handshakesPerSource: number;
   handshakesTotal: number;
   subscribesPerSource: number;
@@ -12,7 +12,7 @@ export interface AdmissionLimits {
 }
 
 /** Which limit said no, for the metrics. */
-export type AdmissionScope = 'handshake_source' | 'handshake_total' | 'subscribe_source' | 'subscribe_total';
+type AdmissionScope = 'handshake_source' | 'handshake_total' | 'subscribe_source' | 'subscribe_total';
 
 /**
  * Per-source buckets, bounded. A full bucket is the same as a new one, so

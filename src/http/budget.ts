@@ -2,7 +2,7 @@ import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 
 /** How long a key's new sockets are refused after one of its sockets was closed for abuse. */
-export const COOLDOWN_MS = 10_000;
+const COOLDOWN_MS = 10_000;
 
 export interface BudgetLimits {
   /** Messages per second one socket may send. */

@@ -13,7 +13,7 @@
 import { Fifo } from '../lib/fifo.js';
 
 /** An answer's parts: bytes kept by the read model, and strings encoded as they are copied. */
-export type Piece = Buffer | string;
+type Piece = Buffer | string;
 
 /** What a Map entry, a key's string header, a Kept and its Buffer view cost beyond the bytes counted. */
 const ENTRY_OVERHEAD = 256;
@@ -37,7 +37,7 @@ export class Pieces {
 }
 
 /** An answer in the ring, valid for its version of the read model; `view` is dropped when its bytes go to another answer. */
-export class Kept {
+class Kept {
   constructor(
     readonly key: string,
     readonly at: number,
@@ -146,7 +146,7 @@ export class AnswerCache {
  * bounds the count too); the oldest go first. An answer evicted or from an
  * older read model is not used: the query is then parsed again.
  */
-export class QueryAliases {
+class QueryAliases {
   private readonly answers = new Map<string, { raw: string; kept: Kept }>();
   private readonly order = new Fifo<{ raw: string; kept: Kept }>();
   private bytes = 0;

@@ -2,7 +2,7 @@ import { errors } from '../errors.js';
 import { registerProbes } from './rest.js';
 import type { Router } from './router.js';
 
-export interface MetricsDeps {
+interface MetricsDeps {
   /** The Prometheus exposition and its content type. */
   text(): Promise<string>;
   contentType: string;

@@ -40,7 +40,7 @@ export function parseQuery(raw: string | undefined): Query {
 }
 
 /** A checked ID list. */
-export interface Ids<T> {
+interface Ids<T> {
   /** The IDs in the caller's order of first appearance, duplicates collapsed. */
   readonly list: T[];
   /** `name=<IDs>`, the parameter as the answer depends on it: as written when nothing collapsed (a checked ID is written one way only). */
@@ -118,7 +118,7 @@ export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>
 }
 
 /** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */
-export function send(res: HttpResponse, status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
+function send(res: HttpResponse, status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
   res.cork(() => write(res, status, body, headers, type, close));
 }
 

@@ -7,12 +7,12 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { AnswerCache, Pieces } from './cache.js';
 import type { Principal } from '../auth/auth.js';
 
-export interface Subscriptions {
+interface Subscriptions {
   subscribe(client: string, mids: readonly string[]): Promise<void>;
   unsubscribe(client: string, mids: readonly string[]): Promise<void>;
 }
 
-export interface RestDeps {
+interface RestDeps {
   model: ReadModel;
   subscriptions: Subscriptions;
   maxBodyBytes: number;
@@ -39,7 +39,7 @@ const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
 const READ_ROUTES = 3;
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
-export function marketList(body: unknown): string[] {
+function marketList(body: unknown): string[] {
   const data = (body as { data?: unknown } | null)?.data;
   if (!body || typeof body !== 'object' || Array.isArray(body) || !Array.isArray(data)) {
     throw errors.badBody('must be a JSON object {"data": ["<market ID>", ...]}');

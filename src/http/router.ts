@@ -11,7 +11,7 @@ const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
 const ABORTED = 499;
 
-export interface Answer {
+interface Answer {
   body: string | Buffer;
   status?: number;
   type?: string;

@@ -20,7 +20,7 @@ export interface UpgradeDeps {
   log: Logger;
 }
 
-export interface Handshake {
+interface Handshake {
   who: Principal;
   format: Format;
   query: Query;

@@ -16,12 +16,12 @@ import type * as Uws from 'uWebSockets.js';
  * is read from `UWS_BUILD` here, and config.ts checks the same variable so a
  * bad value still stops the start naming it.
  */
-export const UWS_BUILDS = ['20.57', '20.30'] as const;
-export type UwsBuildName = (typeof UWS_BUILDS)[number];
+const UWS_BUILDS = ['20.57', '20.30'] as const;
+type UwsBuildName = (typeof UWS_BUILDS)[number];
 
 const PACKAGES: Record<UwsBuildName, string> = { '20.57': 'uWebSockets.js-v20.57', '20.30': 'uWebSockets.js' };
 
-export interface UwsBuild {
+interface UwsBuild {
   /** The build in use, or undefined when none loaded natively (see `failure`). */
   readonly name: UwsBuildName | undefined;
   readonly lib: typeof Uws;

@@ -5,9 +5,9 @@
  * element is one rejected item rather than a refused file.
  */
 type Obj = Record<string, unknown>;
-export type Converted = { items: Obj[] } | { error: string };
+type Converted = { items: Obj[] } | { error: string };
 
-export const EXPECTED = 'expected one of: the sport list [{si, na, a}, ...], the event list {"data": {"<si>": [event, ...]}}, '
+const EXPECTED = 'expected one of: the sport list [{si, na, a}, ...], the event list {"data": {"<si>": [event, ...]}}, '
   + 'the market list {"data": {"<eid>": [market, ...]}}, the result list [{mid, mt, res, rt, ia}, ...], '
   + 'or an ingest batch {"data": [{"kind": ...}, ...]}';
 

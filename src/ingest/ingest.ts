@@ -8,12 +8,15 @@ import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import { asDatabaseError } from '../db/pool.js';
 import { errors, isDatabaseError } from '../errors.js';
-import { writeReference } from './write.js';
+import { writeReference, type PublisherKey } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
-import { validateOdds } from './odds.js';
+import { validateOdds } from './validate-odds.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
 import type { OutsideFeeds, Sender } from './outside.js';
+
+// HTTP ingest takes the key type from here, with the rest of the ingest API.
+export type { PublisherKey };
 
 export interface IngestResult {
   count: number;
@@ -21,20 +24,8 @@ export interface IngestResult {
   updated: number;
 }
 
-/**
- * The publisher's API key, when keys are in force (the simulator, the demo
- * seed and the import command have none).
- */
-export interface PublisherKey {
-  readonly id: string;
-  /** False once this pod has learned that the key was revoked. */
-  live(): boolean;
-  /** Postgres showed the key revoked inside a batch's transaction: this pod learns it now, not at the NOTIFY. */
-  revoked(): void;
-}
-
 /** Who sent a batch (the simulator yields outside-fed markets) and with which key, if any. */
-export interface SentBy {
+interface SentBy {
   from?: Sender;
   key?: PublisherKey;
 }
@@ -46,7 +37,7 @@ interface CheckedOdds {
   pricing: Pricing | undefined;
 }
 
-export interface IngestDeps {
+interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
   feed: OddsFeed;

@@ -5,8 +5,8 @@ import type { MarketType, Runner } from '../refdata/types.js';
  * optional: a partial item changes only what it carries, and creating a row
  * needs the keys listed in REQUIRED.
  */
-export interface SportItem { kind: 'sport'; si: number; na?: string; a?: boolean }
-export interface LeagueItem { kind: 'league'; li: number; si?: number; na?: string }
+interface SportItem { kind: 'sport'; si: number; na?: string; a?: boolean }
+interface LeagueItem { kind: 'league'; li: number; si?: number; na?: string }
 export interface EventItem {
   kind: 'event'; eid: number; na?: string; le?: string; st?: string; go?: boolean; ip?: boolean;
   si?: number; li?: number; tv?: string | null;

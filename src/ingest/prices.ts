@@ -8,13 +8,13 @@ import { isLineType, type MarketType } from '../refdata/types.js';
  * rising and No lines falling, best Yes at or above best No, rates within bounds. Exchange tick
  * sizes are not required: publishers quote other books too.
  */
-export const PRICE = { min: 1.01, max: 1000 } as const;
+const PRICE = { min: 1.01, max: 1000 } as const;
 /** A ladder level's stake on a runner market. */
-export const MAX_SIZE = 1e9;
+const MAX_SIZE = 1e9;
 /** A run line; far above any innings, and a line below 0 runs means nothing. */
-export const LINE = { min: 0, max: 10000 } as const;
+const LINE = { min: 0, max: 10000 } as const;
 /** A line market's rate: what 100 staked wins (100 is evens). */
-export const RATE = { min: 1, max: 1000 } as const;
+const RATE = { min: 1, max: 1000 } as const;
 
 interface Range { min: number; max: number; what: string }
 /** A ladder side: what its levels are called and whether they must rise (1) or fall (-1) from the best. */

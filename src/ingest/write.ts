@@ -4,8 +4,19 @@ import { asDatabaseError, inTransaction } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { ApplyError, applyItem, type Outcome } from './apply.js';
 import { describe, type ReferenceItem } from './items.js';
-import type { PublisherKey } from './ingest.js';
 import { retry } from '../lib/retry.js';
+
+/**
+ * The publisher's API key, when keys are in force (the simulator, the demo
+ * seed and the import command have none).
+ */
+export interface PublisherKey {
+  readonly id: string;
+  /** False once this pod has learned that the key was revoked. */
+  live(): boolean;
+  /** Postgres showed the key revoked inside a batch's transaction: this pod learns it now, not at the NOTIFY. */
+  revoked(): void;
+}
 
 /** Deadlock detected, serialization failure: the transaction was rolled back and may simply run again. */
 const RETRYABLE = new Set(['40P01', '40001']);

@@ -25,7 +25,7 @@ export class Backoff {
 
 export const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeout(ok, ms));
 
-export interface RetryOptions {
+interface RetryOptions {
   /** Tries in all, the first included; unlimited when absent. */
   attempts?: number;
   minMs?: number;

@@ -16,7 +16,7 @@ interface HistogramChild {
  * few additions, with no label checks or hashing. Folded into prom-client
  * when scraped.
  */
-export class RouteCounts {
+class RouteCounts {
   readonly labels: Readonly<{ route: string; method: string }>;
   readonly byStatus = new Map<number, number>();
   /** Per bucket, not cumulative; the last is above every bound (+Inf). */

@@ -1,9 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-
-type Format = 'json' | 'proto';
+import { FORMATS, type Format } from '../lib/encodings.js';
 
 /** What the socket gauges read when scraped. */
-export interface SocketCounts {
+interface SocketCounts {
   sockets(format: Format): number;
   subscriptions(): number;
   feedStale(): boolean;
@@ -34,7 +33,7 @@ export class OddsMetrics {
       new Counter({
         name, help, labelNames: ['format'], registers,
         collect() {
-          for (const f of ['json', 'proto'] as const) {
+          for (const f of FORMATS) {
             if (from[f] > folded[f]) this.inc({ format: f }, from[f] - folded[f]);
           }
           folded = { ...from };

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type pg from 'pg';
 
-export interface ServiceGauges {
+interface ServiceGauges {
   pool: pg.Pool;
   modelSize(): { sports: number; events: number; markets: number; results: number };
   /** The uWebSockets.js build loaded (http/uws.ts) and whether it is native. */

@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { encodeJson, encodeProto } from './codec.js';
 import { diff, type DeltaBody } from './delta.js';
 import type { DeltaMessage, OddsImage, OddsMessage, Since } from './messages.js';
+import { isNewer } from './order.js';
+import type { Format } from '../lib/encodings.js';
 
-export type Format = 'json' | 'proto';
+export { FORMATS, type Format } from '../lib/encodings.js';
 export type Frame = string | Uint8Array;
-export const FORMATS = ['json', 'proto'] as const;
 
 /** How a frame of an image is marked: as is, after a slow consumer's skip, or after conflation thinned it. */
-export type Mark = 'none' | 'con' | 'cf';
+type Mark = 'none' | 'con' | 'cf';
 
 /**
  * A new epoch name: short, since every odds frame carries it, and unique
@@ -19,10 +20,6 @@ export type Mark = 'none' | 'con' | 'cf';
 export function newEpoch(prefix: string, at = Date.now()): string {
   return prefix + at.toString(36) + randomBytes(3).toString('hex');
 }
-
-/** The rule for pods and clients alike: a different epoch replaces what is held; within one, the higher seq wins. */
-export const isNewer = (held: { epoch: string; seq: number } | undefined, epoch: string, seq: number): boolean =>
-  !held || held.epoch !== epoch || seq > held.seq;
 
 /** Whether a resuming client already holds this image (same epoch and seq), so it need not be sent again. */
 export const heldBy = (since: Since | undefined, e: BookEntry): boolean =>
@@ -57,8 +54,6 @@ export class BookEntry {
     readonly seq: number,
     readonly pt: number,
     readonly image: OddsImage,
-    /** This process's order of arrival, for "changed since" questions. */
-    readonly rev: number,
     /** The full protobuf frame when it came ready-made (from the bus). */
     proto?: Uint8Array,
   ) {
@@ -133,13 +128,12 @@ const variantKey = (format: Format, depth: number, mark: Mark): number => (depth
  */
 export class Book {
   private entries = new Map<string, BookEntry>();
-  private rev = 0;
 
   /** Keeps an image if it is newer than the one held (isNewer); returns the stored entry, or undefined when it was not newer. */
   put(epoch: string, seq: number, pt: number, image: OddsImage, proto?: Uint8Array): BookEntry | undefined {
     const held = this.entries.get(image.mid);
     if (!isNewer(held, epoch, seq)) return undefined;
-    const entry = new BookEntry(epoch, seq, pt, image, ++this.rev, proto);
+    const entry = new BookEntry(epoch, seq, pt, image, proto);
     if (held?.epoch === epoch) entry.prev = held;
     this.entries.set(image.mid, entry);
     return entry;
@@ -153,11 +147,6 @@ export class Book {
 
   get(mid: string): BookEntry | undefined {
     return this.entries.get(mid);
-  }
-
-  /** Increases with every stored image: entries with a higher rev changed after that point. */
-  get revision(): number {
-    return this.rev;
   }
 
   get size(): number {

@@ -16,7 +16,7 @@ export const MAX_DEPTH = 10;
 export const CONFLATE = { min: 100, max: 60000 } as const;
 const MAX_EPOCH = 64;
 
-export type Decoded = ClientMessage | { error: string; id?: number };
+type Decoded = ClientMessage | { error: string; id?: number };
 type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown; delta?: unknown };
 
 class Refused extends Error {}

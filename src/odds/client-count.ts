@@ -8,7 +8,7 @@ import protobuf from 'protobufjs/minimal.js';
 const LEN = 2;
 const VARINT = 0;
 
-export interface ClientCounts {
+interface ClientCounts {
   /** The id field, when it is there as a valid varint (so a refusal can echo it); 0 otherwise. */
   id: number;
   /** Entries of `mids` (before duplicates collapse: an upper bound). */

@@ -187,7 +187,7 @@ export interface ClientMessage {
 }
 
 export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds'] as const;
-export type IngestKind = (typeof INGEST_KINDS)[number];
+type IngestKind = (typeof INGEST_KINDS)[number];
 
 /**
  * One ingest item before validation: the REST vocabulary plus `kind`, with only the keys the

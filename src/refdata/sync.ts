@@ -4,7 +4,7 @@ import type { ModelChange, ReadModel } from './model.js';
 
 const RETRY_MS = 1000;
 
-export interface SyncObserver {
+interface SyncObserver {
   /** What a reload changed, targeted or full. */
   changes?(changes: ModelChange[]): void;
   /** Seconds from the first NOTIFY of a batch to the model reflecting it. */

@@ -2,8 +2,8 @@ import type { CloseInfo, FeedStatus } from '../client/index.js';
 import { ApiError } from './api.js';
 import type { Delay } from './delay.js';
 import { byId } from './dom.js';
+import type { Format } from '../lib/encodings.js';
 
-export type Format = 'json' | 'proto';
 const FORMAT_NAMES: Record<Format, string> = { proto: 'protobuf', json: 'JSON' };
 /** The server's close code for a revoked API key. */
 const REVOKED = 4003;

@@ -8,7 +8,7 @@ export const DEPTH = 3;
 /** The one book of a session or line market: `b` is Yes and `l` is No, price the run line and size the rate. */
 const LINE_RID = 1;
 
-export type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
+type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
 const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'ball-running': 'Ball running', closed: 'Closed' };
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 

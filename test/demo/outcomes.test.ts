@@ -1,5 +1,6 @@
 import t from 'tap';
-import { demoItems, type MarketItem } from '../../src/demo/data.js';
+import { demoItems } from '../../src/demo/data.js';
+import type { MarketItem } from '../../src/demo/markets.js';
 import { settle, storyOf } from '../../src/demo/outcomes.js';
 import type { Market } from '../../src/refdata/types.js';
 import { incoherent } from './coherence.js';

@@ -5,6 +5,7 @@
  * the documentation, not copied from src/, so a disagreement is a finding.
  */
 import { seeded } from '../helpers/random.js';
+import { INGEST_KINDS } from '../../src/odds/messages.js';
 
 // ---- choices ----
 
@@ -627,8 +628,6 @@ export interface Known {
   eids: number[];
   mids: string[];
 }
-
-export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds'] as const;
 
 /**
  * The last item of every structured batch: shaped right, but its market does not exist, so the

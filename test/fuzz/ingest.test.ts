@@ -7,9 +7,10 @@
  */
 import t from 'tap';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
+import { INGEST_KINDS } from '../../src/odds/messages.js';
 import { startTestService } from '../helpers/service.js';
 import {
-  Gen, INGEST_KINDS, Pairs, Raw, SENTINEL, anyValue, corruptText, cutOrExtend, deep, ingestTemplate, mayBeValidItem, mutateItem, troubleItem,
+  Gen, Pairs, Raw, SENTINEL, anyValue, corruptText, cutOrExtend, deep, ingestTemplate, mayBeValidItem, mutateItem, troubleItem,
   nastyString, parsed, pbField, randomFields, toJson, ackIdOf, type Known,
 } from './gen.js';
 import {

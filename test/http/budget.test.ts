@@ -61,7 +61,8 @@ t.test('a flood from one key (4 sockets, 64 KiB subscribes, past every limit) do
   const flooder = await liveKey('flooder');
   const other = await Client.connect(svc.url, { query: `key=${await liveKey('bystander')}` });
   t.teardown(() => other.close());
-  const baseline = median(await pings(other, 1500));
+  const calm = await pings(other, 1500);
+  const baseline = median(calm);
 
   const frame = bigSubscribe(await pricedMarkets());
   t.ok(frame.length <= 64 * 1024 && frame.length > 55000, `the subscribe is ${frame.length} bytes`);
@@ -84,10 +85,12 @@ t.test('a flood from one key (4 sockets, 64 KiB subscribes, past every limit) do
   // and a small ack, and a socket that sends on is closed and its key cools down: the median stays
   // within a tenth of a millisecond and slow pings are rare. A share rather than an average, so one
   // stall of a busy 2-core machine (other processes, the flooder's process, garbage collection) does
-  // not fail it; 10% is four times below what the old behaviour gives.
-  const slow = during.filter((ms) => ms > baseline + 5);
-  t.ok(slow.length <= during.length / 10,
-    `${slow.length} of ${during.length} pings over ${(baseline + 5).toFixed(2)} ms during the flood; median ${median(during).toFixed(2)} ms, ${baseline.toFixed(2)} ms before`);
+  // not fail it; 10% is four times below what the old behaviour gives. Other engineers' tests on the
+  // same cores slow some pings with no flood at all, so the share the calm pings already had is
+  // allowed on top: the flood is judged by what it adds.
+  const slowShare = (xs: number[]) => xs.filter((ms) => ms > baseline + 5).length / xs.length;
+  t.ok(slowShare(during) <= slowShare(calm) + 0.1,
+    `${(100 * slowShare(during)).toFixed(0)}% of ${during.length} pings over ${(baseline + 5).toFixed(2)} ms during the flood, ${(100 * slowShare(calm)).toFixed(0)}% before; median ${median(during).toFixed(2)} ms, ${baseline.toFixed(2)} ms before`);
 });
 
 t.test('the key\'s message budget holds across its sockets: a fresh socket gets no more', async (t) => {

@@ -22,7 +22,7 @@ import { SegmentJoiner } from './segments.js';
 
 export const DEFAULT_HOST = 'stream-api.betfair.com';
 export const DEFAULT_PORT = 443;
-export const LIMITS = {
+const LIMITS = {
   /** Longest line read before the connection is dropped as broken: 8 MiB. */
   maxLineBytes: 8 * 1024 * 1024,
   /** Most market changes one segmented change may join: as many as the translator takes in one message. */
@@ -52,7 +52,7 @@ export interface ExchangeStreamOptions {
   backoff?: { minMs: number; maxMs: number };
 }
 
-export interface ExchangeStreamEvents {
+interface ExchangeStreamEvents {
   /** The server greeted a new connection. */
   connected: [connectionId: string];
   /** The subscription is live; `resumed` when it carried a clk from an earlier connection. */

@@ -11,7 +11,7 @@ import { StreamError } from './errors.js';
 import { LineSplitter } from './lines.js';
 import { parseLine, type ServerMessage } from './protocol.js';
 
-export interface ConnectionOptions {
+interface ConnectionOptions {
   host: string;
   port: number;
   /** Extra trusted CA certificates (PEM), for a private stream server; the system's are used otherwise. */
@@ -19,7 +19,7 @@ export interface ConnectionOptions {
   maxLineBytes: number;
 }
 
-export interface ConnectionHandlers {
+interface ConnectionHandlers {
   message(msg: ServerMessage): void;
   closed(reason: StreamError): void;
 }

@@ -3,7 +3,7 @@
  * that the exchange itself sends (in a `status` message) keep its names, so a
  * user can look them up in the exchange's documentation; the others are ours.
  */
-export type StreamErrorCode =
+type StreamErrorCode =
   /** Ours: a line over the length limit, a line that is not JSON, a message of the wrong shape. */
   | 'LINE_TOO_LONG' | 'BAD_JSON' | 'BAD_MESSAGE' | 'TOO_MANY_SEGMENTS'
   /** Ours: the socket failed, closed, or went quiet for too long. */

@@ -12,9 +12,9 @@ import { PublishError, type Publisher } from '../publisher.js';
 import type { MarketChangeMessage } from '../stream.js';
 import type { Translator } from '../translate.js';
 
-export const MAX_WAITING_BATCHES = 1000;
+const MAX_WAITING_BATCHES = 1000;
 
-export interface ForwardStats {
+interface ForwardStats {
   changes: number;
   images: number;
   /** Changes the translator refused (each reported through `problem`). */

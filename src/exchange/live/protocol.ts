@@ -33,7 +33,7 @@ export const HEARTBEAT_MS = { min: 500, max: 30_000, default: 5000 } as const;
 /** The exchange's bounds for conflating changes; without one it picks its own. */
 export const CONFLATE_MS = { min: 0, max: 120_000 } as const;
 
-export interface ConnectionMessage {
+interface ConnectionMessage {
   op: 'connection';
   connectionId?: string;
 }

@@ -1,4 +1,5 @@
 import type { OddsMessage, Since } from '../odds/messages.js';
+import { isNewer } from '../odds/order.js';
 
 /**
  * A client's book: the newest `odds` frame of each market, kept by the
@@ -12,9 +13,7 @@ export class MarketBook {
 
   /** Keeps the frame if the rule says it is newer; returns whether it did. */
   apply(frame: OddsMessage): boolean {
-    const held = this.markets.get(frame.mid);
-    // The same rule as the server's book (src/odds/book.ts isNewer), which this file cannot import: it needs node:crypto.
-    if (held && held.epoch === frame.epoch && frame.seq <= held.seq) return false;
+    if (!isNewer(this.markets.get(frame.mid), frame.epoch, frame.seq)) return false;
     this.markets.set(frame.mid, frame);
     return true;
   }

@@ -41,7 +41,7 @@ function byPosition(into: Map<number, PriceSize>, levels: LevelPriceVol[]): void
   }
 }
 
-export class MarketBook {
+export class ExchangeBook {
   private runners = new Map<number, RunnerBook>();
   /** Index into PUBLISHED of the richest ladder kind seen; PUBLISHED.length while none. */
   private kind: number = PUBLISHED.length;

@@ -41,7 +41,7 @@ interface OneOff {
   waiter: Waiter;
 }
 
-export type Send = (msg: ClientMessage) => void;
+type Send = (msg: ClientMessage) => void;
 
 const named = (s: Removal): boolean => !!(s.mids?.length || s.eids?.length || s.sis?.length);
 const without = <T>(xs: T[] | undefined, gone: readonly T[] | undefined): T[] | undefined =>

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { LADDER, isOnLadder, snap, tickDown, tickUp } from '../../src/demo/ladder.js';
+import { LADDER, isOnLadder, snap, tickDown, tickUp } from '../../src/demo/ticks.js';
 
 /** [one tick below, band boundary, one tick above] for every boundary, then the top clamp. */
 const BOUNDARIES: Array<[number, number, number]> = [

@@ -6,7 +6,7 @@ import { isMarketId, isPositiveId } from '../refdata/ids.js';
 const MAX_RUNNERS = INGEST_LIMITS.runners;
 const MAX_LEVELS = INGEST_LIMITS.levels;
 /** Traded volume, on a runner or a whole market: it accumulates, so it may pass any one stake. */
-export const MAX_VOLUME = 1e12;
+const MAX_VOLUME = 1e12;
 
 const isNumber = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
 

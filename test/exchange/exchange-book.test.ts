@@ -1,11 +1,11 @@
 import t from 'tap';
-import { MarketBook } from '../../src/exchange/market-book.js';
+import { ExchangeBook } from '../../src/exchange/exchange-book.js';
 import type { MarketChange } from '../../src/exchange/stream.js';
 
 const change = (rc: MarketChange['rc'], extra: Partial<MarketChange> = {}): MarketChange => ({ id: '1.1', rc, ...extra });
 
 t.test('atb and atl: levels by price, best first; size 0 removes a price; a removed price can come back', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   book.apply(change([{ id: 7, atb: [[1.98, 10], [2, 5], [1.99, 7]], atl: [[2.04, 3], [2.02, 8]] }]));
   t.same(book.back(7, 10), [[2, 5], [1.99, 7], [1.98, 10]]);
   t.same(book.lay(7, 10), [[2.02, 8], [2.04, 3]]);
@@ -17,7 +17,7 @@ t.test('atb and atl: levels by price, best first; size 0 removes a price; a remo
 });
 
 t.test('at most the asked depth, from the best', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   const prices = Array.from({ length: 15 }, (_, i) => 1.5 + i / 100);
   book.apply(change([{ id: 7, atb: prices.map((p) => [p, 1]) }]));
   t.same(book.back(7, 10).map(([p]) => p), [...prices].reverse().slice(0, 10));
@@ -25,7 +25,7 @@ t.test('at most the asked depth, from the best', async (t) => {
 
 for (const [back, lay] of [['batb', 'batl'], ['bdatb', 'bdatl']] as const) {
   t.test(`${back} and ${lay}: levels by position; size 0 removes a position`, async (t) => {
-    const book = new MarketBook();
+    const book = new ExchangeBook();
     book.apply(change([{ id: 7, [back]: [[1, 1.99, 4], [0, 2, 5], [2, 1.98, 3]], [lay]: [[0, 2.02, 6]] }]));
     t.same(book.back(7, 10), [[2, 5], [1.99, 4], [1.98, 3]]);
     t.same(book.lay(7, 10), [[2.02, 6]]);
@@ -37,7 +37,7 @@ for (const [back, lay] of [['batb', 'batl'], ['bdatb', 'bdatl']] as const) {
 }
 
 t.test('one ladder kind is published: full depth over best offers over best offers with virtual bets', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   book.apply(change([{ id: 7, bdatb: [[0, 2.1, 1]] }]));
   t.same(book.back(7, 10), [[2.1, 1]], 'only the virtual ladder so far');
   book.apply(change([{ id: 7, batb: [[0, 2, 2]] }]));
@@ -47,7 +47,7 @@ t.test('one ladder kind is published: full depth over best offers over best offe
 });
 
 t.test('img starts the market afresh', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   book.apply(change([{ id: 7, atb: [[2, 5]], atl: [[2.02, 1]], trd: [[2, 30]], ltp: 2, tv: 30 }, { id: 8, atb: [[3, 1]] }], { tv: 31 }));
   book.apply(change([{ id: 7, atb: [[1.9, 4]] }], { img: true }));
   t.same(book.back(7, 10), [[1.9, 4]]);
@@ -57,7 +57,7 @@ t.test('img starts the market afresh', async (t) => {
 });
 
 t.test('trd, ltp and tv: volume as given, else summed from traded volume by price', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   book.apply(change([{ id: 7, trd: [[2, 10.1], [2.02, 0.2]], ltp: 2.02 }, { id: 8, trd: [[3, 5]] }]));
   t.equal(book.ltp(7), 2.02);
   t.equal(book.tv(7), 10.3, 'sum of trd');
@@ -71,7 +71,7 @@ t.test('trd, ltp and tv: volume as given, else summed from traded volume by pric
 });
 
 t.test('con marks the last change as conflated', async (t) => {
-  const book = new MarketBook();
+  const book = new ExchangeBook();
   book.apply(change([], { con: true }));
   t.equal(book.conflated, true);
   book.apply(change([]));

@@ -2,7 +2,7 @@ import t from 'tap';
 import { startTestService } from '../helpers/service.js';
 import { seeded } from '../helpers/random.js';
 import { eventually } from '../helpers/wait.js';
-import { Lifecycle } from '../../src/demo/lifecycle.js';
+import { MatchDay } from '../../src/demo/match-day.js';
 import { SLOTS } from '../../src/demo/fixtures.js';
 import { createLogger } from '../../src/log.js';
 import type { Market } from '../../src/refdata/types.js';
@@ -43,7 +43,7 @@ function reflected(batch: Obj[]): boolean {
 
 t.test('a simulated day: every sport always has an in-play event with open markets, the documented IDs stay live, results agree', async (t) => {
   let clock = Date.now();
-  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(7), now: () => clock });
+  const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(7), now: () => clock });
   const settledBefore = SETTLED.map((mid) => svc.model.resultJson(mid));
   const size = svc.model.size;
   const problems: string[] = [];
@@ -91,7 +91,7 @@ t.test('a simulated day: every sport always has an in-play event with open marke
 });
 
 t.test('a featured event found concluded (data from an earlier version) is put back in play, its markets open and unsettled', async (t) => {
-  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(3) });
+  const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(3) });
   const mid = '1.200011002';
   await svc.ingest.accept([
     { kind: 'event', eid: 30000011, ip: false, go: true },
@@ -113,7 +113,7 @@ t.test('markets another publisher feeds, and their events, are left alone', asyn
   const theirs = new Set([30000011, ...SLOTS.filter((_, i) => i % 2 === 0).map((s) => s.eid)]);
   const fed = new Set(markets.filter((m) => theirs.has(m.eid)).flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]));
   const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eid === eid)!.mid));
-  const life = new Lifecycle({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, fedElsewhere: (mid) => claimed.has(mid) });
+  const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, fedElsewhere: (mid) => claimed.has(mid) });
   const items: Obj[] = [];
   for (let step = 0; step < DAY_STEPS / 4; step++) {
     clock += STEP_MS;

@@ -5,8 +5,8 @@ import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
 import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
-import { demoItems, type MarketItem, type ResultItem } from './data.js';
-import { mid } from './markets.js';
+import { demoItems } from './data.js';
+import { mid, type MarketItem, type ResultItem } from './markets.js';
 
 type Item = Record<string, unknown>;
 const MINUTE = 60_000;
@@ -17,7 +17,7 @@ const RECALL_AFTER_MIN = 20;
 /** A T20 innings is about this share of the match, so a session of n overs settles at n / 20 of it. */
 const INNINGS_SHARE = 0.45;
 
-export interface LifecycleOptions {
+interface MatchDayOptions {
   model: ReadModel;
   ingest: Ingest;
   log: Logger;
@@ -38,7 +38,7 @@ export interface LifecycleOptions {
  * play; any that is not (data from an earlier version) is set back to its
  * demo state. Markets in play suspend briefly now and then.
  */
-export class Lifecycle {
+export class MatchDay {
   private timer: NodeJS.Timeout | undefined;
   private readonly random: () => number;
   private readonly now: () => number;
@@ -46,7 +46,7 @@ export class Lifecycle {
   /** The reason steps are being refused, logged once until they are accepted again. */
   private refused: string | undefined;
 
-  constructor(private readonly opts: LifecycleOptions) {
+  constructor(private readonly opts: MatchDayOptions) {
     this.random = opts.random ?? Math.random;
     this.now = opts.now ?? Date.now;
   }
