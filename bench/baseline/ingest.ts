@@ -1,6 +1,6 @@
 /**
  * The `/ingest` socket of the baseline and the Socket.IO peer, on the `ws` library: the same
- * subprotocol, acks and validation (src/ingest/odds.ts) as the service's, so the publisher feeds
+ * subprotocol, acks and validation (src/ingest/validate-odds.ts) as the service's, so the publisher feeds
  * every server the same way and only the fan-out differs.
  */
 import type http from 'node:http';

@@ -7,7 +7,7 @@
  * - Odds on the `ws` library: a Map from market ID to its sockets; each update is serialised
  *   once per format into a Buffer and that Buffer is sent to every subscriber. Same frames,
  *   same subprotocols, same ingest socket (ingest.ts: `/ingest`, acked per message), same validation
- *   (src/ingest/odds.ts) and encoders (src/odds/codec.ts) as the service, so only the server
+ *   (src/ingest/validate-odds.ts) and encoders (src/odds/codec.ts) as the service, so only the server
  *   differs.
  *
  * Env: DATABASE_URL (required), PORT (0 = free port), HOST (127.0.0.1), PG_POOL_MAX (10).
