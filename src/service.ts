@@ -70,14 +70,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const hub = new Hub({ perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth }, (reason) => authMetrics.socketsRefused.inc({ reason }));
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
+  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.feedChanged(status) });
+  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, feed: monitor, compress: config.wsCompression });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
   const requests = new SocketRequests({ hub, bc, book, model, maxMarkets: config.wsMaxMarkets });
-  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.setFeed(status) });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: sweeper });
+  const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const subscriptions = new Subscriptions({
@@ -99,7 +99,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
-  const frames = referenceFrames(bc, states, (mid, eid, si) => requests.appeared(mid, eid, si));
+  const frames = referenceFrames(bc, (mid, eid, si) => requests.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
     changes: (changes) => {
       frames(changes);
@@ -147,14 +147,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         if (config.auth) await auth.loadAll(pool);
         listener.start();
         await sync.whenLoaded();
-        await bus.start({
-          odds: (o, origin) => feed.apply(o, origin),
-          client: (op, client, mids) => subscriptions.applyRemote(op, client, mids),
-          down: (down) => {
-            busMetrics.connected.set(down ? 0 : 1);
-            monitor.busDown(down);
-          },
-        });
+        await bus.start(feed, { client: (op, client, mids) => subscriptions.applyRemote(op, client, mids) });
       },
       started: () => {
         sweeper.start();

@@ -1,13 +1,12 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { BusMetrics } from '../metrics/bus.js';
-import type { Book } from '../odds/book.js';
 import { MemoryBus } from './memory.js';
 import { NatsBus } from './nats/bus.js';
-import type { Bus, ImageCheck } from './types.js';
+import type { Bus, HeldImages, ImageCheck } from './types.js';
 
 export interface BusDeps {
-  book: Book;
+  book: HeldImages;
   log: Logger;
   /** Ingest's check of an odds image: what arrives over NATS is held to it. */
   check: ImageCheck;

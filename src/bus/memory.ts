@@ -1,6 +1,6 @@
-import { newEpoch, type Book } from '../odds/book.js';
+import { newEpoch } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
-import type { Bus, BusHandlers } from './types.js';
+import type { Bus, HeldImages, OddsHandler } from './types.js';
 
 /**
  * One process is the whole service: images are numbered here, in an epoch
@@ -10,16 +10,16 @@ import type { Bus, BusHandlers } from './types.js';
 export class MemoryBus implements Bus {
   readonly kind = 'memory';
   readonly epoch = newEpoch('m');
-  private handlers: BusHandlers | undefined;
+  private handler: OddsHandler | undefined;
 
-  constructor(private readonly book: Book) {}
+  constructor(private readonly book: HeldImages) {}
 
-  async start(h: BusHandlers): Promise<void> {
-    this.handlers = h;
+  async start(odds: OddsHandler): Promise<void> {
+    this.handler = odds;
   }
 
   publish(image: OddsImage, pt: number): void {
-    this.handlers?.odds({ epoch: this.epoch, seq: this.book.next(image.mid, this.epoch), pt, image }, 'local');
+    this.handler?.odds({ epoch: this.epoch, seq: this.book.next(image.mid, this.epoch), pt, image }, 'local');
   }
 
   publishClient(): void {}

@@ -1,3 +1,4 @@
+import type { Book } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
@@ -15,19 +16,28 @@ export interface Ordered {
   frame?: Uint8Array;
 }
 
-/** What the bus hands this pod. */
-export interface BusHandlers {
-  /**
-   * An image to keep if it is newer than the one held: numbered here
-   * (`local`), sent live by another pod (`remote`), or read back from the
-   * stream while syncing (`stored`).
-   */
-  odds(o: Ordered, origin: 'local' | 'remote' | 'stored'): void;
-  /** A client's market set changed on another pod (REST subscribe or unsubscribe). */
-  client(op: ClientOp, client: string, mids: string[]): void;
+/** Where an image came from: numbered here, sent live by another pod, or read back from the stream while syncing. */
+export type Origin = 'local' | 'remote' | 'stored';
+
+/** What the bus hands this pod's odds path (feed/odds.ts): numbered images, and whether the bus is up. */
+export interface OddsHandler {
+  /** An image to keep if it is newer than the one held. */
+  odds(o: Ordered, origin: Origin): void;
   /** The bus went down (true), or is back and synced (false). */
   down(isDown: boolean): void;
 }
+
+/** What the bus hands this pod's stored market sets: a client's set changed on another pod (REST subscribe or unsubscribe). */
+export interface ClientHandler {
+  client(op: ClientOp, client: string, mids: string[]): void;
+}
+
+/**
+ * The book as the bus sees it: read to number the next image and to offer
+ * what this pod holds to a new stream. Only the odds path writes it, once
+ * per image, when the bus hands the image over.
+ */
+export type HeldImages = Pick<Book, 'get' | 'next' | 'values'>;
 
 /**
  * How pods act as one service. `memory` is one process; `nats` shares odds
@@ -37,9 +47,9 @@ export interface BusHandlers {
 export interface Bus {
   readonly kind: 'memory' | 'nats';
   /** Connects and syncs; resolves once synced, or once it is clear the bus is away (it keeps trying). */
-  start(handlers: BusHandlers): Promise<void>;
+  start(odds: OddsHandler, clients: ClientHandler): Promise<void>;
   /**
-   * Numbers an image in its market's order, hands it to `odds` and shares it
+   * Numbers an image in its market's order, hands it to the odds handler and shares it
    * with other pods. Images of one market are numbered in the order given.
    * Returns nothing when done at once, or a promise.
    */

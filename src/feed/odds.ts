@@ -1,30 +1,47 @@
 import type { Book } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { Bus, Ordered } from '../bus/types.js';
+import type { Pressure } from '../hub/batch.js';
+import type { Bus, OddsHandler, Ordered, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { FeedMonitor } from './monitor.js';
 
-/** Images queued for sockets past which a publisher's next batch waits for them to go out. */
-const BACKLOG = 1000;
-
 export interface OddsFeedDeps {
+  /** Written here only, once per image the bus hands over. */
   book: Book;
   bc: Broadcaster;
   bus: Bus;
   monitor: FeedMonitor;
   metrics: BusMetrics;
-  /** Whether subscribers' sockets are backed up (the sweep knows). */
-  pressure: { readonly congested: boolean; calm(): Promise<void> };
+  /** The fan-out stages a publisher's ack waits on while they are busy: the broadcaster's queue, the sweep's view of the sockets. */
+  pressure: readonly Pressure[];
 }
 
 /**
- * The odds path, both ways: images from this pod's publishers are numbered
- * by the bus (which shares them with other pods), and every numbered image,
- * from here or elsewhere, becomes the book's newest if it is newer and goes
- * out to subscribers at once.
+ * The odds path, both ways, one update at a time:
+ *
+ * 1. `/ingest` (http/ingest.ts) hands a publisher's batch to `Ingest.accept`
+ *    (ingest/ingest.ts), which checks it, commits its reference items, and
+ *    calls `OddsFeed.publish` with its odds images.
+ * 2. `OddsFeed.publish` gives each image to `Bus.publish` (bus/types.ts),
+ *    which numbers it in its market's order (`MemoryBus`, or `NatsBus` with
+ *    its `Sequencer` storing it in the stream and sharing it with other pods).
+ * 3. The bus hands the numbered image (`Ordered`) to this class as its
+ *    `OddsHandler`: `OddsFeed.odds`. Images other pods numbered arrive the
+ *    same way (origin `remote`, or `stored` while syncing).
+ * 4. `Book.put` (odds/book.ts) keeps it if it is newer, as a `BookEntry`:
+ *    the one write of the book for this update.
+ * 5. `Broadcaster.publish` (hub/broadcaster.ts) queues the entry in its
+ *    `PublishBatch`; at the end of the loop turn each variant's frame is
+ *    encoded once and published to its uWS topic, or marked for the
+ *    `Conflator` when the variant is conflated.
+ * 6. uWS writes the frame to every subscriber socket on the topic. The
+ *    `Sweeper` (hub/sweep.ts) then looks at those sockets (`takeSent`): a
+ *    socket backed up falls behind and catches up once drained.
+ * 7. Back in step 2, while the broadcaster or the sweeper is `busy()`, the
+ *    publisher's ack waits until it has `eased()`.
  */
-export class OddsFeed {
+export class OddsFeed implements OddsHandler {
   constructor(private readonly deps: OddsFeedDeps) {}
 
   /**
@@ -40,13 +57,12 @@ export class OddsFeed {
       const p = this.deps.bus.publish(image, pt);
       if (p) (waits ??= []).push(p);
     }
-    if (this.deps.bc.batch.size >= BACKLOG) (waits ??= []).push(this.deps.bc.batch.flushed());
-    if (this.deps.pressure.congested) (waits ??= []).push(this.deps.pressure.calm());
+    for (const stage of this.deps.pressure) if (stage.busy()) (waits ??= []).push(stage.eased());
     return waits && Promise.all(waits);
   }
 
-  /** The bus's handler for every numbered image. */
-  apply(o: Ordered, origin: 'local' | 'remote' | 'stored'): void {
+  /** Every numbered image, from here or another pod. */
+  odds(o: Ordered, origin: Origin): void {
     if (origin === 'remote') {
       this.deps.metrics.received.inc();
       this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.pt) / 1000);
@@ -55,5 +71,11 @@ export class OddsFeed {
     }
     const entry = this.deps.book.put(o.epoch, o.seq, o.pt, o.image, o.frame);
     if (entry) this.deps.bc.publish(entry);
+  }
+
+  /** The bus between pods went down, or is back and synced: the feed is STALE while it is down. */
+  down(isDown: boolean): void {
+    this.deps.metrics.connected.set(isDown ? 0 : 1);
+    this.deps.monitor.busDown(isDown);
   }
 }

@@ -1,7 +1,6 @@
 import type { ModelChange } from '../refdata/model.js';
 import type { Market, MarketResult } from '../refdata/types.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { MarketStates } from '../hub/states.js';
 
 function marketFrames(bc: Broadcaster, before: Market | undefined, after: Market): void {
   if (!before || before.s !== after.s || before.go !== after.go || before.rt !== after.rt) {
@@ -26,13 +25,13 @@ function resultFrame(bc: Broadcaster, before: MarketResult | undefined, after: M
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
  * it replaced), so every pod tells its own sockets and nothing is silent.
  */
-export function referenceFrames(bc: Broadcaster, states: MarketStates, appeared: (mid: string, eid: number, si: number) => void): (changes: ModelChange[]) => void {
+export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: number, si: number) => void): (changes: ModelChange[]) => void {
   return (changes) => {
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
         if (c.after) resultFrame(bc, c.before, c.after);
-        else states.forget(c.before!.mid);
+        else bc.forgetState(c.before!.mid);
       } else if (c.after) {
         const { mid, eid, si } = c.after;
         marketFrames(bc, c.before, c.after);
@@ -43,8 +42,8 @@ export function referenceFrames(bc: Broadcaster, states: MarketStates, appeared:
         }
         if (c.after.go && !c.before?.go) concluded.push(mid, ...(c.after.m ?? []).map((n) => n.mid));
       } else if (c.before) {
-        states.forget(c.before.mid);
-        for (const n of c.before.m ?? []) states.forget(n.mid);
+        bc.forgetState(c.before.mid);
+        for (const n of c.before.m ?? []) bc.forgetState(n.mid);
       }
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.

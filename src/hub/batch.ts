@@ -1,6 +1,18 @@
 import type { BookEntry } from '../odds/book.js';
 
 /**
+ * A stage of the fan-out that a publisher's ack may wait on (the publish
+ * queue, the sockets' buffers): asked through these methods, so no caller
+ * reads another stage's queues.
+ */
+export interface Pressure {
+  /** Publishing faster now would only queue more in memory. */
+  busy(): boolean;
+  /** Resolves once it is no longer busy; at once when it is not. */
+  eased(): Promise<void>;
+}
+
+/**
  * Images are published in batches, once per turn of the event loop, from
  * outside any socket's callback. uWS writes a subscriber's queued frames in
  * one corked write only when no other socket is corked; publishing straight

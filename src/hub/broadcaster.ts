@@ -3,11 +3,22 @@ import { FORMATS, heldBy, type Book, type BookEntry, type Format, type Frame } f
 import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
-import { PublishBatch } from './batch.js';
+import { PublishBatch, type Pressure } from './batch.js';
 import { Conflator } from './conflate.js';
 import type { Hub } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
 import type { MarketStates } from './states.js';
+
+/** Images queued for sockets past which a publisher's next batch waits for them to go out. */
+const BACKLOG = 1000;
+
+/** What the broadcaster sent since the sweep last asked: those sockets may hold buffered data. */
+export interface Sent {
+  /** Markets published to. */
+  markets: Set<string>;
+  /** Sockets sent a frame directly. */
+  sockets: Set<Session>;
+}
 
 export interface BroadcasterDeps {
   topics: Topics;
@@ -16,6 +27,8 @@ export interface BroadcasterDeps {
   states: MarketStates;
   metrics: OddsMetrics;
   log: Logger;
+  /** The feed status's one owner (feed/monitor.ts): read when a socket opens, and it calls `feedChanged`. */
+  feed: { readonly status: FeedStatus };
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;
 }
@@ -24,18 +37,15 @@ export interface BroadcasterDeps {
  * Fan-out of the book to sockets. Each market has one uWS topic per variant
  * that someone takes (format, depth, conflation); an update is encoded once
  * per variant and published, so nothing is built per subscriber. Sockets that
- * fall behind are taken off their topics by the sweep (lag.ts) and catch up
- * when they drain.
+ * fall behind are taken off their topics by the sweep (sweep.ts) and catch up
+ * when they drain. The only writer of `MarketStates`.
  */
-export class Broadcaster {
-  private feedStatus: FeedStatus = 'OK';
-  /** Markets published since the sweep last looked: their sockets may hold buffered data. */
-  readonly touched = new Set<string>();
-  /** Sockets sent a frame directly since the sweep last looked. */
-  readonly sentTo = new Set<Session>();
+export class Broadcaster implements Pressure {
+  /** Since the sweep last asked (`takeSent`). */
+  private sent: Sent = { markets: new Set(), sockets: new Set() };
   private readonly conflator: Conflator;
   /** Images queued for this turn of the loop (see batch.ts). */
-  readonly batch: PublishBatch;
+  private readonly batch: PublishBatch;
 
   constructor(private readonly deps: BroadcasterDeps) {
     this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
@@ -52,6 +62,23 @@ export class Broadcaster {
     this.batch.flush();
   }
 
+  /** More images wait to be written than a turn of the loop should carry. */
+  busy(): boolean {
+    return this.batch.size >= BACKLOG;
+  }
+
+  /** Resolves once every image queued so far has been handed to uWS. */
+  eased(): Promise<void> {
+    return this.batch.flushed();
+  }
+
+  /** What was sent since the last call; the sweep asks on each pass, and looks at those sockets. */
+  takeSent(): Sent {
+    const sent = this.sent;
+    this.sent = { markets: new Set(), sockets: new Set() };
+    return sent;
+  }
+
   private publishNow(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);
     for (const { variant: v } of subs?.variants.values() ?? []) {
@@ -60,7 +87,7 @@ export class Broadcaster {
     }
     // Every live subscriber now holds this entry: the one before it is needed no more.
     entry.prev = undefined;
-    if (subs) this.touched.add(entry.mid);
+    if (subs) this.sent.markets.add(entry.mid);
   }
 
   /**
@@ -88,12 +115,16 @@ export class Broadcaster {
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
     for (const { variant: v } of subs.variants.values()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
-    this.touched.add(msg.mid);
+    this.sent.markets.add(msg.mid);
   }
 
-  setFeed(status: FeedStatus): void {
-    if (status === this.feedStatus) return;
-    this.feedStatus = status;
+  /** The read model deleted a market: its last `market` and `result` frames are needed no more. */
+  forgetState(mid: string): void {
+    this.deps.states.forget(mid);
+  }
+
+  /** The feed status changed (its owner calls this once per change): every socket is told. */
+  feedChanged(status: FeedStatus): void {
     this.deps.log.info('feed status', { status });
     const msg = { op: 'feed', status } as const;
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg));
@@ -102,12 +133,13 @@ export class Broadcaster {
   opened(s: Session): void {
     this.deps.hub.open(s);
     s.conn.subscribe(FEED_TOPIC[s.format]);
-    if (this.feedStatus !== 'OK') this.send(s, { op: 'feed', status: this.feedStatus });
+    const status = this.deps.feed.status;
+    if (status !== 'OK') this.send(s, { op: 'feed', status });
   }
 
   closed(s: Session): void {
     this.deps.hub.close(s);
-    this.sentTo.delete(s);
+    this.sent.sockets.delete(s);
   }
 
   send(s: Session, msg: ServerMessage): void {
@@ -118,7 +150,7 @@ export class Broadcaster {
     if (s.closed) return;
     s.conn.send(frame, s.binary, this.deps.compress === true);
     s.lastSendAt = Date.now();
-    this.sentTo.add(s);
+    this.sent.sockets.add(s);
     this.deps.metrics.delivered[s.format]++;
   }
 
@@ -208,7 +240,7 @@ export class Broadcaster {
         taken.sent = entry;
       } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
     }
-    this.touched.add(mid);
+    this.sent.markets.add(mid);
   }
 
   stop(): void {

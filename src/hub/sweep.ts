@@ -2,10 +2,10 @@ import { CLOSE } from '../errors.js';
 import type { Book } from '../odds/book.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
+import type { Pressure } from './batch.js';
 import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
-import { catchUp, fallBehind } from './lag.js';
-import type { Session } from './session.js';
+import { topicOf, type Session } from './session.js';
 import type { MarketStates } from './states.js';
 
 export interface SweepLimits {
@@ -21,7 +21,8 @@ export interface SweepDeps {
   bc: Broadcaster;
   hub: Hub;
   book: Book;
-  states: MarketStates;
+  /** Read only: the broadcaster writes it. */
+  states: Pick<MarketStates, 'revision' | 'since'>;
   limits: SweepLimits;
   metrics: OddsMetrics;
   log: Logger;
@@ -36,8 +37,12 @@ export const SWEEP_MS = 100;
  * sent something since the last pass or known to hold buffered data, and
  * those whose heartbeat falls due, kept in buckets by due time. An idle
  * socket costs one look per heartbeat interval.
+ *
+ * A socket over its soft backpressure limit falls behind: it is taken off its
+ * topics, so its frames are skipped and nobody else waits. Once drained it
+ * catches up with what changed meanwhile and is back on its topics.
  */
-export class Sweeper {
+export class Sweeper implements Pressure {
   private readonly watched = new Set<Session>();
   private readonly due = new Map<number, Set<Session>>();
   private timer: NodeJS.Timeout | undefined;
@@ -59,15 +64,15 @@ export class Sweeper {
   /**
    * Most sockets hold frames they have not read yet: publishing faster would
    * only queue more in memory and delay every frame. A publisher waits for a
-   * pass that finds them drained (calm), so it feels the backpressure as
+   * pass that finds them drained (`eased`), so it feels the backpressure as
    * slower acks.
    */
-  get congested(): boolean {
+  busy(): boolean {
     return this.backed * 2 > this.deps.hub.size;
   }
 
-  calm(): Promise<void> {
-    return this.congested ? new Promise((ok) => this.calmWaiters.push(ok)) : Promise.resolve();
+  eased(): Promise<void> {
+    return this.busy() ? new Promise((ok) => this.calmWaiters.push(ok)) : Promise.resolve();
   }
 
   opened(s: Session, now = Date.now()): void {
@@ -90,7 +95,7 @@ export class Sweeper {
   run(now: number): void {
     this.backed = 0;
     for (const s of this.candidates()) this.check(s, now);
-    if (!this.congested) for (const ok of this.calmWaiters.splice(0)) ok();
+    if (!this.busy()) for (const ok of this.calmWaiters.splice(0)) ok();
     const slot = Math.floor(now / SWEEP_MS);
     for (const [at, list] of this.due) {
       if (at > slot) continue;
@@ -102,14 +107,13 @@ export class Sweeper {
   private candidates(): Set<Session> {
     const out = new Set(this.watched);
     const { bc, hub } = this.deps;
-    for (const s of bc.sentTo) out.add(s);
-    bc.sentTo.clear();
+    const sent = bc.takeSent();
+    for (const s of sent.sockets) out.add(s);
     let reach = 0;
-    for (const mid of bc.touched) reach += hub.market(mid)?.sessions.size ?? 0;
+    for (const mid of sent.markets) reach += hub.market(mid)?.sessions.size ?? 0;
     // Under broad load every socket was touched: one pass over all of them is cheaper than over each market's.
     if (reach >= hub.size) for (const s of hub.sessions()) out.add(s);
-    else for (const mid of bc.touched) for (const s of hub.market(mid)?.sessions ?? []) out.add(s);
-    bc.touched.clear();
+    else for (const mid of sent.markets) for (const s of hub.market(mid)?.sessions ?? []) out.add(s);
     return out;
   }
 
@@ -118,7 +122,7 @@ export class Sweeper {
       this.watched.delete(s);
       return;
     }
-    const { limits, log, metrics, book, states } = this.deps;
+    const { limits, log, metrics } = this.deps;
     const buffered = s.conn.getBufferedAmount();
     if (buffered > limits.maxBytes || (s.lag && now - s.lag.since > limits.slowCloseMs)) {
       log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, behindMs: s.lag ? now - s.lag.since : 0 });
@@ -127,16 +131,58 @@ export class Sweeper {
       s.conn.end(CLOSE.SLOW, 'slow consumer');
       return;
     }
-    if (!s.lag && buffered > limits.slowBytes) fallBehind(s, book, states, now);
+    if (!s.lag && buffered > limits.slowBytes) this.fallBehind(s, now);
     else if (s.lag && buffered <= limits.slowBytes / 4) this.catchUp(s);
     if (!s.lag && buffered > limits.slowBytes / 4) this.backed++;
     if (buffered > 0 || s.lag) this.watched.add(s);
     else this.watched.delete(s);
   }
 
+  /**
+   * Takes a socket off its topics and notes what it had been sent: uWS never
+   * drops frames itself (its limit is off), so everything up to here was
+   * queued for it.
+   */
+  private fallBehind(s: Session, now: number): void {
+    const seqs = new Map<string, { epoch: string; seq: number }>();
+    for (const [mid, v] of s.subs) {
+      s.conn.unsubscribe(topicOf(v, mid));
+      const e = this.deps.book.get(mid);
+      if (e) seqs.set(mid, { epoch: e.epoch, seq: e.seq });
+    }
+    s.lag = { since: now, seqs, stateRev: this.deps.states.revision, lost: new Set() };
+  }
+
+  /**
+   * Back on its topics once drained, with everything that changed while it was
+   * behind: the newest image of each market that moved (`con: true`), the
+   * `market` and `result` frames that changed, and one `unsubscribed` for the
+   * markets it lost meanwhile, after their final state. Its book then equals
+   * the server's.
+   */
   private catchUp(s: Session): void {
     const { bc, book, states, metrics } = this.deps;
-    catchUp(s, bc, book, states, metrics);
+    const lag = s.lag;
+    if (!lag) return;
+    bc.flush();
+    s.lag = undefined;
+    metrics.resyncs.inc();
+    s.conn.cork(() => {
+      for (const [mid, v] of s.subs) {
+        s.conn.subscribe(topicOf(v, mid));
+        const e = book.get(mid);
+        const had = lag.seqs.get(mid);
+        if (e && (!had || had.epoch !== e.epoch || had.seq !== e.seq)) {
+          if (had) metrics.framesSkipped.inc(had.epoch === e.epoch ? e.seq - had.seq : 1);
+          bc.sendFrame(s, e.frame(s.format, 'con', v.depth));
+        }
+        bc.joined(mid, v, e);
+        for (const msg of states.since(mid, lag.stateRev)) bc.send(s, msg);
+      }
+      if (!lag.lost.size) return;
+      for (const mid of lag.lost) for (const msg of states.since(mid, lag.stateRev)) bc.send(s, msg);
+      bc.send(s, { op: 'unsubscribed', mids: [...lag.lost] });
+    });
   }
 
   /** A heartbeat only after `hb` ms with no frame at all, counting frames from the socket's markets' topics. */

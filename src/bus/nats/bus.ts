@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { JSONCodec, type Msg, type NatsConnection, type NatsError } from 'nats';
 import type { NatsAuth, NatsTls } from '../../config.js';
-import type { Book } from '../../odds/book.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, BusHandlers, ClientOp, ImageCheck } from '../types.js';
+import type { Bus, ClientHandler, ClientOp, HeldImages, ImageCheck, OddsHandler } from '../types.js';
 import { NatsLink } from './connection.js';
 import { Inbound, type ClientChange } from './inbound.js';
 import { Sequencer } from './sequencer.js';
@@ -20,7 +19,7 @@ export interface NatsBusOptions {
   prefix: string;
   auth: NatsAuth;
   tls: NatsTls | undefined;
-  book: Book;
+  book: HeldImages;
   log: Logger;
   /** Ingest's check of an odds image, applied to every image read from the bus. */
   check: ImageCheck;
@@ -45,7 +44,8 @@ export class NatsBus implements Bus {
   private readonly link: NatsLink;
   private readonly serial = new SerialByKey<string>();
   private readonly subscribed = new WeakSet<NatsConnection>();
-  private handlers: BusHandlers | undefined;
+  private odds: OddsHandler | undefined;
+  private clients: ClientHandler | undefined;
   private seq: Sequencer | undefined;
   private readonly inbound: Inbound;
 
@@ -57,9 +57,10 @@ export class NatsBus implements Bus {
     });
   }
 
-  async start(h: BusHandlers): Promise<void> {
-    this.handlers = h;
-    h.down(true);
+  async start(odds: OddsHandler, clients: ClientHandler): Promise<void> {
+    this.odds = odds;
+    this.clients = clients;
+    odds.down(true);
     if (!(await this.link.start())) return;
     const synced = this.seq?.synced();
     if (synced) await Promise.race([synced, new Promise((ok) => setTimeout(ok, START_SYNC_WAIT_MS).unref())]);
@@ -85,7 +86,7 @@ export class NatsBus implements Bus {
 
   /** Before the first connection there is no stream to number with: the pod numbers alone. */
   private local(): Sequencer {
-    return (this.seq ??= new Sequencer({ ...this.opts, handlers: this.handlers!, serial: this.serial, inbound: this.inbound }));
+    return (this.seq ??= new Sequencer({ ...this.opts, odds: this.odds!, serial: this.serial, inbound: this.inbound }));
   }
 
   private connected(nc: NatsConnection): void {
@@ -103,7 +104,7 @@ export class NatsBus implements Bus {
       nc.subscribe(`${prefix}.ctl.client`, {
         callback: this.guarded('client', (m) => {
           const c = this.inbound.client(m.data);
-          if (c && c.from !== this.id) this.handlers?.client(c.op, c.client, c.mids);
+          if (c && c.from !== this.id) this.clients?.client(c.op, c.client, c.mids);
         }),
       });
     }

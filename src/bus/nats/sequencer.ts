@@ -1,20 +1,20 @@
 import type { NatsConnection } from 'nats';
-import { newEpoch, type Book } from '../../odds/book.js';
+import { newEpoch } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
-import type { BusHandlers, Ordered } from '../types.js';
+import type { HeldImages, OddsHandler, Ordered } from '../types.js';
 import { OddsStream, envelope, isWrongLast } from './stream.js';
 import type { Inbound, Stored } from './inbound.js';
 import { Witness } from './witness.js';
 
 export interface SequencerDeps {
   prefix: string;
-  book: Book;
+  book: HeldImages;
   log: Logger;
-  handlers: BusHandlers;
+  odds: OddsHandler;
   /** The bus's per-market queue: numbering and storing one market happen one at a time. */
   serial: SerialByKey<string>;
   /** Checks what is read from the bus, and counts what it refuses. */
@@ -84,7 +84,7 @@ export class Sequencer {
   lost(): void {
     this.generation++;
     this.ready = false;
-    if (this.inSync) this.deps.handlers.down(true);
+    if (this.inSync) this.deps.odds.down(true);
     this.inSync = false;
   }
 
@@ -117,7 +117,7 @@ export class Sequencer {
     const epoch = (this.localEpoch ??= newEpoch('l'));
     const o: Ordered = { epoch, seq: this.deps.book.next(image.mid, epoch), pt, image };
     this.pending.set(image.mid, o);
-    this.deps.handlers.odds(o, 'local');
+    this.deps.odds.odds(o, 'local');
   }
 
   /**
@@ -164,7 +164,7 @@ export class Sequencer {
     if (generation !== this.generation || this.pending.size) return false;
     this.inSync = true;
     this.localEpoch = undefined;
-    this.deps.handlers.down(false);
+    this.deps.odds.down(false);
     this.firstSync?.();
     this.deps.log.info('nats in sync', { epoch: this.epoch, markets: this.heads.size });
     return true;
@@ -198,7 +198,7 @@ export class Sequencer {
     const frame = encodeProto({ op: 'odds', ...image, epoch, seq, pt, con: false, cf: false });
     const ss = await this.stream!.store(image.mid, frame, head?.ss ?? 0);
     if (!head || ss > head.ss) this.heads.set(image.mid, { ss, seq });
-    this.deps.handlers.odds({ epoch, seq, pt, image, frame }, 'local');
+    this.deps.odds.odds({ epoch, seq, pt, image, frame }, 'local');
     this.nc?.publish(`${this.deps.prefix}.img.${image.mid}`, envelope(ss, frame));
   }
 
@@ -223,6 +223,6 @@ export class Sequencer {
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
     if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.handlers.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
+    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
   }
 }
