@@ -15,7 +15,7 @@
  * phases: fanout/run.ts; the report: fanout/report.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { fmt, log, machine, pinLoadGenerator, startServer, writeResults, type Pinning } from './lib/common.js';
+import { fmt, log, machine, pinLoadGenerator, runMain, startServer, writeResults, type Pinning } from './lib/common.js';
 import { fanoutMarkets, prepareDatabase, seed, type Database } from './lib/data.js';
 import type { Market } from './fanout/publisher.js';
 import { commonHeld, report } from './fanout/report.js';
@@ -110,10 +110,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    process.stderr.write(`bench:fanout failed: ${err.stack ?? err.message}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench:fanout', main);

@@ -213,10 +213,14 @@ export function cpuMicros(pid: number): number {
 }
 
 /** Resident set size in bytes. */
+/** VmRSS of a process in bytes, NaN once it is gone. */
 export function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) * 1024 : NaN;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 export function sumCpuMicros(pids: readonly number[]): number {
@@ -404,6 +408,20 @@ export function writeResults(name: string, json: unknown, md: string): { json: s
   writeFileSync(j, JSON.stringify(json, null, 2) + '\n');
   writeFileSync(m, md + '\n');
   return { json: j, md: m };
+}
+
+/**
+ * Runs a benchmark's main and exits with its code (0 when it returns none), or prints the error
+ * and exits 1: a benchmark leaves child processes and timers behind that would keep it alive.
+ */
+export function runMain(name: string, main: () => Promise<number | void>): void {
+  main().then(
+    (code) => process.exit(code ?? 0),
+    (err: Error) => {
+      process.stderr.write(`${name} failed: ${err.stack ?? err.message}\n`);
+      process.exit(1);
+    },
+  );
 }
 
 export function log(msg: string): void {

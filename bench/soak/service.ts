@@ -7,14 +7,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
+import { ROOT } from '../lib/common.js';
 import { log, sleep } from './util.js';
 import { freePort } from '../../src/db/embedded.js';
-
-/** The project root (this file is dist/bench/soak/service.js). */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 export interface Database {
   /** Settings for the service's environment. */
