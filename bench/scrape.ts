@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     let out = '';
     child.stdout!.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)\nmetrics and probes on (http:\/\/\S+)/.exec(out);
+      const m = /listening on (http:\/\/\S+)[^\n]*\nmetrics and probes on (http:\/\/\S+)/.exec(out);
       if (m) ok([m[1], m[2]]);
     });
     child.once('exit', () => fail(new Error('service exited')));

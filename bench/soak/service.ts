@@ -183,7 +183,8 @@ export class ServiceProcess {
 
   /** Counts warnings and errors (JSON log lines; anything else on stderr counts as an error). */
   private record(line: string): void {
-    if (!line.trim() || /listening on http:\/\//.test(line)) return;
+    // The start lines (where it listens, where its metrics are) are the only ones not logged as JSON.
+    if (!line.trim() || /listening on http:\/\/|^metrics and probes on http:\/\//.test(line)) return;
     let level = 'error';
     try {
       level = String((JSON.parse(line) as { level?: unknown }).level ?? 'error');
