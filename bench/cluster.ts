@@ -4,6 +4,9 @@
  * one) subscribe to the same markets; a publisher feeds pod A through /ingest
  * at rising rates. A step holds when every frame arrived and the sampled
  * publish-to-receive p99 is under 50 ms.
+ *
+ * Settings (env; a bad value stops the run naming it): BENCH_SOCKETS (2000), BENCH_SECONDS (3 per
+ * step), BENCH_RATES (50000,100000,200000,400000 deliveries/s). DATABASE_URL: see bench/README.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -14,10 +17,14 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { freePort, startEmbedded } from '../src/db/embedded.js';
 import { createLogger } from '../src/log.js';
+import { envNumber, envNumbers } from './lib/common.js';
 
-const SOCKETS = Number(process.env.BENCH_SOCKETS ?? 2000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-const RATES = (process.env.BENCH_RATES ?? '50000,100000,200000,400000').split(',').map(Number);
+/** Every setting (env), read once; the header lists them with their defaults. */
+const SETTINGS = Object.freeze({
+  sockets: Math.round(envNumber('BENCH_SOCKETS', 2000)),
+  seconds: envNumber('BENCH_SECONDS', 3),
+  rates: Object.freeze(envNumbers('BENCH_RATES', [50_000, 100_000, 200_000, 400_000])),
+});
 const PER_SOCKET = 10;
 const MARKETS = 50;
 const NATS = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
@@ -38,7 +45,7 @@ async function measure(urls: string[], mids: string[], publishTo: string): Promi
   let received = 0;
   const lat: number[] = [];
   const sockets: WebSocket[] = [];
-  for (let i = 0; i < SOCKETS; i++) {
+  for (let i = 0; i < SETTINGS.sockets; i++) {
     const ws = new WebSocket(urls[i % urls.length].replace('http', 'ws') + '/ws', ['odds.v1.json']);
     await new Promise((ok, fail) => { ws.once('open', ok); ws.once('error', fail); });
     const sampled = i % 20 === 0;
@@ -54,14 +61,14 @@ async function measure(urls: string[], mids: string[], publishTo: string): Promi
   await new Promise((r) => setTimeout(r, 1000));
   const pub = new WebSocket(publishTo.replace('http', 'ws') + '/ingest');
   await new Promise((ok) => pub.once('open', ok));
-  const subscribersPerMarket = (SOCKETS * PER_SOCKET) / mids.length;
+  const subscribersPerMarket = (SETTINGS.sockets * PER_SOCKET) / mids.length;
   const runs: Run[] = [];
-  for (const rate of RATES) {
+  for (const rate of SETTINGS.rates) {
     const updatesPerTick = Math.max(1, Math.round((rate / subscribersPerMarket) / 200));
     received = 0;
     lat.length = 0;
     let sent = 0;
-    const end = Date.now() + SECONDS * 1000;
+    const end = Date.now() + SETTINGS.seconds * 1000;
     let n = 0;
     while (Date.now() < end) {
       const data = Array.from({ length: updatesPerTick }, () => ({ kind: 'odds', mid: mids[n++ % mids.length], ts: Date.now(), st: 'OPEN', ip: true,
@@ -74,7 +81,7 @@ async function measure(urls: string[], mids: string[], publishTo: string): Promi
     lat.sort((a, b) => a - b);
     const expected = sent * subscribersPerMarket;
     const p99 = lat[Math.floor(lat.length * 0.99)] ?? 0;
-    runs.push({ rate: Math.round(expected / SECONDS), delivered: Math.round(received / SECONDS), expected, p99, held: received >= expected && p99 < 50 });
+    runs.push({ rate: Math.round(expected / SETTINGS.seconds), delivered: Math.round(received / SETTINGS.seconds), expected, p99, held: received >= expected && p99 < 50 });
     if (received < expected * 0.5) break;
   }
   pub.close();
@@ -129,11 +136,11 @@ async function main(): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   const best = (runs: Run[]) => Math.max(0, ...runs.filter((r) => r.held).map((r) => r.delivered));
   let md = `| setup | sockets | target deliveries/s | delivered/s | p99 ms | held |\n| --- | ---: | ---: | ---: | ---: | --- |\n`;
-  for (const [name, runs] of Object.entries(results)) for (const r of runs) md += `| ${name} | ${SOCKETS} | ${r.rate} | ${r.delivered} | ${r.p99} | ${r.held ? 'yes' : 'no'} |\n`;
+  for (const [name, runs] of Object.entries(results)) for (const r of runs) md += `| ${name} | ${SETTINGS.sockets} | ${r.rate} | ${r.delivered} | ${r.p99} | ${r.held ? 'yes' : 'no'} |\n`;
   md += `\nHighest rate held: one pod ${best(results['one pod'])}/s, two pods ${best(results['two pods over NATS'])}/s (${(best(results['two pods over NATS']) / Math.max(1, best(results['one pod']))).toFixed(2)}x).\n`;
   process.stdout.write(md);
   await mkdir('bench/results', { recursive: true });
-  await writeFile('bench/results/cluster.json', JSON.stringify({ sockets: SOCKETS, results }, null, 2));
+  await writeFile('bench/results/cluster.json', JSON.stringify({ sockets: SETTINGS.sockets, results }, null, 2));
   await writeFile('bench/results/cluster.md', md);
 }
 

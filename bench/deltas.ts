@@ -10,18 +10,24 @@
  *    DELTA_SOCKETS sockets each taking every market, a publisher ingesting DELTA_RATE changes a
  *    second; the same sockets take images, then deltas (a later subscribe replaces the first), at
  *    the same rate: server CPU ÷ frames received, both times, in each format.
+ *
+ * Settings (env; a bad value stops the run naming it): DELTA_CHANGES (2000 per market shape),
+ * DELTA_SOCKETS (100), DELTA_RATE (200 changes/s), BENCH_SECONDS (3 measured per row).
  */
 import WebSocket from 'ws';
 import { Book, FORMATS, type Format, type Frame } from '../src/odds/book.js';
 import type { OddsImage } from '../src/odds/messages.js';
-import { cpuMicros, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, sleep, startServer, writeResults } from './lib/common.js';
+import { cpuMicros, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, runMain, sleep, startServer, writeResults } from './lib/common.js';
 import { prepareDatabase } from './lib/data.js';
 import { LadderMarket } from './lib/ladders.js';
 
-const CHANGES = envNumber('DELTA_CHANGES', 2000);
-const SOCKETS = envNumber('DELTA_SOCKETS', 100);
-const RATE = envNumber('DELTA_RATE', 200);
-const SECONDS = envNumber('BENCH_SECONDS', 3);
+/** Every setting (env), read once; the header lists them with their defaults. */
+const SETTINGS = Object.freeze({
+  changes: Math.round(envNumber('DELTA_CHANGES', 2000)),
+  sockets: Math.round(envNumber('DELTA_SOCKETS', 100)),
+  rate: envNumber('DELTA_RATE', 200),
+  seconds: envNumber('BENCH_SECONDS', 3),
+});
 const SHAPES = [10, 20];
 const DEPTHS = [10, 3];
 
@@ -34,7 +40,7 @@ function bytesPerChange(runners: number): BytesRow[] {
   const market = new LadderMarket(`b.${runners}`, runners, runners);
   const book = new Book();
   const totals = new Map<string, { image: number; delta: number; keyframes: number }>();
-  for (let i = 0; i <= CHANGES; i++) {
+  for (let i = 0; i <= SETTINGS.changes; i++) {
     const entry = book.put('bench', i + 1, Date.now(), market.next() as unknown as OddsImage)!;
     if (i === 0) continue;
     for (const format of FORMATS) {
@@ -52,7 +58,7 @@ function bytesPerChange(runners: number): BytesRow[] {
   }
   return [...totals].map(([key, t]) => {
     const [format, depth] = key.split('/');
-    return { runners, format: format as Format, depth: Number(depth), image: t.image / CHANGES, delta: t.delta / CHANGES, ratio: t.delta / t.image, keyframes: t.keyframes };
+    return { runners, format: format as Format, depth: Number(depth), image: t.image / SETTINGS.changes, delta: t.delta / SETTINGS.changes, ratio: t.delta / t.image, keyframes: t.keyframes };
   });
 }
 
@@ -68,7 +74,7 @@ async function cpuPerDelivery(url: string, pid: number, format: Format, markets:
   const mids = markets.map((m) => m.mid);
   let frames = 0;
   let bytes = 0;
-  const sockets = await Promise.all(Array.from({ length: SOCKETS }, () => new Promise<WebSocket>((ok, fail) => {
+  const sockets = await Promise.all(Array.from({ length: SETTINGS.sockets }, () => new Promise<WebSocket>((ok, fail) => {
     const ws = new WebSocket(url.replace(/^http/, 'ws') + '/ws', [`odds.v1.${format}`], { perMessageDeflate: false });
     ws.on('message', (data: Buffer) => {
       frames++;
@@ -84,7 +90,7 @@ async function cpuPerDelivery(url: string, pid: number, format: Format, markets:
       for (const ws of sockets) ws.send(request, { binary: false });
       const publish = async (seconds: number) => {
         const end = performance.now() + seconds * 1000;
-        const perBatch = Math.max(1, Math.round(RATE / 50));
+        const perBatch = Math.max(1, Math.round(SETTINGS.rate / 50));
         for (let k = 0; performance.now() < end; k++) {
           const at = performance.now();
           await post(url, Array.from({ length: perBatch }, (_, j) => markets[(k * perBatch + j) % markets.length].next()));
@@ -93,7 +99,7 @@ async function cpuPerDelivery(url: string, pid: number, format: Format, markets:
       };
       await publish(1);
       const [f0, b0, c0, w0] = [frames, bytes, cpuMicros(pid), performance.now()];
-      await publish(SECONDS);
+      await publish(SETTINGS.seconds);
       const wall = (performance.now() - w0) / 1000;
       const delivered = frames - f0;
       rows.push({ format, delta, delivered, deliveriesPerSec: delivered / wall, bytesPerDelivery: (bytes - b0) / Math.max(1, delivered), cpuNsPerDelivery: ((cpuMicros(pid) - c0) * 1000) / Math.max(1, delivered) });
@@ -128,7 +134,7 @@ async function main(): Promise<void> {
   }
   const name = { json: 'JSON', proto: 'protobuf' } as const;
   const bytesTable = mdTable(['market', 'format', 'depth', 'image B/change', 'delta B/change', 'delta ÷ image', 'sent as image'],
-    bytes.map((b) => [`${b.runners} runners`, name[b.format], String(b.depth), fmt(b.image), fmt(b.delta), `${b.ratio.toFixed(3)}x`, `${b.keyframes} of ${CHANGES}`]));
+    bytes.map((b) => [`${b.runners} runners`, name[b.format], String(b.depth), fmt(b.image), fmt(b.delta), `${b.ratio.toFixed(3)}x`, `${b.keyframes} of ${SETTINGS.changes}`]));
   const cpuTable = mdTable(['format', 'subscription', 'deliveries/s', 'bytes/delivery', 'server CPU ns/delivery', 'deltas ÷ images'],
     cpu.map((c) => {
       const images = cpu.find((x) => x.format === c.format && !x.delta)!;
@@ -137,21 +143,15 @@ async function main(): Promise<void> {
   const md = [
     '## Deltas against images',
     '',
-    `${String(machine().cpu)}; ${pinning.note}. Bytes: ${CHANGES} changes per market shape through the server's book, each moving one or two ladder levels of one runner. ` +
-      `CPU: ${SOCKETS} sockets taking 10 markets (10 and 20 runners), ${RATE} changes/s published, ${SECONDS} s measured per row.`,
+    `${String(machine().cpu)}; ${pinning.note}. Bytes: ${SETTINGS.changes} changes per market shape through the server's book, each moving one or two ladder levels of one runner. ` +
+      `CPU: ${SETTINGS.sockets} sockets taking 10 markets (10 and 20 runners), ${SETTINGS.rate} changes/s published, ${SETTINGS.seconds} s measured per row.`,
     '',
     bytesTable,
     '',
     cpuTable,
   ].join('\n');
-  writeResults('deltas', { benchmark: 'deltas', at: new Date().toISOString(), machine: machine(), settings: { CHANGES, SOCKETS, RATE, SECONDS }, bytes, cpu }, md);
+  writeResults('deltas', { benchmark: 'deltas', at: new Date().toISOString(), machine: machine(), settings: { CHANGES: SETTINGS.changes, SOCKETS: SETTINGS.sockets, RATE: SETTINGS.rate, SECONDS: SETTINGS.seconds }, bytes, cpu }, md);
   process.stdout.write('\n' + md + '\n\n');
 }
 
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench', main);

@@ -17,7 +17,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIST, RESULTS, fmt, log, machine, mdTable, writeResults } from './lib/common.js';
+import { DIST, RESULTS, fmt, log, machine, mdTable, runMain, writeResults } from './lib/common.js';
 import { prepareDatabase } from './lib/data.js';
 
 const REST_DEFAULTS: Record<string, string> = {
@@ -183,10 +183,4 @@ async function main(): Promise<void> {
   log(`wrote ${files.md} in ${elapsed.toFixed(0)} s`);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench', main);

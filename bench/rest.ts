@@ -4,9 +4,11 @@
  * sending the same bytes), in alternating rounds, server on core 0 and autocannon on core 1. Then
  * a CPU profile of the service per route.
  *
- * BENCH_SECONDS (2) per run, BENCH_ROUNDS (2), BENCH_WARMUP (1 s per route and server),
- * BENCH_CONNECTIONS (50), BENCH_PROFILE (on), BENCH_ROUTES (all eight), BENCH_RESULTS_NAME (rest).
- * DATABASE_URL: see bench/README.md.
+ * Settings (env; a bad value stops the run naming it): BENCH_SECONDS (2) per run, BENCH_ROUNDS (2),
+ * BENCH_WARMUP (1 s per route and server), BENCH_ATTEMPTS (3: a run disturbed by other processes is
+ * repeated), BENCH_CONNECTIONS (50), BENCH_PROFILE (on), BENCH_ROUTES (all eight: sports, events,
+ * markets, results, health, events-miss, markets-miss, results-miss), BENCH_RESULTS_NAME (rest).
+ * DATABASE_URL, BENCH_DB, BENCH_QUIET_MS, BENCH_PERF: see bench/README.md.
  */
 import autocannon, { type Request } from 'autocannon';
 import pg from 'pg';
@@ -14,7 +16,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   Histogram, Noise, RESULTS, coreBusyPct, coreTimes, cpuMicros, waitQuiet, envFlag, envList, envNumber, fmt, log, machine, mdTable, median,
-  pinLoadGenerator, sleep, startServer, writeResults, type Pinning, type Server,
+  pinLoadGenerator, runMain, sleep, startServer, writeResults, type Pinning, type Server,
 } from './lib/common.js';
 import { missPaths, prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
@@ -52,14 +54,19 @@ interface Run {
   attempts: number;
 }
 
-const SECONDS = envNumber('BENCH_SECONDS', 2);
-const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 2));
-const WARMUP = envNumber('BENCH_WARMUP', 1);
-const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
-const CONNECTIONS = Math.round(envNumber('BENCH_CONNECTIONS', 50));
-const PROFILE = envFlag('BENCH_PROFILE', true);
+const ROUTE_NAMES = ['sports', 'events', 'markets', 'results', 'health', 'events-miss', 'markets-miss', 'results-miss'] as const;
+/** Every setting (env), read once; the header lists them with their defaults. */
+const SETTINGS = Object.freeze({
+  seconds: envNumber('BENCH_SECONDS', 2),
+  rounds: Math.round(envNumber('BENCH_ROUNDS', 2)),
+  warmup: envNumber('BENCH_WARMUP', 1),
+  attempts: Math.round(envNumber('BENCH_ATTEMPTS', 3)),
+  connections: Math.round(envNumber('BENCH_CONNECTIONS', 50)),
+  profile: envFlag('BENCH_PROFILE', true),
+  routes: Object.freeze(envList('BENCH_ROUTES', ROUTE_NAMES, ROUTE_NAMES)),
+  resultsName: process.env.BENCH_RESULTS_NAME || 'rest',
+});
 const FOREIGN_LIMIT = 15;
-const ROUTES = envList('BENCH_ROUTES', ['sports', 'events', 'markets', 'results', 'health', 'events-miss', 'markets-miss', 'results-miss']);
 /** The lookup routes again, over 5,000 distinct URLs each: more than the service's answer cache holds, so every request is computed. */
 const MISS_URLS = 5000;
 /** The service's answer cache in this benchmark: room for the cached routes' answers, not for the misses'. */
@@ -95,7 +102,7 @@ let next = 0;
 async function load(server: Server, paths: string[], seconds: number, hist?: Histogram) {
   const inst = autocannon({
     url: server.url,
-    connections: CONNECTIONS,
+    connections: SETTINGS.connections,
     pipelining: 1,
     duration: seconds,
     timeout: 10,
@@ -119,7 +126,7 @@ async function measureOnce(server: Server, target: Target, route: string, paths:
   const self0 = process.cpuUsage();
   const cores0 = coreTimes();
   const t0 = performance.now();
-  const result = await load(server, paths, SECONDS, hist);
+  const result = await load(server, paths, SETTINGS.seconds, hist);
   const cores = coreBusyPct(cores0, coreTimes());
   const wall = (performance.now() - t0) / 1000;
   const cpu = cpuMicros(server.pid) - cpu0;
@@ -140,7 +147,7 @@ async function measureOnce(server: Server, target: Target, route: string, paths:
 /** One measurement on a quiet machine; repeated (up to BENCH_ATTEMPTS, 3, times) when other processes disturbed it. */
 async function measure(server: Server, target: Target, route: string, paths: string[], round: number, pgCpu: PgCpu | undefined, pids: number[]): Promise<Run> {
   let best: Run | undefined;
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
+  for (let attempt = 1; attempt <= SETTINGS.attempts; attempt++) {
     await waitQuiet(() => pids);
     const run = await measureOnce(server, target, route, paths, round, pgCpu, pids);
     run.attempts = attempt;
@@ -167,8 +174,8 @@ async function profileRoutes(dbUrl: string, pinning: Pinning, paths: Record<stri
   const out: Record<string, ProfileSummary> = {};
   const insp = new Inspector(svc.inspector!);
   try {
-    const seconds = Math.min(SECONDS, 5);
-    for (const route of ROUTES) {
+    const seconds = Math.min(SETTINGS.seconds, 5);
+    for (const route of SETTINGS.routes) {
       await load(svc, paths[route], 1); // warm-up
       await waitQuiet(() => [svc.pid]);
       await insp.start();
@@ -209,7 +216,7 @@ async function main(): Promise<void> {
     // (a miss route's other URLs get its median-sized body, under the bare path).
     const bodies: Record<string, string> = {};
     const checked = (route: string) => paths[route].slice(0, 10);
-    for (const route of ROUTES) {
+    for (const route of SETTINGS.routes) {
       for (const p of checked(route)) {
         const r = await fetch(service.url + p);
         if (r.status !== 200) throw new Error(`service answered ${r.status} to ${p}`);
@@ -234,7 +241,7 @@ async function main(): Promise<void> {
 
     // Same answers? Byte for byte, per URL, for both servers that compute them.
     const identical: Record<string, Record<'baseline' | 'fastify', string>> = {};
-    for (const route of ROUTES) {
+    for (const route of SETTINGS.routes) {
       identical[route] = { baseline: '', fastify: '' };
       for (const target of ['baseline', 'fastify'] as const) {
         let same = 0;
@@ -252,19 +259,19 @@ async function main(): Promise<void> {
         if (firstDiff) log(`${target} differs on ${route}${firstDiff}`);
       }
     }
-    const sizes = Object.fromEntries(ROUTES.map((r) => [r, Math.round(median(checked(r).map((p) => Buffer.byteLength(bodies[p]))))]));
+    const sizes = Object.fromEntries(SETTINGS.routes.map((r) => [r, Math.round(median(checked(r).map((p) => Buffer.byteLength(bodies[p]))))]));
 
     admin = new pg.Client({ connectionString: db.url, application_name: 'bench-admin' });
     await admin.connect();
     const pgCpu: Partial<Record<Target, PgCpu>> = {};
     for (const [t, app] of Object.entries(PG_APPS)) pgCpu[t as Target] = new PgCpu(admin, app);
 
-    log(`warm-up: ${ROUTES.length} routes x ${TARGETS.length} servers x ${WARMUP} s`);
-    for (const route of ROUTES) for (const t of TARGETS) await load(byTarget[t], paths[route].slice(0, 500), WARMUP);
+    log(`warm-up: ${SETTINGS.routes.length} routes x ${TARGETS.length} servers x ${SETTINGS.warmup} s`);
+    for (const route of SETTINGS.routes) for (const t of TARGETS) await load(byTarget[t], paths[route].slice(0, 500), SETTINGS.warmup);
 
     const runs: Run[] = [];
-    for (let round = 1; round <= ROUNDS; round++) {
-      for (const route of ROUTES) {
+    for (let round = 1; round <= SETTINGS.rounds; round++) {
+      for (const route of SETTINGS.routes) {
         const order: Target[] = round % 2 ? TARGETS : [...TARGETS].reverse();
         for (const target of order) {
           const run = await measure(byTarget[target], target, route, paths[route], round, pgCpu[target], servers.map((s) => s.pid));
@@ -279,7 +286,7 @@ async function main(): Promise<void> {
     const warnings = Object.fromEntries(servers.map((s) => [s.name, s.warnings()]).filter(([, w]) => w.length));
     for (const s of servers.splice(0)) await s.stop();
 
-    const profiles = PROFILE ? await profileRoutes(db.url, pinning, paths) : {};
+    const profiles = SETTINGS.profile ? await profileRoutes(db.url, pinning, paths) : {};
 
     // ---- report ----
     const agg = (route: string, target: Target) => {
@@ -292,7 +299,7 @@ async function main(): Promise<void> {
         serverCorePct: m('serverCorePct'), loadCorePct: m('loadCorePct'),
       };
     };
-    const summary = Object.fromEntries(ROUTES.map((route) => {
+    const summary = Object.fromEntries(SETTINGS.routes.map((route) => {
       const s = agg(route, 'service');
       const b = agg(route, 'baseline');
       const f = agg(route, 'fastify');
@@ -306,8 +313,8 @@ async function main(): Promise<void> {
       }];
     }));
 
-    const dataRoutes = ROUTES.filter((r) => r !== 'health');
-    const missNote = ROUTES.some((r) => r.endsWith('-miss'))
+    const dataRoutes = SETTINGS.routes.filter((r) => r !== 'health');
+    const missNote = SETTINGS.routes.some((r) => r.endsWith('-miss'))
       ? `The \`-miss\` rows repeat the lookup routes over ${fmt(MISS_URLS)} distinct URLs each, more than the service's answer cache ` +
         `holds (ANSWER_CACHE_BYTES=${fmt(BENCH_CACHE_BYTES)} here: room for 10 answers of a route, evicted oldest first), so every request is parsed and joined; the other rows ` +
         `cycle 10 URLs per route and are answered from that cache. The ceiling answers a miss route with its median-sized body.`
@@ -315,23 +322,23 @@ async function main(): Promise<void> {
     const targets = {
       '2x baseline req/s on every data route': dataRoutes.map((r) => `${r} ${summary[r].xBaseline.toFixed(2)}x`).join(', '),
       'vs fastify (req/s)': dataRoutes.map((r) => `${r} ${summary[r].xFastify.toFixed(2)}x`).join(', '),
-      'within 15% of the ceiling (req/s)': ROUTES.map((r) => `${r} ${(100 * summary[r].ofCeiling).toFixed(0)}%`).join(', '),
-      'within 15% of the ceiling (CPU/req)': ROUTES.map((r) => `${r} ${(100 * summary[r].cpuOfCeiling).toFixed(0)}%`).join(', '),
-      'p99 no worse than baseline': ROUTES.map((r) => `${r} ${summary[r].service.p99.toFixed(2)} vs ${summary[r].baseline.p99.toFixed(2)} ms`).join(', '),
+      'within 15% of the ceiling (req/s)': SETTINGS.routes.map((r) => `${r} ${(100 * summary[r].ofCeiling).toFixed(0)}%`).join(', '),
+      'within 15% of the ceiling (CPU/req)': SETTINGS.routes.map((r) => `${r} ${(100 * summary[r].cpuOfCeiling).toFixed(0)}%`).join(', '),
+      'p99 no worse than baseline': SETTINGS.routes.map((r) => `${r} ${summary[r].service.p99.toFixed(2)} vs ${summary[r].baseline.p99.toFixed(2)} ms`).join(', '),
       'zero errors and non-2xx': runs.every((r) => r.errors + r.timeouts + r.non2xx === 0) ? 'yes' : 'NO',
     };
     const met = {
       x2: dataRoutes.every((r) => summary[r].xBaseline >= 2),
-      ceiling: ROUTES.every((r) => summary[r].ofCeiling >= 0.85),
-      ceilingCpu: ROUTES.every((r) => summary[r].cpuOfCeiling >= 0.85),
-      p99: ROUTES.every((r) => summary[r].service.p99 <= summary[r].baseline.p99),
+      ceiling: SETTINGS.routes.every((r) => summary[r].ofCeiling >= 0.85),
+      ceilingCpu: SETTINGS.routes.every((r) => summary[r].cpuOfCeiling >= 0.85),
+      p99: SETTINGS.routes.every((r) => summary[r].service.p99 <= summary[r].baseline.p99),
       errors: targets['zero errors and non-2xx'] === 'yes',
     };
 
     const t1 = mdTable(
       ['route', 'body B', 'service req/s', 'baseline req/s', 'vs baseline', 'fastify req/s', 'vs fastify', 'ceiling req/s', 'of ceiling (req/s)',
         'CPU µs/req service / baseline (+Postgres) / fastify (+Postgres) / ceiling', 'CPU/req: baseline ÷ service', 'fastify ÷ service', 'of ceiling (CPU/req)', 'same bytes (baseline, fastify)'],
-      ROUTES.map((r) => {
+      SETTINGS.routes.map((r) => {
         const x = summary[r];
         return [r, fmt(x.bodyBytes), fmt(x.service.reqPerSec), fmt(x.baseline.reqPerSec), `${x.xBaseline.toFixed(2)}x`, fmt(x.fastify.reqPerSec), `${x.xFastify.toFixed(2)}x`,
           fmt(x.ceiling.reqPerSec), `${(100 * x.ofCeiling).toFixed(0)}%`,
@@ -343,7 +350,7 @@ async function main(): Promise<void> {
     );
     const t2 = mdTable(
       ['route', 'server', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'errors', 'non-2xx', 'server process / core 0 busy', 'autocannon / core 1 busy'],
-      ROUTES.flatMap((r) => TARGETS.map((t) => {
+      SETTINGS.routes.flatMap((r) => TARGETS.map((t) => {
         const x = summary[r][t];
         return [r, t, fmt(x.reqPerSec), x.p50.toFixed(2), x.p99.toFixed(2), x.p999.toFixed(2), x.errors, x.non2xx, `${x.serverBusyPct.toFixed(0)}% / ${x.serverCorePct.toFixed(0)}%`, `${x.loadBusyPct.toFixed(0)}% / ${x.loadCorePct.toFixed(0)}%`];
       })),
@@ -351,8 +358,8 @@ async function main(): Promise<void> {
     const md = [
       `## REST reads: service vs baseline (node:http), fastify and ceiling`,
       '',
-      `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${CONNECTIONS} connections, no pipelining, ` +
-        `${ROUNDS} alternating rounds of ${SECONDS} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
+      `${host.cpu}, ${host.cores} cores, Node ${process.version}; ${pinning.note}. autocannon, ${SETTINGS.connections} connections, no pipelining, ` +
+        `${SETTINGS.rounds} alternating rounds of ${SETTINGS.seconds} s per server and route (medians shown). Data: the demo set plus ${SEED.sports} sports, ` +
         `${SEED.sports * SEED.eventsPerSport} events and ${SEED.sports * SEED.eventsPerSport * 6} markets seeded through \`POST /api/v1/ingest\`; ` +
         `each request asks for 10 sport IDs, 10 event IDs or 50 market IDs. ${db.where}. ${missNote}`,
       '',
@@ -369,16 +376,16 @@ async function main(): Promise<void> {
         `${met.p99 ? 'MET' : 'MISSED'} p99 ≤ baseline (${targets['p99 no worse than baseline']}); errors/non-2xx all zero: ${targets['zero errors and non-2xx']}.`,
       ...Object.entries(warnings).map(([name, w]) => `Note: the ${name} logged: ${(w as string[]).slice(0, 3).join(' | ')}`),
       '',
-      ...(PROFILE ? ['CPU profiles of the service, one route at a time (V8 sampling profiler through the inspector, plus Linux perf when available):', '', ...ROUTES.map((r) => profileMarkdown(r, profiles[r]))] : []),
+      ...(SETTINGS.profile ? ['CPU profiles of the service, one route at a time (V8 sampling profiler through the inspector, plus Linux perf when available):', '', ...SETTINGS.routes.map((r) => profileMarkdown(r, profiles[r]))] : []),
     ].join('\n');
 
     const json = {
       benchmark: 'rest', at: new Date().toISOString(), machine: host, pinning: pinning.note, database: db.where,
-      settings: { seconds: SECONDS, rounds: ROUNDS, warmupSeconds: WARMUP, connections: CONNECTIONS, routes: ROUTES },
+      settings: { seconds: SETTINGS.seconds, rounds: SETTINGS.rounds, warmupSeconds: SETTINGS.warmup, connections: SETTINGS.connections, routes: SETTINGS.routes },
       paths: Object.fromEntries(Object.entries(paths).map(([r, ps]) => [r, ps.length > 10 ? { distinct: ps.length, first: ps.slice(0, 3) } : ps])), summary, targets, met, runs, profiles, warnings,
       elapsedSeconds: (Date.now() - started) / 1000,
     };
-    const files = writeResults(process.env.BENCH_RESULTS_NAME || 'rest', json, md);
+    const files = writeResults(SETTINGS.resultsName, json, md);
     process.stdout.write('\n' + md + '\n\n');
     log(`wrote ${files.md} and ${files.json} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {
@@ -388,10 +395,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: Error) => {
-    process.stderr.write(`bench:rest failed: ${err.stack ?? err.message}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench:rest', main);

@@ -39,7 +39,8 @@ import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { readCatalog } from './soak/catalog.js';
 import { Http, IngestFeed, Pool, RestLoad, RestSubscriptions, StateToggler } from './soak/load.js';
-import { ROOT, ServiceProcess, prepareDatabase, type Database } from './soak/service.js';
+import { ROOT, runMain } from './lib/common.js';
+import { ServiceProcess, prepareDatabase, type Database } from './soak/service.js';
 import { Lock, MB, Problems, fdCounts, fmt, label, log, openFileLimit, parseMetrics, rssBytes, sleep, slope, total, type Scrape } from './soak/util.js';
 
 // ---- settings ----
@@ -434,7 +435,4 @@ async function main(): Promise<number> {
   return ok ? 0 : 1;
 }
 
-main().then((code) => process.exit(code), (err) => {
-  process.stderr.write(`soak failed: ${(err as Error).stack ?? err}\n`);
-  process.exit(1);
-});
+runMain('soak', main);

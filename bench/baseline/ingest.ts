@@ -1,7 +1,7 @@
 /**
  * The `/ingest` socket of the baseline and the Socket.IO peer, on the `ws` library: the same
  * subprotocol, acks and validation (src/ingest/validate-odds.ts) as the service's, so the publisher feeds
- * every server the same way and only the fan-out differs.
+ * every server the same way and only the fan-out differs. Also how the two start and stop.
  */
 import type http from 'node:http';
 import type pg from 'pg';
@@ -52,4 +52,30 @@ export function ingestSocket(server: http.Server, known: () => Set<string>, publ
     ws.on('error', () => undefined);
   });
   return wss;
+}
+
+/**
+ * Starts a fan-out peer: its known markets loaded, then listening on HOST:PORT with the line the
+ * benchmark waits for (`<name> listening on http://…`). SIGTERM or SIGINT runs `stop` (its
+ * sockets), closes the server and ends the pool.
+ */
+export function serve(name: string, server: http.Server, pool: pg.Pool, loaded: (known: Set<string>) => void, stop: () => void): void {
+  const host = process.env.HOST || '127.0.0.1';
+  knownMarkets(pool).then((known) => {
+    loaded(known);
+    server.listen(Number(process.env.PORT || 0), host, () => {
+      const { port } = server.address() as { port: number };
+      process.stdout.write(`${name} listening on http://${host}:${port}\n`);
+    });
+  }).catch((err: Error) => {
+    process.stderr.write(`${name} failed to start: ${err.message}\n`);
+    process.exit(1);
+  });
+  const end = () => {
+    stop();
+    server.close();
+    void pool.end().finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', end);
+  process.on('SIGINT', end);
 }

@@ -18,7 +18,7 @@ import { encodeJson, encodeProto } from '../../src/odds/codec.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 import { newEpoch } from '../../src/odds/book.js';
 import { BadRequest, HEALTH, MID, ROUTES, answer, errorBody, openPool, type Route } from './answers.js';
-import { ingestSocket, knownMarkets as loadKnownMarkets } from './ingest.js';
+import { ingestSocket, serve } from './ingest.js';
 
 const pool = openPool('bench-baseline');
 
@@ -154,26 +154,8 @@ const publishers = ingestSocket(server, () => knownMarkets, publish);
 
 // ---- start ----
 
-async function main(): Promise<void> {
-  knownMarkets = await loadKnownMarkets(pool);
-  const host = process.env.HOST || '127.0.0.1';
-  server.listen(Number(process.env.PORT || 0), host, () => {
-    const { port } = server.address() as { port: number };
-    process.stdout.write(`baseline listening on http://${host}:${port}\n`);
-  });
-}
-
-const stop = () => {
+serve('baseline', server, pool, (known) => (knownMarkets = known), () => {
   if (skipped) process.stderr.write(`baseline skipped ${skipped} frames to slow sockets\n`);
   for (const ws of subscribers.clients) ws.terminate();
   for (const ws of publishers.clients) ws.terminate();
-  server.close();
-  void pool.end().finally(() => process.exit(0));
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-
-main().catch((err: Error) => {
-  process.stderr.write(`baseline failed to start: ${err.message}\n`);
-  process.exit(1);
 });

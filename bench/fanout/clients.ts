@@ -38,6 +38,9 @@ export interface Counts {
 
 const cpuOf = (c: NodeJS.CpuUsage) => c.user + c.system;
 
+/** CPU µs of the load side between two counts: this process (`self`, since the first count), the counting clients and the sampler. */
+export const loadCpu = (self: NodeJS.CpuUsage, c0: Counts, c1: Counts): number => cpuOf(self) + (c1.cpu - c0.cpu) + (cpuOf(c1.sampler.cpu) - cpuOf(c0.sampler.cpu));
+
 export class Clients {
   constructor(readonly workers: Child[], readonly sampler: Child) {}
 

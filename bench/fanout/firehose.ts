@@ -10,7 +10,7 @@
  */
 import { Histogram, Noise, coreBusyPct, coreTimes, cpuMicros, rssBytes, sleep } from '../lib/common.js';
 import { perfAvailable, perfCountSends } from '../lib/perf.js';
-import type { Clients, Counts } from './clients.js';
+import { loadCpu, type Clients, type Counts } from './clients.js';
 import type { Publisher } from './publisher.js';
 import type { Newest } from './raw-client.js';
 
@@ -86,8 +86,6 @@ export interface FirehoseResult {
   newest: Newest;
 }
 
-const cpuOf = (c: NodeJS.CpuUsage) => c.user + c.system;
-
 export async function firehose(t: FirehoseTarget, set: FirehoseSettings): Promise<FirehoseResult> {
   const { publisher: pub, clients, serverPid } = t;
   const pids = t.pids ?? (() => []);
@@ -150,7 +148,7 @@ export async function firehose(t: FirehoseTarget, set: FirehoseSettings): Promis
       seconds: wall, delivered, deliveriesPerSec: delivered / wall, deliveredTotal: end.total - start.total,
       deliveredShare: acceptedFrames ? (end.total - start.total) / acceptedFrames : NaN,
       cpuNsPerDelivery: (cpu * 1000) / Math.max(1, delivered), serverBusyPct: cpu / wall / 1e4,
-      clientBusyPct: (cpuOf(self) + (c1.cpu - c0.cpu) + (cpuOf(c1.sampler.cpu) - cpuOf(c0.sampler.cpu))) / wall / 1e4,
+      clientBusyPct: loadCpu(self, c0, c1) / wall / 1e4,
       core0Pct: cores[0] ?? NaN, core1Pct: cores[1] ?? NaN, foreignPct,
       writes: rssLimitHit ? null : writes, framesPerWrite: writes && !rssLimitHit ? delivered / writes : null,
       acks, refused, lastRefusal: pub.lastRefusal, acksPerSec: (acks + refused) / wall, updatesAcceptedPerSec: (acks * set.batch) / wall, ackMeanMs, ackP99Ms,

@@ -15,8 +15,14 @@ export const RESULTS = join(ROOT, 'bench', 'results');
 export const DIST = join(ROOT, 'dist');
 
 // ---- settings ----
+// One way of reading a benchmark's settings: each reads its own once, into a frozen object, with
+// these; a value that is set but unusable stops the run at once, naming the variable, rather than
+// measuring something else than was asked.
 
-export function envNumber(name: string, fallback: number): number {
+/** A positive number; `fallback` when unset or empty (without one, undefined: "unset" is a setting of its own). */
+export function envNumber(name: string, fallback: number): number;
+export function envNumber(name: string): number | undefined;
+export function envNumber(name: string, fallback?: number): number | undefined {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
@@ -24,15 +30,30 @@ export function envNumber(name: string, fallback: number): number {
   return n;
 }
 
-export function envList(name: string, fallback: string[]): string[] {
+/** A comma-separated list; with `allowed`, each item must be one of them. */
+export function envList<T extends string = string>(name: string, fallback: readonly T[], allowed?: readonly T[]): T[] {
   const raw = process.env[name];
-  return raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : fallback;
+  const items = raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : [...fallback];
+  const bad = allowed ? items.filter((i) => !allowed.includes(i as T)) : [];
+  if (bad.length) throw new Error(`${name} takes ${allowed!.join(', ')}; got "${bad.join(',')}"`);
+  return items as T[];
 }
 
+/** A comma-separated list of positive numbers. */
+export function envNumbers(name: string, fallback: readonly number[]): number[] {
+  const items = envList(name, fallback.map(String));
+  const bad = items.filter((i) => !(Number(i) > 0));
+  if (bad.length) throw new Error(`${name} must list positive numbers, got "${bad.join(',')}"`);
+  return items.map(Number);
+}
+
+/** on/off (also 1/0, yes/no, true/false). */
 export function envFlag(name: string, fallback: boolean): boolean {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
-  return /^(1|on|yes|true)$/i.test(raw);
+  if (/^(1|on|yes|true)$/i.test(raw)) return true;
+  if (/^(0|off|no|false)$/i.test(raw)) return false;
+  throw new Error(`${name} must be on or off, got "${raw}"`);
 }
 
 // ---- cores ----
@@ -192,10 +213,14 @@ export function cpuMicros(pid: number): number {
 }
 
 /** Resident set size in bytes. */
+/** VmRSS of a process in bytes, NaN once it is gone. */
 export function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  return m ? Number(m[1]) * 1024 : NaN;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 export function sumCpuMicros(pids: readonly number[]): number {
@@ -383,6 +408,20 @@ export function writeResults(name: string, json: unknown, md: string): { json: s
   writeFileSync(j, JSON.stringify(json, null, 2) + '\n');
   writeFileSync(m, md + '\n');
   return { json: j, md: m };
+}
+
+/**
+ * Runs a benchmark's main and exits with its code (0 when it returns none), or prints the error
+ * and exits 1: a benchmark leaves child processes and timers behind that would keep it alive.
+ */
+export function runMain(name: string, main: () => Promise<number | void>): void {
+  main().then(
+    (code) => process.exit(code ?? 0),
+    (err: Error) => {
+      process.stderr.write(`${name} failed: ${err.stack ?? err.message}\n`);
+      process.exit(1);
+    },
+  );
 }
 
 export function log(msg: string): void {

@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { RESULTS, ROOT } from './common.js';
+import { RESULTS, ROOT, envFlag } from './common.js';
 
 export interface PerfSummary {
   file: string;
@@ -18,7 +18,7 @@ export interface PerfSummary {
 }
 
 export function perfAvailable(): boolean {
-  if (process.env.BENCH_PERF && /^(0|off|no|false)$/i.test(process.env.BENCH_PERF)) return false;
+  if (!envFlag('BENCH_PERF', true)) return false;
   if (spawnSync('perf', ['--version'], { stdio: 'ignore' }).status !== 0) return false;
   if (process.getuid?.() === 0) return true;
   try {

@@ -13,7 +13,7 @@ import http from 'node:http';
 import { Server, type Socket } from 'socket.io';
 import type { OddsImage, OddsMessage } from '../../src/odds/messages.js';
 import { MID, openPool } from '../baseline/answers.js';
-import { ingestSocket, knownMarkets } from '../baseline/ingest.js';
+import { ingestSocket, serve } from '../baseline/ingest.js';
 import { newEpoch } from '../../src/odds/book.js';
 
 /** Frames carry an epoch as the service's do, so both send the same bytes per update. */
@@ -66,25 +66,7 @@ function publish(image: OddsImage): void {
 
 const publishers = ingestSocket(server, () => known, publish);
 
-async function main(): Promise<void> {
-  known = await knownMarkets(pool);
-  const host = process.env.HOST || '127.0.0.1';
-  server.listen(Number(process.env.PORT || 0), host, () => {
-    const { port } = server.address() as { port: number };
-    process.stdout.write(`socketio listening on http://${host}:${port}\n`);
-  });
-}
-
-const stop = () => {
+serve('socketio', server, pool, (markets) => (known = markets), () => {
   for (const ws of publishers.clients) ws.terminate();
   io.disconnectSockets(true);
-  server.close();
-  void pool.end().finally(() => process.exit(0));
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-
-main().catch((err: Error) => {
-  process.stderr.write(`socketio failed to start: ${err.message}\n`);
-  process.exit(1);
 });

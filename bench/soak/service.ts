@@ -7,14 +7,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import pg from 'pg';
+import { ROOT } from '../lib/common.js';
 import { log, sleep } from './util.js';
 import { freePort } from '../../src/db/embedded.js';
-
-/** The project root (this file is dist/bench/soak/service.js). */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 export interface Database {
   /** Settings for the service's environment. */
@@ -186,7 +183,8 @@ export class ServiceProcess {
 
   /** Counts warnings and errors (JSON log lines; anything else on stderr counts as an error). */
   private record(line: string): void {
-    if (!line.trim() || /listening on http:\/\//.test(line)) return;
+    // The start lines (where it listens, where its metrics are) are the only ones not logged as JSON.
+    if (!line.trim() || /listening on http:\/\/|^metrics and probes on http:\/\//.test(line)) return;
     let level = 'error';
     try {
       level = String((JSON.parse(line) as { level?: unknown }).level ?? 'error');

@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { rssBytes, sleep } from '../lib/common.js';
 
 export const MB = 1024 * 1024;
 
@@ -73,16 +73,6 @@ export function total(s: Scrape, name: string, keep: (labels: string) => boolean
 export const label = (name: string, value: string) => (labels: string): boolean => labels.includes(`${name}="${value}"`);
 
 // ---- /proc ----
-
-/** VmRSS of a process in bytes, NaN once it is gone. */
-export function rssBytes(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : NaN;
-  } catch {
-    return NaN;
-  }
-}
 
 /** Open file descriptors of a process, and how many of them are sockets. */
 export function fdCounts(pid: number): { fds: number; sockets: number } {
