@@ -29,7 +29,7 @@ export interface SweepDeps {
 }
 
 /** How often the sweep runs; heartbeats are due to within this. */
-export const SWEEP_MS = 100;
+const SWEEP_MS = 100;
 
 /**
  * The periodic pass that keeps sockets honest: backpressure (behind, caught
