@@ -124,7 +124,7 @@ export class Sweeper {
       log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, behindMs: s.lag ? now - s.lag.since : 0 });
       metrics.slowCloses.inc();
       this.watched.delete(s);
-      s.conn.end(CLOSE.SLOW, 'slow consumer');
+      this.deps.hub.end(s, CLOSE.SLOW);
       return;
     }
     if (!s.lag && buffered > limits.slowBytes) fallBehind(s, book, states, now);
