@@ -2,8 +2,9 @@
  * Every error a caller can see, in one catalogue. Domain code throws a
  * ServiceError carrying a code and a message in the caller's words; each edge
  * maps the code once: HTTP to a status (`http/status.ts`), sockets to a
- * status-0 ack with the same message, import to a rejected item. Nothing
- * below the edges knows about HTTP.
+ * status-0 ack (a refused request) or a notice (the server's word unasked)
+ * with the same message (`odds/messages.ts`), import to a rejected item.
+ * Nothing below the edges knows about HTTP.
  */
 export const ERROR_CODES = [
   'BAD_PARAM', 'BAD_BODY', 'ITEM_REJECTED', 'LIMIT', 'NOT_WEBSOCKET', 'ABORTED',
@@ -45,6 +46,22 @@ export const errors = {
     : new ServiceError('BUSY', `handshake rate limit: this server opens at most ${perSecond} new sockets per second; retry after ${retryAfterS} s (another pod may take you)`, { 'retry-after': String(retryAfterS) }),
   subscribeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `subscribe rate limit: at most ${perSecond} subscribe requests per second ${scope === 'source' ? 'from one address' : 'on this server'}; nothing changed, retry after ${retryAfterS} s`),
+  /** A socket message refused unread: over the socket's, or its key's, message or byte rate. */
+  messageRate: (scope: 'socket' | 'key', limit: number, unit: 'messages' | 'bytes') =>
+    new ServiceError('RATE_LIMITED', `rate limit: at most ${limit} ${unit} per second ${scope === 'socket' ? 'per socket' : 'per API key, all its sockets together'}`),
+  messageTooLarge: (bytes: number, limit: number) => new ServiceError('TOO_LARGE', `message is ${bytes} bytes; the limit is ${limit}`),
+  /** A socket message that could not be read as a request: `why` names what is wrong in it. */
+  badMessage: (why: string) => new ServiceError('BAD_BODY', why),
+  /**
+   * Markets a socket could not take: past its limit, however they were asked for (a subscribe,
+   * an event or sport filter, the client's stored set). A refused subscribe names those past the
+   * limit and changes nothing; a notice names those left out.
+   */
+  socketMarkets: (over: readonly string[], max: number) =>
+    new ServiceError('LIMIT', `${listed('market', over)} did not fit: a socket holds at most ${max} markets`),
+  socketFilters: (more: number, max: number) => new ServiceError('LIMIT', `${more} more event and sport filters would pass the limit of ${max} per socket`),
+  /** A new socket's stored set could not be read yet: it follows once Postgres answers. */
+  storedSetPending: () => new ServiceError('DB_UNAVAILABLE', 'your client\'s stored markets could not be loaded yet (the database is unavailable); retrying, they will follow'),
   tooManySockets: (perKey: number) => new ServiceError('TOO_MANY_SOCKETS', `this API key already holds its limit of ${perKey} sockets`),
   serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
@@ -63,25 +80,38 @@ export const errors = {
   internal: () => new ServiceError('INTERNAL', 'internal error; nothing was changed'),
 } as const;
 
+/** IDs named in a message: the first few, then how many more, so a long list cannot make a huge frame. */
+const NAMED = 10;
+function listed(noun: string, ids: readonly string[]): string {
+  const shown = ids.slice(0, NAMED).join(',');
+  return `${noun}${ids.length === 1 ? '' : 's'} ${shown}${ids.length > NAMED ? ` and ${ids.length - NAMED} more` : ''}`;
+}
+
 /** True for errors that mean Postgres could not answer, whatever the request was. */
 export const isDatabaseError = (err: unknown): boolean =>
   err instanceof ServiceError && (err.code === 'DB_UNAVAILABLE' || err.code === 'OUTCOME_UNKNOWN');
 
+/** How the server closes a socket: the code and the reason sent with it, always together. */
+export interface Close {
+  readonly code: number;
+  readonly reason: string;
+}
+
 /**
- * Close codes the server sends on sockets. 1001 is the standard "going away";
- * the 4xxx codes are the service's own, in the range RFC 6455 leaves to
- * applications.
+ * Every close the server sends on sockets, subscribers and publishers alike,
+ * each with its one reason. 1001 is the standard "going away"; the 4xxx codes
+ * are the service's own, in the range RFC 6455 leaves to applications.
  */
 export const CLOSE = {
   /** Shutting down: reconnect, another pod will take you. */
-  GOING_AWAY: 1001,
+  GOING_AWAY: { code: 1001, reason: 'server shutting down' },
   /** The socket's API key was revoked. */
-  REVOKED: 4003,
+  REVOKED: { code: 4003, reason: 'API key revoked' },
   /** Went on sending while over its message or byte rate: see docs/limits.md. */
-  RATE: 4029,
+  RATE: { code: 4029, reason: 'rate limit exceeded persistently' },
   /** Slow consumer: stayed behind past the backpressure limits. */
-  SLOW: 4008,
-} as const;
+  SLOW: { code: 4008, reason: 'slow consumer' },
+} as const satisfies Record<string, Close>;
 
 /** Where an unknown error is reported: the service's logger, or anything with its `error` method. */
 interface ErrorLog {

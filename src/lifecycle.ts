@@ -2,7 +2,6 @@ import type pg from 'pg';
 import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import { CLOSE } from './errors.js';
 import { closeListen, listen } from './http/app.js';
 import type { Router } from './http/router.js';
 import { retry, sleep } from './lib/retry.js';
@@ -41,7 +40,7 @@ interface Steps {
   sockets(): number;
   /** Publishers stop taking batches, answer those they took, and close. */
   publishers(): Promise<void>;
-  closeSockets(code: number, reason: string): void;
+  closeSockets(): void;
   /** Everything that talks to Postgres or NATS, before the pool ends. */
   stop(): Promise<void>;
 }
@@ -154,7 +153,7 @@ export async function run(o: RunOptions): Promise<Service> {
     await drainSockets(steps.sockets, config.drainDelayMs);
     await steps.publishers();
     log.info('shutdown: publishers answered and closed');
-    steps.closeSockets(CLOSE.GOING_AWAY, 'server shutting down');
+    steps.closeSockets();
     log.info('shutdown: sockets closed');
     await steps.stop();
     // Connections closing now are ours closing, not Postgres being lost.

@@ -69,19 +69,22 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const states = new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
-  const hub = new Hub({ perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth }, (reason) => authMetrics.socketsRefused.inc({ reason }));
+  const hub = new Hub({ perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets }, {
+    refused: (reason) => authMetrics.socketsRefused.inc({ reason }),
+    concluded: (mid) => model.concluded(mid),
+  });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.feedChanged(status) });
   const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, feed: monitor, compress: config.wsCompression });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
-  const requests = new SocketRequests({ hub, bc, book, model, maxMarkets: config.wsMaxMarkets });
+  const requests = new SocketRequests({ hub, bc, book, model });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.closeKey(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const subscriptions = new Subscriptions({
-    pool, hub, bc, bus, model, maxStored: config.clientMaxMarkets, maxPerSocket: config.wsMaxMarkets, log,
+    pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
   const outside = new OutsideFeeds();
@@ -95,7 +98,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
     }, (scope) => (scope.startsWith('handshake') ? authMetrics.socketsRefused.inc({ reason: scope }) : authMetrics.rateLimited.inc({ scope }))),
     limits: {
-      maxMessageBytes: config.wsMaxMessageBytes, maxMarkets: config.wsMaxMarkets, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
+      maxMessageBytes: config.wsMaxMessageBytes, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
@@ -130,7 +133,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerMetrics(router, metricsRouter, {
     text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
   });
-  const publishers = registerIngest(app, router, {
+  registerIngest(app, router, {
     ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
@@ -155,12 +158,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
       },
       sockets: () => hub.sockets,
-      publishers: () => publishers.drain(),
-      closeSockets: (code, reason) => {
+      publishers: () => hub.drainPublishers(),
+      closeSockets: () => {
         sweeper.stop();
         monitor.stop();
         bc.stop();
-        bc.closeAll(code, reason);
+        hub.closeSubscribers();
       },
       stop: async () => {
         sync.stop();

@@ -118,6 +118,7 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
     case 'feed': return `${at} feed ${msg.status}`;
+    case 'notice': return `${at} notice ${msg.message}`;
   }
 }
 

@@ -1,3 +1,4 @@
+import { CLOSE } from '../errors.js';
 import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
@@ -8,11 +9,6 @@ import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
-
-/** The server's close code for a revoked API key: trying again cannot help. */
-const REVOKED = 4003;
-/** The server going away (shutdown): another pod takes the client at once. */
-const GOING_AWAY = 1001;
 
 /**
  * An odds feed client that runs in browsers and Node: subscribes with
@@ -153,9 +149,11 @@ export class OddsClient extends Emitter<ClientEvents> {
         return;
       }
       case 'delta': this.delta(msg); return;
+      // A refusal that answers no request of ours (id 0: a message the server could not read) is told as a notice.
       case 'ack':
-        if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', msg);
+        if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
         return;
+      case 'notice': this.emit('notice', msg); return;
       case 'market':
         if (msg.go) this.evict([msg.mid]);
         this.emit('market', msg);
@@ -218,11 +216,12 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.socket = undefined;
     this.live = false;
     this.requests.lost();
-    if (code === REVOKED) {
+    // A revoked key: trying again cannot help.
+    if (code === CLOSE.REVOKED.code) {
       this.stopped = true;
       this.requests.fail(new Error(`closed ${code}: ${reason}`));
     }
-    const delay = this.stopped ? undefined : code === GOING_AWAY ? Math.random() * 1000 : this.backoff.next();
+    const delay = this.stopped ? undefined : code === CLOSE.GOING_AWAY.code ? Math.random() * 1000 : this.backoff.next();
     this.emit('close', { code, reason, opened, error, reconnectInMs: delay });
     if (delay !== undefined) this.reconnectTimer = setTimeout(() => this.connect(), delay);
   }

@@ -97,7 +97,7 @@ export class Requests {
     for (const o of this.queue.splice(0)) this.sendOneOff(o, send);
   }
 
-  /** Settles the request an ack answers; false when it answers none (id 0: the server's own notice). */
+  /** Settles the request an ack answers; false when it answers none (id 0: a message the server could not read). */
   settle(ack: AckMessage): boolean {
     const req = this.sent.get(ack.id);
     if (!req) return false;

@@ -1,4 +1,4 @@
-import type { AckMessage, FeedMessage, MarketStateMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage } from '../odds/messages.js';
+import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage } from '../odds/messages.js';
 
 /** What the client needs of a WebSocket: the browser's, or the `ws` package's in Node. */
 export interface SocketLike {
@@ -48,8 +48,8 @@ export type ClientEvents = {
   result: [msg: ResultMessage];
   feed: [msg: FeedMessage];
   unsubscribed: [msg: UnsubscribedMessage];
-  /** An ack with id 0 and status 0: the server telling this socket something it did not ask. */
-  notice: [ack: AckMessage];
+  /** The server telling this socket something it did not ask (a `notice` frame), such as markets left out past its limit. */
+  notice: [notice: NoticeMessage];
   /** A frame that could not be decoded (it is skipped). */
   error: [err: Error];
 };

@@ -97,12 +97,12 @@ export class Admission {
     return errors.handshakeRate(no.scope, no.rate, no.bucket.retryAfterS());
   }
 
-  /** Why a subscribe request from this source may not be served now (the ack's message), or undefined. */
-  subscribe(source: string, now = Date.now()): string | undefined {
+  /** Why a subscribe request from this source may not be served now, or undefined. */
+  subscribe(source: string, now = Date.now()): ServiceError | undefined {
     const no = this.subscribes.take(source, now);
     if (!no) return undefined;
     this.refused(`subscribe_${no.scope}`);
-    return errors.subscribeRate(no.scope, no.rate, no.bucket.retryAfterS()).message;
+    return errors.subscribeRate(no.scope, no.rate, no.bucket.retryAfterS());
   }
 
   /** Source addresses held by the per-source buckets (bounded by maxSources each). */

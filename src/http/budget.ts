@@ -68,12 +68,12 @@ export class Budgets {
   }
 
   /** Why a message of `bytes` from this socket is refused unread, or undefined when it may be read. */
-  spend(keyId: string, socket: TokenBucket, bytes: number): { scope: 'socket' | 'key'; message: string } | undefined {
-    if (!socket.take()) return { scope: 'socket', message: `rate limit: at most ${this.limits.perSocket} messages per second per socket` };
+  spend(keyId: string, socket: TokenBucket, bytes: number): { scope: 'socket' | 'key'; err: ServiceError } | undefined {
+    if (!socket.take()) return { scope: 'socket', err: errors.messageRate('socket', this.limits.perSocket, 'messages') };
     const k = this.byKey.get(keyId);
     if (!k) return undefined;
-    if (!k.messages.take()) return { scope: 'key', message: `rate limit: at most ${this.limits.keyMessages} messages per second per API key, all its sockets together` };
-    if (!k.bytes.take(bytes)) return { scope: 'key', message: `rate limit: at most ${this.limits.keyBytes} bytes per second per API key, all its sockets together` };
+    if (!k.messages.take()) return { scope: 'key', err: errors.messageRate('key', this.limits.keyMessages, 'messages') };
+    if (!k.bytes.take(bytes)) return { scope: 'key', err: errors.messageRate('key', this.limits.keyBytes, 'bytes') };
     return undefined;
   }
 }

@@ -1,9 +1,10 @@
-import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import { CLOSE, errors, known } from '../errors.js';
+import type { TemplatedApp } from 'uWebSockets.js';
+import { errors, known } from '../errors.js';
 import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
-import type { Closable } from '../hub/hub.js';
+import { refusal, type AckMessage } from '../odds/messages.js';
+import type { Publisher } from '../hub/hub.js';
 import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
 import { Lane, type Outcome } from '../ingest/lane.js';
 import { parseJson } from './request.js';
@@ -37,10 +38,8 @@ interface PublisherData {
   keyId: string;
   format: Format;
   lane: Lane;
-  /** What the hub closes on revocation: refuses the batches not yet started, then closes with 4003. */
-  revocable?: Closable;
-  /** Set on close: an ack for a batch still running must not touch a closed socket. */
-  closed: boolean;
+  /** The socket as the hub holds it, from open; its `closed` keeps an ack for a batch still running off a closed socket. */
+  publisher?: Publisher;
 }
 
 export interface IngestRoutesDeps extends UpgradeDeps {
@@ -52,19 +51,14 @@ export interface IngestRoutesDeps extends UpgradeDeps {
   maxInFlight: number;
 }
 
-export interface Publishers {
-  /** Shutdown: every connection stops taking batches, answers those it took, then closes with 1001. */
-  drain(): Promise<void>;
-}
-
 /**
  * Publishers' routes. Both take the same items. The socket form answers each
  * message with an ack in the socket's format, echoing the batch `id`, and
- * applies a connection's batches in the order sent (ingest/lane.ts).
+ * applies a connection's batches in the order sent (ingest/lane.ts). The hub
+ * holds the sockets: it revokes and drains them through their lanes.
  */
-export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): Publishers {
+export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): void {
   const { ingest, log, auth } = deps;
-  const open = new Set<WebSocket<PublisherData>>();
   /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
   const keyOf = (keyId: string): PublisherKey | undefined =>
     (auth.enabled ? { id: keyId, live: () => auth.live(keyId), revoked: () => auth.drop(keyId) } : undefined);
@@ -80,50 +74,32 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => {
       const key = keyOf(who.keyId);
-      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, { key }), deps.maxInFlight), closed: false };
+      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, { key }), deps.maxInFlight) };
     }),
     open: (ws) => {
-      open.add(ws);
       const state = ws.getUserData();
-      state.revocable = {
-        end: (code, reason) => void state.lane.revoke(errors.keyRevoked()).then(() => {
-          if (!state.closed) ws.end(code, reason);
-        }),
-      };
-      deps.hub.addSocket(state.keyId, state.revocable);
+      const { lane } = state;
+      state.publisher = { keyId: state.keyId, conn: ws, closed: false, revoke: () => lane.revoke(errors.keyRevoked()), drain: () => lane.close() };
+      deps.hub.open(state.publisher);
     },
     message: (ws, data, isBinary) => {
       const state = ws.getUserData();
-      const reply = (id: number, status: 0 | 1, message: string) => {
-        if (state.closed) return;
-        ws.cork(() => ws.send(encodeFor(state.format, { op: 'ack', id, status, message }), state.format === 'proto'));
+      const reply = (ack: AckMessage) => {
+        if (state.publisher!.closed) return;
+        ws.cork(() => ws.send(encodeFor(state.format, ack), state.format === 'proto'));
       };
       let batch: Batch;
       try {
         // The message buffer is only valid during this callback: decode it now.
         batch = decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
       } catch (err) {
-        return reply(0, 0, known(err, log, 'ingest').message);
+        return reply(refusal(0, known(err, log, 'ingest')));
       }
       state.lane.submit(batch.data, (o: Outcome) => {
-        if ('ok' in o) reply(batch.id, 1, summary(o.ok));
-        else reply(batch.id, 0, known(o.err, log, 'ingest').message);
+        if ('ok' in o) reply({ op: 'ack', id: batch.id, status: 1, message: summary(o.ok) });
+        else reply(refusal(batch.id, known(o.err, log, 'ingest')));
       });
     },
-    close: (ws) => {
-      const state = ws.getUserData();
-      state.closed = true;
-      open.delete(ws);
-      if (state.revocable) deps.hub.removeSocket(state.keyId, state.revocable);
-    },
+    close: (ws) => deps.hub.close(ws.getUserData().publisher!),
   });
-
-  return {
-    drain: async () => {
-      await Promise.all([...open].map(async (ws) => {
-        await ws.getUserData().lane.close();
-        if (!ws.getUserData().closed) ws.end(CLOSE.GOING_AWAY, 'server shutting down');
-      }));
-    },
-  };
 }

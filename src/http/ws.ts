@@ -1,9 +1,9 @@
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { uwsBuild } from './uws.js';
-import { CLOSE, errors } from '../errors.js';
+import { CLOSE, errors, type ServiceError } from '../errors.js';
 import { decodeClient } from '../odds/client-codec.js';
 import { peekId } from './peek.js';
-import { HEARTBEAT, parseHeartbeat, type ClientMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { SocketRequests } from '../hub/requests.js';
@@ -18,8 +18,6 @@ import type { Admission } from './admission.js';
 
 export interface WsLimits extends BudgetLimits {
   maxMessageBytes: number;
-  /** Most markets a socket may hold; also bounds `since.seqs` of a subscribe with filters. */
-  maxMarkets: number;
   idleTimeoutS: number;
   /** permessage-deflate for clients that offer it; uWS then deflates every frame once per socket. */
   compression: boolean;
@@ -63,19 +61,20 @@ function heartbeat(raw: string | undefined): number {
 
 /**
  * The subscriber socket route, `/ws`: the transport edge. It decodes and
- * rate-limits requests, and leaves sessions to the hub, requests to
+ * rate-limits requests, and leaves sockets' lives to the hub, requests to
  * SocketRequests, stored sets to Subscriptions and backpressure to the sweep.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
-  const { bc, limits } = deps;
+  const { bc, hub, limits } = deps;
   const budgets = new Budgets(limits);
-  const ack = (s: Session, id: number, a: { status: 0 | 1; message: string; current?: number }) => bc.send(s, { op: 'ack', id, ...a });
+  const refuse = (s: Session, id: number, err: ServiceError) => bc.send(s, refusal(id, err));
 
   const handle = (s: Session, msg: ClientMessage): void => {
-    if (msg.op === 'ping') return ack(s, msg.id, { status: 1, message: 'pong' });
-    const { ack: a, then } = msg.op === 'subscribe' ? deps.requests.subscribe(s, msg) : deps.requests.unsubscribe(s, msg);
-    ack(s, msg.id, a);
-    then?.();
+    if (msg.op === 'ping') return bc.send(s, { op: 'ack', id: msg.id, status: 1, message: 'pong' });
+    const answer = msg.op === 'subscribe' ? deps.requests.subscribe(s, msg) : deps.requests.unsubscribe(s, msg);
+    if ('refused' in answer) return refuse(s, msg.id, answer.refused);
+    bc.send(s, { op: 'ack', id: msg.id, ...answer.ack });
+    answer.then?.();
   };
 
   app.ws<WsData>('/ws', {
@@ -100,6 +99,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const d = ws.getUserData();
       d.bucket = budgets.opened(d.keyId);
       const s = (d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws));
+      hub.open(s);
       bc.opened(s);
       deps.sweeper.opened(s);
       deps.subscriptions.opened(s);
@@ -114,18 +114,16 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
         deps.metrics.rateLimited.inc({ scope: refused.scope });
         if (++d.strikes > PERSISTENT) {
           budgets.abused(d.keyId);
-          return ws.end(CLOSE.RATE, 'rate limit exceeded persistently');
+          return hub.end(s, CLOSE.RATE);
         }
-        return ack(s, peekId(data, isBinary), { status: 0, message: refused.message });
+        return refuse(s, peekId(data, isBinary), refused.err);
       }
       d.strikes = 0;
-      if (data.byteLength > limits.maxMessageBytes) {
-        return ack(s, 0, { status: 0, message: `message is ${data.byteLength} bytes; the limit is ${limits.maxMessageBytes}` });
-      }
-      const msg = decodeClient(data, isBinary, limits.maxMarkets);
-      if ('error' in msg) return ack(s, msg.id ?? 0, { status: 0, message: msg.error });
+      if (data.byteLength > limits.maxMessageBytes) return refuse(s, 0, errors.messageTooLarge(data.byteLength, limits.maxMessageBytes));
+      const msg = decodeClient(data, isBinary, hub.maxMarkets);
+      if ('error' in msg) return refuse(s, msg.id ?? 0, errors.badMessage(msg.error));
       const busy = msg.op === 'subscribe' ? deps.admission.subscribe(d.source) : undefined;
-      if (busy) return ack(s, msg.id, { status: 0, message: busy });
+      if (busy) return refuse(s, msg.id, busy);
       handle(s, msg);
     },
 
@@ -134,6 +132,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const d = ws.getUserData();
       const s = d.session!;
       budgets.closed(d.keyId);
+      hub.close(s);
       bc.closed(s);
       deps.sweeper.closed(s);
     },

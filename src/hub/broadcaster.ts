@@ -130,15 +130,14 @@ export class Broadcaster implements Pressure {
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg));
   }
 
+  /** A socket the hub opened: on the feed topic, told the feed status unless it is OK. */
   opened(s: Session): void {
-    this.deps.hub.open(s);
     s.conn.subscribe(FEED_TOPIC[s.format]);
     const status = this.deps.feed.status;
     if (status !== 'OK') this.send(s, { op: 'feed', status });
   }
 
   closed(s: Session): void {
-    this.deps.hub.close(s);
     this.sent.sockets.delete(s);
   }
 
@@ -213,10 +212,6 @@ export class Broadcaster implements Pressure {
       }
     }
     for (const [s, list] of bySession) this.detachAndTell(s, list);
-  }
-
-  closeAll(code: number, reason: string): void {
-    for (const s of this.deps.hub.sessions()) s.conn.end(code, reason);
   }
 
   /** Publishes where someone listens; counts per format, in plain numbers folded into metrics at scrape. */

@@ -1,10 +1,22 @@
-import { CLOSE, errors, type ServiceError } from '../errors.js';
+import { CLOSE, errors, type Close, type ServiceError } from '../errors.js';
 import { FORMATS, type BookEntry, type Format } from '../odds/book.js';
-import type { Session, Variant } from './session.js';
+import { Session, type Variant } from './session.js';
 
 /** Anything that can be closed with a code: subscriber and publisher sockets alike. */
 export interface Closable {
   end(code?: number, reason?: string): void;
+}
+
+/** A publisher socket as the hub sees it: counted against its key, and answering its batches before any close. */
+export interface Publisher {
+  readonly keyId: string;
+  readonly conn: Closable;
+  /** Set by the hub once the socket closed: nothing may be sent on it then. */
+  closed: boolean;
+  /** Refuses the batches not yet started (its key was revoked); resolves once every batch is answered. */
+  revoke(): Promise<void>;
+  /** Takes no more batches; resolves once those it took are answered. */
+  drain(): Promise<void>;
 }
 
 export interface HubLimits {
@@ -14,6 +26,15 @@ export interface HubLimits {
   total: number;
   /** Per-key counting only means something when keys exist (AUTH=on). */
   countPerKey: boolean;
+  /** Markets one subscriber socket may take, however they were added. */
+  markets: number;
+}
+
+export interface HubDeps {
+  /** Told of each socket refused at the handshake, for the metrics. */
+  refused(reason: 'per_key' | 'total'): void;
+  /** Whether a market has concluded: no filter or stored set adds one to a socket. */
+  concluded(mid: string): boolean;
 }
 
 /**
@@ -34,61 +55,63 @@ export interface MarketSubs {
 }
 
 /**
- * Every open socket, once: by API key (limits, revocation), by client (REST
+ * Every open socket, once, and the one owner of its life: opened, closed,
+ * revoked and shut down here, each close one value of the catalogue (CLOSE).
+ * Indexed by API key (limits, revocation), subscribers also by client (REST
  * subscribe reaches all of a client's sockets), by format, and by market
  * (who takes each). Counts are the sizes of these collections, never kept
- * apart from them. The hub holds the index only; the broadcaster delivers.
+ * apart from them. The hub holds the index; the broadcaster delivers.
  */
 export class Hub {
-  private readonly byKey = new Map<string, Set<Closable>>();
+  private readonly byKey = new Map<string, Set<Session | Publisher>>();
+  private readonly publishers = new Set<Publisher>();
   private readonly byClient = new Map<string, Set<Session>>();
   private readonly byFormat: Record<Format, Set<Session>> = { json: new Set(), proto: new Set() };
   private readonly markets = new Map<string, MarketSubs>();
   /** Sessions with an event or sport filter, by that ID: markets created later are offered to them. */
   private readonly filters = { events: new Map<number, Set<Session>>(), sports: new Map<number, Set<Session>>() };
-  private total = 0;
 
-  constructor(private readonly limits: HubLimits, private readonly refused: (reason: 'per_key' | 'total') => void) {}
+  constructor(private readonly limits: HubLimits, private readonly deps: HubDeps) {}
 
   /** Why a new socket for this key may not open, or undefined when it may. */
   refuse(keyId: string): ServiceError | undefined {
-    if (this.total >= this.limits.total) {
-      this.refused('total');
+    if (this.sockets >= this.limits.total) {
+      this.deps.refused('total');
       return errors.serverFull(this.limits.total);
     }
     if (this.limits.countPerKey && (this.byKey.get(keyId)?.size ?? 0) >= this.limits.perKey) {
-      this.refused('per_key');
+      this.deps.refused('per_key');
       return errors.tooManySockets(this.limits.perKey);
     }
     return undefined;
   }
 
-  /** A publisher socket: counted against its key's limit and closed with it on revocation. */
-  addSocket(keyId: string, socket: Closable): void {
-    let set = this.byKey.get(keyId);
-    if (!set) this.byKey.set(keyId, (set = new Set()));
+  /** A socket opened (uWS's open callback): counted against its key's limit from now on. */
+  open(socket: Session | Publisher): void {
+    let keyed = this.byKey.get(socket.keyId);
+    if (!keyed) this.byKey.set(socket.keyId, (keyed = new Set()));
+    keyed.add(socket);
+    if (!(socket instanceof Session)) {
+      this.publishers.add(socket);
+      return;
+    }
+    this.byFormat[socket.format].add(socket);
+    let set = this.byClient.get(socket.client);
+    if (!set) this.byClient.set(socket.client, (set = new Set()));
     set.add(socket);
-    this.total++;
   }
 
-  removeSocket(keyId: string, socket: Closable): void {
-    const set = this.byKey.get(keyId);
-    if (!set?.delete(socket)) return;
-    this.total--;
-    if (set.size === 0) this.byKey.delete(keyId);
-  }
-
-  open(s: Session): void {
-    this.addSocket(s.keyId, s.conn);
-    this.byFormat[s.format].add(s);
-    let set = this.byClient.get(s.client);
-    if (!set) this.byClient.set(s.client, (set = new Set()));
-    set.add(s);
-  }
-
-  close(s: Session): void {
-    s.closed = true;
-    this.removeSocket(s.keyId, s.conn);
+  /** A socket closed (uWS's close callback): out of every index, with what it took. */
+  close(socket: Session | Publisher): void {
+    socket.closed = true;
+    const keyed = this.byKey.get(socket.keyId);
+    keyed?.delete(socket);
+    if (keyed?.size === 0) this.byKey.delete(socket.keyId);
+    if (!(socket instanceof Session)) {
+      this.publishers.delete(socket);
+      return;
+    }
+    const s = socket;
     this.byFormat[s.format].delete(s);
     const set = this.byClient.get(s.client);
     set?.delete(s);
@@ -121,12 +144,57 @@ export class Hub {
     return out;
   }
 
-  /** Closes every socket of a revoked key. */
-  closeKey(keyId: string, closed: () => void): void {
+  /** Closes a socket on the server's initiative; one already closed is left alone (uWS throws on it). */
+  end(socket: Session | Publisher, close: Close): void {
+    if (!socket.closed) socket.conn.end(close.code, close.reason);
+  }
+
+  /** Closes every socket of a revoked key; a publisher first refuses the batches it has not started. */
+  revoke(keyId: string, counted: () => void): void {
     for (const socket of [...(this.byKey.get(keyId) ?? [])]) {
-      closed();
-      socket.end(CLOSE.REVOKED, 'API key revoked');
+      counted();
+      if (socket instanceof Session) this.end(socket, CLOSE.REVOKED);
+      else void socket.revoke().then(() => this.end(socket, CLOSE.REVOKED));
     }
+  }
+
+  /** Shutdown, publishers first: each answers every batch it took, then closes. */
+  async drainPublishers(): Promise<void> {
+    await Promise.all([...this.publishers].map(async (p) => {
+      await p.drain();
+      this.end(p, CLOSE.GOING_AWAY);
+    }));
+  }
+
+  /** Shutdown, last: every subscriber socket closes, to reconnect to another pod. */
+  closeSubscribers(): void {
+    for (const s of this.sessions()) this.end(s, CLOSE.GOING_AWAY);
+  }
+
+  /**
+   * Which of `mids` a socket takes: the one place its market limit and the concluded-market rule
+   * apply, however markets come (a subscribe, an event or sport filter, the client's stored set).
+   * Markets it holds pass and cost nothing; a concluded market is left out unless the request
+   * `named` it; the rest fit in order while there is room, and any past it make `refused`.
+   */
+  admit(s: Session, mids: Iterable<string>, named: ReadonlySet<string> = NONE): { take: string[]; refused?: ServiceError } {
+    const take: string[] = [];
+    const over: string[] = [];
+    let room = this.limits.markets - s.subs.size;
+    for (const mid of mids) {
+      if (s.subs.has(mid)) take.push(mid);
+      else if (this.deps.concluded(mid) && !named.has(mid)) continue;
+      else if (room > 0) {
+        room--;
+        take.push(mid);
+      } else over.push(mid);
+    }
+    return over.length ? { take, refused: errors.socketMarkets(over, this.limits.markets) } : { take };
+  }
+
+  /** Markets one socket may take: also what bounds a subscribe's `since` as it is decoded. */
+  get maxMarkets(): number {
+    return this.limits.markets;
   }
 
   /** Records that a session takes a market; false when it already did the same way. */
@@ -175,7 +243,7 @@ export class Hub {
 
   /** Every open socket, subscribers and publishers. */
   get sockets(): number {
-    return this.total;
+    return this.size + this.publishers.size;
   }
 
   /** Market subscriptions held by open sockets. */
@@ -195,3 +263,5 @@ export class Hub {
     if (m.sessions.size === 0) this.markets.delete(mid);
   }
 }
+
+const NONE: ReadonlySet<string> = new Set();

@@ -1,5 +1,6 @@
+import { errors, type ServiceError } from '../errors.js';
 import { heldBy, type Book } from '../odds/book.js';
-import type { AckMessage, ClientMessage } from '../odds/messages.js';
+import { notice, type AckMessage, type ClientMessage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
@@ -10,11 +11,11 @@ export interface RequestsDeps {
   bc: Broadcaster;
   book: Book;
   model: ReadModel;
-  /** Markets one socket may take, however they were added. */
-  maxMarkets: number;
 }
 
 type Ack = Omit<AckMessage, 'op' | 'id'>;
+/** A request's answer: an ack, then what follows it; or a refusal of the catalogue, which changed nothing. */
+export type Answer = { ack: Ack; then?: () => void } | { refused: ServiceError };
 
 /** Event and sport filters one socket may hold: filters on events with no live market add no markets to count. */
 export const MAX_FILTERS = 200;
@@ -38,65 +39,59 @@ function describe(msg: ClientMessage): string {
 export class SocketRequests {
   constructor(private readonly deps: RequestsDeps) {}
 
-  subscribe(s: Session, msg: ClientMessage): { ack: Ack; then?: () => void } {
-    const { hub, bc, book, maxMarkets } = this.deps;
-    const covered = this.covered(msg, true);
-    let adding = 0;
-    for (const mid of covered) if (!s.subs.has(mid)) adding++;
-    if (s.subs.size + adding > maxMarkets) {
-      return { ack: { status: 0, message: `subscribing to ${adding} more markets would pass the limit of ${maxMarkets} markets per socket` } };
-    }
+  subscribe(s: Session, msg: ClientMessage): Answer {
+    const { hub, bc, book } = this.deps;
+    const { take, refused } = hub.admit(s, this.covered(msg), new Set(msg.mids));
+    if (refused) return { refused };
     const moreFilters = (msg.eids ?? []).filter((eid) => !s.events.has(eid)).length + (msg.sis ?? []).filter((si) => !s.sports.has(si)).length;
     if (s.events.size + s.sports.size + moreFilters > MAX_FILTERS) {
-      return { ack: { status: 0, message: `${moreFilters} more event and sport filters would pass the limit of ${MAX_FILTERS} per socket` } };
+      return { refused: errors.socketFilters(moreFilters, MAX_FILTERS) };
     }
     const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0, msg.delta === true);
     for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);
     for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
     const filters = msg.eids?.length || msg.sis?.length;
-    const ack: Ack = { status: 1, message: `Subscribed from ${describe(msg)}${filters ? ` (${covered.size} markets)` : ''}` };
+    const ack: Ack = { status: 1, message: `Subscribed from ${describe(msg)}${filters ? ` (${take.length} markets)` : ''}` };
     if (msg.since) {
       let current = 0;
-      for (const mid of covered) {
+      for (const mid of take) {
         const e = book.get(mid);
         if (e && heldBy(msg.since, e)) current++;
       }
       ack.current = current;
     }
     // The ack goes first; each market's image right after it, before any newer frame.
-    return { ack, then: () => bc.attach(s, covered, v, msg.since) };
+    return { ack, then: () => bc.attach(s, take, v, msg.since) };
   }
 
   /** After the ack, the markets that went with an event or sport are listed, so a client knows what to drop. */
-  unsubscribe(s: Session, msg: ClientMessage): { ack: Ack; then?: () => void } {
+  unsubscribe(s: Session, msg: ClientMessage): Answer {
     const { hub, bc } = this.deps;
     for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, undefined);
     for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, undefined);
     const named = new Set(msg.mids);
-    const withFilters = bc.detach(s, this.covered(msg, false)).filter((mid) => !named.has(mid));
+    const withFilters = bc.detach(s, this.covered(msg)).filter((mid) => !named.has(mid));
     const ack: Ack = { status: 1, message: `Unsubscribed from ${describe(msg)}` };
     return { ack, then: withFilters.length ? () => bc.send(s, { op: 'unsubscribed', mids: withFilters }) : undefined };
   }
 
-  /** Markets created after a filter was set: each socket whose filter covers one takes it, within its limit. */
+  /** Markets created after a filter was set: each socket whose filter covers one takes it, if the hub admits it. */
   appeared(mid: string, eid: number, si: number): void {
-    const { hub, bc, maxMarkets } = this.deps;
+    const { hub, bc } = this.deps;
     for (const [s, v] of hub.filtered(eid, si)) {
       if (s.subs.has(mid)) continue;
-      if (s.subs.size < maxMarkets) bc.attach(s, [mid], v);
-      else bc.send(s, { op: 'ack', id: 0, status: 0, message: `market ${mid} of your event or sport filter was not added: this socket holds its limit of ${maxMarkets} markets` });
+      const { take, refused } = hub.admit(s, [mid]);
+      if (refused) bc.send(s, notice(refused));
+      else bc.attach(s, take, v);
     }
   }
 
-  /** The markets a request names: its IDs, and every market of its events and sports (live ones only, when adding). */
-  private covered(msg: ClientMessage, liveOnly: boolean): Set<string> {
+  /** The markets a request names: its IDs, and every market of its events and sports. */
+  private covered(msg: ClientMessage): Set<string> {
     const { model } = this.deps;
     const out = new Set(msg.mids);
-    const add = (mids: string[]) => {
-      for (const mid of mids) if (!liveOnly || !model.concluded(mid)) out.add(mid);
-    };
-    for (const eid of msg.eids ?? []) add(model.eventMarkets(eid));
-    for (const si of msg.sis ?? []) add(model.sportMarkets(si));
+    for (const eid of msg.eids ?? []) for (const mid of model.eventMarkets(eid)) out.add(mid);
+    for (const si of msg.sis ?? []) for (const mid of model.sportMarkets(si)) out.add(mid);
     return out;
   }
 }

@@ -128,7 +128,7 @@ export class Sweeper implements Pressure {
       log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, behindMs: s.lag ? now - s.lag.since : 0 });
       metrics.slowCloses.inc();
       this.watched.delete(s);
-      s.conn.end(CLOSE.SLOW, 'slow consumer');
+      this.deps.hub.end(s, CLOSE.SLOW);
       return;
     }
     if (!s.lag && buffered > limits.slowBytes) this.fallBehind(s, now);

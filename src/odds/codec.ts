@@ -42,6 +42,7 @@ export function encodeJson(msg: ServerMessage): string {
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
     case 'feed': return JSON.stringify({ op: 'feed', status: msg.status });
+    case 'notice': return JSON.stringify({ op: 'notice', status: msg.status, message: msg.message });
   }
 }
 
@@ -67,6 +68,7 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
     case 'feed': m = { feed: { status: enumValue(FEED_STATUSES, msg.status, 'feed status') } }; break;
+    case 'notice': m = { notice: msg }; break;
   }
   return v1.ServerMessage.encode(m).finish();
 }
@@ -112,11 +114,12 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };
     case 'feed':
       return { op: 'feed', status: enumName(FEED_STATUSES, (m.feed as pb.v1.Feed).status, 'feed status') };
+    case 'notice': return { op: 'notice', status: 0, message: (m.notice as pb.v1.Notice).message };
     default: throw new Error('server message carries no known message');
   }
 }
 
-const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed'];
+const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed', 'notice'];
 
 /** Reads a text frame. Throws on malformed input. */
 export function decodeServerJson(text: string): ServerMessage {

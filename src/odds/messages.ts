@@ -3,6 +3,7 @@
  * documents them. The protobuf form in proto/odds.proto carries the same messages; the codec
  * files convert between them.
  */
+import type { ServiceError } from '../errors.js';
 
 export const MARKET_STATUSES = ['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED'] as const;
 export type MarketStatus = (typeof MARKET_STATUSES)[number];
@@ -100,6 +101,23 @@ export interface AckMessage {
   current?: number;
 }
 
+/**
+ * What the server tells a socket unasked: something it did not do for the socket (markets of a
+ * filter or of the stored set left out, a stored set not loaded yet). Shaped like an HTTP error
+ * body, `status` always 0; it answers no request, so it changes no ack.
+ */
+export interface NoticeMessage {
+  op: 'notice';
+  status: 0;
+  message: string;
+}
+
+/** A request refused: the catalogue's message (errors.ts) in a status-0 ack echoing the request's id. */
+export const refusal = (id: number, err: ServiceError): AckMessage => ({ op: 'ack', id, status: 0, message: err.message });
+
+/** The catalogue's message (errors.ts) as a notice. */
+export const notice = (err: ServiceError): NoticeMessage => ({ op: 'notice', status: 0, message: err.message });
+
 export interface MarketStateMessage {
   op: 'market';
   mid: string;
@@ -140,7 +158,8 @@ export type ServerMessage =
   | ResultMessage
   | UnsubscribedMessage
   | HeartbeatMessage
-  | FeedMessage;
+  | FeedMessage
+  | NoticeMessage;
 
 /** The heartbeat silence a socket may ask for with `?hb=`, in ms. */
 /** Limits on one ingest item: far above any real market, low enough that one item cannot eat the heap. */

@@ -1,10 +1,11 @@
 import type pg from 'pg';
+import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
+import { notice } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Hub } from '../hub/hub.js';
 import { variant, type Session } from '../hub/session.js';
 import type { Bus, ClientOp } from '../bus/types.js';
-import type { ReadModel } from '../refdata/model.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
@@ -14,11 +15,8 @@ export interface SubscriptionsDeps {
   hub: Hub;
   bc: Broadcaster;
   bus: Bus;
-  model: ReadModel;
   /** Markets a client's stored set may hold. */
   maxStored: number;
-  /** Markets one socket may take. */
-  maxPerSocket: number;
   log: Logger;
   /** Told when Postgres could not answer, for the metrics. */
   unavailable(): void;
@@ -106,20 +104,16 @@ export class Subscriptions {
       minMs: 500, maxMs: 10000, cancelled: () => s.closed,
       onRetry: (err, attempt) => {
         this.deps.log.warn('could not load a client\'s stored markets for a new socket; retrying', { client: s.client, attempt, err: (err as Error).message });
-        if (attempt === 1) this.deps.bc.send(s, { op: 'ack', id: 0, status: 0, message: 'your client\'s stored markets could not be loaded yet (the database is unavailable); retrying, they will follow' });
+        if (attempt === 1) this.deps.bc.send(s, notice(errors.storedSetPending()));
       },
     }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined);
   }
 
-  /** Adds markets to one socket up to its limit, leaving out concluded ones; the socket is told of any that did not fit. */
+  /** Adds the markets the hub admits to one socket; the socket is told of any that did not fit. */
   private attach(s: Session, mids: readonly string[]): void {
-    const fresh = mids.filter((mid) => !s.subs.has(mid) && !this.deps.model.concluded(mid));
-    const room = Math.max(0, this.deps.maxPerSocket - s.subs.size);
-    this.deps.bc.attach(s, fresh.slice(0, room), variant(s.format));
-    if (fresh.length > room) {
-      const left = fresh.slice(room);
-      this.deps.bc.send(s, { op: 'ack', id: 0, status: 0, message: `markets ${left.join(',')} of your client's stored set were not added to this socket: it holds its limit of ${this.deps.maxPerSocket} markets` });
-    }
+    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.subs.has(mid)));
+    this.deps.bc.attach(s, take, variant(s.format));
+    if (refused) this.deps.bc.send(s, notice(refused));
   }
 
   private async db<T>(work: Promise<T>): Promise<T> {

@@ -67,7 +67,7 @@ function connect(): void {
   c.on('unsubscribed', mine((u) => {
     if (armed) board.drop(u.mids);
   }));
-  c.on('notice', mine((ack) => header.say(ack.message)));
+  c.on('notice', mine((n) => header.say(n.message)));
   c.on('error', mine((err) => header.failed(err, 'A frame could not be read: ')));
   header.connecting();
   c.connect();

@@ -167,3 +167,16 @@ for (const format of FORMATS) {
     await second.close();
   });
 }
+
+t.test('a notice from the server is the client\'s notice event, in both formats, and settles no request', async (t) => {
+  const small = await startTestService(t, { WS_MAX_MARKETS: '1' });
+  for (const format of FORMATS) {
+    const { client } = startClient(t, { url: wsUrl(small.url), format, hb: 1000 });
+    t.equal((await client.subscribe({ mids: [LIVE[0]] })).status, 1);
+    const told = next(client, 'notice');
+    t.equal((await postJson(small.url, '/api/v1/subscribe', { data: [LIVE[1]] })).status, 200);
+    t.same(await told, [{ op: 'notice', status: 0, message: `market ${LIVE[1]} did not fit: a socket holds at most 1 markets` }], format);
+    t.same(client.subscriptions.map((s) => s.mids), [[LIVE[0]]], `${format}: what it asked for is unchanged`);
+    await postJson(small.url, '/api/v1/unsubscribe', { data: [LIVE[1]] });
+  }
+});

@@ -48,7 +48,7 @@ t.test('parses with the AsyncAPI parser with no errors or warnings', async (t) =
 t.test('names the subprotocols, close codes and heartbeat bounds the code uses', async (t) => {
   t.same(doc.info['x-subprotocols'], Object.keys(SUBPROTOCOLS).sort());
   for (const channel of ['feed', 'ingest']) t.same(doc.channels[channel].bindings.ws.headers.properties['Sec-WebSocket-Protocol'].enum, doc.info['x-subprotocols']);
-  t.same(Object.keys(doc.info['x-close-codes']).map(Number).sort(), Object.values(CLOSE).sort());
+  t.same(doc.info['x-close-codes'], Object.fromEntries(Object.values(CLOSE).map((c) => [String(c.code), c.reason])), 'each code with its reason');
   const hb = doc.channels.feed.bindings.ws.query.properties.hb;
   t.same([hb.minimum, hb.maximum, hb.default], [HEARTBEAT.min, HEARTBEAT.max, HEARTBEAT.default]);
 });
@@ -57,7 +57,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
   const root = protobuf.loadSync(PROTO);
   const server = root.lookupType('odds.v1.ServerMessage');
   const named = Object.entries(doc.components.messages as Obj).filter(([, m]) => m['x-protobuf']);
-  t.equal(named.length, 12, 'one per JSON message');
+  t.equal(named.length, 13, 'one per JSON message');
   for (const [id, m] of named) {
     const pb = m['x-protobuf'] as { file: string; message: string; oneof?: string; type?: string };
     t.equal(pb.file, 'proto/odds.proto', id);
@@ -65,7 +65,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
     t.equal(m.contentType, 'application/x-protobuf', `${id} is binary`);
     if (pb.oneof) t.equal(server.fields[pb.oneof]?.resolve().resolvedType?.fullName, `.${pb.type}`, `${id}: ServerMessage.${pb.oneof} is ${pb.type}`);
   }
-  t.same(Object.keys(server.oneofs.msg.oneof).length, 8, 'every server message is documented');
+  t.same(Object.keys(server.oneofs.msg.oneof).length, 9, 'every server message is documented');
 });
 
 for (const format of ['json', 'proto'] as const) {
@@ -123,3 +123,16 @@ for (const format of ['json', 'proto'] as const) {
     for (const a of acks) t.same(errorsOf(schemaOf('ingest', a.op), a), [], 'ack as documented');
   });
 }
+
+t.test('a notice frame, in both formats, matches its documented schema', async (t) => {
+  const svc = await startTestService(t, { WS_MAX_MARKETS: '1' });
+  for (const format of ['json', 'proto'] as const) {
+    const c = await Client.connect(svc.url, { format });
+    t.teardown(() => c.close());
+    t.equal((await c.request({ op: 'subscribe', mids: ['1.200001001'] })).status, 1);
+    t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: ['1.200001002'] })).status, 200);
+    const notice = await c.next((f) => f.op === 'notice');
+    t.same(errorsOf(schemaOf('feed', 'notice'), notice), [], `${format}: notice as documented`);
+    await postJson(svc.url, '/api/v1/unsubscribe', { data: ['1.200001002'] });
+  }
+});

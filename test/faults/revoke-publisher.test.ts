@@ -44,7 +44,7 @@ t.test('revoked in the middle of 120 pipelined batches: later ones are refused, 
   await revokeKey(svc.pool, feeder.id);
 
   // Every batch is answered before the close: applied ones first, then the refusals, in order.
-  t.same(await pub.closed, { code: CLOSE.REVOKED, reason: 'API key revoked' });
+  t.same(await pub.closed, CLOSE.REVOKED);
   t.same(pub.acks.map((a) => a.id), Array.from({ length: BATCHES }, (_, i) => i + 1), 'all 120 acked, in order');
   const applied = pub.acks.findIndex((a) => a.status === 0);
   t.ok(applied >= 10 && applied < BATCHES, `${applied} applied before the revocation took effect`);

@@ -4,6 +4,7 @@ import { image } from '../helpers/ws.js';
 import { startMain } from '../cli/processes.js';
 import { eventually, postInit, sleep, timedFetch, type Timed } from './lib.js';
 import { Publisher } from './publisher-socket.js';
+import { CLOSE } from '../../src/errors.js';
 
 /**
  * SIGTERM to a real `node dist/src/main.js` while a publisher pipelines
@@ -98,7 +99,7 @@ t.test('taken batches are acked in the order sent, and none is taken after the f
 });
 
 t.test('the publisher is closed with 1001 after its acks', async (t) => {
-  t.equal(closed.code, 1001);
+  t.same(closed, CLOSE.GOING_AWAY);
   t.same([...markets].filter((k) => !ok.some((a) => a.id === k)), [], 'every batch applied had its ack delivered before the close');
   t.same(unacked.filter(left), [], 'batches sent after the close (never acked) left nothing');
 });

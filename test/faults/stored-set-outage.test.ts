@@ -37,8 +37,8 @@ async function store(mids: string[]): Promise<void> {
 async function openDuringOutage(t: Test): Promise<Client> {
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
-  const told = await c.next((f) => f.op === 'ack' && f.id === 0, 10000);
-  t.same(told, { op: 'ack', id: 0, status: 0, message: NOT_LOADED }, 'told that its stored markets will follow');
+  const told = await c.next((f) => f.op === 'notice', 10000);
+  t.same(told, { op: 'notice', status: 0, message: NOT_LOADED }, 'told that its stored markets will follow');
   t.same(c.frames.filter((f) => f.op === 'odds'), [], 'no image yet');
   return c;
 }
@@ -50,7 +50,7 @@ async function imagesFollow(t: Test, c: Client, mids: string[]): Promise<void> {
     t.equal(f.op === 'odds' && f.r[0].b[0][0], newest.get(mid), `the newest image of ${mid} arrived`);
   }
   t.equal(c.ws.readyState, WebSocket.OPEN, 'on the same socket, never reconnected');
-  t.equal(c.frames[0].op, 'ack', 'the notice came first');
+  t.equal(c.frames[0].op, 'notice', 'the notice came first');
   const price = newest.get(mids[0])! + 0.1;
   await publish(mids[0], price);
   const live = await c.next((f) => f.op === 'odds' && f.mid === mids[0] && f.r[0].b[0][0] === price);

@@ -115,7 +115,7 @@ t.test('a socket that goes on sending while refused is closed with 4029', async 
   await eventually(() => http(small.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 200);
   const c = await Client.connect(small.url, { query: `key=${token}` });
   for (let i = 0; i < 150; i++) c.send({ op: 'ping' });
-  t.same(await c.closed, { code: CLOSE.RATE, reason: 'rate limit exceeded persistently' });
+  t.same(await c.closed, CLOSE.RATE);
   const acks = c.frames.filter((f) => f.op === 'ack');
   t.equal(acks.length, 101, 'one read, then 100 refusals, then the close');
 });

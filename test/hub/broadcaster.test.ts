@@ -67,7 +67,7 @@ const img = (mid: string, price: number): OddsImage => ({
 
 function setup() {
   const topics = new FakeTopics();
-  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false }, () => undefined);
+  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refused: () => undefined, concluded: () => false });
   const book = new Book();
   const states = new MarketStates();
   const metrics = new OddsMetrics(new Registry());
@@ -78,6 +78,7 @@ function setup() {
   const open = (format: 'json' | 'proto' = 'json') => {
     const conn = new FakeConn(topics);
     const s = new Session(++id, 'public', 'public', format, 5000, conn);
+    hub.open(s);
     bc.opened(s);
     return { s, conn };
   };

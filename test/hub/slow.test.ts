@@ -59,7 +59,6 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   }
   await new Promise((r) => setTimeout(r, 1000));
   raw.resume();
-  const { code } = await slow.closed;
-  t.equal(code, CLOSE.SLOW);
+  t.same(await slow.closed, CLOSE.SLOW);
   t.equal(value(await scrape(svc.url), 'odds_slow_consumer_closes_total'), 1);
 });

@@ -40,6 +40,7 @@ const serverMessages: ServerMessage[] = [
   { op: 'hb', ts: 1700000000123 },
   { op: 'feed', status: 'STALE' },
   { op: 'feed', status: 'OK' },
+  { op: 'notice', status: 0, message: 'markets 1.1,1.2 did not fit: a socket holds at most 2 markets' },
 ];
 
 t.test('server messages round-trip', async (t) => {
