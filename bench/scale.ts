@@ -7,7 +7,8 @@
  * held rate of deliveries (rates double; a step is held when every frame arrived and the sampled
  * p99 is under 50 ms) and CPU per delivery there; p50 and p99 at half that rate; bytes per second;
  * then two reconnect storms, each ending with every socket checked against the newest images:
- * every socket cut with no close frame and resuming on the same server with `since`, and the
+ * the clients' network going away in silence (scale/storm.ts) and every socket resuming on the
+ * same server with `since` while it still holds the dead ones, and the
  * server restarted (a new process on the same database, then SIGTERM to the old one) with every
  * socket resuming on the new one. Server on core 0, load on core 1 (bench/lib/common.ts).
  *
@@ -44,7 +45,8 @@ export function startService(dbUrl: string, pinning: ReturnType<typeof pinLoadGe
   return startServer({
     name: 'service', args: ['dist/src/main.js'], pinning, nodeFlags: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : [],
     env: {
-      DATABASE_URL: dbUrl, PORT: '0', HOST: '127.0.0.1', DEMO_DATA: 'off', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json',
+      // Every address: the counting clients come from a network namespace (scale/workers.ts).
+      DATABASE_URL: dbUrl, PORT: '0', HOST: '0.0.0.0', DEMO_DATA: 'off', SIMULATOR: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json',
       FEED_STALE_MS: '3600000', DRAIN_DELAY_MS: '0', WS_MAX_SOCKETS: '100000', MAX_BODY_BYTES: String(16 * 1024 * 1024),
     },
   });
@@ -155,7 +157,7 @@ async function runPeer(n: number, dbUrl: string): Promise<PeerRow> {
 async function runOne(n: number, dbUrl: string): Promise<Row> {
   const pinning = pinLoadGenerator();
   let server = await startService(dbUrl, pinning);
-  const w = new Workers(n - EVENTS.length);
+  const w = new Workers(n - EVENTS.length, undefined, undefined, true);
   const sampler = Child.start('sampler.js', 0);
   try {
     await post(server.url, reference());
@@ -206,7 +208,9 @@ try {
   await db.stop();
 }
 const stormCell = (s: StormResult) =>
-  `${fmt(s.ms)} ms (${fmt(s.reconnected)}) · ${fmt(s.cpuPct)}% CPU · ${fmt(s.peakRssMiB)} MiB · ${fmt(s.listenDrops)} SYNs dropped · ${s.newest.stale === 0 ? `newest everywhere (${fmt(s.newest.checked)})` : `${fmt(s.newest.stale)} stale of ${fmt(s.newest.checked)}`}`;
+  `${fmt(s.ms)} ms (${fmt(s.reconnected)}) · ${fmt(s.cpuPct)}% CPU · ${fmt(s.peakRssMiB)} MiB · ${fmt(s.listenDrops)} SYNs dropped · ${s.newest.stale === 0 ? `newest everywhere (${fmt(s.newest.checked)})` : `${fmt(s.newest.stale)} stale of ${fmt(s.newest.checked)}`}` +
+  (s.silent === false ? ' · not silent (loopback: no network namespace)' : '') +
+  (s.reap ? ` · dead sockets reaped in ${fmt(s.reap.ms / 1000, 1)} s (up to ${fmt(s.reap.peakDead)} held; RSS ${fmt(s.reap.rssMiB)} → ${fmt(s.reap.peakRssMiB)} MiB)` : '');
 const md = [
   `# bench:scale (${DELTA ? 'delta' : 'images'}), ${new Date().toISOString()}`, '',
   mdTable(

@@ -16,9 +16,10 @@ export class Child {
     });
   }
 
-  /** Forks dist/bench/fanout/<script> at the given niceness. */
-  static start(script: string, nice: number): Child {
-    const proc = fork(join(DIST, 'bench', 'fanout', script), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  /** Forks dist/bench/fanout/<script> at the given niceness; through `wrap` (a command that then runs node, as `ip netns exec <name>`) if given. */
+  static start(script: string, nice: number, wrap?: string[]): Child {
+    const how = wrap ? { execPath: wrap[0], execArgv: [...wrap.slice(1), process.execPath] } : {};
+    const proc = fork(join(DIST, 'bench', 'fanout', script), [], { ...how, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     if (nice) {
       try {
         setPriority(proc.pid!, nice);

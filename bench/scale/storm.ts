@@ -1,11 +1,14 @@
 /**
- * bench:scale's reconnect storms. `vanish`: every socket cut with no close frame, all connecting
- * again at once to the same server with `since`. `restart`: a new server process is up on the
+ * bench:scale's reconnect storms. `vanish`: the clients' network goes away in silence (their path
+ * out of a network namespace goes dead; workers.ts) and all connect again at once over a new one
+ * to the same server with `since`; the server hears nothing of the old sockets and keeps them
+ * until its idle timeout (WS_IDLE_TIMEOUT_S) ends them, which is measured. `restart`: a new server process is up on the
  * same database, the old one gets SIGTERM (its sockets are told 1001), and every socket connects
  * to the new one with `since` (a new epoch there, so each takes images). The feed keeps running
  * meanwhile; afterwards it stops and every socket is checked against the newest images.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { loadConfig } from '../../src/config.js';
 import { cpuMicros, rssBytes, sleep, type Server } from '../lib/common.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
@@ -23,6 +26,38 @@ export interface StormResult {
   refused: Record<string, number>;
   /** Connections the kernel dropped because the listen socket's accept queue was full (the client's SYN is retried after 1 s, 3 s, ...). */
   listenDrops: number;
+  /** `vanish` only: whether the server heard nothing of the drop (clients in a namespace; not on loopback). */
+  silent?: boolean;
+  /** `vanish` in silence: until the server had closed the dead sockets, with the feed running. */
+  reap?: Reap;
+}
+
+export interface Reap {
+  /** From the cut until the server's open sockets were back to the live ones. */
+  ms: number;
+  /** Most sockets it held beyond the live ones meanwhile (dead ones not yet reaped). */
+  peakDead: number;
+  /** Its RSS before the cut and at its peak meanwhile. */
+  rssMiB: number;
+  peakRssMiB: number;
+}
+
+/** Open descriptors of a process: its sockets, the dead ones it still holds among them, and a few files. */
+const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+
+/**
+ * Waits (at most `limitMs`) until the server holds no more descriptors than before the cut, give
+ * or take 1% of the sockets: its idle timeout has closed every socket the clients left.
+ */
+async function reaped(pid: number, fds0: number, rss0: number, t0: number, sockets: number, limitMs: number): Promise<Reap> {
+  let peakDead = 0;
+  let peakRss = rss0;
+  for (let extra = Infinity; extra > sockets / 100 && Date.now() - t0 < limitMs; await sleep(250)) {
+    extra = fds(pid) - fds0;
+    peakDead = Math.max(peakDead, extra);
+    peakRss = Math.max(peakRss, rssBytes(pid));
+  }
+  return { ms: Date.now() - t0, peakDead, rssMiB: rss0 / 1024 / 1024, peakRssMiB: peakRss / 1024 / 1024 };
 }
 
 /** TcpExt ListenDrops of the whole machine (loopback: the storm's own, give or take other jobs). */
@@ -49,17 +84,21 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   const watch = setInterval(() => (peak = Math.max(peak, rssBytes(o.next.pid))), 50);
   const cpu0 = cpuMicros(o.next.pid);
   const drops0 = listenDrops();
+  const [fds0, rss0] = [fds(o.next.pid), rssBytes(o.next.pid)];
   const t0 = Date.now();
   if (kind === 'restart') await o.server.stop();
+  const silent = kind === 'vanish' ? o.w.cut() : undefined;
   const { ok } = await o.w.resume(o.next.port, o.epoch);
   const ms = Date.now() - t0;
   const cpuPct = (100 * (cpuMicros(o.next.pid) - cpu0)) / (ms * 1000);
   const dropped = listenDrops() - drops0;
   clearInterval(watch);
+  // A dead socket goes one idle timeout (uWS's timers tick every 4 s) after its last pong; the server inherits this environment.
+  const reap = silent ? await reaped(o.next.pid, fds0, rss0, t0, o.w.n, 2 * loadConfig().wsIdleTimeoutS * 1000) : undefined;
   await o.feed.stop();
   await sleep(1000);
   const newest = await o.w.newest((await newestSeqs(o.next.url)).seqs);
   const after = (await o.w.counts()).refused;
   const refused = Object.fromEntries(Object.entries(after).map(([line, k]) => [line, k - (before[line] ?? 0)]).filter(([, k]) => Number(k) > 0));
-  return { ms, reconnected: ok, cpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped };
+  return { ms, reconnected: ok, cpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped, silent, reap };
 }

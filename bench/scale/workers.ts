@@ -1,12 +1,25 @@
 /**
  * bench:scale's counting clients: raw-client.ts processes, each with its own share of the
- * sockets and of the 16 loopback source addresses, asked the same thing at once.
+ * sockets and of the 16 source addresses, asked the same thing at once. Silent ones run in a
+ * network namespace (lib/netns.ts) whose network can go away without a word to the server; the
+ * others on loopback.
  */
 import { Child } from '../fanout/child.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
-import { envNumber, sleep } from '../lib/common.js';
+import { envNumber, log, sleep } from '../lib/common.js';
+import { Netns, type NetPath } from '../lib/netns.js';
 
-const ADDRESSES = Array.from({ length: 16 }, (_, i) => `127.0.0.${2 + i}`);
+const LOOPBACK: NetPath = { host: '127.0.0.1', clients: Array.from({ length: 16 }, (_, i) => `127.0.0.${2 + i}`) };
+
+/** A namespace with two paths (the second for after a cut), or none where this user may not make one. */
+function namespace(): Netns | undefined {
+  try {
+    return Netns.open(2, LOOPBACK.clients.length);
+  } catch (err) {
+    log(`no network namespace (${(err as Error).message.split('\n')[0]}): clients on loopback, where a cut is heard at once`);
+    return undefined;
+  }
+}
 
 export interface RawCounts {
   odds: number;
@@ -18,10 +31,33 @@ export interface RawCounts {
 
 export class Workers {
   private readonly children: Child[];
+  private readonly netns: Netns | undefined;
+  /** The namespace's path in use: each cut moves to the next. */
+  private path = 0;
 
-  /** `sio-client.js` for the Socket.IO peer (it takes each request's `mids`). */
-  constructor(readonly n: number, script = 'raw-client.js', count = Math.round(envNumber('SCALE_WORKERS', 4))) {
-    this.children = Array.from({ length: count }, () => Child.start(script, 10));
+  /**
+   * `sio-client.js` for the Socket.IO peer (it takes each request's `mids`). `silent`: in a
+   * namespace, for `cut`; the server must then listen on every address (HOST 0.0.0.0).
+   */
+  constructor(readonly n: number, script = 'raw-client.js', count = Math.round(envNumber('SCALE_WORKERS', 4)), silent = false) {
+    this.netns = silent ? namespace() : undefined;
+    this.children = Array.from({ length: count }, () => Child.start(script, 10, this.netns?.exec));
+  }
+
+  private get route(): NetPath {
+    return this.netns?.paths[this.path] ?? LOOPBACK;
+  }
+
+  /**
+   * The clients' network goes away in silence: every packet on their path is lost from now on, so
+   * the server hears no close, FIN or RST; `resume` then takes the next path, as a client's new
+   * network. False where the clients are on loopback: there `resume` cuts their sockets itself
+   * and the server hears at once.
+   */
+  cut(): boolean {
+    if (!this.netns || this.path + 1 >= this.netns.paths.length) return false;
+    this.netns.cut(this.path++);
+    return true;
   }
 
   get pids(): number[] {
@@ -29,7 +65,7 @@ export class Workers {
   }
 
   private addresses(wi: number): string[] {
-    return ADDRESSES.filter((_, k) => k % this.children.length === wi);
+    return this.route.clients.filter((_, k) => k % this.children.length === wi);
   }
 
   async counts(): Promise<RawCounts> {
@@ -44,7 +80,7 @@ export class Workers {
   async connect(port: number, requests: (i: number) => Subscribe[], timeoutMs = 300_000): Promise<{ ok: number }> {
     const per = Math.ceil(this.n / this.children.length);
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
-      type: 'connect', host: '127.0.0.1', port, path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
+      type: 'connect', host: this.route.host, port, path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
       sockets: Array.from({ length: Math.max(0, Math.min(per, this.n - wi * per)) }, (_, i) => requests(wi * per + i)),
     }, 'connected', timeoutMs))));
   }
@@ -52,7 +88,7 @@ export class Workers {
   /** Every socket cut at once and connected again to `port` within a second, resuming with `since` in `epoch`; resolves once all are acked. */
   resume(port: number, epoch: string): Promise<{ ok: number }> {
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
-      type: 'resume', host: '127.0.0.1', port, epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
+      type: 'resume', host: this.route.host, port, epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
     }, 'resumed', 300_000))));
   }
 
@@ -77,5 +113,6 @@ export class Workers {
 
   async close(): Promise<void> {
     await Promise.all(this.children.map((c) => c.close()));
+    this.netns?.close();
   }
 }

@@ -1,4 +1,5 @@
-import WebSocket from 'ws';
+import type net from 'node:net';
+import WebSocket, { type ClientOptions } from 'ws';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
 /** What a client keeps of a market: enough to resume (`since`) and to compare with the server's newest image. */
@@ -22,6 +23,9 @@ export interface Refusal {
   message: string;
 }
 
+/** Opens a TCP connection from `localAddress` some other way than this process's own network (dialer.ts). */
+export type Dial = (host: string, port: number, localAddress: string) => Promise<net.Socket>;
+
 /**
  * Many subscribers as a betting site's pages are: each keeps its book, and
  * whenever its socket goes (a close, a reset, a refusal) it connects again
@@ -35,8 +39,9 @@ export class Fleet {
   readonly refusedSubscribes: string[] = [];
   stopped = false;
 
-  constructor(public url: string, n: number, readonly eid: number, readonly addresses: string[]) {
-    this.members = Array.from({ length: n }, (_, i) => new Member(this, addresses[i % addresses.length]));
+  /** Where members connect, from which addresses (member i from the i-th, round), and through what. */
+  constructor(public url: string, n: number, readonly eid: number, public addresses: string[], public dial?: Dial) {
+    this.members = Array.from({ length: n }, (_, i) => new Member(this, i));
   }
 
   start(): void {
@@ -48,8 +53,15 @@ export class Fleet {
     return this.members.filter((m) => m.subscribed).length;
   }
 
-  /** Cuts every socket at once, no close frame (as when the clients' network goes away): each reconnects. */
-  vanish(): void {
+  /**
+   * The clients' network goes away: each gives up its socket at once, with no close frame (on a
+   * dead path not even its FIN reaches the server), and reconnects within a second over its new
+   * network: to `url` from `addresses`, dialled from this process.
+   */
+  vanish(url: string, addresses: string[]): void {
+    this.url = url;
+    this.addresses = addresses;
+    this.dial = undefined;
     for (const m of this.members) {
       m.subscribed = false;
       m.ws?.terminate();
@@ -68,12 +80,30 @@ class Member {
   subscribed = false;
   private retryMs = 0;
 
-  constructor(private readonly fleet: Fleet, private readonly localAddress: string) {}
+  constructor(private readonly fleet: Fleet, private readonly index: number) {}
 
   connect(): void {
     this.subscribed = false;
-    const ws = (this.ws = new WebSocket(`${this.fleet.url.replace(/^http/, 'ws')}/ws`, ['odds.v1.json'], { localAddress: this.localAddress, perMessageDeflate: false }));
+    const { url, addresses, dial } = this.fleet;
+    const localAddress = addresses[this.index % addresses.length];
+    if (!dial) return this.open(url, { localAddress });
+    const { hostname, port } = new URL(url);
+    dial(hostname, Number(port), localAddress).then(
+      (sock) => {
+        if (this.fleet.stopped) return sock.destroy();
+        // Dialled over a network the fleet has since left: the member goes the new way.
+        if (this.fleet.dial !== dial) return (sock.destroy(), this.connect());
+        this.open(url, { createConnection: () => sock });
+      },
+      () => this.fleet.stopped || setTimeout(() => this.connect(), 1000),
+    );
+  }
+
+  private open(url: string, how: ClientOptions): void {
+    const ws = (this.ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ws`, ['odds.v1.json'], { ...how, perMessageDeflate: false }));
     ws.on('unexpected-response', (req, res) => {
+      // Its own socket, which destroying the request does not close when it was handed in (createConnection).
+      const sock = res.socket;
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
@@ -87,6 +117,7 @@ class Member {
         this.fleet.refusals.push({ status: res.statusCode ?? 0, retryAfter, message });
         this.retryMs = Number(retryAfter ?? 1) * 1000;
         req.destroy();
+        sock.destroy();
         this.again(ws);
       });
     });
