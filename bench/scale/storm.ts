@@ -1,21 +1,22 @@
 /**
  * bench:scale's reconnect storms. `vanish`: every socket cut with no close frame, all connecting
- * again at once to the same server with `since`. `restart`: a new server process is up on the
- * same database, the old one gets SIGTERM (its sockets are told 1001), and every socket connects
- * to the new one with `since` (a new epoch there, so each takes images). The feed keeps running
+ * again at once to the same pod with `since`. `restart`: a new pod (as many shards, the same
+ * database and bus) is up, every shard of the old one gets SIGTERM (its sockets are told 1001),
+ * and every socket connects to the new one with `since` (a new epoch there, so each takes images). The feed keeps running
  * meanwhile; afterwards it stops and every socket is checked against the newest images.
  */
 import { readFileSync } from 'node:fs';
-import { cpuMicros, rssBytes, sleep, type Server } from '../lib/common.js';
+import { sleep } from '../lib/common.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
+import type { Pod } from './pod.js';
 import type { Workers } from './workers.js';
 
 export interface StormResult {
   /** From the cut (or SIGTERM) until every socket is subscribed again. */
   ms: number;
   reconnected: number;
-  /** The serving process's CPU meanwhile, % of one core, and its peak RSS. */
+  /** The serving pod's CPU meanwhile (all its shards), % of one core, and its peak RSS. */
   cpuPct: number;
   peakRssMiB: number;
   newest: Newest;
@@ -36,24 +37,24 @@ export interface StormSetup {
   w: Workers;
   feed: Feed;
   rate: number;
-  /** Where the sockets are now, and where they resume (the same server unless restarting). */
-  server: Server;
-  next: Server;
+  /** Where the sockets are now, and where they resume (the same pod unless restarting). */
+  server: Pod;
+  next: Pod;
   epoch: string;
 }
 
 export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<StormResult> {
   const before = (await o.w.counts()).refused;
   o.feed.start(o.rate);
-  let peak = rssBytes(o.next.pid);
-  const watch = setInterval(() => (peak = Math.max(peak, rssBytes(o.next.pid))), 50);
-  const cpu0 = cpuMicros(o.next.pid);
+  let peak = o.next.rssBytes();
+  const watch = setInterval(() => (peak = Math.max(peak, o.next.rssBytes())), 50);
+  const cpu0 = o.next.cpuMicros();
   const drops0 = listenDrops();
   const t0 = Date.now();
   if (kind === 'restart') await o.server.stop();
-  const { ok } = await o.w.resume(o.next.port, o.epoch);
+  const { ok } = await o.w.resume(o.next.ports, o.epoch);
   const ms = Date.now() - t0;
-  const cpuPct = (100 * (cpuMicros(o.next.pid) - cpu0)) / (ms * 1000);
+  const cpuPct = (100 * (o.next.cpuMicros() - cpu0)) / (ms * 1000);
   const dropped = listenDrops() - drops0;
   clearInterval(watch);
   await o.feed.stop();
