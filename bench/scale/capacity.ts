@@ -11,6 +11,8 @@ export interface Measured {
   sockets: number;
   kibPerSocket: number;
   nsPerDelivery: number;
+  /** Whether that step held (else it delivered every frame but its p99 was over 50 ms). */
+  held: boolean;
 }
 
 const POD_CORES = 1;
@@ -54,7 +56,7 @@ export function capacity(m: Measured, bus: BusCost, recordedPerMarket: number): 
     mdTable(['update rate', 'subscribers', 'images/s into NATS', 'deliveries/s', 'pods (bound by)', 'sockets / pod', 'NATS cores', 'NATS out MB/s'], rows),
     '',
     `Assumptions: a pod is ${POD_CORES} core like the one measured here, with ${POD_SOCKET_GIB} GiB of RSS for sockets (${fmt(socketsByMemory)} sockets at the measured ${fmt(m.kibPerSocket, 2)} KiB each, at ${fmt(m.sockets)} sockets) ` +
-      `and ${fmt(CPU_TARGET * 100)}% of its core in steady state (the rest is headroom for a storm); a delivery costs the measured ${fmt(m.nsPerDelivery)} ns of pod CPU (at ${fmt(m.sockets)} sockets); ` +
+      `and ${fmt(CPU_TARGET * 100)}% of its core in steady state (the rest is headroom for a storm); a delivery costs the measured ${fmt(m.nsPerDelivery)} ns of pod CPU (at ${fmt(m.sockets)} sockets, ${m.held ? 'at the highest held rate' : 'at a step that delivered every frame but missed the 50 ms p99'}); ` +
       `every pod takes every image off the bus at the measured ${fmt(bus.receiverNs)} ns each, whoever subscribes; each subscriber takes one event (${MARKETS_PER_SOCKET} markets); ` +
       `the NATS server spends ${fmt(bus.natsBaseNs)} ns per image plus ${fmt(bus.natsPerPodNs)} ns per pod it delivers it to (measured at 2 and 3 shards, ${fmt(bus.rate)} images/s), and sends ${fmt(bus.imageBytes)} bytes per image per pod (the JSON image; the bus's own encoding differs). ` +
       'Linear in everything: no pod-local conflation, which would only lower the delivery count at the busier rate. ' +
