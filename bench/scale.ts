@@ -264,7 +264,8 @@ const md = [
       `${fmt(bus.natsBaseNs)} + ${fmt(bus.natsPerPodNs)} × pods ns`]]),
     '', 'Beyond one machine, on paper (from this run):', '',
     costed ? capacity({
-      sockets: costed.r.sockets, kibPerSocket: costed.r.kibPerSocket, nsPerDelivery: Math.max(costed.s!.cpuNsPerDelivery, costed.r.half?.cpuNsPerDelivery ?? 0),
+      // The highest rate's: below it the shards' idle work (heartbeats, the bus's intake) is shared by fewer deliveries.
+      sockets: costed.r.sockets, kibPerSocket: costed.r.kibPerSocket, nsPerDelivery: costed.s!.cpuNsPerDelivery,
       held: costed.s === costed.r.held,
     }, bus, perMarket) : 'no step delivered every frame: no capacity table.'] : []),
   '', 'Socket.IO (one room per market) at the same N:', '',
