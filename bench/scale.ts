@@ -18,13 +18,13 @@
  * measured (scale/bus.ts), and from it and the largest N's costs a table of pods and NATS for
  * 100,000 to 5,000,000 subscribers is written (scale/capacity.ts).
  *
- * Settings (env): BENCH_SOCKETS (10000,19000; a multiple of 40), SCALE_RATE (first step, updates/s
- * over all markets, 100), SCALE_STEPS (6), SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds
- * `delta: true` to every subscribe), SCALE_SHARDS (service processes per pod, ceil(N / 18,000)),
+ * Settings (env): BENCH_SOCKETS (10000,25000,50000; a multiple of 40), SCALE_RATE (first step and
+ * the storms' feed, updates/s over all markets: 500,000 / N, at most 100), SCALE_STEPS (6),
+ * SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds `delta: true` to every subscribe), SCALE_SHARDS (service processes per pod, ceil(N / 18,000)),
  * SCALE_WORKERS (client processes, at least 4 and at most 18,000 sockets each, a multiple of the
  * shards), SCALE_BUS (on: measure the bus's cost; SCALE_BUS_RATE 1000 images/s, SCALE_BUS_SECONDS 3),
  * SCALE_PROFILE (a folder: every service process writes a V8 CPU profile of its run there),
- * SCALE_SOCKETIO (on: the Socket.IO peer at each N, after the service), BENCH_QUIET_MS (10000:
+ * SCALE_SOCKETIO (on: the Socket.IO peer at each N up to 18,000, after the service: it is one process), BENCH_QUIET_MS (10000:
  * longest wait for other jobs to quiet before a step), BENCH_ATTEMPTS (3: a step that failed while
  * others used over 25% of a core is measured again).
  */
@@ -42,8 +42,9 @@ import { recordedRate, recordedShape } from './scale/rhythm.js';
 import { storm, type StormResult } from './scale/storm.js';
 import { Workers, workerCount } from './scale/workers.js';
 
-const SOCKETS = envList('BENCH_SOCKETS', ['10000', '19000']).map(Number);
-const RATE = envNumber('SCALE_RATE', 100);
+const SOCKETS = envList('BENCH_SOCKETS', ['10000', '25000', '50000']).map(Number);
+/** The first step's rate at N: about 12,500 deliveries/s (each update reaches N / 40 sockets), at most 100 updates/s. */
+const rateFor = (n: number) => envNumber('SCALE_RATE', Math.min(100, 500_000 / n));
 const STEPS = Math.round(envNumber('SCALE_STEPS', 6));
 const SECONDS = envNumber('SCALE_SECONDS', 2);
 const DELTA = envFlag('BENCH_DELTA', false);
@@ -103,8 +104,8 @@ async function step(server: Target, to: Ingest, w: Workers, sampler: Child, rate
   };
 }
 
-/** Rates double from SCALE_RATE until a step loses a frame or its sampled p99 passes 50 ms; then half the highest held. */
-async function ramp(name: string, at: (rate: number) => Promise<Step>, first = RATE): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
+/** Rates double from `first` until a step loses a frame or its sampled p99 passes 50 ms; then half the highest held. */
+async function ramp(name: string, at: (rate: number) => Promise<Step>, first: number): Promise<{ steps: Step[]; held: Step | undefined; half: Step | undefined }> {
   const steps: Step[] = [];
   const ok = (s: Step) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS;
   // A first step warms the server (JIT, GC after connecting) and is not counted.
@@ -163,7 +164,7 @@ async function runPeer(n: number, dbUrl: string): Promise<PeerRow> {
     const kibPerSocket = (rssBytes(server.pid) - rss0) / 1024 / n;
     // Socket.IO starts lower: it did not hold the service's first rate in trial runs.
     const peer: Target = { pids: [server.pid], cpuMicros: () => cpuMicros(server.pid) };
-    const r = await ramp(`socketio ${n}`, (rate) => step(peer, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick), RATE / 8);
+    const r = await ramp(`socketio ${n}`, (rate) => step(peer, to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick), rateFor(n) / 8);
     to.close();
     return { connectMs, connected: ok + EVENTS.length, kibPerSocket, ...r };
   } finally {
@@ -197,19 +198,19 @@ async function runOne(n: number, dbUrl: string, pinning: Pinning, nats: Nats | u
     await sleep(1000);
     const kibPerSocket = (pod.rssBytes() - rss0) / 1024 / n;
     let to = await Ingest.open(pod.url);
-    const { steps, held, half } = await ramp(`${n}`, (rate) => step(target(), to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick));
+    const { steps, held, half } = await ramp(`${n}`, (rate) => step(target(), to, w, sampler, rate, (n - EVENTS.length) / EVENTS.length, tick), rateFor(n));
 
     await w.track(true);
     await post(pod.url, MARKETS.map((m) => image(m, tick.n++)));
     await sleep(1000);
     const feed = new Feed(to, tick);
-    const vanish = await storm('vanish', { w, feed, rate: RATE, server: pod, next: pod, epoch: (await newestSeqs(pod.url)).epoch });
+    const vanish = await storm('vanish', { w, feed, rate: rateFor(n), server: pod, next: pod, epoch: (await newestSeqs(pod.url)).epoch });
     const next = await Pod.start(dbUrl, pinning, shards, bus);
     to = feed.to = await Ingest.open(next.url);
     await post(next.url, MARKETS.map((m) => image(m, tick.n++)));
     const old = pod;
     pod = next;
-    const restart = await storm('restart', { w, feed, rate: RATE, server: old, next, epoch: (await newestSeqs(old.url)).epoch });
+    const restart = await storm('restart', { w, feed, rate: rateFor(n), server: old, next, epoch: (await newestSeqs(old.url)).epoch });
     to.close();
     return { sockets: n, shards, workers: w.pids.length, connectMs, connected: ok + EVENTS.length, kibPerSocket, held, half, steps, vanish, restart };
   } finally {
@@ -228,7 +229,7 @@ try {
   if (BUS) bus = await busCost(db.url, pinning, nats!);
   for (const n of SOCKETS) {
     const row = await runOne(n, db.url, pinning, nats);
-    if (SOCKETIO) row.socketio = await runPeer(n, db.url).catch((err) => (log(`socketio ${n}: ${(err as Error).message}`), undefined));
+    if (SOCKETIO && n <= 18_000) row.socketio = await runPeer(n, db.url).catch((err) => (log(`socketio ${n}: ${(err as Error).message}`), undefined));
     rows.push(row);
   }
 } finally {
@@ -273,7 +274,8 @@ const md = [
     ['sockets', 'connect + subscribe all', 'KiB RSS / socket', 'max held deliveries/s', 'CPU ns / delivery', 'p50 · p99 at half', 'service ÷ Socket.IO, held rate'],
     rows.map((r) => {
       const p = r.socketio;
-      if (!p) return [fmt(r.sockets), SOCKETIO ? 'did not connect all (see log)' : 'not run (SCALE_SOCKETIO=off)', '–', '–', '–', '–', '–'];
+      const why = !SOCKETIO ? 'not run (SCALE_SOCKETIO=off)' : r.sockets > 18_000 ? 'not run: one process, and one holds at most 18,000 here' : 'did not connect all (see log)';
+      if (!p) return [fmt(r.sockets), why, '–', '–', '–', '–', '–'];
       return [fmt(r.sockets), `${fmt(p.connectMs)} ms (${fmt(p.connected)})`, fmt(p.kibPerSocket, 2), fmt(p.held?.deliveriesPerS ?? NaN), fmt(p.held?.cpuNsPerDelivery ?? NaN),
         p.half ? `${fmt(p.half.p50, 1)} · ${fmt(p.half.p99, 1)} ms` : '–', p.held && r.held ? `${fmt(r.held.deliveriesPerS / p.held.deliveriesPerS, 1)}x` : 'held no step'];
     }),
