@@ -9,15 +9,15 @@
  * step), BENCH_RATES (50000,100000,200000,400000 deliveries/s). DATABASE_URL: see bench/README.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { freePort, startEmbedded } from '../src/db/embedded.js';
+import { startEmbedded } from '../src/db/embedded.js';
 import { createLogger } from '../src/log.js';
 import { envNumber, envNumbers } from './lib/common.js';
+import { startNats } from './lib/nats.js';
 
 /** Every setting (env), read once; the header lists them with their defaults. */
 const SETTINGS = Object.freeze({
@@ -27,7 +27,6 @@ const SETTINGS = Object.freeze({
 });
 const PER_SOCKET = 10;
 const MARKETS = 50;
-const NATS = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
 
 async function pod(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['dist/src/main.js'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -90,12 +89,9 @@ async function measure(urls: string[], mids: string[], publishTo: string): Promi
 }
 
 async function main(): Promise<void> {
-  if (!NATS) throw new Error('bench:cluster needs Debian\'s nats-server');
   const dir = await mkdtemp(join(tmpdir(), 'odds-cluster-'));
   await chmod(dir, 0o755);
-  const natsPort = await freePort();
-  const nats = spawn(NATS, ['-a', '127.0.0.1', '-p', String(natsPort), '-js', '-sd', join(dir, 'nats')], { stdio: 'ignore' });
-  await new Promise((r) => setTimeout(r, 500));
+  const nats = await startNats();
   const log = createLogger('warn', true);
   let dbUrl: string;
   let stopDb = async () => undefined as unknown;
@@ -124,14 +120,14 @@ async function main(): Promise<void> {
   for (const [name, pods, bus] of [['one pod', 1, 'memory'], ['two pods over NATS', 2, 'nats']] as const) {
     const started = [];
     const prefix = `b${Date.now()}`;
-    for (let i = 0; i < pods; i++) started.push(await pod({ ...base, BUS: bus, NATS_URL: `nats://127.0.0.1:${natsPort}`, NATS_PREFIX: prefix }));
+    for (let i = 0; i < pods; i++) started.push(await pod({ ...base, BUS: bus, NATS_URL: nats.url, NATS_PREFIX: prefix }));
     const mids = ((await (await fetch(started[0].url + '/api/v1/events/markets?eid=30000001,30000011,30000021,30000031')).json()) as { data: Record<string, { mid: string; r?: unknown[] }[]> });
     // Markets with runners only: the runner ladders published here are no prices a line market can have.
     const list = Object.values(mids.data).flat().filter((m) => m.r).map((m) => m.mid).slice(0, MARKETS);
     results[name] = await measure(started.map((p) => p.url), list, started[0].url);
     for (const p of started) { p.child.kill('SIGTERM'); await new Promise((ok) => p.child.once('exit', ok)); }
   }
-  nats.kill('SIGTERM');
+  await nats.stop();
   await stopDb();
   await rm(dir, { recursive: true, force: true });
   const best = (runs: Run[]) => Math.max(0, ...runs.filter((r) => r.held).map((r) => r.delivered));

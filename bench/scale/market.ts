@@ -1,10 +1,11 @@
 /**
  * bench:scale's market set and feed: 200 markets (40 events of 5) of 2 to 20 runners, ladders 10
- * deep a side, and full images through `POST /api/v1/ingest` in bursts every 50 ms, a few markets
- * carrying most changes, one or two levels moving per change.
+ * deep a side, and full images through the `/ingest` socket in batches every 50 ms, when and how
+ * much each market changes drawn from the exchange adapter's recordings (rhythm.ts).
  */
 import WebSocket from 'ws';
 import { sleep } from '../lib/common.js';
+import { Rhythm } from './rhythm.js';
 
 export const SI = 301;
 export const EVENTS = Array.from({ length: 40 }, (_, e) => 90_000_000 + e);
@@ -22,14 +23,18 @@ export function reference(): Record<string, unknown>[] {
   return items;
 }
 
-/** A market's image, 10 levels a side; `tick` moves one or two levels of one runner, as exchange changes do. */
-export function image(m: (typeof MARKETS)[number], tick: number): Record<string, unknown> {
-  const moved = tick % m.runners;
+/**
+ * A market's image, 10 levels a side; `tick` moves `levels` levels (one or two unless told), the
+ * first runner's backs then lays, then the next runner's, from runner `tick % runners` on.
+ */
+export function image(m: (typeof MARKETS)[number], tick: number, levels = 1 + (tick % 2)): Record<string, unknown> {
+  const first = tick % m.runners;
   const r = Array.from({ length: m.runners }, (_, k) => {
     const base = 2 + k * 0.5;
-    const size = (i: number) => 10 + i + (k === moved && i < 1 + (tick % 2) ? tick % 97 : 0);
+    const from = ((k - first + m.runners) % m.runners) * 20;
+    const size = (i: number) => 10 + i + (from + i < levels ? 1 + (tick % 97) : 0);
     const b = Array.from({ length: 10 }, (_, i) => [Math.round((base - i * 0.02) * 100) / 100, size(i)]);
-    const l = Array.from({ length: 10 }, (_, i) => [Math.round((base + 0.02 + i * 0.02) * 100) / 100, 11 + i]);
+    const l = Array.from({ length: 10 }, (_, i) => [Math.round((base + 0.02 + i * 0.02) * 100) / 100, size(10 + i) - 9]);
     return { rid: k + 1, st: 'ACTIVE', b, l };
   });
   return { kind: 'odds', mid: m.mid, ts: Date.now(), st: 'OPEN', ip: true, r };
@@ -40,7 +45,6 @@ export async function post(url: string, data: Record<string, unknown>[]): Promis
   if (res.status !== 200) throw new Error(`ingest: ${res.status} ${await res.text()}`);
 }
 
-/** Updates at `rate`/s for `seconds`, in bursts every 50 ms, busier markets first (a few markets carry most changes). */
 /** A publisher's `/ingest` socket (the service's, or the peer's): one JSON batch at a time, each acked. */
 export class Ingest {
   private ws!: WebSocket;
@@ -73,16 +77,20 @@ export class Ingest {
   }
 }
 
-/** Updates at `rate`/s for `seconds`, in bursts every 50 ms, busier markets first (a few markets carry most changes). */
+const RHYTHM = new Rhythm(EVENTS.map((eid) => MARKETS.flatMap((m, i) => (m.eid === eid ? [i] : []))));
+
+/** Changes at `rate`/s over all markets for `seconds`, as the recordings space them, sent every 50 ms; resolves to how many were sent. */
 export async function publish(to: Ingest, rate: number, seconds: number, tick: { n: number }): Promise<number> {
   const end = Date.now() + seconds * 1000;
   let sent = 0;
+  let last = Date.now();
   while (Date.now() < end) {
-    const due = Math.max(1, Math.round(rate / 20));
-    const batch = Array.from({ length: due }, () => image(MARKETS[Math.floor(MARKETS.length * Math.random() ** 2)], tick.n++));
-    await to.send(batch);
-    sent += due;
     await sleep(50);
+    const now = Date.now();
+    const batch = RHYTHM.advance(now - last, rate).map(([i, levels]) => image(MARKETS[i], tick.n++, levels));
+    last = now;
+    if (batch.length) await to.send(batch);
+    sent += batch.length;
   }
   return sent;
 }

@@ -1,24 +1,26 @@
 /**
  * bench:scale's reconnect storms. `vanish`: the clients' network goes away in silence (their path
  * out of a network namespace goes dead; workers.ts) and all connect again at once over a new one
- * to the same server with `since`; the server hears nothing of the old sockets and keeps them
- * until its idle timeout (WS_IDLE_TIMEOUT_S) ends them, which is measured. `restart`: a new server process is up on the
- * same database, the old one gets SIGTERM (its sockets are told 1001), and every socket connects
- * to the new one with `since` (a new epoch there, so each takes images). The feed keeps running
- * meanwhile; afterwards it stops and every socket is checked against the newest images.
+ * to the same pod with `since`; the pod hears nothing of the old sockets and keeps them until its
+ * idle timeout (WS_IDLE_TIMEOUT_S) ends them, which is measured. `restart`: a new pod (as many
+ * shards, the same database and bus) is up, every shard of the old one gets SIGTERM (its sockets
+ * are told 1001), and every socket connects to the new one with `since` (a new epoch there, so
+ * each takes images). The feed keeps running meanwhile; afterwards it stops and every socket is
+ * checked against the newest images.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
-import { cpuMicros, rssBytes, sleep, type Server } from '../lib/common.js';
+import { sleep } from '../lib/common.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
+import type { Pod } from './pod.js';
 import type { Workers } from './workers.js';
 
 export interface StormResult {
   /** From the cut (or SIGTERM) until every socket is subscribed again. */
   ms: number;
   reconnected: number;
-  /** The serving process's CPU meanwhile, % of one core, and its peak RSS. */
+  /** The serving pod's CPU meanwhile (all its shards), % of one core, and its peak RSS. */
   cpuPct: number;
   peakRssMiB: number;
   newest: Newest;
@@ -42,20 +44,20 @@ export interface Reap {
   peakRssMiB: number;
 }
 
-/** Open descriptors of a process: its sockets, the dead ones it still holds among them, and a few files. */
-const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+/** Open descriptors of a pod's processes: their sockets, the dead ones they still hold among them, and a few files. */
+const fds = (pod: Pod) => pod.pids.reduce((a, pid) => a + readdirSync(`/proc/${pid}/fd`).length, 0);
 
 /**
  * Waits (at most `limitMs`) until the server holds no more descriptors than before the cut, give
  * or take 1% of the sockets: its idle timeout has closed every socket the clients left.
  */
-async function reaped(pid: number, fds0: number, rss0: number, t0: number, sockets: number, limitMs: number): Promise<Reap> {
+async function reaped(pod: Pod, fds0: number, rss0: number, t0: number, sockets: number, limitMs: number): Promise<Reap> {
   let peakDead = 0;
   let peakRss = rss0;
   for (let extra = Infinity; extra > sockets / 100 && Date.now() - t0 < limitMs; await sleep(250)) {
-    extra = fds(pid) - fds0;
+    extra = fds(pod) - fds0;
     peakDead = Math.max(peakDead, extra);
-    peakRss = Math.max(peakRss, rssBytes(pid));
+    peakRss = Math.max(peakRss, pod.rssBytes());
   }
   return { ms: Date.now() - t0, peakDead, rssMiB: rss0 / 1024 / 1024, peakRssMiB: peakRss / 1024 / 1024 };
 }
@@ -71,30 +73,30 @@ export interface StormSetup {
   w: Workers;
   feed: Feed;
   rate: number;
-  /** Where the sockets are now, and where they resume (the same server unless restarting). */
-  server: Server;
-  next: Server;
+  /** Where the sockets are now, and where they resume (the same pod unless restarting). */
+  server: Pod;
+  next: Pod;
   epoch: string;
 }
 
 export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<StormResult> {
   const before = (await o.w.counts()).refused;
   o.feed.start(o.rate);
-  let peak = rssBytes(o.next.pid);
-  const watch = setInterval(() => (peak = Math.max(peak, rssBytes(o.next.pid))), 50);
-  const cpu0 = cpuMicros(o.next.pid);
+  let peak = o.next.rssBytes();
+  const watch = setInterval(() => (peak = Math.max(peak, o.next.rssBytes())), 50);
+  const cpu0 = o.next.cpuMicros();
   const drops0 = listenDrops();
-  const [fds0, rss0] = [fds(o.next.pid), rssBytes(o.next.pid)];
+  const [fds0, rss0] = [fds(o.next), o.next.rssBytes()];
   const t0 = Date.now();
   if (kind === 'restart') await o.server.stop();
   const silent = kind === 'vanish' ? o.w.cut() : undefined;
-  const { ok } = await o.w.resume(o.next.port, o.epoch);
+  const { ok } = await o.w.resume(o.next.ports, o.epoch);
   const ms = Date.now() - t0;
-  const cpuPct = (100 * (cpuMicros(o.next.pid) - cpu0)) / (ms * 1000);
+  const cpuPct = (100 * (o.next.cpuMicros() - cpu0)) / (ms * 1000);
   const dropped = listenDrops() - drops0;
   clearInterval(watch);
   // A dead socket goes one idle timeout (uWS's timers tick every 4 s) after its last pong; the server inherits this environment.
-  const reap = silent ? await reaped(o.next.pid, fds0, rss0, t0, o.w.n, 2 * loadConfig().wsIdleTimeoutS * 1000) : undefined;
+  const reap = silent ? await reaped(o.next, fds0, rss0, t0, o.w.n, 2 * loadConfig().wsIdleTimeoutS * 1000) : undefined;
   await o.feed.stop();
   await sleep(1000);
   const newest = await o.w.newest((await newestSeqs(o.next.url)).seqs);

@@ -1,8 +1,9 @@
 /**
  * bench:scale's counting clients: raw-client.ts processes, each with its own share of the
- * sockets and of the 16 source addresses, asked the same thing at once. Silent ones run in a
- * network namespace (lib/netns.ts) whose network can go away without a word to the server; the
- * others on loopback.
+ * sockets and of the 16 source addresses, asked the same thing at once. Each connects to one of
+ * the pod's shards (worker i to shard i mod shards), as a load balancer spreads them. Silent ones
+ * run in a network namespace (lib/netns.ts) whose network can go away without a word to the
+ * server; the others on loopback.
  */
 import { Child } from '../fanout/child.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
@@ -19,6 +20,16 @@ function namespace(): Netns | undefined {
     log(`no network namespace (${(err as Error).message.split('\n')[0]}): clients on loopback, where a cut is heard at once`);
     return undefined;
   }
+}
+
+/**
+ * SCALE_WORKERS, by default at least 4 and enough that none holds more than 18,000 sockets (a
+ * process may open 20,000 files here), rounded up to a multiple of the shards so each shard gets
+ * as many workers as the others.
+ */
+export function workerCount(n: number, shards: number): number {
+  const want = Math.round(envNumber('SCALE_WORKERS', Math.max(4, Math.ceil(n / 18_000))));
+  return shards * Math.ceil(want / shards);
 }
 
 export interface RawCounts {
@@ -39,7 +50,7 @@ export class Workers {
    * `sio-client.js` for the Socket.IO peer (it takes each request's `mids`). `silent`: in a
    * namespace, for `cut`; the server must then listen on every address (HOST 0.0.0.0).
    */
-  constructor(readonly n: number, script = 'raw-client.js', count = Math.round(envNumber('SCALE_WORKERS', 4)), silent = false) {
+  constructor(readonly n: number, count: number, script = 'raw-client.js', silent = false) {
     this.netns = silent ? namespace() : undefined;
     this.children = Array.from({ length: count }, () => Child.start(script, 10, this.netns?.exec));
   }
@@ -76,19 +87,19 @@ export class Workers {
     return { odds: sum('odds'), acks: sum('acks'), bytes: sum('bytes'), refused };
   }
 
-  /** Opens the sockets (socket i sends `requests(i)`) and resolves once every accepted one's acks are back. */
-  async connect(port: number, requests: (i: number) => Subscribe[], timeoutMs = 300_000): Promise<{ ok: number }> {
+  /** Opens the sockets (socket i sends `requests(i)`), worker i's to `ports[i % ports.length]`, and resolves once every accepted one's acks are back. */
+  async connect(ports: number[], requests: (i: number) => Subscribe[], timeoutMs = 300_000): Promise<{ ok: number }> {
     const per = Math.ceil(this.n / this.children.length);
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
-      type: 'connect', host: this.route.host, port, path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
+      type: 'connect', host: this.route.host, port: ports[wi % ports.length], path: '/ws', protocol: 'odds.v1.json', concurrency: 256, localAddresses: this.addresses(wi),
       sockets: Array.from({ length: Math.max(0, Math.min(per, this.n - wi * per)) }, (_, i) => requests(wi * per + i)),
     }, 'connected', timeoutMs))));
   }
 
-  /** Every socket cut at once and connected again to `port` within a second, resuming with `since` in `epoch`; resolves once all are acked. */
-  resume(port: number, epoch: string): Promise<{ ok: number }> {
+  /** Every socket cut at once and connected again (worker i's to `ports[i % ports.length]`) within a second, resuming with `since` in `epoch`; resolves once all are acked. */
+  resume(ports: number[], epoch: string): Promise<{ ok: number }> {
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
-      type: 'resume', host: this.route.host, port, epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
+      type: 'resume', host: this.route.host, port: ports[wi % ports.length], epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
     }, 'resumed', 300_000))));
   }
 
