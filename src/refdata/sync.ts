@@ -26,6 +26,7 @@ export class ModelSync {
   private loadedOnce = false;
   private waiters: (() => void)[] = [];
   private batchStart = 0;
+  private stopped = false;
 
   constructor(
     private readonly db: Pick<pg.Pool, 'query'>,
@@ -51,11 +52,12 @@ export class ModelSync {
   }
 
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.retry);
   }
 
   private kick(): void {
-    if (!this.running) void this.run();
+    if (!this.running && !this.stopped) void this.run();
   }
 
   private async run(): Promise<void> {
@@ -78,6 +80,9 @@ export class ModelSync {
         }
       }
     } catch (err) {
+      // A reload still in flight when the service stopped fails on the ended pool: no retry then,
+      // or its timer would keep the process alive for ever.
+      if (this.stopped) return;
       // Whatever was missed is covered by a full reload once Postgres answers again.
       this.log.warn('read model refresh failed; retrying', { err: (err as Error).message });
       this.observer.failed?.();

@@ -1,4 +1,8 @@
 import t from 'tap';
+import pg from 'pg';
+import { createLogger } from '../../src/log.js';
+import { ReadModel } from '../../src/refdata/model.js';
+import { ModelSync } from '../../src/refdata/sync.js';
 import { eventually } from '../helpers/wait.js';
 import { http, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
@@ -71,4 +75,19 @@ t.test('a market deleted through SQL disappears from the list and the result loo
   t.notOk(r.body.data['30000001'].some((m) => m.mid === '1.200001014'));
   const res = await http<Obj[]>(svc.url, '/api/v1/markets/result?mid=1.200001014');
   t.same(res.body, []);
+});
+
+t.test('a reload still in flight when the service stops schedules no retry that would keep the process alive', async (t) => {
+  // Postgres that refuses (port 1): the reload fails after stop(), as one does when the pool ends under it at shutdown.
+  const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 2000 });
+  t.teardown(() => pool.end());
+  const lines: string[] = [];
+  const sync = new ModelSync(pool, new ReadModel(), createLogger('warn', false, (l) => lines.push(l)));
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  sync.reloadAll();
+  sync.stop();
+  await new Promise((ok) => setTimeout(ok, 1500));
+  t.same(lines, [], 'no retry was logged');
+  t.ok(timers() <= before, 'no timer left behind');
 });
