@@ -21,7 +21,7 @@
  *
  * Settings (env): BENCH_SOCKETS (10000,25000,50000; a multiple of 40), SCALE_RATE (first step and
  * the storms' feed, updates/s over all markets: 500,000 / N, at most 100), SCALE_STEPS (6),
- * SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds `delta: true` to every subscribe), SCALE_SHARDS (service processes per pod, ceil(2N / 18,000): a silent storm leaves each its dead sockets beside the live ones),
+ * SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds `delta: true` to every subscribe), SCALE_SHARDS (service processes per pod, ceil(2N / 20,000): a silent storm leaves each its dead sockets beside the live ones),
  * SCALE_WORKERS (client processes, at least 4 and at most 18,000 sockets each, a multiple of the
  * shards), SCALE_BUS (on: measure the bus's cost; SCALE_BUS_RATE 1000 images/s, SCALE_BUS_SECONDS 3),
  * SCALE_PROFILE (a folder: every service process writes a V8 CPU profile of its run there),
@@ -55,7 +55,7 @@ const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
 const QUIET_MS = envNumber('BENCH_QUIET_MS', 10_000);
 const BUS = envFlag('SCALE_BUS', true);
 // Twice N: in the silent storm a process holds its live sockets and the dead ones until its idle timeout.
-const shardsFor = (n: number) => Math.round(envNumber('SCALE_SHARDS', Math.ceil((2 * n) / 18_000)));
+const shardsFor = (n: number) => Math.round(envNumber('SCALE_SHARDS', Math.ceil((2 * n) / 20_000)));
 
 const requestOf = (eid: number) => [{ mids: MARKETS.filter((m) => m.eid === eid).map((m) => m.mid), eids: [eid], ...(DELTA ? { delta: true } : {}) }];
 
