@@ -13,11 +13,11 @@ import { Hub } from './hub/hub.js';
 import { Broadcaster } from './hub/broadcaster.js';
 import { MarketStates } from './hub/states.js';
 import { Sweeper } from './hub/sweep.js';
-import { SocketRequests } from './hub/requests.js';
-import { FeedMonitor } from './feed/monitor.js';
-import { OddsFeed } from './feed/odds.js';
-import { referenceFrames } from './feed/reference.js';
-import { Subscriptions } from './subscriptions/subscriptions.js';
+import { SocketSubscriptions } from './hub/socket-subscriptions.js';
+import { FeedMonitor } from './relay/feed-monitor.js';
+import { OddsRelay } from './relay/odds-relay.js';
+import { referenceFrames } from './relay/reference-frames.js';
+import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
 import { validateOdds } from './ingest/validate-odds.js';
 import { OutsideFeeds } from './ingest/outside.js';
@@ -27,7 +27,7 @@ import { Router } from './http/router.js';
 import { registerRest } from './http/rest.js';
 import { Admission } from './http/admission.js';
 import { registerWs } from './http/ws.js';
-import { registerIngest } from './http/ingest.js';
+import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
@@ -76,14 +76,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.feedChanged(status) });
   const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, feed: monitor, compress: config.wsCompression });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
-  const requests = new SocketRequests({ hub, bc, book, model });
+  const requests = new SocketSubscriptions({ hub, bc, book, model });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const feed = new OddsFeed({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
+  const feed = new OddsRelay({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
-  const subscriptions = new Subscriptions({
+  const subscriptions = new StoredSets({
     pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
@@ -150,7 +150,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         if (config.auth) await auth.loadAll(pool);
         listener.start();
         await sync.whenLoaded();
-        await bus.start(feed, { client: (op, client, mids) => subscriptions.applyRemote(op, client, mids) });
+        await bus.start(feed, { client: (op, client, mids) => subscriptions.apply(op, client, mids) });
       },
       started: () => {
         sweeper.start();

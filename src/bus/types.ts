@@ -19,7 +19,7 @@ export interface Ordered {
 /** Where an image came from: numbered here, sent live by another pod, or read back from the stream while syncing. */
 export type Origin = 'local' | 'remote' | 'stored';
 
-/** What the bus hands this pod's odds path (feed/odds.ts): numbered images, and whether the bus is up. */
+/** What the bus hands this pod's odds path (relay/odds-relay.ts): numbered images, and whether the bus is up. */
 export interface OddsHandler {
   /** An image to keep if it is newer than the one held. */
   odds(o: Ordered, origin: Origin): void;

@@ -7,14 +7,14 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { AnswerCache, Pieces } from './cache.js';
 import type { Principal } from '../auth/auth.js';
 
-interface Subscriptions {
+interface StoredSets {
   subscribe(client: string, mids: readonly string[]): Promise<void>;
   unsubscribe(client: string, mids: readonly string[]): Promise<void>;
 }
 
 interface RestDeps {
   model: ReadModel;
-  subscriptions: Subscriptions;
+  subscriptions: StoredSets;
   maxBodyBytes: number;
   /** Bytes the answer cache may hold, keys included. */
   answerCacheBytes: number;

@@ -6,10 +6,10 @@ import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { SocketRequests } from '../hub/requests.js';
+import type { SocketSubscriptions } from '../hub/socket-subscriptions.js';
 import { Session } from '../hub/session.js';
 import type { Sweeper } from '../hub/sweep.js';
-import type { Subscriptions } from '../subscriptions/subscriptions.js';
+import type { StoredSets } from '../stored-sets/stored-sets.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import { Budgets, type BudgetLimits } from './budget.js';
@@ -25,9 +25,9 @@ export interface WsLimits extends BudgetLimits {
 
 export interface WsDeps extends UpgradeDeps {
   bc: Broadcaster;
-  requests: SocketRequests;
+  requests: SocketSubscriptions;
   sweeper: Sweeper;
-  subscriptions: Subscriptions;
+  subscriptions: StoredSets;
   metrics: AuthMetrics;
   limits: WsLimits;
   admission: Admission;
@@ -62,7 +62,7 @@ function heartbeat(raw: string | undefined): number {
 /**
  * The subscriber socket route, `/ws`: the transport edge. It decodes and
  * rate-limits requests, and leaves sockets' lives to the hub, requests to
- * SocketRequests, stored sets to Subscriptions and backpressure to the sweep.
+ * SocketSubscriptions, stored sets to StoredSets and backpressure to the sweep.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { bc, hub, limits } = deps;

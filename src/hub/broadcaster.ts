@@ -3,7 +3,7 @@ import { FORMATS, heldBy, type Book, type BookEntry, type Format, type Frame } f
 import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
-import { PublishBatch, type Pressure } from './batch.js';
+import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
 import type { Hub } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
@@ -27,7 +27,7 @@ export interface BroadcasterDeps {
   states: MarketStates;
   metrics: OddsMetrics;
   log: Logger;
-  /** The feed status's one owner (feed/monitor.ts): read when a socket opens, and it calls `feedChanged`. */
+  /** The feed status's one owner (relay/feed-monitor.ts): read when a socket opens, and it calls `feedChanged`. */
   feed: { readonly status: FeedStatus };
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;

@@ -2,7 +2,7 @@ import { CLOSE } from '../errors.js';
 import type { Book } from '../odds/book.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
-import type { Pressure } from './batch.js';
+import type { Pressure } from './publish-batch.js';
 import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
 import { topicOf, type Session } from './session.js';

@@ -2,8 +2,8 @@ import type pg from 'pg';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { MarketType } from '../refdata/types.js';
-import type { OddsFeed } from '../feed/odds.js';
-import type { FeedMonitor } from '../feed/monitor.js';
+import type { OddsRelay } from '../relay/odds-relay.js';
+import type { FeedMonitor } from '../relay/feed-monitor.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import { asDatabaseError } from '../db/pool.js';
@@ -40,7 +40,7 @@ interface CheckedOdds {
 interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
-  feed: OddsFeed;
+  feed: OddsRelay;
   monitor: FeedMonitor;
   maxItems: number;
   metrics: OddsMetrics;

@@ -6,7 +6,7 @@ import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
 import type { Bus, ClientHandler, ClientOp, HeldImages, ImageCheck, OddsHandler } from '../types.js';
-import { NatsLink } from './connection.js';
+import { NatsLink } from './link.js';
 import { Inbound, type ClientChange } from './inbound.js';
 import { Sequencer } from './sequencer.js';
 

@@ -1,12 +1,12 @@
 import type { Book } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { Pressure } from '../hub/batch.js';
+import type { Pressure } from '../hub/publish-batch.js';
 import type { Bus, OddsHandler, Ordered, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
-import type { FeedMonitor } from './monitor.js';
+import type { FeedMonitor } from './feed-monitor.js';
 
-export interface OddsFeedDeps {
+export interface OddsRelayDeps {
   /** Written here only, once per image the bus hands over. */
   book: Book;
   bc: Broadcaster;
@@ -20,14 +20,14 @@ export interface OddsFeedDeps {
 /**
  * The odds path, both ways, one update at a time:
  *
- * 1. `/ingest` (http/ingest.ts) hands a publisher's batch to `Ingest.accept`
+ * 1. `/ingest` (http/ingest-routes.ts) hands a publisher's batch to `Ingest.accept`
  *    (ingest/ingest.ts), which checks it, commits its reference items, and
- *    calls `OddsFeed.publish` with its odds images.
- * 2. `OddsFeed.publish` gives each image to `Bus.publish` (bus/types.ts),
+ *    calls `OddsRelay.publish` with its odds images.
+ * 2. `OddsRelay.publish` gives each image to `Bus.publish` (bus/types.ts),
  *    which numbers it in its market's order (`MemoryBus`, or `NatsBus` with
  *    its `Sequencer` storing it in the stream and sharing it with other pods).
  * 3. The bus hands the numbered image (`Ordered`) to this class as its
- *    `OddsHandler`: `OddsFeed.odds`. Images other pods numbered arrive the
+ *    `OddsHandler`: `OddsRelay.odds`. Images other pods numbered arrive the
  *    same way (origin `remote`, or `stored` while syncing).
  * 4. `Book.put` (odds/book.ts) keeps it if it is newer, as a `BookEntry`:
  *    the one write of the book for this update.
@@ -41,8 +41,8 @@ export interface OddsFeedDeps {
  * 7. Back in step 2, while the broadcaster or the sweeper is `busy()`, the
  *    publisher's ack waits until it has `eased()`.
  */
-export class OddsFeed implements OddsHandler {
-  constructor(private readonly deps: OddsFeedDeps) {}
+export class OddsRelay implements OddsHandler {
+  constructor(private readonly deps: OddsRelayDeps) {}
 
   /**
    * Images of one batch; resolves once each is in the book here (and, with

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { FeedMonitor } from '../../src/feed/monitor.js';
+import { FeedMonitor } from '../../src/relay/feed-monitor.js';
 import type { FeedStatus } from '../../src/odds/messages.js';
 import { postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';

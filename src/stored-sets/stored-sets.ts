@@ -10,7 +10,7 @@ import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
 
-export interface SubscriptionsDeps {
+export interface StoredSetsDeps {
   pool: pg.Pool;
   hub: Hub;
   bc: Broadcaster;
@@ -34,27 +34,27 @@ const BATCH = 1000;
  * through the bus. Postgres changes first, so a refused or failed change
  * leaves sockets as they were.
  */
-export class Subscriptions {
+export class StoredSets {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
   private pending = new Map<string, { ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
 
-  constructor(private readonly deps: SubscriptionsDeps) {}
+  constructor(private readonly deps: StoredSetsDeps) {}
 
   async subscribe(client: string, mids: readonly string[]): Promise<void> {
     await this.db(addMarkets(this.deps.pool, client, mids, this.deps.maxStored));
-    this.applyRemote('attach', client, [...mids]);
+    this.apply('attach', client, [...mids]);
     this.deps.bus.publishClient('attach', client, mids);
   }
 
   async unsubscribe(client: string, mids: readonly string[]): Promise<void> {
     await this.db(removeMarkets(this.deps.pool, client, mids));
-    this.applyRemote('detach', client, [...mids]);
+    this.apply('detach', client, [...mids]);
     this.deps.bus.publishClient('detach', client, mids);
   }
 
   /** A change made on this pod or another: this pod's sockets of the client follow it. */
-  applyRemote(op: ClientOp, client: string, mids: string[]): void {
+  apply(op: ClientOp, client: string, mids: string[]): void {
     this.cache.delete(client);
     for (const s of this.deps.hub.clientSessions(client)) {
       if (op === 'attach') this.attach(s, mids);

@@ -6,7 +6,7 @@ import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
 import { variant, type Session } from './session.js';
 
-export interface RequestsDeps {
+export interface SocketSubscriptionsDeps {
   hub: Hub;
   bc: Broadcaster;
   book: Book;
@@ -31,13 +31,13 @@ function describe(msg: ClientMessage): string {
 
 /**
  * A socket's own subscribe and unsubscribe requests (REST changes a client's
- * stored set instead: subscriptions/). Market IDs, event and sport filters
+ * stored set instead: stored-sets/). Market IDs, event and sport filters
  * (which also take markets created later), depth and conflation per request.
  * A socket's market limit counts every market a request would add; a request
  * that would pass it changes nothing.
  */
-export class SocketRequests {
-  constructor(private readonly deps: RequestsDeps) {}
+export class SocketSubscriptions {
+  constructor(private readonly deps: SocketSubscriptionsDeps) {}
 
   subscribe(s: Session, msg: ClientMessage): Answer {
     const { hub, bc, book } = this.deps;
