@@ -50,7 +50,7 @@ interface WsData {
 let nextId = 1;
 
 /** Messages refused for rate in a row after which a socket is closed (4029): a client that does not back off. */
-export const PERSISTENT = 100;
+const PERSISTENT = 100;
 
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;

@@ -18,7 +18,7 @@ type Ack = Omit<AckMessage, 'op' | 'id'>;
 export type Answer = { ack: Ack; then?: () => void } | { refused: ServiceError };
 
 /** Event and sport filters one socket may hold: filters on events with no live market add no markets to count. */
-export const MAX_FILTERS = 200;
+const MAX_FILTERS = 200;
 
 /** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
 function describe(msg: ClientMessage): string {

@@ -25,9 +25,9 @@ export interface ClientChange {
 export type RefuseReason = 'too_large' | 'undecodable' | 'shape' | 'subject' | 'epoch' | 'seq' | 'invalid' | 'forged' | 'overload';
 
 /** Far above the largest image ingest accepts (500 runners, 10 levels a side), far below NATS's own 1 MiB. */
-export const MAX_IMAGE_BYTES = 512 * 1024;
+const MAX_IMAGE_BYTES = 512 * 1024;
 /** Fifty market IDs of 64 characters and a client name fit many times over. */
-export const MAX_CLIENT_BYTES = 16 * 1024;
+const MAX_CLIENT_BYTES = 16 * 1024;
 /** The stream's epoch: `s` and its creation time in base 36 (stream.ts). */
 const EPOCH = /^s[0-9a-z]{1,24}$/;
 /** A pod's ID (randomUUID). */
