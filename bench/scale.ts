@@ -2,7 +2,7 @@
  * `npm run bench:scale`: one pod at many subscriber sockets (BENCH_SOCKETS), each subscribed by
  * event (one request: the event and its five markets) to an exchange-shaped market set whose
  * changes come as the exchange adapter's recordings space them (scale/market.ts, scale/rhythm.ts).
- * Lean raw clients (fanout/raw-client.ts) in child processes over 16 loopback source addresses,
+ * Lean raw clients (fanout/raw-client.ts) in child processes over 60 loopback source addresses,
  * and 40 sampled sockets (fanout/sampler.ts, one per event) for latency and loss. Per N: time to
  * connect and subscribe all N; the pod's RSS per subscribed socket; the highest held rate of
  * deliveries (rates double; a step is held when every frame arrived and the sampled p99 is under

@@ -1,6 +1,6 @@
 /**
  * bench:scale's counting clients: raw-client.ts processes, each with its own share of the
- * sockets and of the 16 source addresses, asked the same thing at once. Each connects to one of
+ * sockets and of the 60 source addresses, asked the same thing at once. Each connects to one of
  * the pod's shards (worker i to shard i mod shards), as a load balancer spreads them. Silent ones
  * run in a network namespace (lib/netns.ts) whose network can go away without a word to the
  * server; the others on loopback.
@@ -10,7 +10,13 @@ import type { Newest, Subscribe } from '../fanout/raw-client.js';
 import { envNumber, log, sleep } from '../lib/common.js';
 import { Netns, type NetPath } from '../lib/netns.js';
 
-const LOOPBACK: NetPath = { host: '127.0.0.1', clients: Array.from({ length: 16 }, (_, i) => `127.0.0.${2 + i}`) };
+/**
+ * 60 source addresses, as many as a namespace path holds (a /26): at 50,000 sockets that is about
+ * 830 a source, so a storm spread over a second stays under the per-source handshake limit
+ * (WS_HANDSHAKES_PER_SOURCE, 1,000 a second), as real clients from their own addresses would.
+ */
+const SOURCES = 60;
+const LOOPBACK: NetPath = { host: '127.0.0.1', clients: Array.from({ length: SOURCES }, (_, i) => `127.0.0.${2 + i}`) };
 
 /** A namespace with two paths (the second for after a cut), or none where this user may not make one. */
 function namespace(): Netns | undefined {

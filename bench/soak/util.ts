@@ -133,3 +133,16 @@ export class Problems {
     return { counts: Object.fromEntries(this.counts), examples: this.examples };
   }
 }
+
+// ---- random picks for the load ----
+
+export const rnd = (n: number): number => Math.floor(Math.random() * n);
+export const pickOne = <T>(xs: readonly T[]): T => xs[rnd(xs.length)];
+/** k distinct elements (all of them when k >= length). */
+export function pickSome<T>(xs: readonly T[], k: number): T[] {
+  const copy = [...xs];
+  const out: T[] = [];
+  while (out.length < k && copy.length) out.push(copy.splice(rnd(copy.length), 1)[0]);
+  return out;
+}
+export const round2 = (x: number): number => Math.round(x * 100) / 100;
