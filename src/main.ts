@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger, errorFields } from './log.js';
+import { createLogger, errorFields, type Logger } from './log.js';
 import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
 import { startService, type Service } from './service.js';
@@ -19,6 +20,34 @@ function parseArgs(args: string[], config: Config): { fresh: boolean } {
     throw new ConfigError('--fresh', 'deletes the embedded Postgres data folder, and DATABASE_URL is set, so there is none to delete; clear that database yourself, or unset DATABASE_URL');
   }
   return { fresh };
+}
+
+/** Files the process keeps beside its sockets: Postgres, NATS, publishers, logs, the event loop's own. */
+const OWN_FILES = 1024;
+
+/**
+ * Node raises its soft open-file limit to the hard one as it starts. In a silent reconnect storm
+ * the process holds each vanished client's dead socket beside its new one until the idle timeout
+ * (docs/storms.md), so a full pod needs files for twice WS_MAX_SOCKETS: short of that, accept()
+ * fails and new handshakes wait unanswered in the kernel until dead sockets are reaped (measured
+ * at 12 s). Only Linux says the limit in /proc; elsewhere nothing is checked.
+ */
+function checkOpenFiles(config: Config, log: Logger): void {
+  let limit: number;
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    if (!line || line === 'unlimited') return;
+    limit = Number(line);
+  } catch {
+    return;
+  }
+  const needs = 2 * config.wsMaxSockets + OWN_FILES;
+  if (limit < needs) {
+    log.warn('the open-file limit is under what a reconnect storm of a full pod needs', {
+      limit, needs, wsMaxSockets: config.wsMaxSockets,
+      remedy: `raise the limit to ${needs} (ulimit -n, systemd LimitNOFILE, the container runtime's nofile) or set WS_MAX_SOCKETS to at most ${Math.max(1, Math.floor((limit - OWN_FILES) / 2))}`,
+    });
+  }
 }
 
 async function main(): Promise<void> {
@@ -43,6 +72,7 @@ async function main(): Promise<void> {
     }
     log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput', { why: uwsBuild.failure });
   }
+  checkOpenFiles(config, log);
   log.info('starting', {
     node: process.version, uws: uwsBuild.native ? uwsBuild.name : 'fallback', port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +98,25 @@ t.test('a bad setting stops the start with exit 2, naming the variable', async (
   const svc = await run({ PORT: 'eighty' }, false);
   t.equal(await svc.exited, 2);
   t.match(svc.output(), /PORT: must be a whole number/);
+});
+
+t.test('an open-file limit under twice WS_MAX_SOCKETS is warned of at start, naming the remedy; a sufficient one is not', async (t) => {
+  // The child inherits this process's limit, which Node has raised to the hard one as both started.
+  const limit = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]);
+  const fits = Math.floor((limit - 1024) / 2);
+  // The check runs before the database is reached: the start line after it is enough, then it stops.
+  const start = async (sockets: number) => {
+    const svc = await run({ WS_MAX_SOCKETS: String(sockets), DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+    for (let i = 0; i < 300 && !svc.output().includes('"msg":"starting"'); i++) await new Promise((r) => setTimeout(r, 50));
+    svc.child.kill('SIGTERM');
+    await svc.exited;
+    return svc.output();
+  };
+  const short = await start(fits + 1);
+  t.match(short, /"level":"warn".*open-file limit is under what a reconnect storm of a full pod needs/);
+  t.match(short, new RegExp(`"limit":${limit},"needs":${2 * (fits + 1) + 1024}`));
+  t.match(short, new RegExp(`set WS_MAX_SOCKETS to at most ${fits}`));
+  t.notMatch(await start(fits), /open-file limit/);
 });
 
 t.test('on the pure-JS uWS fallback it refuses to start unless allowed', async (t) => {

@@ -25,8 +25,9 @@
  */
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { newest } from './newest.js';
-import { clientFrame, mode, newState, onRead, setCycle, tally, type State } from './raw-frames.js';
+import { clientFrame, mode, newState, onRead, resumeTimes, setCycle, tally, type State } from './raw-frames.js';
 import { eachLimit } from '../../src/lib/serial.js';
 
 /** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
@@ -72,7 +73,7 @@ interface Resume {
 }
 
 type Command = Connect | Resume | { type: 'counts' } | { type: 'cycle'; ms: number } | { type: 'subscribe'; sockets: Subscribe[][] } | { type: 'track'; on: boolean }
-  | { type: 'newest'; expected: Record<string, number> } | { type: 'detail' } | { type: 'close' };
+  | { type: 'newest'; expected: Record<string, number> } | { type: 'detail' } | { type: 'resumeTimes' } | { type: 'close' };
 
 /** Every read of every socket lands here (net `onread`): nothing is allocated per read. */
 const shared = Buffer.allocUnsafe(256 * 1024);
@@ -99,10 +100,13 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
       else failed++;
       done();
     };
+    const timed = c.held !== undefined;
     const state = newState(undefined as unknown as net.Socket, c.sockets[i].length, [...new Set(c.sockets[i].flatMap((r) => r.mids))], c.held?.[i], (ms) => {
       settled = true;
       setTimeout(() => void one(i).then(done), ms);
-    });
+    }, timed);
+    const connecting = performance.now();
+    if (timed) state.moments.push(connecting - resumeTimes.t0);
     const sock = net.connect({
       host: c.host, port: c.port, localAddress: c.localAddresses[i % c.localAddresses.length], noDelay: true,
       onread: {
@@ -116,11 +120,17 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
       },
     } as net.NetConnectOpts);
     state.sock = sock;
-    sock.on('connect', () => sock.write(
-      `GET ${c.path} HTTP/1.1\r\nHost: ${c.host}:${c.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${c.protocol}\r\n` +
-      (c.extensions ? `Sec-WebSocket-Extensions: ${c.extensions}\r\n` : '') + '\r\n',
-    ));
+    sock.on('connect', () => {
+      if (timed) {
+        resumeTimes.connects.push(performance.now() - connecting);
+        state.moments.push(performance.now() - resumeTimes.t0);
+      }
+      sock.write(
+        `GET ${c.path} HTTP/1.1\r\nHost: ${c.host}:${c.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${c.protocol}\r\n` +
+        (c.extensions ? `Sec-WebSocket-Extensions: ${c.extensions}\r\n` : '') + '\r\n',
+      );
+    });
     sock.on('error', (err) => {
       if (!settled) process.stderr.write(`raw client: ${err.message}\n`);
       finish(false);
@@ -141,6 +151,9 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   return { ok, failed };
 }
 
+/** How late this process's event loop ran during the last resume: what its sockets' timings owe to the client itself. */
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+
 /** The requests each live socket was opened with, kept so a resume can send them again. */
 const requestsOf = new WeakMap<State, Subscribe[]>();
 
@@ -152,6 +165,9 @@ function resume(r: Resume): Promise<{ ok: number; failed: number }> {
     s.sock.destroy();
   }
   sockets.length = 0;
+  Object.assign(resumeTimes, { t0: performance.now(), acked: [], connects: [], slowest: [] });
+  loopDelay.reset();
+  loopDelay.enable();
   const since = (s: State) => ({ epoch: r.epoch, seqs: Object.fromEntries(s.last) });
   return connectAll({
     type: 'connect', host: r.host, port: r.port, path: '/ws', protocol: mode.binary ? 'odds.v1.proto' : 'odds.v1.json',
@@ -164,6 +180,9 @@ process.on('message', (m: Command) => {
   switch (m.type) {
     case 'resume':
       resume(m).then((r) => process.send!({ type: 'resumed', ...r }));
+      break;
+    case 'resumeTimes':
+      process.send!({ type: 'resumeTimes', acked: resumeTimes.acked, connects: resumeTimes.connects, slowest: resumeTimes.slowest, loopDelayMs: [loopDelay.percentile(50), loopDelay.percentile(99), loopDelay.max].map((ns) => ns / 1e6) });
       break;
     case 'connect':
       connectAll(m).then((r) => process.send!({ type: 'connected', ...r, deflating: tally.deflating }));

@@ -43,6 +43,10 @@ export interface State {
   closed: boolean;
   /** Connects this socket's client again after a refusal that said when. */
   retry: ((ms: number) => void) | undefined;
+  /** Opened by a resume: when its last ack arrives, the time since the resume began is recorded (`resumeTimes`). */
+  timed: boolean;
+  /** A timed socket's moments since the resume began: connect called, TCP connected, handshake answered. */
+  moments: number[];
 }
 
 let paused: State[] = [];
@@ -61,6 +65,15 @@ export const tally = {
   /** Refused handshakes that were retried, by status line. */
   refused: new Map<string, number>(),
 };
+/**
+ * Per socket of the running resume, ms since it began: until the socket had every ack back, and
+ * how long its TCP connect took (a SYN the server's full accept queue dropped is sent again after
+ * 1 s, then 3 s, 7 s: a connect of a second or more was retried).
+ */
+export const resumeTimes = { t0: 0, acked: [] as number[], connects: [] as number[], slowest: [] as number[][] };
+/** Past this many ms a socket's moments are kept (the slowest few), to tell where its time went. */
+const SLOW_MS = 12_000;
+
 /** `binary`: the sockets speak odds.v1.proto; `tracking`: read each JSON odds frame's `mid` and `seq`. */
 export const mode = { binary: false, tracking: false };
 
@@ -151,7 +164,15 @@ function endFrame(s: State): void {
     s.kind = text.length > CLASSIFY_AT() ? classify(text[CLASSIFY_AT()]) : Kind.Other;
     s.compressed = undefined;
   }
-  if (s.kind === Kind.Ack) s.pendingAcks = Math.max(0, s.pendingAcks - 1);
+  if (s.kind === Kind.Ack) {
+    s.pendingAcks = Math.max(0, s.pendingAcks - 1);
+    if (s.pendingAcks === 0 && s.timed) {
+      s.timed = false;
+      const ms = performance.now() - resumeTimes.t0;
+      resumeTimes.acked.push(ms);
+      if (ms > SLOW_MS && resumeTimes.slowest.length < 10) resumeTimes.slowest.push([...s.moments, ms].map(Math.round));
+    }
+  }
   if (s.kind === Kind.Odds) {
     tally.odds++;
     s.odds++;
@@ -189,6 +210,7 @@ export function onRead(s: State, n: number, buf: Buffer, ready: () => void): boo
       return false;
     }
     if (/\r\nsec-websocket-extensions: *permessage-deflate/i.test(head)) tally.deflating++;
+    if (s.timed) s.moments.push(performance.now() - resumeTimes.t0);
     ready();
     tally.bytes += rest.length;
     if (rest.length) frames(s, rest, 0, rest.length);
@@ -225,10 +247,10 @@ export function setCycle(ms: number): void {
 }
 
 /** A socket's reading state before its handshake is answered. */
-export function newState(sock: net.Socket, pendingAcks: number, mids: string[], held: Record<string, number> | undefined, retry: State['retry']): State {
+export function newState(sock: net.Socket, pendingAcks: number, mids: string[], held: Record<string, number> | undefined, retry: State['retry'], timed = false): State {
   return {
     sock, handshake: '', hdr: Buffer.alloc(14), hdrLen: 0, left: 0, pos: 0, opcode: 0, deflated: false,
     pendingAcks, compressed: undefined, kind: Kind.None, odds: 0, mids, last: new Map(Object.entries(held ?? {})), tracked: false, head: undefined,
-    ctrl: undefined, paused: false, closed: false, retry,
+    ctrl: undefined, paused: false, closed: false, retry, timed, moments: [],
   };
 }

@@ -71,11 +71,14 @@ export async function busCost(dbUrl: string, pinning: Pinning, nats: Nats): Prom
   const two = await probe(dbUrl, pinning, 2, nats);
   const three = await probe(dbUrl, pinning, 3, nats);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const natsPerPodNs = three.natsNs - two.natsNs;
+  // Two points fit the line; noise can make 3 shards the cheaper, and a pod never costs NATS less
+  // than nothing: then the whole cost is taken as fixed per image, at the larger figure.
+  const natsPerPodNs = Math.max(0, three.natsNs - two.natsNs);
+  const natsBaseNs = natsPerPodNs > 0 ? two.natsNs - 2 * natsPerPodNs : Math.max(two.natsNs, three.natsNs);
   const cost: BusCost = {
     rate: mean([memory.rate, two.rate, three.rate]), memoryNs: memory.perShardNs[0], publisherNs: mean([two.perShardNs[0], three.perShardNs[0]]),
     receiverNs: mean([...two.perShardNs.slice(1), ...three.perShardNs.slice(1)]),
-    nats: [{ pods: 2, ns: two.natsNs }, { pods: 3, ns: three.natsNs }], natsBaseNs: two.natsNs - 2 * natsPerPodNs, natsPerPodNs,
+    nats: [{ pods: 2, ns: two.natsNs }, { pods: 3, ns: three.natsNs }], natsBaseNs, natsPerPodNs,
     imageBytes: mean(MARKETS.map((m) => JSON.stringify(image(m, 1)).length)), noisePct: Math.max(memory.noisePct, two.noisePct, three.noisePct),
   };
   log(`bus: ${Math.round(cost.memoryNs)} ns/image on the memory bus, ${Math.round(cost.publisherNs)} publishing and ${Math.round(cost.receiverNs)} receiving on NATS; NATS server ${Math.round(two.natsNs)} ns/image to 2 shards, ${Math.round(three.natsNs)} to 3`);

@@ -10,7 +10,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
-import { sleep } from '../lib/common.js';
+import { cpuMicros, sleep } from '../lib/common.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
 import type { Pod } from './pod.js';
@@ -22,12 +22,18 @@ export interface StormResult {
   reconnected: number;
   /** The serving pod's CPU meanwhile (all its shards), % of one core, and its peak RSS. */
   cpuPct: number;
+  /** The counting clients' CPU meanwhile, % of one core (they have one, the load core). */
+  clientCpuPct: number;
   peakRssMiB: number;
   newest: Newest;
   /** Handshakes refused by the admission limits during the storm (each retried after Retry-After). */
   refused: Record<string, number>;
   /** Connections the kernel dropped because the listen socket's accept queue was full (the client's SYN is retried after 1 s, 3 s, ...). */
   listenDrops: number;
+  /** Per socket, from its client's reconnect start until it was subscribed again: p50, p90, p99 and the slowest (ms). */
+  back: [number, number, number, number];
+  /** Sockets whose TCP connect took a second or more: a dropped SYN sent again. */
+  synRetried: number;
   /** `vanish` only: whether the server heard nothing of the drop (clients in a namespace; not on loopback). */
   silent?: boolean;
   /** `vanish` in silence: until the server had closed the dead sockets, with the feed running. */
@@ -85,6 +91,8 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   let peak = o.next.rssBytes();
   const watch = setInterval(() => (peak = Math.max(peak, o.next.rssBytes())), 50);
   const cpu0 = o.next.cpuMicros();
+  const clientCpu = () => o.w.pids.reduce((a, pid) => a + cpuMicros(pid), 0);
+  const clientCpu0 = clientCpu();
   const drops0 = listenDrops();
   const [fds0, rss0] = [fds(o.next), o.next.rssBytes()];
   const t0 = Date.now();
@@ -93,14 +101,19 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   const { ok } = await o.w.resume(o.next.ports, o.epoch);
   const ms = Date.now() - t0;
   const cpuPct = (100 * (o.next.cpuMicros() - cpu0)) / (ms * 1000);
+  const clientCpuPct = (100 * (clientCpu() - clientCpu0)) / (ms * 1000);
   const dropped = listenDrops() - drops0;
   clearInterval(watch);
   // A dead socket goes one idle timeout (uWS's timers tick every 4 s) after its last pong; the server inherits this environment.
   const reap = silent ? await reaped(o.next, fds0, rss0, t0, o.w.n, 2 * loadConfig().wsIdleTimeoutS * 1000) : undefined;
   await o.feed.stop();
   await sleep(1000);
+  const times = await o.w.resumeTimes();
   const newest = await o.w.newest((await newestSeqs(o.next.url)).seqs);
   const after = (await o.w.counts()).refused;
   const refused = Object.fromEntries(Object.entries(after).map(([line, k]) => [line, k - (before[line] ?? 0)]).filter(([, k]) => Number(k) > 0));
-  return { ms, reconnected: ok, cpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped, silent, reap };
+  return {
+    ms, reconnected: ok, cpuPct, clientCpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped, silent, reap,
+    back: [times.back.pMs(50), times.back.pMs(90), times.back.pMs(99), times.back.max / 1000], synRetried: times.synRetried,
+  };
 }

@@ -7,7 +7,7 @@
  */
 import { Child } from '../fanout/child.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
-import { envNumber, log, sleep } from '../lib/common.js';
+import { Histogram, envNumber, log, sleep } from '../lib/common.js';
 import { Netns, type NetPath } from '../lib/netns.js';
 
 /**
@@ -107,6 +107,22 @@ export class Workers {
     return this.untilAcked(() => Promise.all(this.children.map((w, wi) => w.ask<{ ok: number }>({
       type: 'resume', host: this.route.host, port: ports[wi % ports.length], epoch, concurrency: 256, spreadMs: 1000, localAddresses: this.addresses(wi),
     }, 'resumed', 300_000))));
+  }
+
+  /**
+   * The last resume, per socket from its client's start: until its subscription was acked again,
+   * and how many TCP connects took a second or more (a SYN dropped from the server's full accept
+   * queue, sent again by TCP after 1 s, 3 s, 7 s).
+   */
+  async resumeTimes(): Promise<{ back: Histogram; synRetried: number }> {
+    const all = await Promise.all(this.children.map((c) => c.ask<{ acked: number[]; connects: number[]; slowest: number[][]; loopDelayMs: number[] }>({ type: 'resumeTimes' }, 'resumeTimes')));
+    const back = new Histogram();
+    for (const a of all) for (const ms of a.acked) back.recordMs(ms);
+    const slow = (from: number) => all.reduce((k, a) => k + a.connects.filter((ms) => ms >= from).length, 0);
+    log(`resume: TCP connects of 0.9 s or more ${slow(900)}, of 2.9 s or more ${slow(2900)}, of 6.9 s or more ${slow(6900)}; acked p99.9 ${back.pMs(99.9)} ms; client event loop delay p50 · p99 · max ${all.map((a) => a.loopDelayMs.map((x) => x.toFixed(0)).join(' · ')).join(', ')} ms`);
+    const slowest = all.flatMap((a) => a.slowest);
+    if (slowest.length) log(`resume: the slowest sockets' moments (ms: connect called, connected, handshake answered, acked): ${slowest.slice(0, 10).map((m) => m.join('/')).join(', ')}`);
+    return { back, synRetried: slow(900) };
   }
 
   private async untilAcked(open: () => Promise<{ ok: number }[]>): Promise<{ ok: number }> {
