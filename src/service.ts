@@ -76,22 +76,26 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.feedChanged(status) });
   const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, feed: monitor, compress: config.wsCompression });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
-  const requests = new SocketSubscriptions({ hub, bc, book, model });
+  const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const feed = new OddsRelay({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
+  const relay = new OddsRelay({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
-  const subscriptions = new StoredSets({
+  const storedSets = new StoredSets({
     pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
   });
   const outside = new OutsideFeeds();
-  const ingest = new Ingest({ pool, model, feed, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  // Each keeps state per subscriber socket beside the hub's indexes: told of every open and close, in this order.
+  hub.watch(bc);
+  hub.watch(sweeper);
+  hub.watch(storedSets);
+  const ingest = new Ingest({ pool, model, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, requests, sweeper, subscriptions, auth, hub, gate, metrics: authMetrics, log,
+    bc, socketSubs, sweeper, auth, hub, gate, metrics: authMetrics, log,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
@@ -102,7 +106,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
-  const frames = referenceFrames(bc, (mid, eid, si) => requests.appeared(mid, eid, si));
+  const frames = referenceFrames(bc, (mid, eid, si) => socketSubs.appeared(mid, eid, si));
   const sync = new ModelSync(pool, model, log, {
     changes: (changes) => {
       frames(changes);
@@ -126,7 +130,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const httpMetrics = new HttpMetrics(metrics.registry);
   const router = new Router(app, httpMetrics, auth, gate, log);
   const notReady = () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.());
-  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions, notReady });
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, notReady });
   const metricsApp = createApp();
   const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
   let metricsPort: number | undefined;
@@ -150,7 +154,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         if (config.auth) await auth.loadAll(pool);
         listener.start();
         await sync.whenLoaded();
-        await bus.start(feed, { client: (op, client, mids) => subscriptions.apply(op, client, mids) });
+        await bus.start(relay, { client: (op, client, mids) => storedSets.apply(op, client, mids) });
       },
       started: () => {
         sweeper.start();

@@ -18,7 +18,6 @@ export interface BudgetLimits {
 interface KeyBudget {
   messages: TokenBucket;
   bytes: TokenBucket;
-  sockets: number;
   /** Until when new sockets of the key are refused (0: they are not). */
   coolUntil: number;
 }
@@ -34,21 +33,21 @@ interface KeyBudget {
 export class Budgets {
   private readonly byKey = new Map<string, KeyBudget>();
 
-  constructor(private readonly limits: BudgetLimits) {}
+  /** `held`: whether a key still holds any socket (the hub's index: the one count of them). */
+  constructor(private readonly limits: BudgetLimits, private readonly held: (keyId: string) => boolean) {}
 
-  /** A socket's own bucket, and its key's entry counted. */
+  /** A socket's own bucket; its key's entry made on the first. */
   opened(keyId: string): TokenBucket {
     if (this.limits.perKey) {
-      let k = this.byKey.get(keyId);
-      if (!k) this.byKey.set(keyId, (k = { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), sockets: 0, coolUntil: 0 }));
-      k.sockets++;
+      if (!this.byKey.has(keyId)) this.byKey.set(keyId, { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), coolUntil: 0 });
     }
     return new TokenBucket(this.limits.perSocket);
   }
 
+  /** After the hub closed one of the key's sockets. */
   closed(keyId: string): void {
     const k = this.byKey.get(keyId);
-    if (k && --k.sockets === 0 && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
+    if (k && !this.held(keyId) && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
   }
 
   /**

@@ -9,7 +9,6 @@ import type { Broadcaster } from '../hub/broadcaster.js';
 import type { SocketSubscriptions } from '../hub/socket-subscriptions.js';
 import { Session } from '../hub/session.js';
 import type { Sweeper } from '../hub/sweep.js';
-import type { StoredSets } from '../stored-sets/stored-sets.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import { Budgets, type BudgetLimits } from './budget.js';
@@ -25,9 +24,8 @@ export interface WsLimits extends BudgetLimits {
 
 export interface WsDeps extends UpgradeDeps {
   bc: Broadcaster;
-  requests: SocketSubscriptions;
+  socketSubs: SocketSubscriptions;
   sweeper: Sweeper;
-  subscriptions: StoredSets;
   metrics: AuthMetrics;
   limits: WsLimits;
   admission: Admission;
@@ -61,17 +59,18 @@ function heartbeat(raw: string | undefined): number {
 
 /**
  * The subscriber socket route, `/ws`: the transport edge. It decodes and
- * rate-limits requests, and leaves sockets' lives to the hub, requests to
- * SocketSubscriptions, stored sets to StoredSets and backpressure to the sweep.
+ * rate-limits requests, and leaves sockets' lives to the hub (which tells the
+ * broadcaster, the sweep and the stored sets), requests to SocketSubscriptions
+ * and backpressure to the sweep.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { bc, hub, limits } = deps;
-  const budgets = new Budgets(limits);
+  const budgets = new Budgets(limits, (keyId) => hub.holds(keyId));
   const refuse = (s: Session, id: number, err: ServiceError) => bc.send(s, refusal(id, err));
 
   const handle = (s: Session, msg: ClientMessage): void => {
     if (msg.op === 'ping') return bc.send(s, { op: 'ack', id: msg.id, status: 1, message: 'pong' });
-    const answer = msg.op === 'subscribe' ? deps.requests.subscribe(s, msg) : deps.requests.unsubscribe(s, msg);
+    const answer = msg.op === 'subscribe' ? deps.socketSubs.subscribe(s, msg) : deps.socketSubs.unsubscribe(s, msg);
     if ('refused' in answer) return refuse(s, msg.id, answer.refused);
     bc.send(s, { op: 'ack', id: msg.id, ...answer.ack });
     answer.then?.();
@@ -98,11 +97,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
       d.bucket = budgets.opened(d.keyId);
-      const s = (d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws));
-      hub.open(s);
-      bc.opened(s);
-      deps.sweeper.opened(s);
-      deps.subscriptions.opened(s);
+      hub.open((d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws)));
     },
 
     // A message's cost is paid before it is read: a refused one is never decoded (its ack's id is peeked at its start).
@@ -130,11 +125,8 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     drain: (ws: WebSocket<WsData>) => deps.sweeper.drained(ws.getUserData().session!),
     close: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
-      const s = d.session!;
+      hub.close(d.session!);
       budgets.closed(d.keyId);
-      hub.close(s);
-      bc.closed(s);
-      deps.sweeper.closed(s);
     },
   });
 }

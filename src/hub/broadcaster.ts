@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
-import type { Hub } from './hub.js';
+import type { Hub, SessionWatcher } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
 import type { MarketStates } from './states.js';
 
@@ -40,11 +40,11 @@ export interface BroadcasterDeps {
  * fall behind are taken off their topics by the sweep (sweep.ts) and catch up
  * when they drain. The only writer of `MarketStates`.
  */
-export class Broadcaster implements Pressure {
+export class Broadcaster implements Pressure, SessionWatcher {
   /** Since the sweep last asked (`takeSent`). */
   private sent: Sent = { markets: new Set(), sockets: new Set() };
   private readonly conflator: Conflator;
-  /** Images queued for this turn of the loop (see batch.ts). */
+  /** Images queued for this turn of the loop (see publish-batch.ts). */
   private readonly batch: PublishBatch;
 
   constructor(private readonly deps: BroadcasterDeps) {

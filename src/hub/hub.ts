@@ -38,6 +38,15 @@ export interface HubDeps {
 }
 
 /**
+ * What keeps per-socket state of its own beside the hub's indexes (the broadcaster's topics, the
+ * sweep's watch, the stored sets), told of each subscriber socket the hub opens and closes.
+ */
+export interface SessionWatcher {
+  opened?(s: Session): void;
+  closed?(s: Session): void;
+}
+
+/**
  * One variant of a market that sockets take: how many, and for a conflated delta variant the
  * image its topic's sockets hold (the next delta starts from it; none means the next frame is an
  * image). It lives as long as someone takes the variant, so it cannot outgrow the subscriptions.
@@ -70,8 +79,19 @@ export class Hub {
   private readonly markets = new Map<string, MarketSubs>();
   /** Sessions with an event or sport filter, by that ID: markets created later are offered to them. */
   private readonly filters = { events: new Map<number, Set<Session>>(), sports: new Map<number, Set<Session>>() };
+  private readonly watchers: SessionWatcher[] = [];
 
   constructor(private readonly limits: HubLimits, private readonly deps: HubDeps) {}
+
+  /** Told of every subscriber socket opened and closed from now on, in the order added. */
+  watch(watcher: SessionWatcher): void {
+    this.watchers.push(watcher);
+  }
+
+  /** Whether a key holds any socket, subscriber or publisher. */
+  holds(keyId: string): boolean {
+    return this.byKey.has(keyId);
+  }
 
   /** Why a new socket for this key may not open, or undefined when it may. */
   refuse(keyId: string): ServiceError | undefined {
@@ -99,6 +119,7 @@ export class Hub {
     let set = this.byClient.get(socket.client);
     if (!set) this.byClient.set(socket.client, (set = new Set()));
     set.add(socket);
+    for (const w of this.watchers) w.opened?.(socket);
   }
 
   /** A socket closed (uWS's close callback): out of every index, with what it took. */
@@ -119,6 +140,7 @@ export class Hub {
     for (const mid of s.subs.keys()) this.unindex(s, mid);
     for (const eid of s.events.keys()) this.filter(s, 'events', eid, undefined);
     for (const si of s.sports.keys()) this.filter(s, 'sports', si, undefined);
+    for (const w of this.watchers) w.closed?.(s);
   }
 
   /** Sets (or, with no variant, removes) a session's filter on an event or sport. */

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import type { Pressure } from './publish-batch.js';
 import type { Broadcaster } from './broadcaster.js';
-import type { Hub } from './hub.js';
+import type { Hub, SessionWatcher } from './hub.js';
 import { topicOf, type Session } from './session.js';
 import type { MarketStates } from './states.js';
 
@@ -42,7 +42,7 @@ const SWEEP_MS = 100;
  * topics, so its frames are skipped and nobody else waits. Once drained it
  * catches up with what changed meanwhile and is back on its topics.
  */
-export class Sweeper implements Pressure {
+export class Sweeper implements Pressure, SessionWatcher {
   private readonly watched = new Set<Session>();
   private readonly due = new Map<number, Set<Session>>();
   private timer: NodeJS.Timeout | undefined;

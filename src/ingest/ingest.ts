@@ -40,7 +40,7 @@ interface CheckedOdds {
 interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
-  feed: OddsRelay;
+  relay: OddsRelay;
   monitor: FeedMonitor;
   maxItems: number;
   metrics: OddsMetrics;
@@ -89,7 +89,7 @@ export class Ingest {
     if (checked.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
     const odds = this.claimOrYield(checked.map((o) => o.image), from);
     if (odds.length) {
-      const published = this.deps.feed.publish(odds, Date.now());
+      const published = this.deps.relay.publish(odds, Date.now());
       if (published) await published;
       metrics.oddsIngested.inc(odds.length);
       metrics.ingestItems.inc({ kind: 'odds' }, odds.length);

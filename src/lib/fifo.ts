@@ -11,6 +11,10 @@ export class Fifo<T> {
     this.items.push(item);
   }
 
+  get size(): number {
+    return this.items.length - this.first;
+  }
+
   peek(): T | undefined {
     return this.items[this.first];
   }

@@ -3,7 +3,7 @@ import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
 import { notice } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { Hub } from '../hub/hub.js';
+import type { Hub, SessionWatcher } from '../hub/hub.js';
 import { variant, type Session } from '../hub/session.js';
 import type { Bus, ClientOp } from '../bus/types.js';
 import type { Logger } from '../log.js';
@@ -34,7 +34,7 @@ const BATCH = 1000;
  * through the bus. Postgres changes first, so a refused or failed change
  * leaves sockets as they were.
  */
-export class StoredSets {
+export class StoredSets implements SessionWatcher {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
   private pending = new Map<string, { ok: (mids: string[]) => void; fail: (err: unknown) => void }>();

@@ -74,12 +74,12 @@ function setup() {
   const log = createLogger('error', false, () => undefined);
   const bc = new Broadcaster({ topics, hub, book, states, metrics, log, feed: { status: 'OK' } });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }, metrics, log });
+  hub.watch(bc);
   let id = 0;
   const open = (format: 'json' | 'proto' = 'json') => {
     const conn = new FakeConn(topics);
     const s = new Session(++id, 'public', 'public', format, 5000, conn);
     hub.open(s);
-    bc.opened(s);
     return { s, conn };
   };
   const put = (mid: string, price: number) => book.put('e', book.next(mid, 'e'), Date.now(), img(mid, price))!;

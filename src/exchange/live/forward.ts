@@ -28,7 +28,6 @@ export class Forwarder {
   readonly failed: Promise<PublishError>;
   private readonly batcher = new Batcher();
   private readonly waiting = new Fifo<string[]>();
-  private waitingCount = 0;
   private pumping = false;
   private failure: PublishError | undefined;
   private fail!: (err: PublishError) => void;
@@ -72,9 +71,8 @@ export class Forwarder {
 
   private queue(batch: string[] | undefined): void {
     if (!batch) return;
-    if (this.waitingCount >= this.maxWaiting) return this.fail(new PublishError(`the service is not keeping up: ${this.maxWaiting} batches wait to be sent`));
+    if (this.waiting.size >= this.maxWaiting) return this.fail(new PublishError(`the service is not keeping up: ${this.maxWaiting} batches wait to be sent`));
     this.waiting.push(batch);
-    this.waitingCount++;
   }
 
   private async pump(): Promise<void> {
@@ -83,7 +81,6 @@ export class Forwarder {
       for (let batch = this.waiting.peek(); batch && !this.failure; batch = this.waiting.peek()) {
         await this.publisher.room();
         this.waiting.shift();
-        this.waitingCount--;
         this.stats.batches++;
         this.publisher.sendEncoded(batch).catch((err: PublishError) => this.fail(err));
       }
