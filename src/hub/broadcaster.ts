@@ -166,7 +166,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
       for (const mid of mids) {
         const before = s.subs.get(mid);
         if (this.deps.hub.take(s, mid, v)) {
-          s.lag?.lost.delete(mid);
+          s.regainedWhileBehind(mid);
           if (!s.lag) {
             if (before) s.conn.unsubscribe(topicOf(before, mid));
             s.conn.subscribe(topicOf(v, mid));
@@ -197,7 +197,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
   detachAndTell(s: Session, mids: Iterable<string>): void {
     const had = this.detach(s, mids);
     if (!had.length) return;
-    if (s.lag) for (const mid of had) s.lag.lost.add(mid);
+    if (s.lag) for (const mid of had) s.lostWhileBehind(mid);
     else this.send(s, { op: 'unsubscribed', mids: had });
   }
 

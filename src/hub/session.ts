@@ -81,4 +81,14 @@ export class Session {
   get binary(): boolean {
     return this.format === 'proto';
   }
+
+  /** While behind: a market it lost, to be told in one `unsubscribed` once it has caught up. */
+  lostWhileBehind(mid: string): void {
+    this.lag?.lost.add(mid);
+  }
+
+  /** While behind: a market it took again, so it is no longer owed as lost. */
+  regainedWhileBehind(mid: string): void {
+    this.lag?.lost.delete(mid);
+  }
 }
