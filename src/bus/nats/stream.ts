@@ -10,6 +10,19 @@ export const isWrongLast = (err: unknown): boolean => apiError(err) === WRONG_LA
 
 /** How long a JetStream call may take before the bus is treated as away. */
 const TIMEOUT_MS = 2000;
+/**
+ * How long loading the stream may go without an image arriving. A consumer made while JetStream is
+ * still recovering after a restart can wait forever, and with it the sync and the pod's feed
+ * status: past this the load fails and the sync is tried again.
+ */
+const LOAD_STALL_MS = 5000;
+
+/** `p`, or a rejection naming `what` once `ms` have passed. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error(`${what} took over ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 /** The stored frame behind its stream sequence, as other pods receive it on `<prefix>.img.<mid>`. */
 export function envelope(ss: number, frame: Uint8Array): Uint8Array {
@@ -86,19 +99,32 @@ export class OddsStream {
     const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
     if ((await jsm.streams.info(this.name)).state.messages === 0) return 0;
     // One filter as a string: an array becomes filter_subjects, which nats-server 2.9 ignores, and the consumer never delivers.
-    const consumer = await this.js.consumers.get(this.name, { filterSubjects: `${this.prefix}.raw.>`, deliver_policy: DeliverPolicy.LastPerSubject });
-    const messages = await consumer.consume();
+    const consumer = await within(this.js.consumers.get(this.name, { filterSubjects: `${this.prefix}.raw.>`, deliver_policy: DeliverPolicy.LastPerSubject }), TIMEOUT_MS, 'making the stream\'s consumer');
+    const messages = await within(consumer.consume(), TIMEOUT_MS, 'starting to read the stream');
     let n = 0;
+    let stalled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const watch = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        stalled = true;
+        void messages.close();
+      }, LOAD_STALL_MS);
+    };
+    watch();
     try {
       for await (const m of messages) {
+        watch();
         const s = this.inbound.image('stream', m.subject, m.seq, m.data);
         if (s) each(s);
         n++;
         if (m.info.pending === 0) break;
       }
     } finally {
+      clearTimeout(timer);
       await messages.close();
     }
+    if (stalled) throw new Error(`no stored image arrived for ${LOAD_STALL_MS} ms while loading the stream (${n} read)`);
     return n;
   }
 }
