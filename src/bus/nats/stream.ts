@@ -17,10 +17,18 @@ const TIMEOUT_MS = 2000;
  */
 const LOAD_STALL_MS = 5000;
 
-/** `p`, or a rejection naming `what` once `ms` have passed. */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+/**
+ * `p`, or a rejection naming `what` once `ms` have passed; what `p` yields after that is handed to
+ * `abandon`, so a consumer that starts late is not left reading.
+ */
+function bounded<T>(p: Promise<T>, ms: number, what: string, abandon: (late: T) => unknown = () => undefined): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error(`${what} took over ${ms} ms`)), ms)));
+  let expired = false;
+  const late = new Promise<never>((_, fail) => (timer = setTimeout(() => {
+    expired = true;
+    fail(new Error(`${what} took over ${ms} ms`));
+  }, ms)));
+  void p.then((v) => expired && abandon(v), () => undefined);
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
@@ -99,8 +107,8 @@ export class OddsStream {
     const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
     if ((await jsm.streams.info(this.name)).state.messages === 0) return 0;
     // One filter as a string: an array becomes filter_subjects, which nats-server 2.9 ignores, and the consumer never delivers.
-    const consumer = await within(this.js.consumers.get(this.name, { filterSubjects: `${this.prefix}.raw.>`, deliver_policy: DeliverPolicy.LastPerSubject }), TIMEOUT_MS, 'making the stream\'s consumer');
-    const messages = await within(consumer.consume(), TIMEOUT_MS, 'starting to read the stream');
+    const consumer = await bounded(this.js.consumers.get(this.name, { filterSubjects: `${this.prefix}.raw.>`, deliver_policy: DeliverPolicy.LastPerSubject }), TIMEOUT_MS, 'making the stream\'s consumer');
+    const messages = await bounded(consumer.consume(), TIMEOUT_MS, 'starting to read the stream', (m) => m.close());
     let n = 0;
     let stalled = false;
     let timer: NodeJS.Timeout | undefined;
