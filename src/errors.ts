@@ -24,10 +24,17 @@ export const errors = {
   badParam: (name: string, rule: string) => new ServiceError('BAD_PARAM', `${name} ${rule}`),
   badBody: (rule: string) => new ServiceError('BAD_BODY', `request body ${rule}`),
   badItem: (item: string, why: string) => new ServiceError('ITEM_REJECTED', `${item}: ${why}`),
-  /** A structure a client grows (its stored set, a socket's markets, batches in flight) is full. */
-  limit: (why: string) => new ServiceError('LIMIT', why),
-  unauthorized: (why: string) => new ServiceError('UNAUTHORIZED', why),
-  forbidden: (why: string) => new ServiceError('FORBIDDEN', why),
+  /** A client's stored set would pass its limit: nothing of the request was stored. */
+  storedSetFull: (adding: number, limit: number, held: number) =>
+    new ServiceError('LIMIT', `subscribing to ${adding} more markets would pass the limit of ${limit} stored markets per client (it holds ${held}); unsubscribe some first`),
+  /** A publisher that pipelines past its bound of unanswered batches. */
+  batchesInFlight: (max: number) =>
+    new ServiceError('LIMIT', `${max} batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)`),
+  keyMissing: () => new ServiceError('UNAUTHORIZED', 'an API key is required: send it in the x-api-key header'),
+  keyUnknown: () => new ServiceError('UNAUTHORIZED', 'the API key is not valid or was revoked'),
+  /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */
+  keyInUrl: () => new ServiceError('UNAUTHORIZED', 'publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)'),
+  roleForbidden: (role: string, need: string) => new ServiceError('FORBIDDEN', `this API key's role (${role}) may not do this; it needs ${need}`),
   /** A browser page of an origin the route does not allow: `rule` says which origins it does. */
   originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>
@@ -77,6 +84,8 @@ export const errors = {
   /** The commit was sent but never confirmed: the change may or may not have been applied. */
   outcomeUnknown: () => new ServiceError('OUTCOME_UNKNOWN', 'the database did not confirm the commit, so the change may or may not have been applied; sending it again is safe'),
   notReady: (why: string) => new ServiceError('NOT_READY', why),
+  /** A publisher's batch that arrived as this pod began to shut down. */
+  shuttingDown: () => new ServiceError('NOT_READY', 'the server is shutting down; send this batch to another pod (it was not applied)'),
   internal: () => new ServiceError('INTERNAL', 'internal error; nothing was changed'),
 } as const;
 

@@ -114,7 +114,7 @@ export class Auth {
    */
   authenticate(token: string | undefined, need: Role, source: string): Principal {
     if (!this.enabled) return PUBLIC;
-    if (!token) return this.refuse('missing', errors.unauthorized('an API key is required: send it in the x-api-key header'));
+    if (!token) return this.refuse('missing', errors.keyMissing());
     const throttled = this.failures.check(source);
     if (throttled) {
       this.metrics.rateLimited.inc({ scope: 'wrong_key' });
@@ -125,10 +125,10 @@ export class Auth {
     const proof = hashSecret(parsed?.secret ?? token);
     if (!timingSafeEqual(proof, live?.hash ?? DUMMY) || !live) {
       this.failures.failed(source, parsed ? 'unknown or revoked key' : 'not a key');
-      return this.refuse('unknown', errors.unauthorized('the API key is not valid or was revoked'));
+      return this.refuse('unknown', errors.keyUnknown());
     }
     const { role } = live.principal;
-    if (role !== need && role !== 'admin') return this.refuse('forbidden', errors.forbidden(`this API key's role (${role}) may not do this; it needs ${need}`));
+    if (role !== need && role !== 'admin') return this.refuse('forbidden', errors.roleForbidden(role, need));
     return live.principal;
   }
 

@@ -51,7 +51,7 @@ function pickProtocol(header: string): { name: string; format: Format } {
 function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string | undefined {
   const header = req.getHeader('x-api-key') || undefined;
   if (role === 'subscriber') return header ?? (query.get('key') || undefined);
-  if (auth.enabled && query.has('key')) throw errors.unauthorized('publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)');
+  if (auth.enabled && query.has('key')) throw errors.keyInUrl();
   return header;
 }
 

@@ -58,9 +58,15 @@ export interface Taken {
 }
 
 /** Who takes one market: the sessions, and each variant taken with how many take it (which topics to publish to). */
-export interface MarketSubs {
+interface MarketSubs {
   readonly sessions: Set<Session>;
   readonly variants: Map<string, Taken>;
+}
+
+/** A market's takers as others see them: only the hub's subscribe and drop change who takes a market. */
+export interface MarketTakers {
+  readonly sessions: ReadonlySet<Session>;
+  readonly variants: ReadonlyMap<string, Taken>;
 }
 
 /**
@@ -242,7 +248,7 @@ export class Hub {
     return true;
   }
 
-  market(mid: string): MarketSubs | undefined {
+  market(mid: string): MarketTakers | undefined {
     return this.markets.get(mid);
   }
 

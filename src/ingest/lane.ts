@@ -31,9 +31,7 @@ export class Lane {
   /** Runs a batch after those before it; `answer` is called once, in order, before the next batch starts. */
   submit(data: unknown, answer: (outcome: Outcome) => void): void {
     const inFlight = this.queue.length + (this.running ? 1 : 0);
-    const refusal = this.closing ?? (inFlight >= this.max
-      ? errors.limit(`${this.max} batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)`)
-      : undefined);
+    const refusal = this.closing ?? (inFlight >= this.max ? errors.batchesInFlight(this.max) : undefined);
     // A refusal is answered in its place too, so acks always come back in the order sent; past
     // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
     if (refusal && inFlight >= 2 * this.max) return answer({ err: refusal });
@@ -43,7 +41,7 @@ export class Lane {
 
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
   close(): Promise<void> {
-    this.closing ??= errors.notReady('the server is shutting down; send this batch to another pod (it was not applied)');
+    this.closing ??= errors.shuttingDown();
     return this.settled();
   }
 

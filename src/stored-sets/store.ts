@@ -24,7 +24,7 @@ export async function addMarkets(pool: pg.Pool, client: string, mids: readonly s
     );
     const { held, adding } = rows[0];
     if (held + adding > limit) {
-      throw errors.limit(`subscribing to ${adding} more markets would pass the limit of ${limit} stored markets per client (it holds ${held}); unsubscribe some first`);
+      throw errors.storedSetFull(adding, limit, held);
     }
     await db.query(
       `INSERT INTO client_markets (client_id, mid)
