@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKey } from '../../src/auth/keys.js';
@@ -66,7 +66,9 @@ t.test('a flood from one key (4 sockets, 64 KiB subscribes, past every limit) do
 
   const frame = bigSubscribe(await pricedMarkets());
   t.ok(frame.length <= 64 * 1024 && frame.length > 55000, `the subscribe is ${frame.length} bytes`);
-  const file = join(mkdtempSync(join(tmpdir(), 'flood-')), 'frame.json');
+  const dir = mkdtempSync(join(tmpdir(), 'flood-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'frame.json');
   writeFileSync(file, frame);
   const child = spawn(process.execPath, [new URL('./flooder.js', import.meta.url).pathname], {
     env: { ...process.env, URL: svc.url, KEY: flooder, SOCKETS: '4', FRAME: file }, stdio: ['ignore', 'pipe', 'inherit'],
