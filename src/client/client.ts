@@ -1,14 +1,18 @@
 import { CLOSE } from '../errors.js';
-import { decodeServerJson, decodeServerProto } from '../odds/codec.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
-import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
+import { readFrame } from './checks.js';
 import { MarketBook } from './market-book.js';
+import { Resyncs } from './resyncs.js';
 import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
+
+/** Markets the client takes without naming them (by event or sport, or its stored set), unless told otherwise: the server's default per socket. */
+export const MAX_MARKETS = 2000;
 
 /**
  * An odds feed client that runs in browsers and Node: subscribes with
@@ -16,6 +20,11 @@ import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from 
  * rule, drops markets that concluded, and reconnects with jittered backoff,
  * resuming what it asked for with `since` so unchanged markets are not sent
  * again. Silence for two heartbeat intervals is taken as a dead peer.
+ *
+ * It trusts nothing it is sent: every frame is checked before use (checks.ts) and a bad one is
+ * an `error` event; frames of markets it neither holds nor asked for are ignored; within an
+ * epoch no frame older than one emitted is emitted again; and asking for markets again after
+ * deltas that did not apply is bounded (resyncs.ts).
  */
 export class OddsClient extends Emitter<ClientEvents> {
   readonly book = new MarketBook();
@@ -30,14 +39,17 @@ export class OddsClient extends Emitter<ClientEvents> {
   private readonly silence: Silence;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private feedStatus: FeedStatus = 'OK';
-  /** Markets asked for again after a delta that did not apply: their deltas are dropped until that is answered. */
-  private readonly resyncing = new Set<string>();
+  private readonly maxMarkets: number;
+  private readonly resyncs = new Resyncs((mid) => this.resync(mid));
+  private ignoredFrames = 0;
 
   constructor(private readonly options: ClientOptions) {
     super();
     const Socket = options.WebSocket ?? (globalThis as { WebSocket?: SocketConstructor }).WebSocket;
     if (!Socket) throw new Error('no WebSocket here: pass one as the WebSocket option (in Node, the ws package\'s)');
     this.Socket = Socket;
+    this.maxMarkets = options.maxMarkets ?? MAX_MARKETS;
+    if (!(Number.isInteger(this.maxMarkets) && this.maxMarkets >= 1)) throw new Error('maxMarkets must be a whole number from 1');
     this.hbMs = options.hb ?? HEARTBEAT.default;
     if (!(this.hbMs >= HEARTBEAT.min && this.hbMs <= HEARTBEAT.max)) throw new Error(`hb must be ${HEARTBEAT.min} to ${HEARTBEAT.max} ms`);
     const url = new URL(options.url);
@@ -54,6 +66,11 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   get feed(): FeedStatus {
     return this.feedStatus;
+  }
+
+  /** Frames dropped because they were about markets the client neither holds nor asked for (or holds maxMarkets of already). */
+  get ignored(): number {
+    return this.ignoredFrames;
   }
 
   /** What the client asks for again on every connection. */
@@ -97,7 +114,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Unsubscribes and forgets: these are neither asked for again nor kept in the book (markets named by `mids`). */
   unsubscribe(removal: Removal): Promise<AckMessage> {
     this.requests.forget(removal);
-    for (const mid of removal.mids ?? []) this.book.delete(mid);
+    for (const mid of removal.mids ?? []) this.drop(mid);
     return this.requests.oneOff({ op: 'unsubscribe', mids: removal.mids ?? [], eids: removal.eids ?? [], sis: removal.sis ?? [] }, this.sender());
   }
 
@@ -111,6 +128,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     if (this.stopped) return;
     this.stopped = true;
     this.silence.stop();
+    this.resyncs.stop();
     clearTimeout(this.reconnectTimer);
     const socket = this.socket;
     const opened = this.live;
@@ -131,24 +149,29 @@ export class OddsClient extends Emitter<ClientEvents> {
   }
 
   private receive(data: unknown): void {
+    const at = Date.now();
     this.silence.heard();
-    let msg: ServerMessage;
-    try {
-      msg = typeof data === 'string' ? decodeServerJson(data) : decodeServerProto(new Uint8Array(data as ArrayBuffer));
-    } catch (err) {
-      this.emit('error', err as Error);
+    const read = readFrame(data);
+    if ('error' in read) {
+      this.emit('error', new Error(read.error));
       return;
     }
     // The server spoke on this connection: the next failure starts the backoff afresh.
     this.backoff.reset();
+    if ('unknown' in read) return;
+    const msg = read.msg;
+    if ('mid' in msg && !this.takes(msg.mid)) {
+      this.ignoredFrames++;
+      return;
+    }
     this.emit('message', msg);
     switch (msg.op) {
       case 'odds': {
         const previous = this.book.get(msg.mid);
-        if (this.book.apply(msg)) this.emit('odds', msg, previous);
+        if (this.book.apply(msg, at)) this.emit('odds', msg, previous);
         return;
       }
-      case 'delta': this.delta(msg); return;
+      case 'delta': this.delta(msg, at); return;
       // A refusal that answers no request of ours (id 0: a message the server could not read) is told as a notice.
       case 'ack':
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
@@ -172,33 +195,49 @@ export class OddsClient extends Emitter<ClientEvents> {
   }
 
   /**
-   * A delta applies to the image held only when that is the one with seq `from`; the image it
-   * leads to is kept and emitted as an `odds` frame. Otherwise the frame is dropped and the
-   * market asked for again with `since`, which brings its newest image (or, when what is held is
-   * still current, deltas from it).
+   * Whether a frame of this market is for this client: one it holds or names, or, while it takes
+   * markets it cannot name (a filter, its stored set), one more up to maxMarkets held.
    */
-  private delta(msg: DeltaMessage): void {
+  private takes(mid: string): boolean {
+    if (this.book.has(mid) || this.requests.names(mid)) return true;
+    return (this.requests.filtered || this.options.storedSet === true) && this.book.size < this.maxMarkets;
+  }
+
+  /**
+   * A delta applies to the image held only when that is the one with seq `from`; the image it
+   * leads to is kept and emitted as an `odds` frame. A delta older than what is held is dropped;
+   * any other is dropped and the market asked for again with `since` (within the bounds of
+   * resyncs.ts), which brings its newest image (or, when what is held is still current, deltas from it).
+   */
+  private delta(msg: DeltaMessage, at: number): void {
     const previous = this.book.get(msg.mid);
     const image = previous && applyDelta(previous, msg);
     if (image) {
-      this.book.apply(image);
-      this.emit('odds', image, previous);
+      if (this.book.apply(image, at)) this.emit('odds', image, previous);
       return;
     }
-    const sub = this.requests.covering(msg.mid);
-    if (!sub || this.resyncing.has(msg.mid)) return;
+    if (previous?.epoch === msg.epoch && msg.seq <= previous.seq) return;
+    this.resyncs.ask(msg.mid);
+  }
+
+  /** Asks for a market again, saying what is held; undefined when it is not asked for (not connected, or no longer wanted). */
+  private resync(mid: string): Promise<AckMessage> | undefined {
+    const sub = this.requests.covering(mid);
     const send = this.sender();
-    if (!send) return;
-    this.resyncing.add(msg.mid);
-    const done = () => this.resyncing.delete(msg.mid);
+    if (!sub || !send) return undefined;
     const { depth, conflate, delta } = subscribeOf(sub);
-    const since = this.book.since([msg.mid]);
-    this.requests.oneOff({ op: 'subscribe', mids: [msg.mid], depth, conflate, delta, ...(since ? { since } : {}) }, send).then(done, done);
+    const since = this.book.since([mid]);
+    return this.requests.oneOff({ op: 'subscribe', mids: [mid], depth, conflate, delta, ...(since ? { since } : {}) }, send);
+  }
+
+  private drop(mid: string): void {
+    this.book.delete(mid);
+    this.resyncs.forget(mid);
   }
 
   /** Markets the server is done with (concluded, or detached): out of the book and out of what is asked for again. */
   private evict(mids: string[]): void {
-    for (const mid of mids) this.book.delete(mid);
+    for (const mid of mids) this.drop(mid);
     this.requests.forget({ mids });
   }
 
@@ -216,6 +255,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.socket = undefined;
     this.live = false;
     this.requests.lost();
+    this.resyncs.reset();
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {
       this.stopped = true;

@@ -10,9 +10,10 @@
  *   client.connect();
  *   await client.subscribe({ mids: ['1.200001001'] });
  */
-export { OddsClient } from './client.js';
+export { MAX_MARKETS, OddsClient } from './client.js';
 export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
-export { MarketBook } from './market-book.js';
+export { MarketBook, PAST_EPOCHS, type ReceiptDelay } from './market-book.js';
+export { RESYNC } from './resyncs.js';
 export { Emitter } from './emitter.js';
 export { formatVolume } from './format.js';
 export { RefusedError, type Removal, type Subscription } from './subscribes.js';

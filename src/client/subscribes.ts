@@ -70,15 +70,29 @@ export class Requests {
   private queue: OneOff[] = [];
   private sent = new Map<number, Wanted | OneOff>();
   private lastId = 0;
+  /** The markets the kept subscribes name, worked out again after they change. */
+  private namedMids: Set<string> | undefined;
 
   get subscriptions(): readonly Subscription[] {
     return this.wanted.map((w) => w.sub);
+  }
+
+  /** Whether a kept subscribe names this market. */
+  names(mid: string): boolean {
+    this.namedMids ??= new Set(this.wanted.flatMap((w) => w.sub.mids ?? []));
+    return this.namedMids.has(mid);
+  }
+
+  /** Whether a kept subscribe takes markets by event or sport, which frames do not name. */
+  get filtered(): boolean {
+    return this.wanted.some((w) => w.sub.eids?.length || w.sub.sis?.length);
   }
 
   subscribe(sub: Subscription, send: Send | undefined): Promise<AckMessage> {
     return new Promise((resolve, reject) => {
       const w: Wanted = { sub: { ...sub }, waiters: [{ resolve, reject }] };
       this.wanted.push(w);
+      this.namedMids = undefined;
       if (send) this.sendWanted(w, send, undefined);
     });
   }
@@ -108,7 +122,10 @@ export class Requests {
       return true;
     }
     // A refused subscribe changed nothing, so there is nothing to ask for again.
-    if (ack.status === 0) this.wanted = this.wanted.filter((w) => w !== req);
+    if (ack.status === 0) {
+      this.wanted = this.wanted.filter((w) => w !== req);
+      this.namedMids = undefined;
+    }
     for (const waiter of req.waiters.splice(0)) {
       if (ack.status === 1) waiter.resolve(ack);
       else waiter.reject(new RefusedError(ack));
@@ -123,6 +140,7 @@ export class Requests {
 
   /** Stops asking for these markets, events and sports; a kept subscribe left naming nothing is dropped. */
   forget(removal: Removal): void {
+    this.namedMids = undefined;
     const inFlight = new Set(this.sent.values());
     this.wanted = this.wanted.filter((w) => {
       w.sub = { ...w.sub, mids: without(w.sub.mids, removal.mids), eids: without(w.sub.eids, removal.eids), sis: without(w.sub.sis, removal.sis) };

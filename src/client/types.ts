@@ -24,6 +24,17 @@ export interface ClientOptions {
   WebSocket?: SocketConstructor;
   /** Reconnect delays: doubling from minMs to maxMs, each between half and all of it. */
   backoff?: { minMs?: number; maxMs?: number };
+  /**
+   * Also take the markets of this client's stored set (`POST /api/v1/subscribe`), which the server
+   * sends without a request on the socket. Without it, and without an event or sport subscribe,
+   * frames of markets the client did not name are ignored.
+   */
+  storedSet?: boolean;
+  /**
+   * The most markets held that the client did not name (taken by event or sport, or from the stored
+   * set; default 2000, the server's default per socket): frames of further ones are ignored.
+   */
+  maxMarkets?: number;
 }
 
 export interface CloseInfo {
@@ -40,9 +51,9 @@ export interface CloseInfo {
 export type ClientEvents = {
   open: [protocol: string];
   close: [info: CloseInfo];
-  /** Every frame as received, in order, before anything below. */
+  /** Every frame as received, in order, before anything below: checked, and of a market the client holds or asked for. */
   message: [msg: ServerMessage];
-  /** A frame the rule kept: newer than what the book held (`previous`). */
+  /** A frame the rule kept: newer than what the book held (`previous`); within an epoch, never older than one emitted before. */
   odds: [frame: OddsMessage, previous: OddsMessage | undefined];
   market: [msg: MarketStateMessage];
   result: [msg: ResultMessage];
@@ -50,7 +61,7 @@ export type ClientEvents = {
   unsubscribed: [msg: UnsubscribedMessage];
   /** The server telling this socket something it did not ask (a `notice` frame), such as markets left out past its limit. */
   notice: [notice: NoticeMessage];
-  /** A frame that could not be decoded (it is skipped). */
+  /** A frame that could not be decoded, or is not what its op must be (it is dropped; the message says which key is wrong). */
   error: [err: Error];
 };
 

@@ -14,7 +14,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const OPS_TEXT = 'op must be one of subscribe, unsubscribe, ping';
 export const MAX_DEPTH = 10;
 export const CONFLATE = { min: 100, max: 60000 } as const;
-const MAX_EPOCH = 64;
+export const MAX_EPOCH = 64;
 
 type Decoded = ClientMessage | { error: string; id?: number };
 type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown; delta?: unknown };

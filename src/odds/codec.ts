@@ -78,7 +78,15 @@ export function encodeFor(format: 'json' | 'proto', msg: ServerMessage): string 
   return format === 'json' ? encodeJson(msg) : encodeProto(msg);
 }
 
-/** Reads a binary frame back into the JSON shape. Throws on malformed input. */
+/** A binary frame that decodes but carries no message this version knows (a newer server's). */
+export class UnknownServerMessage extends Error {
+  constructor() {
+    super('server message carries no known message');
+    this.name = 'UnknownServerMessage';
+  }
+}
+
+/** Reads a binary frame back into the JSON shape. Throws on malformed input, UnknownServerMessage on a message of no known kind. */
 export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   const m = v1.ServerMessage.decode(bytes);
   switch (m.msg) {
@@ -115,7 +123,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     case 'feed':
       return { op: 'feed', status: enumName(FEED_STATUSES, (m.feed as pb.v1.Feed).status, 'feed status') };
     case 'notice': return { op: 'notice', status: 0, message: (m.notice as pb.v1.Notice).message };
-    default: throw new Error('server message carries no known message');
+    default: throw new UnknownServerMessage();
   }
 }
 

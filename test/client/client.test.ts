@@ -114,10 +114,16 @@ for (const format of FORMATS) {
   t.test(`${format}: evicts a market that concluded, and one the server detached`, async (t) => {
     const [concluding, detached, kept] = marketsFor(format, 6);
     await ingest(svc.url, image(concluding), image(detached), image(kept));
-    const { client } = startClient(t, { url: wsUrl(svc.url), format });
+    const { client } = startClient(t, { url: wsUrl(svc.url), format, storedSet: true });
+    const { client: plain } = startClient(t, { url: wsUrl(svc.url), format });
     await client.subscribe({ mids: [concluding, kept] });
+    await plain.subscribe({ mids: [kept] });
     t.equal((await postJson(svc.url, '/api/v1/subscribe', { data: [detached] })).status, 200, 'the stored set takes one more');
     t.ok(await until(() => client.book.has(detached)), 'the stored set reaches the live socket');
+    // Sent to both sockets at once: once the ping is answered, the other client has read it too.
+    await plain.ping();
+    t.notOk(plain.book.has(detached), 'a client that does not take its stored set ignores it');
+    t.ok(plain.ignored > 0);
     t.ok(client.book.has(concluding));
 
     const ended = next(client, 'unsubscribed', (m) => m.mids.includes(concluding));

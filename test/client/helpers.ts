@@ -16,6 +16,8 @@ export interface Watched {
   client: OddsClient;
   /** Every frame received, in order, across connections. */
   frames: ServerMessage[];
+  /** Stops failing the test on the client's `error` events, for a test that provokes them. */
+  allowErrors(): void;
 }
 
 /** A client with fast reconnects, closed when the test ends; connected unless told otherwise. */
@@ -23,10 +25,10 @@ export function startClient(t: Test, options: Omit<ClientOptions, 'WebSocket'>, 
   const client = new OddsClient({ backoff: { minMs: 50, maxMs: 400 }, ...options, WebSocket });
   const frames: ServerMessage[] = [];
   client.on('message', (m) => frames.push(m));
-  client.on('error', (err) => t.fail(`undecodable frame: ${err.message}`));
+  const allowErrors = client.on('error', (err) => t.fail(`undecodable frame: ${err.message}`));
   t.teardown(() => client.close());
   if (connectNow) client.connect();
-  return { client, frames };
+  return { client, frames, allowErrors };
 }
 
 /** The next time `name` is emitted with arguments that `match`, within `ms`. */
