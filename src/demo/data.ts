@@ -178,3 +178,11 @@ export function demoItems(now: Date): DemoItem[] {
     ...results,
   ];
 }
+
+/**
+ * The market IDs of the demo data set, nested ones included: the only markets the demo moves.
+ * They do not depend on the time, and a fixture slot's next fixture lists its slot's IDs again.
+ */
+export function demoMarketIds(): ReadonlySet<string> {
+  return new Set(demoItems(new Date(0)).flatMap((i) => (i.kind === 'market' ? [i.mid, ...(i.m ?? []).map((n) => n.mid)] : [])));
+}

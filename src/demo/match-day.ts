@@ -25,8 +25,8 @@ interface MatchDayOptions {
   random?: () => number;
   /** The demo's clock; a test drives a simulated day through it. */
   now?: () => number;
-  /** Markets another publisher feeds: neither they nor their events are touched. */
-  fedElsewhere?: (mid: string) => boolean;
+  /** Markets another publisher created or feeds: neither they nor their events are touched. */
+  theirs?: (mid: string) => boolean;
 }
 
 /**
@@ -99,9 +99,9 @@ export class MatchDay {
     return batch;
   }
 
-  /** Events holding a market another publisher feeds: the step leaves them and all their markets alone. */
+  /** Events holding a market another publisher created or feeds: the step leaves them and all their markets alone. */
   private fedEvents(): Set<number> {
-    const fed = this.opts.fedElsewhere;
+    const fed = this.opts.theirs;
     const theirs = new Set<number>();
     if (!fed) return theirs;
     for (const m of this.opts.model.allMarkets()) if (fed(m.mid) || (m.m ?? []).some((n) => fed(n.mid))) theirs.add(m.eid);

@@ -2,24 +2,26 @@ import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
+import { demoMarketIds } from './data.js';
 import { MatchDay } from './match-day.js';
 import { Simulator, type SimMarket } from './simulator.js';
 import { openingLine } from './outcomes.js';
 
 /**
  * What the simulator animates, read from the read model each tick so markets
- * that appear, suspend or close are followed. A player-race's nested markets
- * carry its runners, so each is simulated as a runner market of its own.
+ * that appear, suspend or close are followed: the demo's own markets (`ours`)
+ * only. A player-race's nested markets carry its runners, so each is simulated
+ * as a runner market of its own.
  */
-function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
+function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket[] {
   const out: SimMarket[] = [];
   for (const m of model.allMarkets()) {
     const event = model.event(m.eid);
     const inPlay = event?.ip ?? false;
     const closed = m.go || (event?.go ?? false);
     if (m.m) {
-      for (const n of m.m) if (!outside.has(n.mid)) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
-    } else if (!outside.has(m.mid)) {
+      for (const n of m.m) if (ours(n.mid)) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
+    } else if (ours(m.mid)) {
       out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
     }
   }
@@ -28,8 +30,10 @@ function simMarkets(model: ReadModel, outside: OutsideFeeds): SimMarket[] {
 
 /**
  * Publishes simulated odds, and moves markets through their lifecycle,
- * through the ingest path, as an external publisher would. Markets another
- * publisher feeds (`outside`) are left to it, odds and lifecycle alike.
+ * through the ingest path, as an external publisher would. Only the demo data
+ * set's own markets move: a market another publisher created is never quoted,
+ * whether or not it has odds yet, and one another publisher feeds (`outside`)
+ * is left to it; either leaves its event's lifecycle alone too.
  */
 interface SimulatorRun {
   model: ReadModel;
@@ -41,10 +45,12 @@ interface SimulatorRun {
 }
 
 export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
-  const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, fedElsewhere: (mid) => outside.has(mid) });
+  const demo = demoMarketIds();
+  const ours = (mid: string) => demo.has(mid) && !outside.has(mid);
+  const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
   const sim = new Simulator({
     intervalMs,
-    markets: () => simMarkets(model, outside),
+    markets: () => simMarkets(model, ours),
     publish: (images) => {
       ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator' }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
     },

@@ -113,7 +113,7 @@ t.test('markets another publisher feeds, and their events, are left alone', asyn
   const theirs = new Set([30000011, ...SLOTS.filter((_, i) => i % 2 === 0).map((s) => s.eid)]);
   const fed = new Set(markets.filter((m) => theirs.has(m.eid)).flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]));
   const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eid === eid)!.mid));
-  const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, fedElsewhere: (mid) => claimed.has(mid) });
+  const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, theirs: (mid) => claimed.has(mid) });
   const items: Obj[] = [];
   for (let step = 0; step < DAY_STEPS / 4; step++) {
     clock += STEP_MS;

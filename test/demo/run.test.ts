@@ -3,6 +3,7 @@ import { startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { Publisher } from '../faults/publisher-socket.js';
 import { mid } from '../../src/demo/markets.js';
+import { eventually } from '../helpers/wait.js';
 
 /** Short, so several ticks pass in well under a second; the lifecycle kept out of the way. */
 const svc = await startTestService(t, { SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20', LIFECYCLE_INTERVAL_MS: '3600000' });
@@ -42,4 +43,29 @@ t.test('markets an outside publisher feeds get only its images; the others keep 
   t.same(later(ANIMATED), [], 'nothing after the publisher\'s image of the market it took over');
   t.same(c.oddsOf(CREATED).map((f) => f.r), [created.r], 'only the publisher\'s image of the market it created');
   t.ok(later(OTHER).length >= TICKS, 'the market nobody else feeds kept moving');
+});
+
+t.test('a market another publisher created gets no simulator frame, before its own odds or after', async (t) => {
+  const created = 'ext.30000014.2';
+  const pub = await Publisher.open(svc.url);
+  t.teardown(() => pub.close());
+  pub.send(1, [{ kind: 'market', mid: created, eid: 30000014, na: 'Total Corners', ty: 'match-odd', s: true, go: false, rt: false, r: [{ rid: 1, na: 'Over' }, { rid: 2, na: 'Under' }] }]);
+  t.match(await pub.ack(1), { status: 1 });
+  t.ok(await eventually(async () => svc.model.typeOf(created), (ty) => ty !== undefined), 'the read model holds it, so the simulator\'s ticks see it');
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [OTHER, created] });
+  const ticks = async () => {
+    for (let i = 0, at = c.frames.length; i < TICKS; i++) at = c.frames.indexOf(await c.next((f) => f.op === 'odds' && f.mid === OTHER, 5000, at + 1));
+    await c.settled();
+  };
+  await ticks();
+  t.same(c.oddsOf(created), [], 'no image while it has no odds of its own');
+  t.equal(svc.book.get(created), undefined, 'none was ever numbered');
+
+  const own = image(created, 1.5, [1, 2]);
+  pub.send(2, [own]);
+  t.match(await pub.ack(2), { status: 1 });
+  await ticks();
+  t.same(c.oddsOf(created).map((f) => f.r), [own.r], 'then only the publisher\'s image');
 });
