@@ -118,11 +118,15 @@ export const refusal = (id: number, err: ServiceError): AckMessage => ({ op: 'ac
 /** The catalogue's message (errors.ts) as a notice. */
 export const notice = (err: ServiceError): NoticeMessage => ({ op: 'notice', status: 0, message: err.message });
 
+/** A market's state, with the REST keys of its market (docs/rest.md). */
 export interface MarketStateMessage {
   op: 'market';
   mid: string;
+  /** isActive: true when the market is active, false when it is inactive. */
   s: boolean;
+  /** Game over: the market has concluded (its subscribers are then detached). */
   go: boolean;
+  /** The market was recalled. */
   rt: boolean;
 }
 

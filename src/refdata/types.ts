@@ -67,7 +67,7 @@ export interface Runner {
 /** A market nested inside a player-race market's `m`. */
 export interface NestedMarket {
   mid: string;
-  /** Active. */
+  /** Active status: true when the nested market is active, false when it is inactive. */
   s: boolean;
   /** Game over. */
   go: boolean;
@@ -82,7 +82,7 @@ export interface Market {
   eid: number;
   na: string;
   si: number;
-  /** Active. */
+  /** isActive: true when the market is active, false when it is inactive. */
   s: boolean;
   /** Game over: the market has concluded. */
   go: boolean;
