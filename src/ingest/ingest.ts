@@ -5,7 +5,7 @@ import type { MarketType } from '../refdata/types.js';
 import type { OddsRelay } from '../relay/odds-relay.js';
 import type { FeedMonitor } from '../relay/feed-monitor.js';
 import type { Logger } from '../log.js';
-import type { OddsMetrics } from '../metrics/odds.js';
+import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
 import { asDatabaseError } from '../db/pool.js';
 import { errors, isDatabaseError } from '../errors.js';
 import { writeReference, type PublisherKey } from './write.js';
@@ -66,8 +66,9 @@ export class Ingest {
 
   async accept(data: unknown, { from = 'publisher', key }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
+    const arrived = Date.now();
     try {
-      const result = await this.acceptChecked(data, from, key, t0);
+      const result = await this.acceptChecked(data, from, key, t0, arrived);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -77,7 +78,7 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, t0: number): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, t0: number, arrived: number): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
     if (key && !key.live()) throw errors.keyRevoked();
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
@@ -93,11 +94,28 @@ export class Ingest {
       if (published) await published;
       metrics.oddsIngested.inc(odds.length);
       metrics.ingestItems.inc({ kind: 'odds' }, odds.length);
-      metrics.ingestToPublish.observe((performance.now() - t0) / 1000);
+      this.observeDelays(odds, arrived, (performance.now() - t0) / 1000);
     }
     for (const [, item] of reference) metrics.ingestItems.inc({ kind: item.kind });
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     return { count: data.length, inserted, updated: outcomes.length - inserted };
+  }
+
+  /**
+   * Each image's delays from its source's time, to arriving and to being published (a source
+   * clock ahead of ours counts as no delay), and the batch's time here once per sport in it. A
+   * market the read model does not hold yet (created in this batch) counts as sport `unknown`.
+   */
+  private observeDelays(odds: OddsImage[], arrived: number, ingestSeconds: number): void {
+    const published = Date.now();
+    const sports = new Set<SportDelays>();
+    for (const o of odds) {
+      const d = this.deps.metrics.delays(this.deps.model.sportOf(o.mid) ?? 'unknown');
+      d.sourceToIngest.observe(Math.max(0, arrived - o.ts) / 1000);
+      d.sourceToPublish.observe(Math.max(0, published - o.ts) / 1000);
+      sports.add(d);
+    }
+    for (const d of sports) d.ingestToPublish.observe(ingestSeconds);
   }
 
   /**

@@ -1,6 +1,19 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FORMATS, type Format } from '../lib/encodings.js';
 
+/** One sport's delay histograms, made once per sport name. */
+export interface SportDelays {
+  /** The source's time (`ts`) to the batch's arrival, per image. */
+  sourceToIngest: Histogram.Internal<'sport'>;
+  /** The batch's arrival to its frames being published, per batch. */
+  ingestToPublish: Histogram.Internal<'sport'>;
+  /** The source's time to the frames being published, per image: what the delay alert watches. */
+  sourceToPublish: Histogram.Internal<'sport'>;
+}
+
+/** Seconds from a source's time: delays of seconds to minutes matter, and a replay of old data lands in +Inf. */
+const FROM_SOURCE = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30];
+
 /** What the socket gauges read when scraped. */
 interface SocketCounts {
   sockets(format: Format): number;
@@ -22,7 +35,10 @@ export class OddsMetrics {
   readonly framesSkipped: Counter;
   readonly resyncs: Counter;
   readonly slowCloses: Counter;
-  readonly ingestToPublish: Histogram;
+  private readonly sourceToIngest: Histogram<'sport'>;
+  private readonly ingestToPublish: Histogram<'sport'>;
+  private readonly sourceToPublish: Histogram<'sport'>;
+  private readonly sports = new Map<string, SportDelays>();
   private counts: SocketCounts | undefined;
 
   constructor(registry: Registry) {
@@ -57,10 +73,29 @@ export class OddsMetrics {
     this.framesSkipped = new Counter({ name: 'odds_frames_skipped_total', help: 'Odds frames skipped for slow sockets', registers });
     this.resyncs = new Counter({ name: 'odds_resyncs_total', help: 'Slow sockets that drained and were sent what changed', registers });
     this.slowCloses = new Counter({ name: 'odds_slow_consumer_closes_total', help: 'Sockets closed for staying behind (4008)', registers });
-    this.ingestToPublish = new Histogram({
-      name: 'odds_ingest_to_publish_seconds', help: 'Time from an odds batch arriving to its frames being published', registers,
-      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    // By sport, never by market: a label per market ID would grow without bound.
+    this.sourceToIngest = new Histogram({
+      name: 'odds_source_to_ingest_seconds', help: 'Time from an odds image\'s source time (ts) to its batch arriving, by sport', labelNames: ['sport'], registers,
+      buckets: FROM_SOURCE,
     });
+    this.ingestToPublish = new Histogram({
+      name: 'odds_ingest_to_publish_seconds', help: 'Time from an odds batch arriving to its frames being published, by sport', labelNames: ['sport'], registers,
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    });
+    this.sourceToPublish = new Histogram({
+      name: 'odds_source_to_publish_seconds', help: 'Time from an odds image\'s source time (ts) to its frames being published, by sport', labelNames: ['sport'], registers,
+      buckets: FROM_SOURCE,
+    });
+  }
+
+  /** The delay histograms of a sport (its name, as the read model holds it). */
+  delays(sport: string): SportDelays {
+    let d = this.sports.get(sport);
+    if (!d) {
+      d = { sourceToIngest: this.sourceToIngest.labels(sport), ingestToPublish: this.ingestToPublish.labels(sport), sourceToPublish: this.sourceToPublish.labels(sport) };
+      this.sports.set(sport, d);
+    }
+    return d;
   }
 
   /** Where the socket gauges read from when scraped. */

@@ -119,6 +119,12 @@ export class Collections {
     return m && (m.r?.length ?? 0) > 0;
   }
 
+  /** The name of a market's sport (a nested market's: its player race's), or undefined when the market is unknown. */
+  sportOf(mid: string): string | undefined {
+    const m = this.markets.get(this.nestedParent.get(mid) ?? mid)?.value;
+    return m && (this.sports.get(m.si)?.na ?? String(m.si));
+  }
+
   event(eid: number): Event | undefined {
     return this.events.get(eid)?.value;
   }

@@ -408,6 +408,20 @@ const CASES: Record<string, AlertCase> = {
     ],
     quiet: '5m', fires: '25m', labels: { severity: 'warning', namespace: 'odds' },
   },
+  OddsSourceToPublishSlow: {
+    series: [
+      // Cricket: most images take 1 to 2.5 s; soccer, in the same namespace, stays under 0.5 s.
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Cricket",le="0.5"}', '0+10x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Cricket",le="1"}', '0+10x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Cricket",le="2.5"}', '0+100x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Cricket",le="+Inf"}', '0+100x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Soccer",le="0.5"}', '0+100x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Soccer",le="1"}', '0+100x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Soccer",le="2.5"}', '0+100x40'],
+      ['odds_source_to_publish_seconds_bucket{namespace="odds",pod="a",sport="Soccer",le="+Inf"}', '0+100x40'],
+    ],
+    quiet: '5m', fires: '15m', labels: { severity: 'warning', namespace: 'odds', sport: 'Cricket' },
+  },
   OddsHttp5xxRate: {
     series: [
       ['odds_http_requests_total{namespace="odds",route="/api/v1/sports",method="GET",status="200"}', '0+90x30'],
@@ -537,7 +551,8 @@ t.test('the dashboard has panels for every area operators watch', async (t) => {
     'odds_frames_published_total', 'odds_frames_delivered_total', 'odds_frames_skipped_total', 'odds_resyncs_total',
     'odds_slow_consumer_closes_total', 'odds_ws_connections', 'odds_ws_subscriptions', 'odds_http_requests_total',
     'odds_http_request_duration_seconds_bucket', 'odds_read_model_refresh_lag_seconds_bucket', 'odds_bus_lag_seconds_bucket',
-    'odds_bus_images_received_total', 'odds_pg_pool_connections', 'odds_pg_errors_total',
+    'odds_bus_images_received_total', 'odds_pg_pool_connections', 'odds_pg_errors_total', 'odds_source_to_ingest_seconds_bucket',
+    'odds_ingest_to_publish_seconds_bucket', 'odds_source_to_publish_seconds_bucket',
   ]) t.match(exprs, new RegExp(`\\b${m}\\b`), m);
 });
 

@@ -84,6 +84,25 @@ t.test('sockets, subscriptions, ingest and frames are counted', async (t) => {
   t.equal(value(closed, 'odds_ws_subscriptions'), 2, 'a closed socket\'s subscriptions are gone');
 });
 
+t.test('delays from the source time, to ingest and to publish, are histograms by sport and never by market', async (t) => {
+  const before = await scrape(svc.url);
+  // One image sent now, one whose source time is 20 s old (a late feed): they land apart.
+  const r = await postJson(svc.url, '/api/v1/ingest', { data: [image(M, 2.1), { ...image(M, 2.2), ts: Date.now() - 20_000 }] });
+  t.equal(r.status, 200);
+  const after = await scrape(svc.url);
+  const d = (name: string, ...l: string[]) => value(after, name, ...l) - value(before, name, ...l);
+  const cricket = 'sport="Cricket"';
+  t.equal(d('odds_source_to_ingest_seconds_count', cricket), 2, 'per image');
+  t.equal(d('odds_source_to_publish_seconds_count', cricket), 2, 'per image');
+  t.equal(d('odds_ingest_to_publish_seconds_count', cricket), 1, 'once per batch and sport');
+  for (const name of ['odds_source_to_ingest_seconds_bucket', 'odds_source_to_publish_seconds_bucket']) {
+    t.equal(d(name, cricket, 'le="10"'), 1, `${name}: the fresh image within 10 s`);
+    t.equal(d(name, cricket, 'le="30"'), 2, `${name}: the late one between 10 and 30 s`);
+  }
+  t.ok(d('odds_source_to_publish_seconds_sum', cricket) >= 20, 'the sum counts the late image\'s 20 s');
+  t.notMatch([...after.keys()].join('\n'), new RegExp(M.replace('.', '\\.')), 'no market ID in any label');
+});
+
 t.test('read model size, refresh lag and the Postgres pool', async (t) => {
   const before = await scrape(svc.url);
   t.equal(value(before, 'odds_read_model_items', 'kind="markets"'), svc.model.size.markets);
