@@ -4,7 +4,7 @@
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { parseArgs as parseOptions } from 'node:util';
-import { OddsClient, RefusedError, formatVolume, type Subscription } from '../client/index.js';
+import { OddsClient, RefusedError, formatVolume, type ReceiptDelay, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
@@ -102,15 +102,21 @@ const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2
 /** What last traded and how much, each only when the publisher said. */
 const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
-/** One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function stays pure. */
-export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now()): string {
+/** How late an odds frame arrived, from the source's time and from the service's publish time (the client's receipt delay). */
+const late = (d: ReceiptDelay | undefined) => (d ? `  delay ${Math.round(d.source)} ms from source, ${Math.round(d.publish)} ms from publish` : '');
+
+/**
+ * One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function
+ * stays pure, and `delay` how late an odds frame arrived.
+ */
+export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay): string {
   if (raw) return JSON.stringify(msg);
   const at = clock(now);
   switch (msg.op) {
     case 'odds': {
       const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}${msg.tv === undefined ? '' : ` matched ${formatVolume(msg.tv)}`}`;
       const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}${traded(r)}`);
-      return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}`;
+      return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}${late(delay)}`;
     }
     case 'ack': return `${at} ack id=${msg.id} ${msg.status === 1 ? 'ok' : 'REFUSED'} ${msg.message}`;
     case 'market': return `${at} market ${msg.mid} s=${msg.s} go=${msg.go} rt=${msg.rt}`;
@@ -149,11 +155,11 @@ function main(argv: string[]): void {
   const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
-  const print = (msg: Exclude<ServerMessage, DeltaMessage>) => process.stdout.write(formatFrame(msg, opts.raw) + '\n');
+  const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay) + '\n');
   // Odds lines come from the client's book, so an image the server sends again (the client's stored
   // set attaches a market at connect, the subscribe sends its image once more) prints once.
   client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && print(msg));
-  client.on('odds', print);
+  client.on('odds', (frame) => print(frame, client.book.delay(frame.mid)));
   // One bad frame is worth reporting, not worth dropping the whole session over.
   client.on('error', (err) => process.stderr.write(`watch: undecodable frame: ${err.message}\n`));
   client.on('close', (info) => {

@@ -1,3 +1,4 @@
+import type { MarketBook, ReceiptDelay } from '../client/index.js';
 import type { MarketStateMessage, OddsMessage, ResultMessage } from '../odds/messages.js';
 import type { Market, MarketResult, Runner } from '../refdata/types.js';
 import { h } from './dom.js';
@@ -30,8 +31,8 @@ const naming = (runners: readonly Runner[] | undefined) => (res: string) => runn
 export class Board {
   private readonly cards = new Map<string, Card>();
   private readonly books = new Map<string, { book: BookView; card: Card }>();
-  /** The newest frame of each market not drawn yet, and whether it is a live update (timed for the delay). */
-  private readonly pending = new Map<string, { frame: OddsMessage; live: boolean }>();
+  /** The newest frame of each market not drawn yet, how late it arrived, and whether it is a live update (timed for the header's delay). */
+  private readonly pending = new Map<string, { frame: OddsMessage; delay: ReceiptDelay | undefined; live: boolean }>();
   private readonly known = new Map<string, Known>();
   /** Markets dropped from this event's board: never added again, even by a list read before they went. */
   private readonly gone = new Set<string>();
@@ -66,7 +67,7 @@ export class Board {
    * from what the client's book holds, and learns every market's name for
    * results (a market's result may come after it left the screen).
    */
-  sync(markets: Market[], held: (mid: string) => OddsMessage | undefined): void {
+  sync(markets: Market[], held: Pick<MarketBook, 'get' | 'delay'> | undefined): void {
     this.loaded = true;
     const live = new Set<string>();
     for (const m of markets) {
@@ -89,8 +90,8 @@ export class Board {
         card.books.push(book);
         card.el.append(book.el);
         this.books.set(b.mid, { book, card });
-        const frame = held(b.mid);
-        if (frame) book.show(frame);
+        const frame = held?.get(b.mid);
+        if (frame) book.show(frame, held!.delay(b.mid));
       }
     }
     // Concluded while the socket was away, or before the subscribe took: a list read later is the truth.
@@ -103,13 +104,14 @@ export class Board {
   }
 
   /**
-   * A frame the client's book kept. Only one that follows the frame before it
-   * (same epoch, next seq) is timed: a subscribe's or a resume's images carry
-   * the publish time of an update made before they were asked for.
+   * A frame the client's book kept, with how late it arrived (shown on its
+   * book). Only one that follows the frame before it (same epoch, next seq) is
+   * timed for the header: a subscribe's or a resume's images carry the publish
+   * time of an update made before they were asked for.
    */
-  odds(frame: OddsMessage, previous: OddsMessage | undefined): void {
+  odds(frame: OddsMessage, previous: OddsMessage | undefined, delay: ReceiptDelay | undefined): void {
     const live = previous !== undefined && previous.epoch === frame.epoch && frame.seq === previous.seq + 1;
-    this.pending.set(frame.mid, { frame, live });
+    this.pending.set(frame.mid, { frame, delay, live });
     if (this.scheduled) return;
     this.scheduled = true;
     requestAnimationFrame(() => this.flush());
@@ -161,13 +163,13 @@ export class Board {
   private flush(): void {
     this.scheduled = false;
     const now = Date.now();
-    for (const { frame, live } of this.pending.values()) {
+    for (const { frame, delay, live } of this.pending.values()) {
       const on = this.books.get(frame.mid);
       if (!on) {
         if (this.loaded && !this.known.has(frame.mid)) this.unknown(frame.mid);
         continue;
       }
-      on.book.show(frame);
+      on.book.show(frame, delay);
       if (live) this.delay.add(now - frame.pt);
     }
     this.pending.clear();

@@ -1,3 +1,4 @@
+import type { ReceiptDelay } from '../client/index.js';
 import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
 import type { Runner } from '../refdata/types.js';
 import { formatVolume } from '../client/format.js';
@@ -13,6 +14,9 @@ const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'b
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 
 const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+/** A delay in ms as a book shows it: ms up to 10 s, then whole seconds. */
+export const delayText = (ms: number): string => (ms < 10_000 ? `${Math.round(Math.max(0, ms))} ms` : `${Math.round(ms / 1000)} s`);
 
 /** One price and size on screen, with what it shows, so an unchanged value costs a comparison. */
 class Cell {
@@ -94,6 +98,8 @@ export class BookView {
   private readonly body: HTMLTableSectionElement;
   private readonly badge = document.createTextNode('');
   private readonly matched = document.createTextNode('');
+  private readonly lateText = document.createTextNode('');
+  private readonly late: HTMLElement;
   private tv: number | undefined;
   private readonly resultLine: HTMLElement;
   private readonly levels: number;
@@ -114,9 +120,10 @@ export class BookView {
     this.body = h('tbody');
     for (const r of runners ?? [{ rid: LINE_RID, na: 'Line' }]) this.row(r.rid, r.na);
     this.resultLine = h('p', { class: 'result', hidden: '' });
+    this.late = h('span', { class: 'delay' }, this.lateText);
     this.el = h('div', { class: 'book', 'data-mid': mid },
       h('div', { class: 'book-head' },
-        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), h('span', { class: 'badge' }, this.badge)),
+        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), this.late, h('span', { class: 'badge' }, this.badge)),
       h('table', { class: 'ladder' },
         h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
         this.body),
@@ -124,7 +131,12 @@ export class BookView {
     this.refresh();
   }
 
-  show(frame: OddsMessage): void {
+  /** Draws the frame, and how late it arrived: from the source's time, and (in the title) from the service's publish time. */
+  show(frame: OddsMessage, delay?: ReceiptDelay): void {
+    if (delay) {
+      this.lateText.data = delayText(delay.source);
+      this.late.title = `arrived ${delayText(delay.source)} after the source's time, ${delayText(delay.publish)} after the service published it`;
+    }
     const seen = new Set<number>();
     for (const r of frame.r) {
       (this.rows.get(r.rid) ?? this.row(r.rid, `Runner ${r.rid}`)).show(r);

@@ -55,6 +55,7 @@ t.test('against the live service', async (t) => {
       t.equal(r.code, 0, `exit code (stderr: ${r.stderr})`);
       t.match(r.stdout, new RegExp(`^\\S+ ack id=1 ok Subscribed from market ${MID.replace('.', '\\.')}$`, 'm'));
       t.match(r.stdout, ODDS_LINE);
+      t.match(r.stdout, new RegExp(`${MID.replace('.', '\\.')} seq=.*  delay \\d+ ms from source, \\d+ ms from publish$`, 'm'), 'each odds line says how late it arrived');
       t.equal(r.stderr, '');
     });
   }
@@ -197,6 +198,11 @@ t.test('odds lines show the best level of each runner and mark con frames', asyn
   };
   t.match(formatFrame(msg, false, 0), /^\d\d:\d\d:\d\d\.000 1\.200001001 seq=42 OPEN ip con  101 back 3\.20@1471\.74 lay 3\.25@712\.37 \| 102 SUSPENDED back - lay -$/);
   t.strictSame(JSON.parse(formatFrame(msg, true)), msg);
+});
+
+t.test('odds lines end with how late the frame arrived, from the source and from the service', async (t) => {
+  const msg: OddsMessage = { op: 'odds', mid: MID, epoch: 'm1', seq: 7, ts: 1000, pt: 1400, st: 'OPEN', ip: false, con: false, cf: false, r: [] };
+  t.match(formatFrame(msg, false, 1450, { at: 1450, source: 450, publish: 50.4 }), /^\S+ 1\.200001001 seq=7 OPEN {4}delay 450 ms from source, 50 ms from publish$/);
 });
 
 t.test('odds lines show what each runner last traded at, its volume and the market matched, when known', async (t) => {

@@ -225,6 +225,18 @@ if (!hasChromium()) {
     t.equal(await page.textContent(`${book} .matched`), '', 'an image without them clears them');
   });
 
+  t.test('each book shows how late its newest frame arrived from the source, and from the service in its title', async (t) => {
+    const mid = named('Tied Match');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const delay = `.book[data-mid="${mid}"] .delay`;
+    // An hour old at the source: a late feed, told in seconds.
+    await ingest(quiet, { ...image(mid, [9001, 9002], 4), ts: Date.now() - 3_600_000 });
+    await page.waitForSelector(`${delay}:text-matches("^36[0-9]{2} s$")`);
+    await ingest(quiet, image(mid, [9001, 9002], 4.5));
+    await page.waitForSelector(`${delay}:text-matches("^[0-9]+ ms$")`);
+    t.match(await page.getAttribute(delay, 'title'), /^arrived \d+ ms after the source's time, \d+ ms after the service published it$/);
+  });
+
   t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {
     await publishAll(3);
     const mid = named('Completed Match');
