@@ -5,8 +5,9 @@
  * service's, the baseline's and the ceiling's; then protobuf and JSON with permessage-deflate on
  * the service, one step at the highest rate all of those held; then mixed subscriptions against
  * plain ones on the service, 10,000 sockets at 100,000 deliveries/s), each in its own process as
- * `npm run bench:rest` and `npm run bench:fanout` would, and `deltas.ts` (delta frames against
- * images: bytes per change and CPU per delivery), then writes one table of ratios to
+ * `npm run bench:rest` and `npm run bench:fanout` would, `deltas.ts` (delta frames against
+ * images: bytes per change and CPU per delivery) and `delay.ts` (exchange-to-socket delay for
+ * 1,000 subscribers of a recorded-shape market, 15 s per server), then writes one table of ratios to
  * bench/results/bench.md (and bench.json), beside the two runs' own reports (rest-quick.*,
  * fanout-quick.*).
  *
@@ -57,6 +58,7 @@ async function main(): Promise<void> {
   const restEnv = envFor(REST_DEFAULTS, databaseUrl);
   const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
   const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
+  const delayEnv = envFor({ DELAY_SECONDS: '15' }, databaseUrl);
   try {
     log('REST (npm run bench:rest, short form)');
     await run('rest.js', restEnv);
@@ -64,6 +66,8 @@ async function main(): Promise<void> {
     await run('fanout.js', fanoutEnv);
     log('deltas against images');
     await run('deltas.js', deltaEnv);
+    log('exchange-to-socket delay');
+    await run('delay.js', delayEnv);
   } finally {
     await db?.stop();
   }
@@ -157,6 +161,13 @@ async function main(): Promise<void> {
       `${fmt(of(true).cpuNsPerDelivery)} ÷ ${fmt(of(false).cpuNsPerDelivery)} = ${(of(true).cpuNsPerDelivery / of(false).cpuNsPerDelivery).toFixed(2)}x`, '', '', '']);
   }
 
+  type DelayRow = { impl: string; fromSource: { p50: number; p99: number; max: number } };
+  const delay = readJson('delay') as { settings: { sockets: number }; shape: { changesPerSecond: number }; rows: DelayRow[]; adds: { p50: number; p99: number } };
+  const at = (impl: string) => delay.rows.find((r) => r.impl === impl)!.fromSource;
+  const ms = (r: { p50: number; p99: number; max: number }) => `${r.p50.toFixed(1)} · ${r.p99.toFixed(1)} · ${r.max.toFixed(1)} ms`;
+  rows.push([`exchange-to-socket delay, ${fmt(delay.settings.sockets)} subscribers, a recorded-shape market at its pace (${delay.shape.changesPerSecond} changes/s): p50 · p99 · max`,
+    ms(at('service')), '', '', `ceiling ${ms(at('ceiling'))}; the service adds ${delay.adds.p50.toFixed(1)} ms at p50, ${delay.adds.p99.toFixed(1)} ms at p99`]);
+
   const host = machine();
   const elapsed = (Date.now() - started) / 1000;
   const table = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
@@ -176,7 +187,7 @@ async function main(): Promise<void> {
     '',
     table,
     '',
-    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\` and \`bench/results/deltas.md\`.`,
+    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/deltas.md\` and \`bench/results/delay.md\`.`,
   ].join('\n');
   const files = writeResults('bench', { benchmark: 'quick', at: new Date().toISOString(), machine: host, elapsedSeconds: elapsed, rows, notes }, md);
   process.stdout.write('\n' + md + '\n\n');
