@@ -4,6 +4,7 @@
  * ConfigMap is a crash-loop with a clear log line rather than a silent default.
  */
 import { accessSync, constants } from 'node:fs';
+import { isIP } from 'node:net';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -27,6 +28,9 @@ export interface Config {
   /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
   readonly metricsHost: string;
   readonly metricsPort: number;
+  /** Proxies (addresses and CIDR blocks) whose word on the client's address is taken, in `proxyHeader`. */
+  readonly trustedProxies: readonly string[];
+  readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
   /** Browser origins that may open `/ingest`; `*` is any. A handshake without Origin (not a browser) is not checked. */
   readonly ingestOrigins: readonly string[];
   /** Browser origins that may open `/ws`: `self` is the service's own (the board), `*` is any. */
@@ -44,19 +48,19 @@ export interface Config {
   /** API keys and roles; off makes every caller the client `public`. */
   readonly auth: boolean;
   readonly restRateLimit: number;
-  /** Wrong API keys one source address may send at once (0 = no throttle), and earns back per second. */
+  /** Wrong API keys one address, or one key ID, may send at once (0 = no throttle), and earns back per second. */
   readonly authFailureBurst: number;
   readonly authFailuresPerSecond: number;
-  /** Source addresses the wrong-key throttle remembers at most. */
+  /** Addresses, and key IDs, the wrong-key throttle remembers at most. */
   readonly authFailureSources: number;
   readonly wsMaxSocketsPerKey: number;
   readonly wsMaxSockets: number;
-  /** New `/ws` sockets per second from one address and on the pod, and subscribe requests likewise; 0 is off. */
+  /** New `/ws` sockets per second per source (its API key with AUTH=on, else its address) and on the pod, and subscribe requests likewise; 0 is off. */
   readonly wsHandshakesPerSource: number;
   readonly wsHandshakesPerSecond: number;
   readonly wsSubscribesPerSource: number;
   readonly wsSubscribesPerSecond: number;
-  /** Source addresses the per-source limits remember at once. */
+  /** Sources the per-source limits remember at once. */
   readonly wsAdmissionSources: number;
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
@@ -216,6 +220,22 @@ function natsTls(env: Env): NatsTls | undefined {
   return caFile || certFile ? { caFile, certFile, keyFile } : undefined;
 }
 
+/** An address or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+function isAddressBlock(text: string): boolean {
+  const [address, bits, extra] = text.split('/');
+  const family = isIP(address);
+  if (!family || extra !== undefined) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+function proxies(env: Env): readonly string[] {
+  const list = (env.TRUSTED_PROXIES ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of list) {
+    if (!isAddressBlock(p)) throw new ConfigError('TRUSTED_PROXIES', `must list addresses or CIDR blocks such as 10.0.0.0/8 or fd00::/8, separated by commas; got "${p}"`);
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
@@ -230,6 +250,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost: env.METRICS_HOST || host,
     // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
     metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    trustedProxies: proxies(env),
+    proxyHeader: oneOf(env, 'TRUSTED_PROXY_HEADER', 'x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const),
     ingestOrigins: origins(env, 'INGEST_ORIGINS', [], ['*']),
     // With keys, a page of any origin still needs a subscriber key, and no cookie rides along; without, only the board.
     wsOrigins: origins(env, 'WS_ORIGINS', auth ? ['*'] : ['self'], ['*', 'self']),

@@ -37,6 +37,17 @@ t.test('the metrics port: 9464 on the public host, a free one when PORT is 0, bo
   t.throws(() => loadConfig({ METRICS_PORT: 'ninety' }), { name: 'ConfigError', message: /^METRICS_PORT: must be a whole number/ });
 });
 
+t.test('TRUSTED_PROXIES: addresses and CIDR blocks; TRUSTED_PROXY_HEADER names the header they write', async (t) => {
+  const c = loadConfig({});
+  t.same([c.trustedProxies, c.proxyHeader], [[], 'x-forwarded-for']);
+  t.same(loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7,fd00::/8' }).trustedProxies, ['10.0.0.0/8', '192.0.2.7', 'fd00::/8']);
+  t.equal(loadConfig({ TRUSTED_PROXY_HEADER: 'forwarded' }).proxyHeader, 'forwarded');
+  for (const bad of ['10.0.0.0/33', 'fd00::/129', 'ingress-nginx', '10.0.0.0/8/1', '10.0.0/8']) {
+    t.throws(() => loadConfig({ TRUSTED_PROXIES: bad }), /^TRUSTED_PROXIES: must list addresses or CIDR blocks/, bad);
+  }
+  t.throws(() => loadConfig({ TRUSTED_PROXY_HEADER: 'x-real-ip' }), /^TRUSTED_PROXY_HEADER: must be one of x-forwarded-for, forwarded/);
+});
+
 t.test('browser origins: none may publish; /ws takes the board alone with AUTH=off, any page with AUTH=on', async (t) => {
   const c = loadConfig({});
   t.same(c.ingestOrigins, []);

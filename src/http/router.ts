@@ -5,7 +5,8 @@ import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
-import { Exchange, peer, sendError, write } from './request.js';
+import { Exchange, sendError, write } from './request.js';
+import type { ClientAddresses } from './address.js';
 
 const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
@@ -36,6 +37,8 @@ export class Router {
     /** Why routes that need a key cannot answer yet (starting), or undefined. */
     private readonly gate: () => string | undefined,
     private readonly log: Logger,
+    /** Who is calling, by address: what wrong keys are counted against. */
+    private readonly addresses: ClientAddresses,
   ) {}
 
   /**
@@ -123,7 +126,7 @@ export class Router {
     const closed = this.gate();
     if (closed) throw errors.notReady(closed);
     // With auth off the header and address are not read: calls into uWS per request for nothing.
-    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, peer(res)) : PUBLIC;
+    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, () => this.addresses.of(res, req)) : PUBLIC;
     this.auth.limit(p);
     return p;
   }

@@ -1,4 +1,5 @@
 import type { Test } from 'tap';
+import { request } from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type Service } from '../../src/service.js';
@@ -49,6 +50,36 @@ export async function http<T = unknown>(base: string, path: string, init: Reques
     // not JSON: tests look at text
   }
   return { status: res.status, headers: res.headers, body: body as T, text };
+}
+
+/** What fetch will not do: name another Host (fetch always sends the URL's), or leave from another local address. */
+export interface RawInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  localAddress?: string;
+}
+
+/** A request over node:http; the body is parsed as JSON when it is JSON. */
+export function raw<T = unknown>(base: string, path: string, init: RawInit = {}): Promise<Reply<T>> {
+  return new Promise((resolve, reject) => {
+    const req = request(base + path, { method: init.method ?? 'GET', headers: init.headers, localAddress: init.localAddress, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: tests look at text
+        }
+        resolve({ status: res.statusCode ?? 0, headers, body: body as T, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
 }
 
 export function postJson<T = unknown>(base: string, path: string, body: unknown): Promise<Reply<T>> {
