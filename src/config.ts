@@ -28,6 +28,8 @@ export interface Config {
   /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
   readonly metricsHost: string;
   readonly metricsPort: number;
+  /** Host names the service answers to, beyond loopback names and IP addresses (`*.` a subdomain wildcard, `*` any). */
+  readonly allowedHosts: readonly string[];
   /** Proxies (addresses and CIDR blocks) whose word on the client's address is taken, in `proxyHeader`. */
   readonly trustedProxies: readonly string[];
   readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
@@ -220,6 +222,17 @@ function natsTls(env: Env): NatsTls | undefined {
   return caFile || certFile ? { caFile, certFile, keyFile } : undefined;
 }
 
+/** A host name as ALLOWED_HOSTS lists it: letters, digits, dots and hyphens, `*.` in front for any subdomain. */
+const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+function hostNames(env: Env): readonly string[] {
+  const list = (env.ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const h of list) {
+    if (h !== '*' && !HOST_NAME.test(h)) throw new ConfigError('ALLOWED_HOSTS', `must list host names such as odds.example.com or *.example.com (no scheme, no port), or *, separated by commas; got "${h}"`);
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
 /** An address or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
 function isAddressBlock(text: string): boolean {
   const [address, bits, extra] = text.split('/');
@@ -250,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost: env.METRICS_HOST || host,
     // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
     metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    allowedHosts: hostNames(env),
     trustedProxies: proxies(env),
     proxyHeader: oneOf(env, 'TRUSTED_PROXY_HEADER', 'x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const),
     ingestOrigins: origins(env, 'INGEST_ORIGINS', [], ['*']),

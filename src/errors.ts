@@ -8,7 +8,7 @@
  */
 export const ERROR_CODES = [
   'BAD_PARAM', 'BAD_BODY', 'ITEM_REJECTED', 'LIMIT', 'NOT_WEBSOCKET', 'ABORTED',
-  'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
+  'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'MISDIRECTED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
   'RATE_LIMITED', 'TOO_MANY_SOCKETS', 'SERVER_FULL', 'BUSY',
   'DB_UNAVAILABLE', 'OUTCOME_UNKNOWN', 'NOT_READY', 'INTERNAL',
 ] as const;
@@ -39,6 +39,8 @@ export const errors = {
   /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */
   keyInUrl: () => new ServiceError('UNAUTHORIZED', 'publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)'),
   roleForbidden: (role: string, need: string) => new ServiceError('FORBIDDEN', `this API key's role (${role}) may not do this; it needs ${need}`),
+  /** A Host the service does not answer to (a page on a rebound name, a misrouted request): `rule` says which it does. */
+  hostRefused: (host: string, rule: string) => new ServiceError('MISDIRECTED', `host ${host} is not a name of this service: ${rule}`),
   /** A browser page of an origin the route does not allow: `rule` says which origins it does. */
   originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>

@@ -37,6 +37,15 @@ t.test('the metrics port: 9464 on the public host, a free one when PORT is 0, bo
   t.throws(() => loadConfig({ METRICS_PORT: 'ninety' }), { name: 'ConfigError', message: /^METRICS_PORT: must be a whole number/ });
 });
 
+t.test('ALLOWED_HOSTS: host names, subdomain wildcards or *, lower-cased; anything else fails naming it', async (t) => {
+  t.same(loadConfig({}).allowedHosts, []);
+  t.same(loadConfig({ ALLOWED_HOSTS: ' Odds.Example.com, *.bets.example ,odds.example.com' }).allowedHosts, ['odds.example.com', '*.bets.example']);
+  t.same(loadConfig({ ALLOWED_HOSTS: '*' }).allowedHosts, ['*']);
+  for (const bad of ['https://odds.example.com', 'odds.example.com:443', 'odds_example', 'a.*.example', '-x.example']) {
+    t.throws(() => loadConfig({ ALLOWED_HOSTS: bad }), /^ALLOWED_HOSTS: must list host names/, bad);
+  }
+});
+
 t.test('TRUSTED_PROXIES: addresses and CIDR blocks; TRUSTED_PROXY_HEADER names the header they write', async (t) => {
   const c = loadConfig({});
   t.same([c.trustedProxies, c.proxyHeader], [[], 'x-forwarded-for']);

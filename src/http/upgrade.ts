@@ -6,6 +6,7 @@ import type { Role } from '../auth/keys.js';
 import type { Hub } from '../hub/hub.js';
 import type { Logger } from '../log.js';
 import type { OriginPolicy } from './origin.js';
+import type { HostPolicy } from './host.js';
 import type { ClientAddresses } from './address.js';
 import { parseQuery, sendError, type Query } from './request.js';
 
@@ -16,6 +17,8 @@ export interface UpgradeDeps {
   hub: Hub;
   /** Why sockets cannot open yet (starting, draining), or undefined. */
   gate(): string | undefined;
+  /** The names the service answers to. */
+  hosts: HostPolicy;
   /** The browser pages that may open this route. */
   origins: OriginPolicy;
   /** Who is calling, by address. */
@@ -59,10 +62,10 @@ function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string |
 }
 
 /**
- * The handshake of both socket routes, `/ws` and `/ingest`: the page's origin
- * when a browser opens it, readiness, the subprotocol, the caller's key and
- * role (see `token`; a wrong key counts against its address and key ID), and
- * the socket limits. `accept` builds
+ * The handshake of both socket routes, `/ws` and `/ingest`: the Host, the
+ * page's origin when a browser opens it, readiness, the subprotocol, the
+ * caller's key and role (see `token`; a wrong key counts against its address
+ * and key ID), and the socket limits. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
  * the usual error body and the upgrade does not happen.
  */
@@ -73,7 +76,9 @@ export function upgrade<T>(
   let data: T;
   let name: string;
   try {
-    deps.origins.check(req.getHeader('origin'), req.getHeader('host'));
+    const host = req.getHeader('host');
+    deps.hosts.check(host);
+    deps.origins.check(req.getHeader('origin'), host);
     const closed = deps.gate();
     if (closed) throw errors.notReady(closed);
     // Before the key: a client that speaks none of our formats is told so, and is not counted as a wrong key.

@@ -6,7 +6,7 @@ import t from 'tap';
 import { request as httpRequest } from 'node:http';
 import { createServer, connect, type Socket } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { http, postJson, startTestService, type Reply } from '../helpers/service.js';
+import { http, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
 import { image, withTraded } from '../helpers/ws.js';
@@ -225,6 +225,16 @@ t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes an
   held.destroy();
   for (const path of ['/health', '/ready', '/openapi.json']) t.equal((await as(undefined, 'GET', path)).status, 200, `${path} needs no key`);
   t.equal((await http(secured.metricsUrl, '/metrics')).status, 200, '/metrics needs no key');
+});
+
+t.test('421 for a Host that is no name of the service, on a route and a socket handshake', async (t) => {
+  const host = 'rebind.attacker.example';
+  const r = await raw(svc.url, '/api/v1/sports', { headers: { host } });
+  t.equal(r.status, 421);
+  api.check(t, 'GET', '/api/v1/sports', r);
+  const h = await handshake(svc.url, '/ws', { host });
+  t.equal(h.status, 421);
+  api.check(t, 'GET', '/ws', h);
 });
 
 t.test('429 with Retry-After past REST_RATE_LIMIT', async (t) => {
