@@ -3,7 +3,7 @@
  * process before anything listens, naming the variable, so a typo in a
  * ConfigMap is a crash-loop with a clear log line rather than a silent default.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -25,9 +25,13 @@ export interface Config {
   /** Listen address: loopback unless HOST says otherwise, or AUTH=on (callers must then show a key). */
   readonly host: string;
   readonly port: number;
-  /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
+  /** `/metrics` listens here, apart from the public port: loopback unless METRICS_HOST says otherwise; 0 picks a free port. */
   readonly metricsHost: string;
   readonly metricsPort: number;
+  /** The bearer token a scrape of `/metrics` must show (METRICS_TOKEN, or the file METRICS_TOKEN_FILE); undefined: none. */
+  readonly metricsToken: string | undefined;
+  /** How long one render of `/metrics` answers every scrape; 0 renders per scrape (concurrent scrapes still share one). */
+  readonly metricsCacheMs: number;
   /** Host names the service answers to, beyond loopback names and IP addresses (`*.` a subdomain wildcard, `*` any). */
   readonly allowedHosts: readonly string[];
   /** Proxies (addresses and CIDR blocks) whose word on the client's address is taken, in `proxyHeader`. */
@@ -249,6 +253,18 @@ function proxies(env: Env): readonly string[] {
   return Object.freeze([...new Set(list)]);
 }
 
+/** A bearer token: printable, no spaces, long enough not to be guessed. */
+const TOKEN = /^[\x21-\x7e]{16,4096}$/;
+
+function metricsToken(env: Env): string | undefined {
+  const file = readableFile(env, 'METRICS_TOKEN_FILE');
+  const literal = env.METRICS_TOKEN || undefined;
+  if (file && literal) throw new ConfigError('METRICS_TOKEN_FILE', 'give either METRICS_TOKEN or METRICS_TOKEN_FILE, not both');
+  const [name, token] = file ? ['METRICS_TOKEN_FILE', readFileSync(file, 'utf8').trim()] : ['METRICS_TOKEN', literal];
+  if (token !== undefined && !TOKEN.test(token)) throw new ConfigError(name, 'the token must be 16 to 4096 printable characters without spaces');
+  return token;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
@@ -260,9 +276,12 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
     host,
     port,
-    metricsHost: env.METRICS_HOST || host,
+    // What it tells is for the operator: open it on purpose, to Prometheus alone (docs/security.md).
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
     // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
     metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    metricsToken: metricsToken(env),
+    metricsCacheMs: int(env, 'METRICS_CACHE_MS', 1000, 0, 60000),
     allowedHosts: hostNames(env),
     trustedProxies: proxies(env),
     proxyHeader: oneOf(env, 'TRUSTED_PROXY_HEADER', 'x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const),

@@ -41,6 +41,8 @@ export const errors = {
   roleForbidden: (role: string, need: string) => new ServiceError('FORBIDDEN', `this API key's role (${role}) may not do this; it needs ${need}`),
   /** A Host the service does not answer to (a page on a rebound name, a misrouted request): `rule` says which it does. */
   hostRefused: (host: string, rule: string) => new ServiceError('MISDIRECTED', `host ${host} is not a name of this service: ${rule}`),
+  /** A scrape without the metrics port's bearer token. */
+  metricsToken: () => new ServiceError('UNAUTHORIZED', 'the metrics port needs its bearer token (METRICS_TOKEN): send Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' }),
   /** A browser page of an origin the route does not allow: `rule` says which origins it does. */
   originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>

@@ -62,7 +62,7 @@ export interface ServiceOptions {
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION });
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION, reuseMs: config.metricsCacheMs });
   const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
@@ -140,7 +140,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log, hosts, addresses);
   let metricsPort: number | undefined;
   registerMetrics(router, metricsRouter, {
-    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
+    exposition: () => metrics.exposition(), contentType: metrics.registry.contentType, token: config.metricsToken, notReady, port: () => metricsPort,
   });
   registerIngest(app, router, {
     ingest, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),

@@ -72,13 +72,13 @@ export class Router {
     });
   }
 
-  /** An answer that needs an await: the abort handler goes on before it. */
-  getAsync(path: string, fn: () => Promise<Answer>): void {
+  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. */
+  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>): void {
     this.remember(path, 'GET');
     this.app.get(path, (res, req) => {
       const ex = new Exchange(res);
       const refused = this.hosts.refusal(req.getHeader('host'));
-      void this.finish(ex, path, 'GET', performance.now(), () => (refused ? Promise.reject(refused) : fn()));
+      void this.finish(ex, path, 'GET', performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
     });
   }
 
