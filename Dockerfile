@@ -41,7 +41,9 @@ COPY proto ./proto
 COPY docs/openapi.json ./docs/openapi.json
 # The image's "node" user (uid 1000), numeric so Kubernetes runAsNonRoot can check it.
 USER 1000:1000
-# 8080: REST and sockets; 9464: /metrics for Prometheus only.
+# 8080: REST and sockets, answering to localhost, IP addresses and the names in ALLOWED_HOSTS;
+# 9464: /metrics for Prometheus only, on loopback unless METRICS_HOST opens it (the Kubernetes
+# ConfigMap does, with a NetworkPolicy and METRICS_TOKEN).
 EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -2,6 +2,8 @@
  * `npm run bench:scrape`: how long a Prometheus scrape takes, and how much it
  * stalls the event loop, with thousands of subscribed sockets open. The
  * baseline in the same run is /health: the cost of any request at that load.
+ * Every scrape renders (METRICS_CACHE_MS=0): the render is what is measured,
+ * not the reuse of one.
  *
  * Settings (env; a bad value stops the run naming it): BENCH_SOCKETS (5000), BENCH_SCRAPES (50),
  * BENCH_SIM_MS (250: the simulator's interval). DATABASE_URL unset: an embedded Postgres.
@@ -34,7 +36,7 @@ async function timed(url: string): Promise<{ ms: number; text: string }> {
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'odds-scrape-'));
   await chmod(dir, 0o755);
-  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'warn', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: String(SETTINGS.simulatorMs), DEMO_DATA: 'on', EMBEDDED_PG_DIR: join(dir, 'pg'), WS_MAX_SOCKETS: String(SETTINGS.sockets * 2), WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0' };
+  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_FORMAT: 'json', LOG_LEVEL: 'warn', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: String(SETTINGS.simulatorMs), DEMO_DATA: 'on', EMBEDDED_PG_DIR: join(dir, 'pg'), WS_MAX_SOCKETS: String(SETTINGS.sockets * 2), WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0', METRICS_CACHE_MS: '0' };
   if (!process.env.DATABASE_URL) delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['dist/src/main.js'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const [url, metricsUrl] = await new Promise<[string, string]>((ok, fail) => {

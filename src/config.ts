@@ -3,7 +3,8 @@
  * process before anything listens, naming the variable, so a typo in a
  * ConfigMap is a crash-loop with a clear log line rather than a silent default.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -24,9 +25,18 @@ export interface Config {
   /** Listen address: loopback unless HOST says otherwise, or AUTH=on (callers must then show a key). */
   readonly host: string;
   readonly port: number;
-  /** `/metrics` listens here, apart from the public port; 0 picks a free port. */
+  /** `/metrics` listens here, apart from the public port: loopback unless METRICS_HOST says otherwise; 0 picks a free port. */
   readonly metricsHost: string;
   readonly metricsPort: number;
+  /** The bearer token a scrape of `/metrics` must show (METRICS_TOKEN, or the file METRICS_TOKEN_FILE); undefined: none. */
+  readonly metricsToken: string | undefined;
+  /** How long one render of `/metrics` answers every scrape; 0 renders per scrape (concurrent scrapes still share one). */
+  readonly metricsCacheMs: number;
+  /** Host names the service answers to, beyond loopback names and IP addresses (`*.` a subdomain wildcard, `*` any). */
+  readonly allowedHosts: readonly string[];
+  /** Proxies (addresses and CIDR blocks) whose word on the client's address is taken, in `proxyHeader`. */
+  readonly trustedProxies: readonly string[];
+  readonly proxyHeader: 'x-forwarded-for' | 'forwarded';
   /** Browser origins that may open `/ingest`; `*` is any. A handshake without Origin (not a browser) is not checked. */
   readonly ingestOrigins: readonly string[];
   /** Browser origins that may open `/ws`: `self` is the service's own (the board), `*` is any. */
@@ -44,19 +54,19 @@ export interface Config {
   /** API keys and roles; off makes every caller the client `public`. */
   readonly auth: boolean;
   readonly restRateLimit: number;
-  /** Wrong API keys one source address may send at once (0 = no throttle), and earns back per second. */
+  /** Wrong API keys one address, or one key ID, may send at once (0 = no throttle), and earns back per second. */
   readonly authFailureBurst: number;
   readonly authFailuresPerSecond: number;
-  /** Source addresses the wrong-key throttle remembers at most. */
+  /** Addresses, and key IDs, the wrong-key throttle remembers at most. */
   readonly authFailureSources: number;
   readonly wsMaxSocketsPerKey: number;
   readonly wsMaxSockets: number;
-  /** New `/ws` sockets per second from one address and on the pod, and subscribe requests likewise; 0 is off. */
+  /** New `/ws` sockets per second per source (its API key with AUTH=on, else its address) and on the pod, and subscribe requests likewise; 0 is off. */
   readonly wsHandshakesPerSource: number;
   readonly wsHandshakesPerSecond: number;
   readonly wsSubscribesPerSource: number;
   readonly wsSubscribesPerSecond: number;
-  /** Source addresses the per-source limits remember at once. */
+  /** Sources the per-source limits remember at once. */
   readonly wsAdmissionSources: number;
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
@@ -216,6 +226,45 @@ function natsTls(env: Env): NatsTls | undefined {
   return caFile || certFile ? { caFile, certFile, keyFile } : undefined;
 }
 
+/** A host name as ALLOWED_HOSTS lists it: letters, digits, dots and hyphens, `*.` in front for any subdomain. */
+const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+function hostNames(env: Env): readonly string[] {
+  const list = (env.ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const h of list) {
+    if (h !== '*' && !HOST_NAME.test(h)) throw new ConfigError('ALLOWED_HOSTS', `must list host names such as odds.example.com or *.example.com (no scheme, no port), or *, separated by commas; got "${h}"`);
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
+/** An address or a CIDR block (`10.0.0.0/8`, `fd00::/8`). */
+function isAddressBlock(text: string): boolean {
+  const [address, bits, extra] = text.split('/');
+  const family = isIP(address);
+  if (!family || extra !== undefined) return false;
+  return bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+}
+
+function proxies(env: Env): readonly string[] {
+  const list = (env.TRUSTED_PROXIES ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of list) {
+    if (!isAddressBlock(p)) throw new ConfigError('TRUSTED_PROXIES', `must list addresses or CIDR blocks such as 10.0.0.0/8 or fd00::/8, separated by commas; got "${p}"`);
+  }
+  return Object.freeze([...new Set(list)]);
+}
+
+/** A bearer token: printable, no spaces, long enough not to be guessed. */
+const TOKEN = /^[\x21-\x7e]{16,4096}$/;
+
+function metricsToken(env: Env): string | undefined {
+  const file = readableFile(env, 'METRICS_TOKEN_FILE');
+  const literal = env.METRICS_TOKEN || undefined;
+  if (file && literal) throw new ConfigError('METRICS_TOKEN_FILE', 'give either METRICS_TOKEN or METRICS_TOKEN_FILE, not both');
+  const [name, token] = file ? ['METRICS_TOKEN_FILE', readFileSync(file, 'utf8').trim()] : ['METRICS_TOKEN', literal];
+  if (token !== undefined && !TOKEN.test(token)) throw new ConfigError(name, 'the token must be 16 to 4096 printable characters without spaces');
+  return token;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
@@ -227,9 +276,15 @@ export function loadConfig(env: Env = process.env): Config {
   return Object.freeze({
     host,
     port,
-    metricsHost: env.METRICS_HOST || host,
+    // What it tells is for the operator: open it on purpose, to Prometheus alone (docs/security.md).
+    metricsHost: env.METRICS_HOST || '127.0.0.1',
     // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
     metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
+    metricsToken: metricsToken(env),
+    metricsCacheMs: int(env, 'METRICS_CACHE_MS', 1000, 0, 60000),
+    allowedHosts: hostNames(env),
+    trustedProxies: proxies(env),
+    proxyHeader: oneOf(env, 'TRUSTED_PROXY_HEADER', 'x-forwarded-for', ['x-forwarded-for', 'forwarded'] as const),
     ingestOrigins: origins(env, 'INGEST_ORIGINS', [], ['*']),
     // With keys, a page of any origin still needs a subscriber key, and no cookie rides along; without, only the board.
     wsOrigins: origins(env, 'WS_ORIGINS', auth ? ['*'] : ['self'], ['*', 'self']),

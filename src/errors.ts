@@ -8,7 +8,7 @@
  */
 export const ERROR_CODES = [
   'BAD_PARAM', 'BAD_BODY', 'ITEM_REJECTED', 'LIMIT', 'NOT_WEBSOCKET', 'ABORTED',
-  'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
+  'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'MISDIRECTED', 'TOO_LARGE', 'UNSUPPORTED_TYPE',
   'RATE_LIMITED', 'TOO_MANY_SOCKETS', 'SERVER_FULL', 'BUSY',
   'DB_UNAVAILABLE', 'OUTCOME_UNKNOWN', 'NOT_READY', 'INTERNAL',
 ] as const;
@@ -19,6 +19,10 @@ export class ServiceError extends Error {
     super(message);
   }
 }
+
+/** Whom the per-source admission limits count: API keys with AUTH=on, addresses for callers without one. */
+export type AdmissionSource = 'key' | 'address';
+const PER_SOURCE: Readonly<Record<AdmissionSource, string>> = { key: 'per API key', address: 'from one address' };
 
 export const errors = {
   badParam: (name: string, rule: string) => new ServiceError('BAD_PARAM', `${name} ${rule}`),
@@ -35,24 +39,31 @@ export const errors = {
   /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */
   keyInUrl: () => new ServiceError('UNAUTHORIZED', 'publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)'),
   roleForbidden: (role: string, need: string) => new ServiceError('FORBIDDEN', `this API key's role (${role}) may not do this; it needs ${need}`),
+  /** A Host the service does not answer to (a page on a rebound name, a misrouted request): `rule` says which it does. */
+  hostRefused: (host: string, rule: string) => new ServiceError('MISDIRECTED', `host ${host} is not a name of this service: ${rule}`),
+  /** A scrape without the metrics port's bearer token. */
+  metricsToken: () => new ServiceError('UNAUTHORIZED', 'the metrics port needs its bearer token (METRICS_TOKEN): send Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' }),
   /** A browser page of an origin the route does not allow: `rule` says which origins it does. */
   originRefused: (origin: string, path: string, rule: string) => new ServiceError('FORBIDDEN', `origin ${origin} may not open ${path}: ${rule}`),
   rateLimited: (perSecond: number, retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `rate limit: at most ${perSecond} requests per second per API key; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
-  /** A failed-key throttle: this source sent too many wrong keys; even a right one waits. */
-  tooManyFailures: (retryAfterS: number) =>
-    new ServiceError('RATE_LIMITED', `too many requests with a wrong API key from this address; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
+  /** The wrong-key throttle: too many wrong keys from this address, or naming this key ID. A right key is not held back. */
+  tooManyFailures: (scope: 'address' | 'key', retryAfterS: number) =>
+    new ServiceError('RATE_LIMITED', `too many requests with a wrong API key ${scope === 'address' ? 'from this address' : 'for this key ID'}; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
   /** A socket of this key was closed (4029) for sending on while refused: its new sockets wait. */
   coolingDown: (retryAfterS: number) =>
     new ServiceError('RATE_LIMITED', `a socket of this API key was closed for sending past its rate limit; new sockets may open in ${retryAfterS} s`, { 'retry-after': String(retryAfterS) }),
   /** The publisher's key was revoked before this batch (or this part of it) took effect. */
   keyRevoked: (what = 'this batch was not applied') => new ServiceError('UNAUTHORIZED', `key revoked: ${what}`),
-  /** A reconnect storm's protection: new sockets from one source address, or on this pod, past their rate. */
-  handshakeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number) => scope === 'source'
-    ? new ServiceError('RATE_LIMITED', `handshake rate limit: at most ${perSecond} new sockets per second from one address; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) })
+  /**
+   * A reconnect storm's protection: new sockets from one caller (its API key with AUTH=on, else
+   * its address), or on this pod, past their rate.
+   */
+  handshakeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number, source: AdmissionSource) => scope === 'source'
+    ? new ServiceError('RATE_LIMITED', `handshake rate limit: at most ${perSecond} new sockets per second ${PER_SOURCE[source]}; retry after ${retryAfterS} s`, { 'retry-after': String(retryAfterS) })
     : new ServiceError('BUSY', `handshake rate limit: this server opens at most ${perSecond} new sockets per second; retry after ${retryAfterS} s (another pod may take you)`, { 'retry-after': String(retryAfterS) }),
-  subscribeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number) =>
-    new ServiceError('RATE_LIMITED', `subscribe rate limit: at most ${perSecond} subscribe requests per second ${scope === 'source' ? 'from one address' : 'on this server'}; nothing changed, retry after ${retryAfterS} s`),
+  subscribeRate: (scope: 'source' | 'total', perSecond: number, retryAfterS: number, source: AdmissionSource) =>
+    new ServiceError('RATE_LIMITED', `subscribe rate limit: at most ${perSecond} subscribe requests per second ${scope === 'source' ? PER_SOURCE[source] : 'on this server'}; nothing changed, retry after ${retryAfterS} s`),
   /** A socket message refused unread: over the socket's, or its key's, message or byte rate. */
   messageRate: (scope: 'socket' | 'key', limit: number, unit: 'messages' | 'bytes') =>
     new ServiceError('RATE_LIMITED', `rate limit: at most ${limit} ${unit} per second ${scope === 'socket' ? 'per socket' : 'per API key, all its sockets together'}`),

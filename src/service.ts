@@ -31,6 +31,8 @@ import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
+import { HostPolicy } from './http/host.js';
+import { ClientAddresses } from './http/address.js';
 import { registerMetrics } from './http/metrics.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
@@ -60,7 +62,7 @@ export interface ServiceOptions {
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION });
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION, reuseMs: config.metricsCacheMs });
   const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
@@ -93,13 +95,16 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   hub.watch(sweeper);
   hub.watch(storedSets);
   const ingest = new Ingest({ pool, model, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  const hosts = new HostPolicy(config.allowedHosts);
+  const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate, metrics: authMetrics, log,
-    origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins),
+    bc, socketSubs, sweeper, auth, hub, gate, metrics: authMetrics, log, hosts, addresses,
+    origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
       subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
+      source: config.auth ? 'key' : 'address',
     }, (scope) => (scope.startsWith('handshake') ? authMetrics.socketsRefused.inc({ reason: scope }) : authMetrics.rateLimited.inc({ scope }))),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
@@ -128,21 +133,21 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     },
   });
   const httpMetrics = new HttpMetrics(metrics.registry);
-  const router = new Router(app, httpMetrics, auth, gate, log);
+  const router = new Router(app, httpMetrics, auth, gate, log, hosts, addresses);
   const notReady = () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.());
   registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, notReady });
   const metricsApp = createApp();
-  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log);
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log, hosts, addresses);
   let metricsPort: number | undefined;
   registerMetrics(router, metricsRouter, {
-    text: () => metrics.text(), contentType: metrics.registry.contentType, notReady, port: () => metricsPort,
+    exposition: () => metrics.exposition(), contentType: metrics.registry.contentType, token: config.metricsToken, notReady, port: () => metricsPort,
   });
   registerIngest(app, router, {
-    ingest, auth, hub, gate, log, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins),
+    ingest, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
   registerDocs(router);
-  registerWeb(app);
+  registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);
 
   return run({

@@ -28,13 +28,49 @@ t.test('with DATABASE_URL the demo data and simulator default to off', async (t)
   t.equal(c.simulator, false);
 });
 
-t.test('the metrics port: 9464 on the public host, a free one when PORT is 0, both settable', async (t) => {
+t.test('the metrics port: 9464 on loopback whatever HOST is, a free one when PORT is 0, both settable', async (t) => {
   const c = loadConfig({ HOST: '10.0.0.5' });
-  t.same([c.metricsHost, c.metricsPort], ['10.0.0.5', 9464]);
+  t.same([c.metricsHost, c.metricsPort], ['127.0.0.1', 9464]);
+  t.equal(loadConfig({ AUTH: 'on' }).metricsHost, '127.0.0.1', 'closed with keys on too: opened on purpose, with METRICS_HOST');
   t.equal(loadConfig({ PORT: '0' }).metricsPort, 0, 'services started side by side (tests) do not collide');
   const set = loadConfig({ METRICS_HOST: '127.0.0.1', METRICS_PORT: '9100' });
   t.same([set.metricsHost, set.metricsPort], ['127.0.0.1', 9100]);
   t.throws(() => loadConfig({ METRICS_PORT: 'ninety' }), { name: 'ConfigError', message: /^METRICS_PORT: must be a whole number/ });
+});
+
+t.test('the metrics token: METRICS_TOKEN or the file METRICS_TOKEN_FILE, not both; a short or spaced token fails', async (t) => {
+  t.equal(loadConfig({}).metricsToken, undefined);
+  t.equal(loadConfig({ METRICS_TOKEN: 'a'.repeat(16) }).metricsToken, 'a'.repeat(16));
+  const dir = mkdtempSync(join(tmpdir(), 'odds-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'token'), 'from-a-secret-volume-0123\n');
+  t.equal(loadConfig({ METRICS_TOKEN_FILE: join(dir, 'token') }).metricsToken, 'from-a-secret-volume-0123', 'the file, its final newline dropped');
+  t.throws(() => loadConfig({ METRICS_TOKEN_FILE: join(dir, 'token'), METRICS_TOKEN: 'b'.repeat(16) }), /^METRICS_TOKEN_FILE: give either/);
+  t.throws(() => loadConfig({ METRICS_TOKEN_FILE: join(dir, 'none') }), /^METRICS_TOKEN_FILE: cannot read/);
+  t.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), /^METRICS_TOKEN: the token must be 16 to 4096/);
+  t.throws(() => loadConfig({ METRICS_TOKEN: 'has a space in it!!' }), /^METRICS_TOKEN: the token must be/);
+  t.equal(loadConfig({}).metricsCacheMs, 1000);
+  t.throws(() => loadConfig({ METRICS_CACHE_MS: '70000' }), /^METRICS_CACHE_MS: must be between 0 and 60000/);
+});
+
+t.test('ALLOWED_HOSTS: host names, subdomain wildcards or *, lower-cased; anything else fails naming it', async (t) => {
+  t.same(loadConfig({}).allowedHosts, []);
+  t.same(loadConfig({ ALLOWED_HOSTS: ' Odds.Example.com, *.bets.example ,odds.example.com' }).allowedHosts, ['odds.example.com', '*.bets.example']);
+  t.same(loadConfig({ ALLOWED_HOSTS: '*' }).allowedHosts, ['*']);
+  for (const bad of ['https://odds.example.com', 'odds.example.com:443', 'odds_example', 'a.*.example', '-x.example']) {
+    t.throws(() => loadConfig({ ALLOWED_HOSTS: bad }), /^ALLOWED_HOSTS: must list host names/, bad);
+  }
+});
+
+t.test('TRUSTED_PROXIES: addresses and CIDR blocks; TRUSTED_PROXY_HEADER names the header they write', async (t) => {
+  const c = loadConfig({});
+  t.same([c.trustedProxies, c.proxyHeader], [[], 'x-forwarded-for']);
+  t.same(loadConfig({ TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7,fd00::/8' }).trustedProxies, ['10.0.0.0/8', '192.0.2.7', 'fd00::/8']);
+  t.equal(loadConfig({ TRUSTED_PROXY_HEADER: 'forwarded' }).proxyHeader, 'forwarded');
+  for (const bad of ['10.0.0.0/33', 'fd00::/129', 'ingress-nginx', '10.0.0.0/8/1', '10.0.0/8']) {
+    t.throws(() => loadConfig({ TRUSTED_PROXIES: bad }), /^TRUSTED_PROXIES: must list addresses or CIDR blocks/, bad);
+  }
+  t.throws(() => loadConfig({ TRUSTED_PROXY_HEADER: 'x-real-ip' }), /^TRUSTED_PROXY_HEADER: must be one of x-forwarded-for, forwarded/);
 });
 
 t.test('browser origins: none may publish; /ws takes the board alone with AUTH=off, any page with AUTH=on', async (t) => {

@@ -44,7 +44,7 @@ export class Auth {
     private readonly metrics: AuthMetrics,
     /** Told when a live key is revoked or deleted, so its sockets can be closed. */
     private readonly revoked: (keyId: string) => void,
-    /** Wrong keys, throttled per source address. */
+    /** Wrong keys, throttled per address and per key ID. */
     private readonly failures: FailedKeys,
   ) {}
 
@@ -109,23 +109,22 @@ export class Auth {
   }
 
   /**
-   * The caller behind a token, if it may act in `need`; 401 or 403 otherwise,
-   * or 429 when `source` (the peer address) has sent too many wrong keys.
+   * The caller behind a token, if it may act in `need`; 401 or 403 otherwise.
+   * A wrong key is counted against the caller's address (`address`, worked
+   * out only then) and the key ID it names, and answered 429 once either has
+   * used up its attempts; a right key is never held back by them.
    */
-  authenticate(token: string | undefined, need: Role, source: string): Principal {
+  authenticate(token: string | undefined, need: Role, address: () => string): Principal {
     if (!this.enabled) return PUBLIC;
     if (!token) return this.refuse('missing', errors.keyMissing());
-    const throttled = this.failures.check(source);
-    if (throttled) {
-      this.metrics.rateLimited.inc({ scope: 'wrong_key' });
-      throw throttled;
-    }
     const parsed = parseToken(token);
     const live = parsed && this.keys.get(parsed.id);
     const proof = hashSecret(parsed?.secret ?? token);
     if (!timingSafeEqual(proof, live?.hash ?? DUMMY) || !live) {
-      this.failures.failed(source, parsed ? 'unknown or revoked key' : 'not a key');
-      return this.refuse('unknown', errors.keyUnknown());
+      const throttled = this.failures.failed(address(), parsed?.id, parsed ? 'unknown or revoked key' : 'not a key');
+      if (!throttled) return this.refuse('unknown', errors.keyUnknown());
+      this.metrics.rateLimited.inc({ scope: 'wrong_key' });
+      throw throttled;
     }
     const { role } = live.principal;
     if (role !== need && role !== 'admin') return this.refuse('forbidden', errors.roleForbidden(role, need));

@@ -1,13 +1,13 @@
 import { errors, type ServiceError } from '../errors.js';
-import { TokenBucket } from '../lib/token-bucket.js';
+import { BucketMap } from '../lib/bucket-map.js';
 import type { Logger } from '../log.js';
 
 interface FailureLimits {
-  /** Wrong keys one source may send at once; 0 turns the throttle off. */
+  /** Wrong keys one address, or one key ID, may send at once; 0 turns the throttle off. */
   burst: number;
-  /** Wrong keys per second a source earns back. */
+  /** Wrong keys per second an address or key ID earns back. */
   perSecond: number;
-  /** Sources remembered at most; past it the one known longest is forgotten. */
+  /** Addresses, and key IDs, remembered at most (each); past it full buckets, then the oldest, are forgotten. */
   sources: number;
 }
 
@@ -15,44 +15,47 @@ interface FailureLimits {
 const LOG_EVERY_MS = 10_000;
 
 /**
- * Wrong API keys, throttled per source address (the TCP peer). Each wrong key
- * spends a token of the source's bucket; once it is empty every request from
- * that source that needs a key is answered 429 with Retry-After before its
- * key is even looked at, a right key included: a guesser learns nothing
- * while throttled, and the hash is not computed. Keys are never logged.
+ * Wrong API keys, throttled as attempts: per client address, and per key ID
+ * presented (a guesser spread over many addresses still aims at one key).
+ * Only wrong keys are counted and only wrong keys are refused: a right key is
+ * served whatever others at its address or under its ID sent, so one client
+ * (or everyone behind one proxy) cannot lock out another. Past the burst a
+ * wrong key is answered 429 with Retry-After instead of 401. It costs what
+ * any key costs (one hash, compared in constant time) plus two map lookups.
+ * Keys are never logged; key IDs are not secret.
  */
 export class FailedKeys {
-  private readonly bySource = new Map<string, TokenBucket>();
+  private readonly byAddress: BucketMap;
+  private readonly byKeyId: BucketMap;
   private unlogged = 0;
   private loggedAt = 0;
 
-  constructor(private readonly limits: FailureLimits, private readonly log: Logger) {}
-
-  /** The refusal (429) when the source has used up its wrong keys. */
-  check(source: string): ServiceError | undefined {
-    const b = this.bySource.get(source);
-    return b && !b.has() ? errors.tooManyFailures(b.retryAfterS()) : undefined;
+  constructor(private readonly limits: FailureLimits, private readonly log: Logger) {
+    this.byAddress = new BucketMap(limits.perSecond, limits.sources, limits.burst);
+    this.byKeyId = new BucketMap(limits.perSecond, limits.sources, limits.burst);
   }
 
-  /** Counts a wrong key from the source. */
-  failed(source: string, reason: string): void {
-    if (this.limits.burst <= 0) return;
-    let b = this.bySource.get(source);
-    if (!b) {
-      if (this.bySource.size >= this.limits.sources) this.evict();
-      this.bySource.set(source, (b = new TokenBucket(this.limits.perSecond, Date.now(), this.limits.burst)));
-    }
-    b.take();
-    this.unlogged++;
+  /**
+   * Counts a wrong key from `address`, under `keyId` when it had the form of
+   * a key. The 429 when that address or key ID had used up its attempts;
+   * undefined when the caller should answer the usual 401.
+   */
+  failed(address: string, keyId: string | undefined, reason: string): ServiceError | undefined {
+    if (this.limits.burst <= 0) return undefined;
     const now = Date.now();
+    const fromAddress = this.byAddress.take(address, now);
+    const forKey = keyId === undefined ? undefined : this.byKeyId.take(keyId, now);
+    this.note(now, address, keyId, reason);
+    if (fromAddress) return errors.tooManyFailures('address', fromAddress.retryAfterS());
+    if (forKey) return errors.tooManyFailures('key', forKey.retryAfterS());
+    return undefined;
+  }
+
+  private note(now: number, address: string, keyId: string | undefined, reason: string): void {
+    this.unlogged++;
     if (now - this.loggedAt < LOG_EVERY_MS) return;
-    this.log.warn('requests with a wrong API key', { source, reason, failures: this.unlogged, sinceMs: this.loggedAt ? now - this.loggedAt : undefined });
+    this.log.warn('requests with a wrong API key', { address, keyId, reason, failures: this.unlogged, sinceMs: this.loggedAt ? now - this.loggedAt : undefined });
     this.unlogged = 0;
     this.loggedAt = now;
-  }
-
-  /** The source known longest goes: constant time, however many addresses a sprayer uses. */
-  private evict(): void {
-    this.bySource.delete(this.bySource.keys().next().value!);
   }
 }

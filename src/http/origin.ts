@@ -1,4 +1,5 @@
 import { errors } from '../errors.js';
+import type { HostPolicy } from './host.js';
 
 /**
  * Which browser pages may open a socket route. A browser always sends Origin
@@ -12,8 +13,13 @@ export class OriginPolicy {
   private readonly any: boolean;
   private readonly self: boolean;
 
-  /** `list` as read from `variable`: origins, `*` for any, `self` for the service's own. */
-  constructor(private readonly path: string, private readonly variable: string, list: readonly string[]) {
+  /**
+   * `list` as read from `variable`: origins, `*` for any, `self` for the
+   * service's own: an Origin naming the request's Host, when that Host is a
+   * name the service answers to (`hosts`). Host alone proves nothing: a page
+   * on a rebound name sends its own name as both.
+   */
+  constructor(private readonly path: string, private readonly variable: string, list: readonly string[], private readonly hosts: HostPolicy) {
     this.any = list.includes('*');
     this.self = list.includes('self');
     this.allowed = new Set(list.filter((o) => o !== '*' && o !== 'self'));
@@ -24,7 +30,7 @@ export class OriginPolicy {
     if (origin === '' || this.any) return;
     const o = origin.toLowerCase();
     if (this.allowed.has(o)) return;
-    if (this.self && host !== '' && (o === `http://${host.toLowerCase()}` || o === `https://${host.toLowerCase()}`)) return;
+    if (this.self && host !== '' && this.hosts.allows(host) && (o === `http://${host.toLowerCase()}` || o === `https://${host.toLowerCase()}`)) return;
     throw errors.originRefused(origin, this.path, this.rule());
   }
 

@@ -133,9 +133,6 @@ export function write(res: HttpResponse, status: number, body: string | Buffer, 
   res.end(body, close);
 }
 
-/** The TCP peer's address, as text: the source wrong keys are counted against. Read before any await. */
-export const peer = (res: HttpResponse): string => Buffer.from(res.getRemoteAddressAsText()).toString();
-
 export function sendError(res: HttpResponse, err: ServiceError, close = false): void {
   send(res, httpStatus(err), errorBody(err), err.headers, undefined, close);
 }

@@ -5,7 +5,9 @@ import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
-import { Exchange, peer, sendError, write } from './request.js';
+import { Exchange, sendError, write } from './request.js';
+import type { ClientAddresses } from './address.js';
+import type { HostPolicy } from './host.js';
 
 const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
@@ -20,8 +22,8 @@ interface Answer {
 /**
  * Registers routes on the uWS app and does their I/O in one place: handlers
  * return the body (or throw a ServiceError) and never touch the response, so
- * every route gets the same error bodies, abort handling, corking and
- * metrics. Remembers each path's methods for the 405 and 404 fallbacks.
+ * every route gets the same Host check, error bodies, abort handling, corking
+ * and metrics. Remembers each path's methods for the 405 and 404 fallbacks.
  */
 export class Router {
   private readonly methods = new Map<string, string[]>();
@@ -36,6 +38,10 @@ export class Router {
     /** Why routes that need a key cannot answer yet (starting), or undefined. */
     private readonly gate: () => string | undefined,
     private readonly log: Logger,
+    /** The names every route answers to, checked before anything else. */
+    private readonly hosts: HostPolicy,
+    /** Who is calling, by address: what wrong keys are counted against. */
+    private readonly addresses: ClientAddresses,
   ) {}
 
   /**
@@ -49,6 +55,7 @@ export class Router {
       const t0 = performance.now();
       let status: number;
       try {
+        this.hosts.check(req.getHeader('host'));
         const out = fn(req, this.who(res, req, need));
         // uWS corks the synchronous top of a handler itself.
         if (typeof out === 'string' || Buffer.isBuffer(out)) {
@@ -65,12 +72,13 @@ export class Router {
     });
   }
 
-  /** An answer that needs an await: the abort handler goes on before it. */
-  getAsync(path: string, fn: () => Promise<Answer>): void {
+  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. */
+  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>): void {
     this.remember(path, 'GET');
-    this.app.get(path, (res) => {
+    this.app.get(path, (res, req) => {
       const ex = new Exchange(res);
-      void this.finish(ex, path, 'GET', performance.now(), fn);
+      const refused = this.hosts.refusal(req.getHeader('host'));
+      void this.finish(ex, path, 'GET', performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
     });
   }
 
@@ -82,6 +90,7 @@ export class Router {
       const ex = new Exchange(res);
       let who: Principal;
       try {
+        this.hosts.check(req.getHeader('host'));
         who = this.who(res, req, need);
       } catch (err) {
         void this.finish(ex, path, 'POST', t0, () => Promise.reject(err));
@@ -96,7 +105,7 @@ export class Router {
   /** 400 for plain requests to socket routes, 405 with Allow for known paths, 404 for the rest. Call last. */
   fallbacks(socketRoutes: readonly string[]): void {
     const fallback = (path: string, err: (req: HttpRequest) => ServiceError) => (res: HttpResponse, req: HttpRequest) => {
-      const e = err(req);
+      const e = this.hosts.refusal(req.getHeader('host')) ?? err(req);
       sendError(res, e, this.draining);
       this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), httpStatus(e), 0);
     };
@@ -123,7 +132,7 @@ export class Router {
     const closed = this.gate();
     if (closed) throw errors.notReady(closed);
     // With auth off the header and address are not read: calls into uWS per request for nothing.
-    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, peer(res)) : PUBLIC;
+    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, () => this.addresses.of(res, req)) : PUBLIC;
     this.auth.limit(p);
     return p;
   }

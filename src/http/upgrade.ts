@@ -6,7 +6,9 @@ import type { Role } from '../auth/keys.js';
 import type { Hub } from '../hub/hub.js';
 import type { Logger } from '../log.js';
 import type { OriginPolicy } from './origin.js';
-import { parseQuery, peer, sendError, type Query } from './request.js';
+import type { HostPolicy } from './host.js';
+import type { ClientAddresses } from './address.js';
+import { parseQuery, sendError, type Query } from './request.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
 
@@ -15,8 +17,12 @@ export interface UpgradeDeps {
   hub: Hub;
   /** Why sockets cannot open yet (starting, draining), or undefined. */
   gate(): string | undefined;
+  /** The names the service answers to. */
+  hosts: HostPolicy;
   /** The browser pages that may open this route. */
   origins: OriginPolicy;
+  /** Who is calling, by address. */
+  addresses: ClientAddresses;
   log: Logger;
 }
 
@@ -24,7 +30,7 @@ interface Handshake {
   who: Principal;
   format: Format;
   query: Query;
-  /** The peer's address, for the admission limits (http/admission.ts). */
+  /** Whom the admission limits count (http/admission.ts): the API key with keys in force, else the caller's address. */
   source: string;
 }
 
@@ -56,10 +62,10 @@ function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string |
 }
 
 /**
- * The handshake of both socket routes, `/ws` and `/ingest`: the page's origin
- * when a browser opens it, readiness, the subprotocol, the caller's key and
- * role (see `token`; a wrong key counts against its source), and the socket
- * limits. `accept` builds
+ * The handshake of both socket routes, `/ws` and `/ingest`: the Host, the
+ * page's origin when a browser opens it, readiness, the subprotocol, the
+ * caller's key and role (see `token`; a wrong key counts against its address
+ * and key ID), and the socket limits. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
  * the usual error body and the upgrade does not happen.
  */
@@ -70,18 +76,20 @@ export function upgrade<T>(
   let data: T;
   let name: string;
   try {
-    deps.origins.check(req.getHeader('origin'), req.getHeader('host'));
+    const host = req.getHeader('host');
+    deps.hosts.check(host);
+    deps.origins.check(req.getHeader('origin'), host);
     const closed = deps.gate();
     if (closed) throw errors.notReady(closed);
     // Before the key: a client that speaks none of our formats is told so, and is not counted as a wrong key.
     const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));
     name = picked.name;
     const query = parseQuery(req.getQuery());
-    const source = peer(res);
-    const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, source);
+    const address = () => deps.addresses.of(res, req);
+    const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, address);
     const refused = deps.hub.refuse(who.keyId);
     if (refused) throw refused;
-    data = accept({ who, format: picked.format, query, source });
+    data = accept({ who, format: picked.format, query, source: deps.auth.enabled ? who.keyId : address() });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));
   }

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { extname } from 'node:path';
-import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HostPolicy } from './host.js';
+import { sendError } from './request.js';
 
 /** dist/web/, which `npm run build` writes; this file runs from dist/src/http/. */
 const WEB = new URL('../../web/', import.meta.url);
@@ -44,9 +46,16 @@ function read(path: string): Buffer {
  * answered from memory. Asset names carry a hash of their content, so they are
  * cached for good; the page itself is revalidated (its ETag makes that a 304).
  * Anything else under /assets/ is left to the router's 404. The page needs no
- * key: it holds no data, and asks for it with the key it is given.
+ * key: it holds no data, and asks for it with the key it is given. Like every
+ * route it answers only to the service's own names (`hosts`).
  */
-export function registerWeb(app: TemplatedApp): void {
+export function registerWeb(app: TemplatedApp, hosts: HostPolicy): void {
+  /** True when answered: a Host the service does not answer to gets the 421. */
+  const refused = (res: HttpResponse, req: HttpRequest): boolean => {
+    const no = hosts.refusal(req.getHeader('host'));
+    if (no) sendError(res, no);
+    return no !== undefined;
+  };
   const page = read('index.html');
   const etag = `"${createHash('sha256').update(page).digest('base64url').slice(0, 27)}"`;
   const pageHeaders: Headers = [
@@ -55,6 +64,7 @@ export function registerWeb(app: TemplatedApp): void {
     ['referrer-policy', 'no-referrer'], ['x-content-type-options', 'nosniff'],
   ];
   app.get('/', (res, req) => {
+    if (refused(res, req)) return;
     if (req.getHeader('if-none-match') === etag) reply(res, '304 Not Modified', pageHeaders);
     else reply(res, '200 OK', pageHeaders, page);
   });
@@ -64,6 +74,8 @@ export function registerWeb(app: TemplatedApp): void {
       ['content-type', TYPES[extname(name)] ?? 'application/octet-stream'],
       ['cache-control', 'public, max-age=31536000, immutable'], ['x-content-type-options', 'nosniff'],
     ];
-    app.get(`/assets/${name}`, (res) => reply(res, '200 OK', headers, body));
+    app.get(`/assets/${name}`, (res, req) => {
+      if (!refused(res, req)) reply(res, '200 OK', headers, body);
+    });
   }
 }

@@ -40,7 +40,7 @@ interface WsData {
   bucket?: TokenBucket;
   /** Messages refused for rate in a row; reset by one that is read. */
   strikes: number;
-  /** The source address, for the subscribe rate limit (admission.ts). */
+  /** Whom the subscribe rate limit counts (admission.ts): the API key with keys in force, else the address. */
   source: string;
   session?: Session;
 }

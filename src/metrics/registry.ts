@@ -7,6 +7,8 @@ interface ServiceGauges {
   /** The uWebSockets.js build loaded (http/uws.ts) and whether it is native. */
   uws: { name: string | undefined; native: boolean };
   version: string;
+  /** How long one render of the exposition answers every scrape (METRICS_CACHE_MS). */
+  reuseMs: number;
 }
 
 /**
@@ -19,8 +21,14 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   readonly pgErrors: Counter<'kind'>;
   readonly refreshLag: Histogram;
+  private readonly renders: Counter;
+  private readonly reuseMs: number;
+  /** The newest render, finished or still being made, and when it finished (0 while it is being made). */
+  private rendered: Promise<Buffer> | undefined;
+  private renderedAt = 0;
 
   constructor(g: ServiceGauges) {
+    this.reuseMs = g.reuseMs;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     // These list every handle, resource or file descriptor on each scrape: with
@@ -52,13 +60,35 @@ export class ServiceMetrics {
       },
     });
     this.pgErrors = new Counter({ name: 'odds_pg_errors_total', help: 'Postgres errors, by kind (idle client lost, unavailable, refresh)', labelNames: ['kind'], registers });
+    this.renders = new Counter({ name: 'odds_metrics_renders_total', help: 'Renders of the /metrics exposition: scrapes within METRICS_CACHE_MS of one, or while it is made, share it', registers });
     this.refreshLag = new Histogram({
       name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving to the read model reflecting it', registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     });
   }
 
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /**
+   * The exposition, as the bytes a scrape is answered with. Scrapes that come
+   * while it is being made wait for that render, and a finished one answers
+   * every scrape for `reuseMs`: however many scrapes come, they cost one
+   * render per interval, and the odds path never waits on a scrape flood.
+   */
+  exposition(): Promise<Buffer> {
+    if (this.rendered && (this.renderedAt === 0 || Date.now() - this.renderedAt < this.reuseMs)) return this.rendered;
+    this.renders.inc();
+    this.renderedAt = 0;
+    const render = this.registry.metrics().then(
+      (text) => {
+        this.renderedAt = Date.now();
+        return Buffer.from(text);
+      },
+      (err: unknown) => {
+        // A failed render is not kept: the next scrape tries again.
+        if (this.rendered === render) this.rendered = undefined;
+        throw err;
+      },
+    );
+    this.rendered = render;
+    return render;
   }
 }

@@ -6,7 +6,7 @@ import t from 'tap';
 import { request as httpRequest } from 'node:http';
 import { createServer, connect, type Socket } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { http, postJson, startTestService, type Reply } from '../helpers/service.js';
+import { http, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
 import { image, withTraded } from '../helpers/ws.js';
@@ -185,7 +185,7 @@ t.test('404, 405 with Allow, 413 and 415', async (t) => {
 });
 
 t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes and the document need no key', async (t) => {
-  const secured = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000', WS_MAX_SOCKETS_PER_KEY: '1' });
+  const secured = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000', WS_MAX_SOCKETS_PER_KEY: '1', METRICS_TOKEN: 'metrics-token-0123456789' });
   const reader = (await createKey(secured.pool, 'acme', 'subscriber')).token;
   const publisher = (await createKey(secured.pool, 'feed', 'publisher')).token;
   for (let i = 0; i < 100 && (await http(secured.url, '/api/v1/sports', { headers: { 'x-api-key': publisher } })).status === 401; i++) await new Promise((r) => setTimeout(r, 20));
@@ -224,7 +224,20 @@ t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes an
   api.check(t, 'GET', '/ws', second);
   held.destroy();
   for (const path of ['/health', '/ready', '/openapi.json']) t.equal((await as(undefined, 'GET', path)).status, 200, `${path} needs no key`);
-  t.equal((await http(secured.metricsUrl, '/metrics')).status, 200, '/metrics needs no key');
+  t.equal((await http(secured.metricsUrl, '/metrics', { headers: { authorization: 'Bearer metrics-token-0123456789' } })).status, 200, '/metrics needs no key, only its token');
+  const untokened = await http(secured.metricsUrl, '/metrics');
+  t.equal(untokened.status, 401, '/metrics without METRICS_TOKEN');
+  api.check(t, 'GET', '/metrics', untokened);
+});
+
+t.test('421 for a Host that is no name of the service, on a route and a socket handshake', async (t) => {
+  const host = 'rebind.attacker.example';
+  const r = await raw(svc.url, '/api/v1/sports', { headers: { host } });
+  t.equal(r.status, 421);
+  api.check(t, 'GET', '/api/v1/sports', r);
+  const h = await handshake(svc.url, '/ws', { host });
+  t.equal(h.status, 421);
+  api.check(t, 'GET', '/ws', h);
 });
 
 t.test('429 with Retry-After past REST_RATE_LIMIT', async (t) => {

@@ -48,6 +48,7 @@ export async function loadChecker(): Promise<Checker> {
   };
 
   const response = (method: string, path: string, status: number): Obj | undefined => {
+    if (status === 421) return doc.components.responses.Misdirected;
     const item = doc.paths[path] as Obj | undefined;
     if (!item) return status === 404 ? doc.components.responses.NotFound : undefined;
     const op = item[method.toLowerCase()] as Obj | undefined;

@@ -99,7 +99,7 @@ t.test(`ID-list routes: raw bytes a client should have encoded (seed ${SEED + 1}
     return Buffer.concat([
       Buffer.from(`GET ${route.path}?${route.required.name}=`, 'latin1'),
       g.chance(0.2) ? Buffer.from(garbage + '\u00e9', 'utf8') : Buffer.from(garbage, 'latin1'),
-      Buffer.from(`${route.required.kind === 'int' ? '1' : '1.1'} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, 'latin1'),
+      Buffer.from(`${route.required.kind === 'int' ? '1' : '1.1'} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`, 'latin1'),
     ]);
   });
   const tally = { answered: 0, closed: 0, waiting: 0 };
@@ -269,7 +269,7 @@ t.test(`bodies over 1 MiB are refused with 413 on every POST route`, async (t) =
       ['declared 999999999, not sent', request('POST', path, { headers: [['Content-Type', 'application/json']], contentLength: 999999999 })],
       ['declared small, sent big', Buffer.concat([request('POST', path, { headers: [['Content-Type', 'application/json']], contentLength: 10 }).subarray(0, -4), Buffer.from('\r\n\r\n'), big])],
       ['chunked', Buffer.concat([
-        Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`),
+        Buffer.from(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`),
         ...Array.from({ length: 20 }, () => Buffer.from(`10000\r\n${'x'.repeat(0x10000)}\r\n`)), Buffer.from('0\r\n\r\n')])],
     ];
     for (const [what, req] of cases) {
@@ -292,15 +292,15 @@ t.test(`raw TCP garbage: the connection may close, the process stays up (seed ${
     () => g.bytes(g.size(5000)),
     () => line(g.pick(['GET', 'GET /', 'GET / HTTP/9.9', 'GET /health HTTP/1.1', 'GET /health HTTP/1.1\r\n', '\r\n\r\n', 'HTTP/1.1 200 OK\r\n\r\n']) + '\r\n\r\n'),
     () => line(`${g.pick(['get', 'G\u0000T', 'GET\t', 'GE T', 'CONNECT', 'PRI'])} ${g.pick(['/health', '*', 'http://x/health', 'x', '', '/api/v1/sports/events?si=1'])} ${g.pick(['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTPS/1.1', 'http/1.1', ''])}\r\n\r\n`),
-    () => line(`GET /api/v1/sports HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(g.int(10000, 200000))}\r\n\r\n`),
-    () => line(`GET /api/v1/sports HTTP/1.1\r\nHost: x\r\n${Array.from({ length: g.int(100, 3000) }, (_, i) => `X-H${i}: ${i}`).join('\r\n')}\r\n\r\n`),
-    () => line(`GET /health HTTP/1.1\r\nHost: x\r\n${g.pick(['NoColon', ': empty-name', ' folded: x', 'X-A: \u0000', 'X\u0000: y', 'X-A: a\rb', 'Content-Length: -1', 'Content-Length: abc',
+    () => line(`GET /api/v1/sports HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(g.int(10000, 200000))}\r\n\r\n`),
+    () => line(`GET /api/v1/sports HTTP/1.1\r\nHost: 127.0.0.1\r\n${Array.from({ length: g.int(100, 3000) }, (_, i) => `X-H${i}: ${i}`).join('\r\n')}\r\n\r\n`),
+    () => line(`GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n${g.pick(['NoColon', ': empty-name', ' folded: x', 'X-A: \u0000', 'X\u0000: y', 'X-A: a\rb', 'Content-Length: -1', 'Content-Length: abc',
       'Content-Length: 1\r\nContent-Length: 2', 'Transfer-Encoding: chunked\r\nContent-Length: 5', 'Transfer-Encoding: gzip, chunked', 'Host: y'])}\r\n\r\n`),
-    () => line('GET /health HTTP/1.1\nHost: x\n\n'),
-    () => line(`POST /api/v1/unsubscribe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${g.pick(['zz', '-1', 'ffffffffffffffff', '3\r\nabcdef', '1;ext\r\n{\r\n0', ''])}\r\n\r\n`),
-    () => Buffer.concat([line('GET /health HTTP/1.1\r\nHost: x\r\n\r\n'), g.bytes(g.size(2000))]),
-    () => line(`GET /${'a/'.repeat(g.int(1000, 20000))} HTTP/1.1\r\nHost: x\r\n\r\n`),
-    () => Buffer.concat([line(`POST /api/v1/ingest HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${g.int(10, 100)}\r\n\r\n`), g.bytes(g.int(0, 5))]),
+    () => line('GET /health HTTP/1.1\nHost: 127.0.0.1\n\n'),
+    () => line(`POST /api/v1/unsubscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${g.pick(['zz', '-1', 'ffffffffffffffff', '3\r\nabcdef', '1;ext\r\n{\r\n0', ''])}\r\n\r\n`),
+    () => Buffer.concat([line('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'), g.bytes(g.size(2000))]),
+    () => line(`GET /${'a/'.repeat(g.int(1000, 20000))} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`),
+    () => Buffer.concat([line(`POST /api/v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${g.int(10, 100)}\r\n\r\n`), g.bytes(g.int(0, 5))]),
   ];
   const cases = take(220, () => g.pick(gens)());
   const tally = { answered: 0, closed: 0, waiting: 0 };

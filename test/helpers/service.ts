@@ -1,4 +1,5 @@
 import type { Test } from 'tap';
+import { request } from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type Service } from '../../src/service.js';
@@ -17,10 +18,12 @@ export const metricsUrlOf = (url: string): string => metricsUrls.get(url) ?? url
 /**
  * The real service, in this process, on a free port, over a fresh database
  * seeded with the demo data unless told otherwise. Stopped when the test ends.
+ * Every scrape renders afresh (METRICS_CACHE_MS=0), so a scrape right after
+ * an action sees it.
  */
 export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
   const url = databaseUrl ?? (await freshDatabase(t));
-  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', ...env });
+  const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', METRICS_CACHE_MS: '0', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
   const service = await startService(config, url, log);
   metricsUrls.set(service.url, service.metricsUrl);
@@ -49,6 +52,36 @@ export async function http<T = unknown>(base: string, path: string, init: Reques
     // not JSON: tests look at text
   }
   return { status: res.status, headers: res.headers, body: body as T, text };
+}
+
+/** What fetch will not do: name another Host (fetch always sends the URL's), or leave from another local address. */
+export interface RawInit {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  localAddress?: string;
+}
+
+/** A request over node:http; the body is parsed as JSON when it is JSON. */
+export function raw<T = unknown>(base: string, path: string, init: RawInit = {}): Promise<Reply<T>> {
+  return new Promise((resolve, reject) => {
+    const req = request(base + path, { method: init.method ?? 'GET', headers: init.headers, localAddress: init.localAddress, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          // not JSON: tests look at text
+        }
+        resolve({ status: res.statusCode ?? 0, headers, body: body as T, text });
+      });
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
 }
 
 export function postJson<T = unknown>(base: string, path: string, body: unknown): Promise<Reply<T>> {

@@ -29,10 +29,11 @@ export class Client {
     }));
   }
 
-  static connect(base: string, opts: { format?: Format; query?: string; protocols?: string[] } = {}): Promise<Client> {
+  /** `headers` (a Host of another name, X-Forwarded-For) and `localAddress` (another loopback source) as a test needs them. */
+  static connect(base: string, opts: { format?: Format; query?: string; protocols?: string[]; headers?: Record<string, string>; localAddress?: string } = {}): Promise<Client> {
     const url = base.replace(/^http/, 'ws') + '/ws' + (opts.query ? `?${opts.query}` : '');
     const protocols = opts.protocols ?? (opts.format ? [`odds.v1.${opts.format}`] : []);
-    const ws = new WebSocket(url, protocols);
+    const ws = new WebSocket(url, protocols, { headers: opts.headers, localAddress: opts.localAddress });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new Client(ws, ws.protocol === 'odds.v1.proto' ? 'proto' : 'json')));
       ws.once('error', reject);

@@ -8,7 +8,7 @@ import { Client } from '../helpers/ws.js';
  * and subscribe requests per source address and per pod, each refusal with
  * its reason and when to come back, and a source map that stays bounded.
  */
-const limits = { handshakesPerSource: 3, handshakesTotal: 5, subscribesPerSource: 2, subscribesTotal: 100, maxSources: 8 };
+const limits = { handshakesPerSource: 3, handshakesTotal: 5, subscribesPerSource: 2, subscribesTotal: 100, maxSources: 8, source: 'address' } as const;
 
 t.test('a source past its handshake rate is refused 429 with Retry-After; others still get in', async (t) => {
   const scopes: string[] = [];

@@ -148,7 +148,7 @@ t.test('bad bodies change nothing', async (t) => {
 t.test('an aborted request leaves the server answering', async (t) => {
   await new Promise<void>((resolve) => {
     const s = connect(svc.port, '127.0.0.1', () => {
-      s.write('POST /api/v1/subscribe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"data":[');
+      s.write('POST /api/v1/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"data":[');
       setTimeout(() => { s.destroy(); resolve(); }, 50);
     });
   });

@@ -8,7 +8,10 @@
  * - the ServiceMonitor (a Prometheus Operator CRD) by hand;
  * - the cross-references that break only in a cluster: probe paths and ports,
  *   selectors, scale and disruption targets, the scrape port, the shutdown
- *   budget, the security context, settings and the Secret, image and Dockerfile.
+ *   budget, the security context, settings and the Secrets, image and Dockerfile;
+ * - the NetworkPolicies: they select this service's pods and nothing else, let
+ *   in only the Ingress controller (public port) and Prometheus (metrics
+ *   port), and let out only Postgres, NATS and DNS.
  *
  * Every check is a function that returns a list of problems. The real files
  * must give none; the last group feeds each check a broken copy and expects
@@ -41,9 +44,14 @@ const NAME_LABEL = 'app.kubernetes.io/name';
 const CONFIGMAP = 'odds-service-config';
 const DB_SECRET = 'odds-service-db';
 const NATS_SECRET = 'odds-service-nats';
-/** The labels the NetworkPolicies select NATS and Postgres pods by (documented in their files). */
+const METRICS_SECRET = 'odds-service-metrics';
+/** The peers the NetworkPolicies name (documented in their files). */
 const NATS_POD = { [NAME_LABEL]: 'nats' };
 const POSTGRES_POD = { [NAME_LABEL]: 'postgresql' };
+const DNS_POD = { 'k8s-app': 'kube-dns' };
+const INGRESS_CONTROLLER = { namespace: 'ingress-nginx', pod: { [NAME_LABEL]: 'ingress-nginx' } };
+const PROMETHEUS = { namespace: 'monitoring', pod: { [NAME_LABEL]: 'prometheus' } };
+const NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 type Doc = Record<string, unknown>;
 
@@ -69,8 +77,10 @@ interface Manifests {
   pdb: IPodDisruptionBudget;
   hpa: IHorizontalPodAutoscaler;
   serviceMonitor: ServiceMonitor;
-  natsPolicy: INetworkPolicy;
-  postgresPolicy: INetworkPolicy;
+  ingressPolicy: INetworkPolicy;
+  egressPolicy: INetworkPolicy;
+  /** Every NetworkPolicy in k8s/. */
+  policies: INetworkPolicy[];
 }
 
 /** Prometheus Operator kinds: no Kubernetes model here, so checked by hand (the PrometheusRule in observability.test.ts). */
@@ -111,8 +121,9 @@ const real: Manifests = {
   pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
   hpa: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
   serviceMonitor: only<ServiceMonitor>('ServiceMonitor'),
-  natsPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-nats'),
-  postgresPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-postgres'),
+  ingressPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-ingress'),
+  egressPolicy: named<INetworkPolicy>('NetworkPolicy', 'odds-service-egress'),
+  policies: allResources.filter((d) => d.kind === 'NetworkPolicy') as unknown as INetworkPolicy[],
 };
 const natsConf = readFileSync(join(K8S, 'nats', 'nats-server.conf'), 'utf8');
 const natsPermissions = readFileSync(join(K8S, 'nats', 'odds-permissions.conf'), 'utf8');
@@ -467,28 +478,113 @@ function natsSecretProblems(m: Manifests): string[] {
   return p;
 }
 
+/** Whether `peer` is exactly the pods `pod` in the namespace `namespace` (both selectors in one peer: both must hold). */
+function isPeer(peer: INetworkPolicyPeerLike, pod: Record<string, string>, namespace?: string): boolean {
+  if (peer.ipBlock || peer.podSelector?.matchExpressions?.length || peer.namespaceSelector?.matchExpressions?.length) return false;
+  if (JSON.stringify(peer.podSelector?.matchLabels) !== JSON.stringify(pod)) return false;
+  return namespace === undefined ? peer.namespaceSelector === undefined : JSON.stringify(peer.namespaceSelector?.matchLabels) === JSON.stringify({ [NAMESPACE_LABEL]: namespace });
+}
+type INetworkPolicyPeerLike = NonNullable<NonNullable<NonNullable<INetworkPolicy['spec']>['ingress']>[number]['from']>[number];
+type PolicyPort = { protocol?: string; port?: string | number };
+
+/** The container port a policy's port (name or number) means. */
+const policyPort = (m: Manifests, p: PolicyPort): number | undefined => resolvePort(container(m), p.port);
+
 /**
- * A policy that selects the given pods and lets in only the service's pods
- * on `port` (and, for NATS, other NATS pods on the route port): no namespace
- * selector, no address block, no rule that admits every source.
+ * Every NetworkPolicy selects this service's pods and only those: its
+ * podSelector requires the service's name label, as the Deployment's own
+ * selector does, and nothing broader. Other workloads (Postgres, NATS, any
+ * application sharing them) keep their own policies.
  */
-function networkPolicyProblems(m: Manifests, policy: INetworkPolicy, selects: Record<string, string>, port: number): string[] {
+function policySelectorProblems(m: Manifests): string[] {
   const p: string[] = [];
-  const spec = policy.spec;
+  if (m.policies.length === 0) return ['k8s/ holds no NetworkPolicy'];
   const podLabels = m.deployment.spec?.template.metadata?.labels;
-  if (JSON.stringify(spec?.podSelector.matchLabels) !== JSON.stringify(selects)) p.push(`${policy.metadata?.name} must select ${JSON.stringify(selects)}, not ${JSON.stringify(spec?.podSelector)}`);
-  if (!spec?.policyTypes?.includes('Ingress')) p.push(`${policy.metadata?.name} must list policyTypes Ingress`);
-  const rules = spec?.ingress ?? [];
-  const service = rules.filter((r) => (r.from ?? []).some((f) => labelsMatch(f.podSelector?.matchLabels, podLabels)));
-  if (!service.some((r) => (r.ports ?? []).some((x) => x.port === port))) p.push(`${policy.metadata?.name} must let the service's pods in on port ${port}`);
+  for (const policy of m.policies) {
+    const name = policy.metadata?.name;
+    const sel = policy.spec?.podSelector;
+    if (sel?.matchExpressions?.length) p.push(`${name} selects by expressions: use matchLabels`);
+    if (sel?.matchLabels?.[NAME_LABEL] !== APP) p.push(`${name} must select only ${NAME_LABEL}: ${APP} pods, not ${JSON.stringify(sel)}`);
+    if (!labelsMatch(sel?.matchLabels, podLabels)) p.push(`${name} does not select the Deployment's pods`);
+  }
+  return p;
+}
+
+/** Into the pods: the public port from the Ingress controller, the metrics port from Prometheus, nothing else. */
+function ingressPolicyProblems(m: Manifests): string[] {
+  const policy = m.ingressPolicy;
+  const p: string[] = [];
+  if (JSON.stringify(policy.spec?.policyTypes) !== JSON.stringify(['Ingress'])) p.push('odds-service-ingress must have policyTypes [Ingress]');
+  const want = [
+    { name: 'http', port: resolvePort(container(m), 'http'), peer: INGRESS_CONTROLLER, who: 'the Ingress controller' },
+    { name: 'metrics', port: resolvePort(container(m), 'metrics'), peer: PROMETHEUS, who: 'Prometheus' },
+  ];
+  const rules = policy.spec?.ingress ?? [];
   for (const [i, r] of rules.entries()) {
     if (!r.from?.length) p.push(`ingress[${i}] admits every source`);
-    for (const f of r.from ?? []) {
-      if (f.namespaceSelector || f.ipBlock) p.push(`ingress[${i}] admits sources beyond this namespace's pods`);
-      const from = f.podSelector?.matchLabels;
-      if (!labelsMatch(from, podLabels) && JSON.stringify(from) !== JSON.stringify(selects)) p.push(`ingress[${i}] admits pods ${JSON.stringify(f.podSelector)}`);
+    if (!r.ports?.length) p.push(`ingress[${i}] opens every port`);
+    for (const port of r.ports ?? []) {
+      const w = want.find((x) => x.port === policyPort(m, port));
+      if (!w) { p.push(`ingress[${i}] opens port ${String(port.port)}, which is neither http nor metrics`); continue; }
+      for (const f of r.from ?? []) if (!isPeer(f, w.peer.pod, w.peer.namespace)) p.push(`ingress[${i}] lets ${JSON.stringify(f)} reach port ${w.name}`);
     }
   }
+  for (const w of want) {
+    const covered = rules.some((r) => (r.ports ?? []).some((x) => policyPort(m, x) === w.port) && (r.from ?? []).some((f) => isPeer(f, w.peer.pod, w.peer.namespace)));
+    if (!covered) p.push(`odds-service-ingress must let ${w.who} reach port ${w.name}`);
+  }
+  return p;
+}
+
+/** Out of the pods: Postgres, NATS and DNS, each to its own pods and port, nothing else. */
+function egressPolicyProblems(m: Manifests): string[] {
+  const policy = m.egressPolicy;
+  const p: string[] = [];
+  if (JSON.stringify(policy.spec?.policyTypes) !== JSON.stringify(['Egress'])) p.push('odds-service-egress must have policyTypes [Egress]');
+  const want = [
+    { pod: POSTGRES_POD, ports: ['TCP/5432'], what: 'Postgres' },
+    { pod: NATS_POD, ports: ['TCP/4222'], what: 'NATS' },
+    { pod: DNS_POD, namespace: 'kube-system', ports: ['TCP/53', 'UDP/53'], what: 'DNS' },
+  ];
+  const rules = policy.spec?.egress ?? [];
+  for (const [i, r] of rules.entries()) {
+    if (!r.to?.length) { p.push(`egress[${i}] reaches every destination`); continue; }
+    const w = want.find((x) => r.to!.every((to) => isPeer(to, x.pod, x.namespace)));
+    if (!w) { p.push(`egress[${i}] reaches ${JSON.stringify(r.to)}, which is not Postgres, NATS or DNS`); continue; }
+    const ports = (r.ports ?? []).map((x) => `${x.protocol ?? 'TCP'}/${String(x.port)}`).sort();
+    if (JSON.stringify(ports) !== JSON.stringify(w.ports)) p.push(`egress[${i}] to ${w.what} must open ${w.ports.join(', ')} only, not ${ports.join(', ') || 'every port'}`);
+  }
+  for (const w of want) if (!rules.some((r) => r.to?.length && r.to.every((to) => isPeer(to, w.pod, w.namespace)))) p.push(`odds-service-egress must let the pods reach ${w.what}`);
+  return p;
+}
+
+/** The metrics port opened on purpose: every interface (so Prometheus reaches it), a token from the Secret, the ServiceMonitor showing it. */
+function metricsAccessProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const env = effectiveEnv(m);
+  const host = env.get('METRICS_HOST');
+  if (host?.kind !== 'value' || host.value !== '0.0.0.0') p.push('METRICS_HOST must be 0.0.0.0 in the ConfigMap, or Prometheus cannot reach the metrics port');
+  const token = env.get('METRICS_TOKEN');
+  if (token?.kind !== 'secret' || token.name !== METRICS_SECRET || token.key !== 'token') p.push(`METRICS_TOKEN must come from secretKeyRef ${METRICS_SECRET}/token, not ${JSON.stringify(token)}`);
+  if (m.configMap.data && 'METRICS_TOKEN' in m.configMap.data) p.push('METRICS_TOKEN must not be in the ConfigMap');
+  for (const [i, e] of m.serviceMonitor.spec.endpoints.entries()) {
+    const auth = e.authorization as { type?: string; credentials?: { name?: string; key?: string } } | undefined;
+    if (auth?.type !== 'Bearer' || auth.credentials?.name !== METRICS_SECRET || auth.credentials.key !== 'token') {
+      p.push(`ServiceMonitor endpoint ${i} must send the bearer token from ${METRICS_SECRET}/token`);
+    }
+  }
+  return p;
+}
+
+/** Behind the Ingress: the names it serves, and whom to believe about client addresses. */
+function edgeProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const env = effectiveEnv(m);
+  const hosts = env.get('ALLOWED_HOSTS');
+  if (hosts?.kind !== 'value' || hosts.value.trim() === '' || hosts.value.split(',').some((h) => h.trim() === '*')) p.push('ALLOWED_HOSTS must list the names the Ingress serves (not *)');
+  const proxies = env.get('TRUSTED_PROXIES');
+  if (proxies?.kind !== 'value' || proxies.value.trim() === '') p.push('TRUSTED_PROXIES must name the Ingress controller\'s addresses, or every client shares its address');
+  else if (/(^|,)\s*(0\.0\.0\.0\/0|::\/0)\s*(,|$)/.test(proxies.value)) p.push('TRUSTED_PROXIES must not trust every address');
   return p;
 }
 
@@ -676,12 +772,25 @@ t.test('NATS_PASSWORD comes from the Secret odds-service-nats', async (t) => {
   t.same(natsSecretProblems(real), []);
 });
 
-t.test('only the service\'s pods may reach NATS', async (t) => {
-  t.same(networkPolicyProblems(real, real.natsPolicy, NATS_POD, 4222), []);
+t.test('every NetworkPolicy selects this service\'s pods and no other workload\'s', async (t) => {
+  t.same(policySelectorProblems(real), []);
+  t.same(real.policies.map((x) => x.metadata?.name).sort(), ['odds-service-egress', 'odds-service-ingress']);
 });
 
-t.test('only the service\'s pods may reach Postgres', async (t) => {
-  t.same(networkPolicyProblems(real, real.postgresPolicy, POSTGRES_POD, 5432), []);
+t.test('only the Ingress controller reaches the public port, and only Prometheus the metrics port', async (t) => {
+  t.same(ingressPolicyProblems(real), []);
+});
+
+t.test('the pods reach Postgres, NATS and DNS, and nothing else', async (t) => {
+  t.same(egressPolicyProblems(real), []);
+});
+
+t.test('the metrics port is opened to Prometheus with a token from the Secret odds-service-metrics, which the ServiceMonitor shows', async (t) => {
+  t.same(metricsAccessProblems(real), []);
+});
+
+t.test('behind the Ingress: its host names allowed, its controller trusted for client addresses', async (t) => {
+  t.same(edgeProblems(real), []);
 });
 
 t.test('the NATS configuration admits the service user with its password from the environment and rights on its prefix only', async (t) => {
@@ -828,15 +937,43 @@ t.test('the checks reject broken manifests', async (t) => {
     t.not(natsSecretProblems(m).length, 0);
   });
 
-  t.test('a NATS policy that selects other pods, or admits another namespace', async (t) => {
-    t.not(networkPolicyProblems(real, real.natsPolicy, { [NAME_LABEL]: 'nats-box' }, 4222).length, 0);
-    const m = broken((m) => { m.natsPolicy.spec!.ingress![0]!.from!.push({ namespaceSelector: {} }); });
-    t.not(networkPolicyProblems(m, m.natsPolicy, NATS_POD, 4222).length, 0);
+  t.test('a policy that selects Postgres pods (another workload), or every pod', async (t) => {
+    const other = broken((m) => { m.egressPolicy.spec!.podSelector = { matchLabels: POSTGRES_POD }; m.policies = [m.ingressPolicy, m.egressPolicy]; });
+    t.match(policySelectorProblems(other).join('\n'), /odds-service-egress must select only/);
+    const every = broken((m) => { m.ingressPolicy.spec!.podSelector = {}; m.policies = [m.ingressPolicy, m.egressPolicy]; });
+    t.not(policySelectorProblems(every).length, 0);
   });
 
-  t.test('a Postgres policy that admits every source', async (t) => {
-    const m = broken((m) => { m.postgresPolicy.spec!.ingress!.push({ ports: [{ protocol: 'TCP', port: 5432 }] }); });
-    t.not(networkPolicyProblems(m, m.postgresPolicy, POSTGRES_POD, 5432).length, 0);
+  t.test('a public port open to any pod, or a metrics port open to the Ingress controller', async (t) => {
+    const anyPod = broken((m) => { m.ingressPolicy.spec!.ingress![0]!.from!.push({ podSelector: {} }); });
+    t.not(ingressPolicyProblems(anyPod).length, 0);
+    const namespaceOnly = broken((m) => { delete m.ingressPolicy.spec!.ingress![1]!.from![0]!.podSelector; });
+    t.not(ingressPolicyProblems(namespaceOnly).length, 0, 'every pod of the monitoring namespace');
+    const swapped = broken((m) => { m.ingressPolicy.spec!.ingress![1]!.ports = [{ protocol: 'TCP', port: 'http' }]; });
+    t.not(ingressPolicyProblems(swapped).length, 0);
+    const open = broken((m) => { m.ingressPolicy.spec!.ingress!.push({ ports: [{ protocol: 'TCP', port: 'metrics' }] }); });
+    t.match(ingressPolicyProblems(open).join('\n'), /admits every source/);
+  });
+
+  t.test('egress to anywhere, or to another port', async (t) => {
+    const anywhere = broken((m) => { m.egressPolicy.spec!.egress!.push({ ports: [{ protocol: 'TCP', port: 443 }] }); });
+    t.match(egressPolicyProblems(anywhere).join('\n'), /reaches every destination/);
+    const port = broken((m) => { m.egressPolicy.spec!.egress![0]!.ports!.push({ protocol: 'TCP', port: 22 }); });
+    t.not(egressPolicyProblems(port).length, 0);
+    const noDns = broken((m) => { m.egressPolicy.spec!.egress!.pop(); });
+    t.match(egressPolicyProblems(noDns).join('\n'), /must let the pods reach DNS/);
+  });
+
+  t.test('a metrics port on loopback, a token in the ConfigMap, or a ServiceMonitor without the token', async (t) => {
+    t.not(metricsAccessProblems(broken((m) => { delete m.configMap.data!.METRICS_HOST; })).length, 0);
+    t.not(metricsAccessProblems(broken((m) => { m.configMap.data!.METRICS_TOKEN = 'x'.repeat(32); })).length, 0);
+    t.not(metricsAccessProblems(broken((m) => { delete m.serviceMonitor.spec.endpoints[0]!.authorization; })).length, 0);
+  });
+
+  t.test('ALLOWED_HOSTS of any name, or every address trusted as a proxy', async (t) => {
+    t.not(edgeProblems(broken((m) => { m.configMap.data!.ALLOWED_HOSTS = '*'; })).length, 0);
+    t.not(edgeProblems(broken((m) => { m.configMap.data!.TRUSTED_PROXIES = '0.0.0.0/0'; })).length, 0);
+    t.not(edgeProblems(broken((m) => { delete m.configMap.data!.TRUSTED_PROXIES; })).length, 0);
   });
 
   t.test('NATS permissions wider than the prefix, or a password written in the file', async (t) => {

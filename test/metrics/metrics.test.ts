@@ -3,9 +3,14 @@ import { spawnSync } from 'node:child_process';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client, image } from '../helpers/ws.js';
-import { scrape, value } from '../helpers/metrics.js';
+import { parseMetrics, scrape, value } from '../helpers/metrics.js';
 
-const svc = await startTestService(t);
+// The feed stays OK throughout (no publisher goes quiet for long here): a feed frame would be one more published frame.
+const svc = await startTestService(t, { FEED_STALE_MS: '3600000' });
+const TOKEN = 'scrape-token-0123456789abcdef';
+const REUSE_MS = 1000;
+/** A service whose /metrics needs a token, and whose renders answer scrapes for REUSE_MS. */
+const closed = await startTestService(t, { METRICS_TOKEN: TOKEN, METRICS_CACHE_MS: String(REUSE_MS) });
 const M = '1.200001001';
 
 t.test('/metrics answers the Prometheus text format on the metrics port', async (t) => {
@@ -112,6 +117,59 @@ t.test('read model size, refresh lag and the Postgres pool', async (t) => {
   for (let i = 0; i < 100 && !(await http(svc.url, '/api/v1/sports')).text.includes('metrics)'); i++) await new Promise((r) => setTimeout(r, 20));
   const after = await scrape(svc.url);
   t.ok(value(after, 'odds_read_model_refresh_lag_seconds_count') > value(before, 'odds_read_model_refresh_lag_seconds_count'));
+});
+
+t.test('the metrics port binds loopback by default, whatever HOST is', async (t) => {
+  t.equal(new URL(svc.metricsUrl).hostname, '127.0.0.1');
+});
+
+const scrapeWith = (headers: Record<string, string>) => http<string>(closed.metricsUrl, '/metrics', { headers });
+const bearer = { authorization: `Bearer ${TOKEN}` };
+const renders = (text: string) => value(parseMetrics(text), 'odds_metrics_renders_total');
+
+t.test('with METRICS_TOKEN, /metrics answers only a scrape that shows it; the probes need none', async (t) => {
+  for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }, { authorization: TOKEN }, { authorization: `Basic ${TOKEN}` }] as Record<string, string>[]) {
+    const r = await scrapeWith(headers);
+    t.same([r.status, r.headers.get('www-authenticate'), r.body], [401, 'Bearer', { status: 0, message: 'the metrics port needs its bearer token (METRICS_TOKEN): send Authorization: Bearer <token>' }], JSON.stringify(headers));
+  }
+  const ok = await scrapeWith(bearer);
+  t.equal(ok.status, 200);
+  t.match(ok.text, /^odds_build_info\{/m);
+  t.equal((await scrapeWith({ authorization: `bearer ${TOKEN}` })).status, 200, 'the scheme in any case');
+  t.equal((await http(closed.metricsUrl, '/health')).status, 200);
+  t.equal((await http(closed.metricsUrl, '/ready')).status, 200);
+});
+
+t.test('a scrape flood costs one render per METRICS_CACHE_MS, and the odds keep flowing to another socket meanwhile', async (t) => {
+  const sub = await Client.connect(closed.url);
+  t.teardown(() => sub.close());
+  await sub.request({ op: 'subscribe', mids: [M] });
+  const first = renders((await scrapeWith(bearer)).text);
+  const t0 = Date.now();
+  let scrapes = 0;
+  let published = 0;
+  let refused = 0;
+  // 20 rounds of 16 scrapes at once, half without the token, while a publisher sends an image a round.
+  for (let round = 0; round < 20; round++) {
+    const wave = Array.from({ length: 16 }, (_, i) => scrapeWith(i % 2 ? {} : bearer));
+    const ack = postJson(closed.url, '/api/v1/ingest', { data: [image(M, 2 + round / 100)] });
+    for (const r of await Promise.all(wave)) {
+      if (r.status === 200) scrapes++;
+      else if (r.status === 401) refused++;
+      else t.fail(`a scrape answered ${r.status}`);
+    }
+    if ((await ack).status === 200) published++;
+  }
+  const elapsed = Date.now() - t0;
+  t.equal(published, 20, 'every image was accepted');
+  // Once the last render has aged past REUSE_MS (an interval this test set), the next scrape renders afresh and counts those made during the flood.
+  await new Promise((r) => setTimeout(r, REUSE_MS + 50));
+  const during = renders((await scrapeWith(bearer)).text) - first - 1;
+  const bound = Math.ceil(elapsed / REUSE_MS) + 1;
+  t.ok(during <= bound, `${during} renders for ${scrapes} scrapes over ${elapsed} ms: at most one per ${REUSE_MS} ms (${bound})`);
+  t.same([scrapes, refused], [160, 160], 'scrapes with the token answered; without it refused, rendering nothing');
+  await sub.settled();
+  t.equal(sub.oddsOf(M).length, 20, 'the subscriber got every image published during the flood');
 });
 
 const hasPromtool = spawnSync('promtool', ['--version']).status === 0;

@@ -10,11 +10,11 @@ import { chromium, type Browser, type Page, type WebSocket } from 'playwright-co
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = (): boolean => existsSync(CHROMIUM);
 
-/** Everything Chromium would fetch on its own (updates, sync, field trials) is off: nothing may load from the internet. */
-export function launch(): Promise<Browser> {
+/** Everything Chromium would fetch on its own (updates, sync, field trials) is off: nothing may load from the internet. `args`: more switches. */
+export function launch(args: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', ...args],
   });
 }
 

@@ -5,6 +5,15 @@
  * handshake, so a subscriber never sees that price. The same page on a
  * service that lists its origin in INGEST_ORIGINS does publish: the page
  * would work if the check were not there.
+ *
+ * And DNS rebinding: Chromium resolves the attacker's name to 127.0.0.1
+ * (--host-resolver-rules), as a rebinding DNS server would once the page is
+ * loaded, so the service is the page's own origin and the browser lets it
+ * post JSON and read answers. Only the Host check stops it; a service that
+ * lists that name in ALLOWED_HOSTS shows the page would succeed without it.
+ * Recent Chromium asks the user before a public page reaches a local address
+ * (Local Network Access); other browsers do not, so that check is turned off
+ * here to play one of them.
  */
 import t, { type Test } from 'tap';
 import { createServer } from 'node:http';
@@ -16,6 +25,8 @@ import { hasChromium, launch, open, CHROMIUM } from './browser.js';
 const MID = '1.200001001';
 /** A price no real market would show, yet one the price rule allows: the origin check alone must stop it. */
 const PLANTED = 900;
+/** The attacker's name, which this browser resolves to 127.0.0.1. */
+const REBOUND = 'rebind.attacker.example';
 
 /** A page on 127.0.0.1 at a port of its own: another origin than the service's. */
 async function foreignSite(t: Test): Promise<string> {
@@ -37,6 +48,32 @@ async function publishFromPage(t: Test, browser: Browser, site: string, svc: Tes
   }), { url: svc.url.replace(/^http/, 'ws') + '/ingest', batch });
 }
 
+/**
+ * The attacker's page on REBOUND at the service's own port: its document as
+ * it was served before the name was rebound (the browser fetches it no
+ * more), then, same-origin, a JSON POST of a price, a read and a /ws socket.
+ */
+async function rebound(t: Test, browser: Browser, svc: TestService): Promise<{ post: number | string; read: number | string; ws: string }> {
+  const origin = `http://${REBOUND}:${new URL(svc.url).port}`;
+  const context = await browser.newContext();
+  t.teardown(() => context.close());
+  const page = await context.newPage();
+  await page.route(`${origin}/`, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>rebound</title>' }));
+  await page.goto(`${origin}/`);
+  const batch = JSON.stringify({ data: [image(MID, PLANTED)] });
+  return page.evaluate(async (batch) => {
+    const status = (p: Promise<Response>) => p.then((r) => r.status, (e: Error) => e.message);
+    const post = await status(fetch('/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch }));
+    const read = await status(fetch('/api/v1/sports'));
+    const ws = await new Promise<string>((done) => {
+      const s = new WebSocket(`ws://${location.host}/ws`);
+      s.onopen = () => { s.close(); done('open'); };
+      s.onerror = () => done('refused');
+    });
+    return { post, read, ws };
+  }, batch);
+}
+
 /** The subscriber's odds frames of MID, once a price published the proper way has reached it. */
 async function pricesSeen(svc: TestService, sub: Client): Promise<number[]> {
   const r = await postJson(svc.url, '/api/v1/ingest', { data: [image(MID, 2.5)] });
@@ -48,7 +85,7 @@ async function pricesSeen(svc: TestService, sub: Client): Promise<number[]> {
 if (!hasChromium()) {
   t.plan(0, `${CHROMIUM} is missing (Debian's chromium package; .ci/run installs it)`);
 } else {
-  const browser = await launch();
+  const browser = await launch([`--host-resolver-rules=MAP ${REBOUND} 127.0.0.1`, '--disable-features=LocalNetworkAccessChecks']);
   t.teardown(() => browser.close());
   const site = await foreignSite(t);
 
@@ -64,6 +101,20 @@ if (!hasChromium()) {
     const sub = await watch(t, svc);
     t.equal(await publishFromPage(t, browser, site, svc), 'refused');
     t.same(await pricesSeen(svc, sub), [2.5], 'only the price published without a browser');
+  });
+
+  t.test('DNS rebinding: a page on a name that now resolves to the service neither publishes, nor reads, nor opens /ws', async (t) => {
+    const svc = await startTestService(t);
+    const sub = await watch(t, svc);
+    t.same(await rebound(t, browser, svc), { post: 421, read: 421, ws: 'refused' });
+    t.same(await pricesSeen(svc, sub), [2.5], 'only the price published without a browser');
+  });
+
+  t.test('the same page succeeds on a service that answers to its name (the refusal above is the Host check)', async (t) => {
+    const svc = await startTestService(t, { ALLOWED_HOSTS: REBOUND });
+    const sub = await watch(t, svc);
+    t.same(await rebound(t, browser, svc), { post: 200, read: 200, ws: 'open' });
+    t.same(await pricesSeen(svc, sub), [PLANTED, 2.5]);
   });
 
   t.test('the same page publishes when its origin is in INGEST_ORIGINS (the refusal above is the origin check)', async (t) => {
