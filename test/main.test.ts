@@ -122,7 +122,8 @@ t.test('the socket cap: unset, derived from the open-file limit and said once at
     return svc.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string } & Record<string, unknown>);
   };
   const derived = (lines: Awaited<ReturnType<typeof start>>) => lines.filter((l) => /WS_MAX_SOCKETS is not set/.test(l.msg));
-  const warnings = (lines: Awaited<ReturnType<typeof start>>) => lines.filter((l) => l.level === 'warn');
+  // Postgres is unreachable on purpose (it is never needed here), and says so: only the cap's warning counts.
+  const warnings = (lines: Awaited<ReturnType<typeof start>>) => lines.filter((l) => l.level === 'warn' && /WS_MAX_SOCKETS|open-file/.test(l.msg));
 
   const low = 4096;
   const lowUnset = await start({}, low);
