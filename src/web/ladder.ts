@@ -13,8 +13,8 @@ const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'b
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 
 const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
-/** As every betting screen shows odds: 2.00, never 2. A line book's price is a run line: 58. */
-const odds = (p: number): string => p.toFixed(2);
+/** As every betting screen shows odds: 2.00, never 2; from 100 the ladder is whole (110), and shown so. A line book's price is a run line: 58. */
+const odds = (p: number): string => (p < 100 ? p.toFixed(2) : String(p));
 const runs = (p: number): string => String(p);
 
 /** One price and size on screen, with what it shows, so an unchanged value costs a comparison. */
