@@ -3,27 +3,38 @@
 #   docker build -t odds-service:0.1.0 .
 # Node 24 LTS on Debian 13 (glibc 2.41): uWebSockets.js v20.57's binaries need
 # glibc 2.38 or newer, and none of the uWS builds load on musl (alpine).
+# test/deploy/image.test.ts replays these steps on a clean checkout in `npm test`.
 
-# 1. Build: full install (protobufjs-cli and typescript are devDependencies),
-#    generate the protobuf code, compile TypeScript to dist/.
+# 1. Build: full install (protobufjs-cli, typescript and esbuild are devDependencies),
+#    generate the protobuf code, compile TypeScript to dist/, bundle the board.
 FROM node:24-trixie-slim AS build
 WORKDIR /app
+# The lock file names the client/ workspace, so npm ci needs its package.json.
 COPY package.json package-lock.json ./
+COPY client/package.json ./client/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY proto ./proto
-COPY sql ./sql
 COPY src ./src
+COPY client ./client
 RUN npm run build
 
-# 2. Production dependencies only, from the same lock file.
+# 2. Production dependencies only, from the same lock file. Optional ones are left out: the
+#    embedded Postgres (the development start without DATABASE_URL) and uWS v20.30 (Node 20 on
+#    an older glibc). Of v20.57's binaries only the one for this image's Node is kept: a missing
+#    one fails the build here rather than the start. npm's cache stays in this stage: only
+#    node_modules is copied on.
 FROM node:24-trixie-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --omit=optional --workspaces=false --no-audit --no-fund
+RUN keep="uws_$(node -p 'process.platform + "_" + process.arch + "_" + process.versions.modules').node" \
+    && test -f "node_modules/uWebSockets.js-v20.57/$keep" \
+    && find node_modules/uWebSockets.js-v20.57 -name 'uws_*.node' ! -name "$keep" -delete
 
-# 3. Runtime: compiled code, migrations, protobuf schema, the OpenAPI document (served at /openapi.json), production
-#    node_modules. Files stay owned by root, so the app cannot change them.
+# 3. Runtime: compiled code and the board, migrations, the protobuf schema, the OpenAPI document
+#    (served at /openapi.json), production node_modules. Files stay owned by root, so the app
+#    cannot change them.
 FROM node:24-trixie-slim AS runtime
 # Every interface, so the container's port can be published, with API keys on: with
 # AUTH=off the service would otherwise listen on loopback only.

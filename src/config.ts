@@ -48,7 +48,6 @@ export interface Config {
   readonly embeddedPgPort: number;
   readonly demoData: boolean;
   readonly simulator: boolean;
-  readonly allowUwsFallback: boolean;
   /** Which uWebSockets.js build to load (http/uws.ts reads it at import); auto tries the newest first. */
   readonly uwsBuild: 'auto' | '20.57' | '20.30';
   /** API keys and roles; off makes every caller the client `public`. */
@@ -60,7 +59,10 @@ export interface Config {
   /** Addresses, and key IDs, the wrong-key throttle remembers at most. */
   readonly authFailureSources: number;
   readonly wsMaxSocketsPerKey: number;
+  /** WS_MAX_SOCKETS, or (unset) what the open-file limit leaves for a reconnect storm, at most 50,000. */
   readonly wsMaxSockets: number;
+  /** The open-file limit wsMaxSockets was derived from; undefined when WS_MAX_SOCKETS set it, or the limit is unknown. */
+  readonly wsMaxSocketsFromFiles: number | undefined;
   /** New `/ws` sockets per second per source (its API key with AUTH=on, else its address) and on the pod, and subscribe requests likewise; 0 is off. */
   readonly wsHandshakesPerSource: number;
   readonly wsHandshakesPerSecond: number;
@@ -265,7 +267,32 @@ function metricsToken(env: Env): string | undefined {
   return token;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+
+/** Files the process keeps beside its sockets: Postgres, NATS, publishers, logs, the event loop's own. */
+export const OWN_FILES = 1024;
+const WS_MAX_SOCKETS = 50_000;
+
+/**
+ * The process's open-file limit, which Node raised to the hard one as it started; undefined where
+ * unlimited or unknown (only Linux states it, in /proc).
+ */
+export function openFileLimit(): number | undefined {
+  try {
+    const limit = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    return limit ? Number(limit) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Sockets a process with this open-file limit can hold through a silent reconnect storm: each
+ * vanished client's dead socket stays beside its new one until the idle timeout (docs/storms.md),
+ * so each takes two files, after the process's own (half the limit where that is small).
+ */
+export const socketsFor = (openFiles: number): number => Math.max(1, Math.floor((openFiles - Math.min(OWN_FILES, Math.floor(openFiles / 2))) / 2));
+
+export function loadConfig(env: Env = process.env, openFiles: number | undefined = openFileLimit()): Config {
   const url = databaseUrl(env);
   const embedded = url === undefined;
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
@@ -293,7 +320,6 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     demoData: bool(env, 'DEMO_DATA', embedded),
     simulator: bool(env, 'SIMULATOR', embedded),
-    allowUwsFallback: bool(env, 'ALLOW_UWS_FALLBACK', false),
     uwsBuild: oneOf(env, 'UWS_BUILD', 'auto', ['auto', '20.57', '20.30'] as const),
     auth,
     restRateLimit: int(env, 'REST_RATE_LIMIT', auth ? 200 : 0, 0, 1_000_000),
@@ -301,7 +327,9 @@ export function loadConfig(env: Env = process.env): Config {
     authFailuresPerSecond: int(env, 'AUTH_FAILURES_PER_SECOND', 1, 1, 1_000_000),
     authFailureSources: int(env, 'AUTH_FAILURE_SOURCES', 10_000, 1, 10_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
-    wsMaxSockets: int(env, 'WS_MAX_SOCKETS', 50_000, 1, 10_000_000),
+    ...(env.WS_MAX_SOCKETS || openFiles === undefined
+      ? { wsMaxSockets: int(env, 'WS_MAX_SOCKETS', WS_MAX_SOCKETS, 1, 10_000_000), wsMaxSocketsFromFiles: undefined }
+      : { wsMaxSockets: Math.min(WS_MAX_SOCKETS, socketsFor(openFiles)), wsMaxSocketsFromFiles: openFiles }),
     wsHandshakesPerSource: int(env, 'WS_HANDSHAKES_PER_SOURCE', 1000, 0, 10_000_000),
     wsHandshakesPerSecond: int(env, 'WS_HANDSHAKES_PER_SECOND', 8000, 0, 10_000_000),
     wsSubscribesPerSource: int(env, 'WS_SUBSCRIBES_PER_SOURCE', 2000, 0, 10_000_000),

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, OWN_FILES, loadConfig, openFileLimit, socketsFor, type Config } from './config.js';
 import { createLogger, errorFields, type Logger } from './log.js';
 import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
@@ -22,30 +21,24 @@ function parseArgs(args: string[], config: Config): { fresh: boolean } {
   return { fresh };
 }
 
-/** Files the process keeps beside its sockets: Postgres, NATS, publishers, logs, the event loop's own. */
-const OWN_FILES = 1024;
-
 /**
- * Node raises its soft open-file limit to the hard one as it starts. In a silent reconnect storm
- * the process holds each vanished client's dead socket beside its new one until the idle timeout
- * (docs/storms.md), so a full pod needs files for twice WS_MAX_SOCKETS: short of that, accept()
- * fails and new handshakes wait unanswered in the kernel until dead sockets are reaped (measured
- * at 12 s). Only Linux says the limit in /proc; elsewhere nothing is checked.
+ * The socket cap against the open-file limit. Unset, WS_MAX_SOCKETS was derived from the limit
+ * (config.ts): said once, as information. Set above what the limit allows, the operator is warned:
+ * in a silent reconnect storm the process holds each vanished client's dead socket beside its new
+ * one until the idle timeout (docs/storms.md), and short of files accept() fails and new
+ * handshakes wait unanswered in the kernel until dead sockets are reaped (measured at 12 s).
  */
 function checkOpenFiles(config: Config, log: Logger): void {
-  let limit: number;
-  try {
-    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
-    if (!line || line === 'unlimited') return;
-    limit = Number(line);
-  } catch {
+  if (config.wsMaxSocketsFromFiles !== undefined) {
+    log.info('WS_MAX_SOCKETS is not set: the socket cap is what the open-file limit leaves for a reconnect storm', { wsMaxSockets: config.wsMaxSockets, openFiles: config.wsMaxSocketsFromFiles });
     return;
   }
+  const limit = openFileLimit();
   const needs = 2 * config.wsMaxSockets + OWN_FILES;
-  if (limit < needs) {
-    log.warn('the open-file limit is under what a reconnect storm of a full pod needs', {
+  if (limit !== undefined && limit < needs) {
+    log.warn('WS_MAX_SOCKETS is more than the open-file limit allows through a reconnect storm of a full pod', {
       limit, needs, wsMaxSockets: config.wsMaxSockets,
-      remedy: `raise the limit to ${needs} (ulimit -n, systemd LimitNOFILE, the container runtime's nofile) or set WS_MAX_SOCKETS to at most ${Math.max(1, Math.floor((limit - OWN_FILES) / 2))}`,
+      remedy: `raise the limit to ${needs} (ulimit -n, systemd LimitNOFILE, the container runtime's nofile) or set WS_MAX_SOCKETS to at most ${socketsFor(limit)}`,
     });
   }
 }
@@ -64,17 +57,14 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel, config.logPretty);
+  // Before anything is started (the embedded Postgres), so nothing outlives the refusal.
   if (!uwsBuild.native) {
-    // Only v20.30 has a pure-JS fallback, and only when it was among the builds tried.
-    if (!config.allowUwsFallback || !uwsBuild.hasFallback) {
-      process.stderr.write(`cannot start: ${noBuildMessage()}\n`);
-      process.exit(1);
-    }
-    log.warn('RUNNING ON THE PURE-JS uWebSockets.js FALLBACK: expect a fraction of the normal throughput', { why: uwsBuild.failure });
+    process.stderr.write(`cannot start: ${noBuildMessage()}\n`);
+    process.exit(1);
   }
   checkOpenFiles(config, log);
   log.info('starting', {
-    node: process.version, uws: uwsBuild.native ? uwsBuild.name : 'fallback', port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
+    node: process.version, uws: uwsBuild.name, port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });
 
   let embedded: EmbeddedServer | undefined;

@@ -62,7 +62,7 @@ export interface ServiceOptions {
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild, version: VERSION, reuseMs: config.metricsCacheMs });
+  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
   const state = { starting: true, draining: false };
   /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
   const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);

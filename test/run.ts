@@ -10,7 +10,13 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js';
+import { noBuildMessage, uwsBuild } from '../src/http/uws.js';
 
+// Every server test would fail alike: say it once, before a database is started for nothing.
+if (!uwsBuild.native) {
+  process.stderr.write(`npm test: cannot run: ${noBuildMessage()}\n`);
+  process.exit(1);
+}
 const log = createLogger('info', true, (l) => process.stderr.write(l));
 let embedded: EmbeddedServer | undefined;
 let dir = '';

@@ -29,6 +29,11 @@ interface ReplayArgs {
   catalogue?: string;
 }
 
+/** Why a path cannot be read, in words rather than the system's codes. */
+const UNREADABLE: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file or folder', EACCES: 'permission denied', ENOTDIR: 'a part of the path is not a folder', ELOOP: 'too many symbolic links',
+};
+
 /** Problems shown on stderr; the rest are counted only, so a damaged file cannot flood a terminal. */
 const SHOWN_PROBLEMS = 100;
 const MAX_SPEED = 1_000_000;
@@ -59,8 +64,9 @@ export async function loadCatalogue(file: string): Promise<Catalogue> {
 
 const clock = (pt: number | undefined) => (pt === undefined ? '-' : new Date(pt).toISOString().replace('T', ' ').slice(0, 19));
 
+/** What was read and sent; bad lines are the recording's, apart from a batch the service refused (said before it). */
 function summary(stats: ReplayStats, markets: number, seconds: number): string {
-  return `${stats.messages} messages, ${markets} markets, ${stats.images} images, ${stats.refused} refused, ${seconds.toFixed(2)} s`;
+  return `${stats.messages} messages, ${markets} markets, ${stats.images} images, ${stats.refused} bad lines, ${seconds.toFixed(2)} s`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -73,8 +79,8 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return 0;
     }
-    files = await expand(args.paths).catch((err: Error) => {
-      throw new UsageError(`cannot read ${err.message.replace(/^\w+: /, '')}`);
+    files = await expand(args.paths).catch((err: NodeJS.ErrnoException) => {
+      throw new UsageError(`cannot read ${err.path ?? 'a file'}: ${UNREADABLE[err.code ?? ''] ?? err.message}`);
     });
     if (args.catalogue) catalogue = await loadCatalogue(args.catalogue);
   } catch (err) {

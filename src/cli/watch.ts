@@ -14,7 +14,8 @@ import { toolSocket } from './socket.js';
 
 const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
-  --url       odds WebSocket endpoint (default ws://127.0.0.1:8080/ws)
+  --url       odds WebSocket endpoint (default: the service at URL, as http:// or ws://, else
+              ws://127.0.0.1:PORT/ws, PORT 8080 when unset)
   --key       API key, with AUTH=on (sent in the x-api-key header; ?key= in --url works too)
   --format    wire format: json (default) or proto
   --hb        heartbeat after this many ms of silence, 500 to 30000
@@ -23,9 +24,11 @@ const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY
   --sport     every market of these sports' events, and markets created later (repeatable, or a comma list)
   --depth     ladder levels a side, 1 to ${MAX_DEPTH}
   --conflate  at most one frame per market per this many ms: 0, or ${CONFLATE.min} to ${CONFLATE.max}
-Market IDs are optional when --event or --sport is given. Exit 0 on Ctrl-C; 1 when the server
-cannot be reached or refuses the connection (its reason is printed); 2 for a bad command line or
-when the server refuses the subscribe (every market, event and sport asked for).`;
+  -h, --help  this text
+Market IDs are optional when --event or --sport is given; a market the service does not know is
+named on stderr, and watched in case it is created. Exit 0 on Ctrl-C; 1 when the server cannot be
+reached or refuses the connection (its reason is printed); 2 for a bad command line or when the
+server refuses the subscribe (every market, event and sport asked for).`;
 
 interface WatchOptions {
   url: string;
@@ -58,7 +61,25 @@ function whole(value: string | undefined, option: string, ok: (n: number) => boo
   return n;
 }
 
-export function parseArgs(argv: string[]): WatchOptions {
+/**
+ * Where the service is when --url is not given: URL (its address, as `npm start` prints it, or its
+ * socket), else PORT on this machine, as `npm start` reads them.
+ */
+export function defaultUrl(env: NodeJS.ProcessEnv): string {
+  if (!env.URL) return `ws://127.0.0.1:${env.PORT || 8080}/ws`;
+  let url: URL;
+  try {
+    url = new URL(env.URL);
+  } catch {
+    throw new UsageError(`URL must be the service's address (http://HOST:PORT) or its socket (ws://HOST:PORT/ws), got ${env.URL}`);
+  }
+  if (!/^(http|ws)s?:$/.test(url.protocol)) throw new UsageError(`URL must be an http(s):// or ws(s):// address, got ${env.URL}`);
+  url.protocol = url.protocol.replace('http', 'ws');
+  if (url.pathname === '/') url.pathname = '/ws';
+  return url.toString();
+}
+
+export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): WatchOptions | 'help' {
   let parsed;
   try {
     parsed = parseOptions({
@@ -66,12 +87,14 @@ export function parseArgs(argv: string[]): WatchOptions {
       options: {
         url: { type: 'string' }, key: { type: 'string' }, format: { type: 'string' }, hb: { type: 'string' }, raw: { type: 'boolean' },
         event: { type: 'string', multiple: true }, sport: { type: 'string', multiple: true }, depth: { type: 'string' }, conflate: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
       },
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
   const { values, positionals } = parsed;
+  if (values.help) return 'help';
   const format = values.format ?? 'json';
   if (format !== 'json' && format !== 'proto') throw new UsageError(`--format must be json or proto, got ${format}`);
   let hb: number | undefined;
@@ -79,7 +102,7 @@ export function parseArgs(argv: string[]): WatchOptions {
     hb = parseHeartbeat(values.hb);
     if (hb === undefined) throw new UsageError(`--hb must be a whole number from ${HEARTBEAT.min} to ${HEARTBEAT.max}, got ${values.hb}`);
   }
-  const url = values.url ?? 'ws://127.0.0.1:8080/ws';
+  const url = values.url ?? defaultUrl(env);
   if (!/^wss?:\/\//.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
   const eids = ids(values.event, '--event');
   const sis = ids(values.sport, '--sport');
@@ -128,6 +151,37 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
   }
 }
 
+/** REST's market lookup beside the socket: the result lookup leaves unknown markets out. */
+export function resultsUrl(wsUrl: string, mids: readonly string[]): string {
+  const url = new URL(wsUrl);
+  url.protocol = url.protocol.replace('ws', 'http');
+  url.pathname = '/api/v1/markets/result';
+  url.search = `?mid=${mids.join(',')}`;
+  return url.toString();
+}
+
+/** REST's limit on one ID list. */
+const IDS_PER_LOOKUP = 50;
+const LOOKUP_TIMEOUT_MS = 5000;
+
+/** The market IDs asked for that the service does not know; none when it cannot be asked (it is only a hint). */
+async function unknownMarkets(opts: WatchOptions): Promise<string[]> {
+  const key = opts.key ?? new URL(opts.url).searchParams.get('key') ?? undefined;
+  const unknown: string[] = [];
+  try {
+    for (let i = 0; i < opts.mids.length; i += IDS_PER_LOOKUP) {
+      const mids = opts.mids.slice(i, i + IDS_PER_LOOKUP);
+      const res = await fetch(resultsUrl(opts.url, mids), { headers: key ? { 'x-api-key': key } : {}, signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS) });
+      if (!res.ok) return [];
+      const known = new Set(((await res.json()) as { mid: string }[]).map((r) => r.mid));
+      unknown.push(...mids.filter((mid) => !known.has(mid)));
+    }
+  } catch {
+    return [];
+  }
+  return unknown;
+}
+
 /** The one subscribe a command line asks for; deltas, since the client rebuilds every image from them. */
 export function subscriptionOf(opts: WatchOptions): Subscription {
   const sub: Subscription = { delta: true };
@@ -147,7 +201,12 @@ function main(argv: string[]): void {
   });
   let opts: WatchOptions;
   try {
-    opts = parseArgs(argv);
+    const parsed = parseArgs(argv);
+    if (parsed === 'help') {
+      process.stdout.write(`${USAGE}\n`);
+      return;
+    }
+    opts = parsed;
   } catch (err) {
     process.exitCode = refuseStart('watch', USAGE, err);
     return;
@@ -180,7 +239,12 @@ function main(argv: string[]): void {
   });
   // A refusal is printed as its ack line. It refuses the one subscribe, so everything asked for:
   // nothing is left to watch.
-  client.subscribe(subscriptionOf(opts)).catch((err: unknown) => {
+  client.subscribe(subscriptionOf(opts)).then(async () => {
+    // The service takes a subscribe of a market it does not know (it may be created later) and
+    // sends nothing for it: say so rather than wait in silence.
+    const unknown = await unknownMarkets(opts);
+    if (unknown.length) process.stderr.write(`watch: the service knows no market ${unknown.join(', ')}; watching in case it is created\n`);
+  }, (err: unknown) => {
     if (!(err instanceof RefusedError)) return;
     process.exitCode = 2;
     client.close();

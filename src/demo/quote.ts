@@ -1,23 +1,24 @@
 import type { PriceSize, RunnerOdds } from '../odds/messages.js';
-import { tickDown, tickUp } from './ticks.js';
+import type { MarketType } from '../refdata/types.js';
+import { isOnLadder, snap, tickDown, tickUp } from './ticks.js';
 
 /** A line's one book still needs a runner ID on the wire; 1 is the simulator's convention. */
 export const LINE_RID = 1;
-/** Half-width of each runner's log-strength step; in play trades far more nervously. */
-const STEP = { inPlay: 0.03, preMatch: 0.01 };
-/** Pull back towards the opening strengths, so a long demo never drifts to 1.01 v 1000. */
-const REVERSION = 0.005;
-/** Fair prices stay inside this, which leaves room for three back and lay levels. */
-const FAIR_MIN = 1.1;
-const FAIR_MAX = 500;
+/** Levels a side, where the ladder has room for them. */
 const LEVELS = 3;
+/** Chances are priced no longer than 900, so the lay side keeps a tick of the ladder above. */
+const MIN_CHANCE = 1 / 900;
 
-/** What a market's quotes move from one to the next: runners' strengths and traded volume, or a line. */
+/**
+ * What a bookmaker keeps on top of the fair price: its back prices are shorter by this share,
+ * so its back book sums to about 100% plus it. The exchange's own markets carry only the tick
+ * rounding (their best back is the tick just under fair, their best lay at or over it).
+ */
+export const MARGIN: Partial<Record<MarketType, number>> = { bookmaker: 0.03, bookmaker2: 0.05 };
+
+/** What a market's quotes move from one to the next: traded volume, or a line. */
 export interface Prices {
   rids: number[];
-  /** Log weights of the runners; their softmax is the fair probability (sums to 100%). */
-  strength: number[];
-  base: number[];
   /** No line of a line market, and where it opened. */
   line: number;
   baseLine: number;
@@ -26,26 +27,21 @@ export interface Prices {
 }
 
 /**
- * The simulator's prices: runners' ladders from drifting strengths with what
- * last traded and how much, one line for the fancy markets, exchange tick
- * sizes and plausible stakes, all from one random source so a seeded run repeats.
+ * The simulator's prices: runners' ladders around the fair chances its fixture's model gives,
+ * with what last traded and how much, one line for the fancy markets, exchange tick sizes and
+ * plausible stakes, all from one random source so a seeded run repeats.
  */
 export class Quoter {
   constructor(private readonly random: () => number) {}
 
-  runners(inPlay: boolean, book: Prices): RunnerOdds[] {
-    const width = inPlay ? STEP.inPlay : STEP.preMatch;
-    let total = 0;
-    for (let i = 0; i < book.strength.length; i++) {
-      const s = book.strength[i];
-      book.strength[i] = s + REVERSION * (book.base[i] - s) + (2 * this.random() - 1) * width;
-      total += Math.exp(book.strength[i]);
-    }
+  /** Each runner's ladders around its fair chance (`fair[i]`), less the market's margin on the back side. */
+  runners(book: Prices, fair: readonly number[], margin: number): RunnerOdds[] {
     return book.rids.map((rid, i) => {
-      const fair = Math.min(FAIR_MAX, Math.max(FAIR_MIN, total / Math.exp(book.strength[i])));
-      // Best back just under fair and best lay at or over it: the back book carries the overround.
-      const back = tickDown(fair);
-      const lay = tickUp(back, this.chance(0.7) ? 1 : this.int(2, 3));
+      const chance = Math.min(1, Math.max(fair[i], MIN_CHANCE));
+      // Best back under fair (by the margin, then to the tick below); best lay at or over fair, so the lay book stays under 100%.
+      const back = tickDown(1 / (chance * (1 + margin)));
+      const atFair = isOnLadder(1 / chance) ? snap(1 / chance) : tickUp(1 / chance);
+      const lay = Math.max(atFair, tickUp(back, this.chance(0.7) ? 1 : this.int(2, 3)));
       // Since the last quote a stake was matched at one of the best prices.
       book.tv[i] = Math.round((book.tv[i] + this.size()) * 100) / 100;
       const ltp = this.chance(0.5) ? back : lay;
@@ -53,10 +49,12 @@ export class Quoter {
     });
   }
 
-  /** Best price first, each further level one or two ticks worse. */
+  /** Best price first, each further level one or two ticks worse, as far as the ladder goes (1.01 to 1000). */
   private levels(best: number, worse: (price: number, n: number) => number): PriceSize[] {
     const out: PriceSize[] = [[best, this.size()]];
-    while (out.length < LEVELS) out.push([worse(out[out.length - 1][0], this.int(1, 2)), this.size()]);
+    for (let price = worse(best, this.int(1, 2)); out.length < LEVELS && price !== out[out.length - 1][0]; price = worse(price, this.int(1, 2))) {
+      out.push([price, this.size()]);
+    }
     return out;
   }
 

@@ -19,10 +19,11 @@ function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket
     const event = model.event(m.eid);
     const inPlay = event?.ip ?? false;
     const closed = m.go || (event?.go ?? false);
+    const fixture = { eid: m.eid, st: event?.st ?? '' };
     if (m.m) {
-      for (const n of m.m) if (ours(n.mid)) out.push({ mid: n.mid, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
+      for (const n of m.m) if (ours(n.mid)) out.push({ ...fixture, mid: n.mid, na: m.na, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
     } else if (ours(m.mid)) {
-      out.push({ mid: m.mid, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
+      out.push({ ...fixture, mid: m.mid, na: m.na, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
     }
   }
   return out;

@@ -1,14 +1,22 @@
 /**
  * The demo odds simulator: animates the listed markets like a betting exchange
- * and hands the changed books to `publish`, which feeds them through the ingest path. Each market
- * keeps its state across ticks, so prices drift by a few ticks instead of jumping.
+ * and hands the changed books to `publish`, which feeds them through the ingest path. Each
+ * fixture's markets are priced from one model of it (model.ts) that moves as a whole, so its
+ * markets agree; each market keeps its state across ticks, so prices drift by a few ticks
+ * instead of jumping.
  */
 import type { MarketStatus, OddsImage, RunnerOdds } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
-import { LINE_RID, Quoter, type Prices } from './quote.js';
+import { FixtureModel } from './model.js';
+import { LINE_RID, MARGIN, Quoter, type Prices } from './quote.js';
 
 export interface SimMarket {
   mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
+  /** Its name, which says what a market of its type asks ("Set 1 Winner", "Over/Under 2.5 Goals"). */
+  na: string;
+  /** Its event, and the event's start: together they name the fixture whose model prices it. */
+  eid: number;
+  st: string;
   /** Where a line market opens, [min, max]; its type's usual range when absent. */
   line?: readonly [number, number];
 }
@@ -46,10 +54,20 @@ interface Book extends Prices {
   hold: number; // ticks left in a SUSPENDED or BALL_RUNNING pause
   /** Last published ladders, republished unchanged while paused. */
   r: RunnerOdds[];
+  /** The model and its version the ladders were quoted at. */
+  model: FixtureModel | undefined;
+  version: number;
+}
+
+/** A fixture's model, and the tick it last had its chance to move. */
+interface Fixture {
+  readonly model: FixtureModel;
+  tick: number;
 }
 
 export class Simulator {
   private readonly books = new Map<string, Book>();
+  private readonly fixtures = new Map<string, Fixture>();
   private readonly random: () => number;
   private readonly quoter: Quoter;
   private readonly now: () => number;
@@ -86,7 +104,7 @@ export class Simulator {
     for (let k = 0; k < n; k++) {
       const m = all[(this.cursor + k) % all.length];
       const book = this.bookFor(m);
-      if (book && this.advance(m, book)) {
+      if (book && this.advance(m, book, this.fixtureOf(m))) {
         const image: OddsImage = { mid: m.mid, ts, st: book.st as MarketStatus, ip: m.inPlay, r: book.r };
         if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
         out.push(image);
@@ -105,18 +123,34 @@ export class Simulator {
     const book = this.books.get(m.mid);
     // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
     if (book && sameRids(book.rids, m.rids) && !(book.st === 'CLOSED' && !m.closed)) return book;
-    const base = m.rids.map(() => Math.log(0.3 + this.random()));
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {
-      st: null, ip: m.inPlay, hold: 0, rids: [...m.rids], strength: [...base], base,
+      st: null, ip: m.inPlay, hold: 0, rids: [...m.rids], model: undefined, version: 0,
       line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
     return fresh;
   }
 
+  /**
+   * The model of the market's fixture, given its chance to move once a tick: it moves as often as
+   * a market did before, and every open market of the fixture then quotes from where it moved to.
+   */
+  private fixtureOf(m: SimMarket): FixtureModel {
+    const key = `${m.eid} ${m.st}`;
+    let f = this.fixtures.get(key);
+    if (!f) {
+      f = { model: new FixtureModel(this.random), tick: this.ticks };
+      this.fixtures.set(key, f);
+    } else if (f.tick !== this.ticks) {
+      f.tick = this.ticks;
+      if (this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch)) f.model.move(m.inPlay);
+    }
+    return f.model;
+  }
+
   /** Moves the book one tick; true when its image changed and must be published. */
-  private advance(m: SimMarket, book: Book): boolean {
+  private advance(m: SimMarket, book: Book, model: FixtureModel): boolean {
     if (book.st === 'CLOSED') return false;
     if (m.closed) {
       book.st = 'CLOSED';
@@ -125,7 +159,7 @@ export class Simulator {
     }
     if (!m.active) {
       const unchanged = book.st === 'SUSPENDED' && book.ip === m.inPlay;
-      if (!book.r.length) book.r = this.quote(m, book, false);
+      if (!book.r.length) book.r = this.quote(m, book, model, false);
       book.st = 'SUSPENDED';
       book.hold = 0; // inactive is no timed pause: it lasts until the market is active again
       return !unchanged;
@@ -137,8 +171,10 @@ export class Simulator {
       return this.pause(book, 'BALL_RUNNING', 1, 2);
     }
     const unchanged = wasOpen && book.ip === m.inPlay;
-    if (unchanged && !this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch)) return false;
-    book.r = this.quote(m, book, book.st === 'BALL_RUNNING');
+    // A runner market quotes again when its fixture moved; a line moves by itself.
+    const moves = book.rids.length ? book.model !== model || book.version !== model.version : this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch);
+    if (unchanged && !moves) return false;
+    book.r = this.quote(m, book, model, book.st === 'BALL_RUNNING');
     book.st = 'OPEN';
     return true;
   }
@@ -150,14 +186,19 @@ export class Simulator {
     return true;
   }
 
-  private quote(m: SimMarket, book: Book, afterBall: boolean): RunnerOdds[] {
-    return book.rids.length ? this.quoter.runners(m.inPlay, book) : [this.quoter.line(book, afterBall)];
+  private quote(m: SimMarket, book: Book, model: FixtureModel, afterBall: boolean): RunnerOdds[] {
+    if (!book.rids.length) return [this.quoter.line(book, afterBall)];
+    book.model = model;
+    book.version = model.version;
+    return this.quoter.runners(book, model.fair({ ty: m.ty, na: m.na, rids: book.rids }), MARGIN[m.ty] ?? 0);
   }
 
-  /** Drops books of markets no longer listed, so a long-running demo does not grow. */
+  /** Drops books of markets and models of fixtures no longer listed, so a long-running demo does not grow. */
   private prune(all: SimMarket[]): void {
     const listed = new Set(all.map((m) => m.mid));
     for (const mid of this.books.keys()) if (!listed.has(mid)) this.books.delete(mid);
+    const fixtures = new Set(all.map((m) => `${m.eid} ${m.st}`));
+    for (const key of this.fixtures.keys()) if (!fixtures.has(key)) this.fixtures.delete(key);
   }
 }
 

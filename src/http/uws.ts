@@ -7,9 +7,10 @@ import type * as Uws from 'uWebSockets.js';
  *
  * - v20.57 (`@btc-vision/uwebsockets.js`): binaries for Node 20, 22, 24 and 25,
  *   linked against glibc 2.38 or newer (Debian 13, Ubuntu 24.04).
- * - v20.30 (`@trufflesuite/uws-js-unofficial`): binaries for Node 16 to 20 on
- *   older glibc (Debian 12 has 2.36), and a slow pure-JS server it silently
- *   falls back to when its binary does not load.
+ * - v20.30 (`@trufflesuite/uws-js-unofficial`, an optional dependency the image
+ *   leaves out): binaries for Node 16 to 20 on older glibc (Debian 12 has 2.36).
+ *   When its binary does not load it gives a pure-JS server instead, which lacks
+ *   much of the API the service uses, so that counts as not loading.
  *
  * The newest build that loads natively wins. This runs when the module is first
  * imported, because every route module needs the loaded library: so the choice
@@ -24,10 +25,9 @@ const PACKAGES: Record<UwsBuildName, string> = { '20.57': 'uWebSockets.js-v20.57
 interface UwsBuild {
   /** The build in use, or undefined when none loaded natively (see `failure`). */
   readonly name: UwsBuildName | undefined;
+  /** Empty when no build loaded: nothing may listen then. */
   readonly lib: typeof Uws;
-  /** False when no build loaded natively: `lib` is then v20.30's pure-JS fallback if it offered one. */
   readonly native: boolean;
-  readonly hasFallback: boolean;
   /** Why each build that was tried did not load, in one line. */
   readonly failure: string;
 }
@@ -44,19 +44,17 @@ export function glibcVersion(): string | undefined {
 function load(wanted: string | undefined): UwsBuild {
   const order: readonly UwsBuildName[] = wanted && (UWS_BUILDS as readonly string[]).includes(wanted) ? [wanted as UwsBuildName] : UWS_BUILDS;
   const why: string[] = [];
-  let fallback: typeof Uws | undefined;
   for (const name of order) {
     try {
       // v20.30 prints paragraphs when its binary is missing; the service says it in one line of its own.
       const lib = quietly(() => require(PACKAGES[name]) as typeof Uws);
-      if (isNative(lib)) return { name, lib, native: true, hasFallback: false, failure: why.join('; ') };
-      fallback ??= lib;
-      why.push(`v${name} gave its slow pure-JS fallback instead of a native binary`);
+      if (isNative(lib)) return { name, lib, native: true, failure: why.join('; ') };
+      why.push(`v${name} gave its pure-JS fallback instead of a native binary`);
     } catch (err) {
-      why.push(`v${name}: ${lastLine(err)}`);
+      why.push(`v${name}: ${notInstalled(err, PACKAGES[name]) ? 'not installed' : lastLine(err)}`);
     }
   }
-  return { name: undefined, lib: fallback ?? ({} as typeof Uws), native: false, hasFallback: fallback !== undefined, failure: why.join('; ') };
+  return { name: undefined, lib: {} as typeof Uws, native: false, failure: why.join('; ') };
 }
 
 function quietly<T>(f: () => T): T {
@@ -69,6 +67,10 @@ function quietly<T>(f: () => T): T {
   }
 }
 
+/** An optional build a production install left out: its package is missing, not broken. */
+const notInstalled = (err: unknown, pkg: string): boolean =>
+  (err as { code?: string }).code === 'MODULE_NOT_FOUND' && (err as Error).message.startsWith(`Cannot find module '${pkg}'`);
+
 /** The loaders wrap the dynamic linker's message in paragraphs of advice; its last line says what failed. */
 function lastLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
@@ -77,10 +79,9 @@ function lastLine(err: unknown): string {
 
 export const uwsBuild: UwsBuild = load(process.env.UWS_BUILD || undefined);
 
-/** The one line a start prints when no build can serve on this host. */
+/** The one line `npm start` and `npm test` print when no build can serve on this host. */
 export function noBuildMessage(build: UwsBuild = uwsBuild): string {
   const glibc = glibcVersion();
   return `no uWebSockets.js build loads natively on Node ${process.version} (ABI ${process.versions.modules}) with ${glibc ? `glibc ${glibc}` : 'no glibc'}: ${build.failure}. `
-    + 'Run Node 22 or 24 on a host with glibc 2.38 or newer (Debian 13, Ubuntu 24.04), or Node 20 on an older glibc'
-    + (build.hasFallback ? ' (ALLOW_UWS_FALLBACK=on runs the slow fallback)' : '');
+    + 'Run Node 22 or 24 on a host with glibc 2.38 or newer (Debian 13, Ubuntu 24.04), or Node 20 on an older glibc';
 }

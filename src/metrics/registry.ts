@@ -4,8 +4,8 @@ import type pg from 'pg';
 interface ServiceGauges {
   pool: pg.Pool;
   modelSize(): { sports: number; events: number; markets: number; results: number };
-  /** The uWebSockets.js build loaded (http/uws.ts) and whether it is native. */
-  uws: { name: string | undefined; native: boolean };
+  /** The uWebSockets.js build loaded (http/uws.ts): 20.57 or 20.30. */
+  uws: string;
   version: string;
   /** How long one render of the exposition answers every scrape (METRICS_CACHE_MS). */
   reuseMs: number;
@@ -40,10 +40,8 @@ export class ServiceMetrics {
     }
     new Gauge({ name: 'odds_build_info', help: 'Always 1; labels carry the version', labelNames: ['version', 'node'], registers })
       .set({ version: g.version, node: process.version }, 1);
-    new Gauge({ name: 'odds_uws_native', help: '1 when the native uWebSockets.js binary is in use, 0 on the slow JS fallback', registers })
-      .set(g.uws.native ? 1 : 0);
-    new Gauge({ name: 'odds_uws_build_info', help: 'Always 1; the label names the uWebSockets.js build in use (20.57, 20.30, or fallback)', labelNames: ['build'], registers })
-      .set({ build: g.uws.native ? g.uws.name! : 'fallback' }, 1);
+    new Gauge({ name: 'odds_uws_build_info', help: 'Always 1; the label names the uWebSockets.js build in use (20.57 or 20.30)', labelNames: ['build'], registers })
+      .set({ build: g.uws }, 1);
     new Gauge({
       name: 'odds_pg_pool_connections', help: 'Postgres pool connections by state', labelNames: ['state'], registers,
       collect() {

@@ -14,6 +14,9 @@ const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'b
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 
 const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+/** As every betting screen shows odds: 2.00, never 2; from 100 the ladder is whole (110), and shown so. A line book's price is a run line: 58. */
+const odds = (p: number): string => (p < 100 ? p.toFixed(2) : String(p));
+const runs = (p: number): string => String(p);
 
 /** A delay in ms as a book shows it: ms up to 10 s, then whole seconds. */
 export const delayText = (ms: number): string => (ms < 10_000 ? `${Math.round(Math.max(0, ms))} ms` : `${Math.round(ms / 1000)} s`);
@@ -26,7 +29,7 @@ class Cell {
   private p: number | undefined;
   private s: number | undefined;
 
-  constructor(side: 'b' | 'l', level: number) {
+  constructor(side: 'b' | 'l', level: number, private readonly text: (price: number) => string) {
     this.el = h('td', { class: `c ${side} d${level}` }, h('b', null, this.price), h('small', null, this.size));
   }
 
@@ -39,7 +42,7 @@ class Cell {
         // Alternating between two identical animations restarts the mark without a forced layout.
         this.el.classList.toggle('again');
       }
-      this.price.data = p === undefined ? '' : String(p);
+      this.price.data = p === undefined ? '' : this.text(p);
       this.p = p;
     }
     if (s !== this.s) {
@@ -58,10 +61,10 @@ class RunnerRow {
   private st: RunnerStatus | undefined;
   private ltp: number | undefined;
 
-  constructor(name: string, levels: number) {
+  constructor(name: string, levels: number, text: (price: number) => string) {
     for (let i = 0; i < levels; i++) {
-      this.back.push(new Cell('b', i + 1));
-      this.lay.push(new Cell('l', i + 1));
+      this.back.push(new Cell('b', i + 1, text));
+      this.lay.push(new Cell('l', i + 1, text));
     }
     // Best back and best lay meet in the middle, as on an exchange.
     const head = h('th', { scope: 'row' }, name, h('em', null, this.tag), h('small', { class: 'ltp' }, this.traded));
@@ -74,7 +77,7 @@ class RunnerRow {
       this.lay[i].show(r?.l[i]);
     }
     if (r?.ltp !== this.ltp) {
-      this.traded.data = r?.ltp === undefined ? '' : `LTP ${r.ltp}`;
+      this.traded.data = r?.ltp === undefined ? '' : `LTP ${odds(r.ltp)}`;
       this.ltp = r?.ltp;
     }
     const st = r?.st;
@@ -103,6 +106,7 @@ export class BookView {
   private tv: number | undefined;
   private readonly resultLine: HTMLElement;
   private readonly levels: number;
+  private readonly text: (price: number) => string;
   private st: MarketStatus | undefined;
   private shown: BookState | undefined;
 
@@ -115,6 +119,7 @@ export class BookView {
     title?: string,
   ) {
     this.levels = runners ? DEPTH : 1;
+    this.text = runners ? odds : runs;
     const heads = runners ? ['Back', 'Lay'] : ['Yes', 'No'];
     const pad = (n: number) => Array.from({ length: n }, (_, i) => h('th', { class: `d${this.levels - i}` }));
     this.body = h('tbody');
@@ -167,7 +172,7 @@ export class BookView {
   }
 
   private row(rid: number, name: string): RunnerRow {
-    const row = new RunnerRow(name, this.levels);
+    const row = new RunnerRow(name, this.levels, this.text);
     this.rows.set(rid, row);
     this.body.append(row.el);
     return row;

@@ -25,12 +25,15 @@ export interface Running {
 
 /**
  * The service with `env` over the suite's (DATABASE_URL removed: an embedded server unless given;
- * HOST 127.0.0.1 unless given, undefined removing it) and `args` on its command line.
+ * HOST 127.0.0.1 unless given, undefined removing it) and `args` on its command line; under an
+ * open-file limit of `openFiles` (soft and hard) when given, else the suite's.
  */
-export function startMain(env: Record<string, string | undefined>, waitForUrl = true, args: string[] = []): Promise<Running> {
+export function startMain(env: Record<string, string | undefined>, waitForUrl = true, args: string[] = [], openFiles?: number): Promise<Running> {
   const base = { ...process.env };
   delete base.DATABASE_URL;
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [process.execPath, MAIN, ...args];
+  const command = openFiles === undefined ? argv : ['/bin/sh', '-c', 'ulimit -n "$0" && exec "$@"', String(openFiles), ...argv];
+  const child = spawn(command[0]!, command.slice(1), { env: { ...base, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));

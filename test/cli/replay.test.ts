@@ -13,7 +13,7 @@ import { runTool, tempDir } from './processes.js';
 
 const CLI = new URL('../../src/cli/replay.js', import.meta.url).pathname;
 const ingestUrl = (base: string) => base.replace(/^http/, 'ws') + '/ingest';
-const SUMMARY = /^(\d+) messages, (\d+) markets, (\d+) images, (\d+) refused, \d+\.\d\d s$/m;
+const SUMMARY = /^(\d+) messages, (\d+) markets, (\d+) images, (\d+) bad lines, \d+\.\d\d s$/m;
 
 t.test('command line', async (t) => {
   t.match(parseArgs(['a.bz2', 'dir']), { paths: ['a.bz2', 'dir'], speed: 1, url: 'ws://127.0.0.1:8080/ingest' });
@@ -29,7 +29,7 @@ t.test('command line', async (t) => {
 t.test('a missing file or a bad catalogue: exit 2 with the usage, nothing sent', async (t) => {
   const r = await runTool(CLI, ['/nonexistent/file.bz2', '--url', 'ws://127.0.0.1:9/ingest'], {});
   t.equal(r.code, 2);
-  t.match(r.stderr, /^replay: cannot read .*\/nonexistent\/file\.bz2/);
+  t.match(r.stderr, /^replay: cannot read \/nonexistent\/file\.bz2: no such file or folder\n/);
   t.match(r.stderr, /usage: npm run replay/);
   const dir = await tempDir(t);
   await writeFile(join(dir, 'catalogue.json'), '{"result": [{"marketName": "no ID"}]}');
@@ -144,4 +144,5 @@ t.test('a refused batch stops the replay with the service\'s message; exit 1', a
   t.equal(r.code, 1);
   t.match(r.stderr, /^replay: stopped: batch 1 refused: data must hold 1 to 2 items, got \d+$/m);
   t.match(r.stdout, SUMMARY);
+  t.notMatch(r.stdout, /refused/, 'the summary does not contradict the refusal with "0 refused"');
 });

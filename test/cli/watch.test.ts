@@ -18,8 +18,8 @@ interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: stri
  * matches it, as a user watching the feed would; a hard kill after 15 s keeps a broken CLI from
  * hanging the suite.
  */
-function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout'): Promise<Run> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout', env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: undefined, URL: undefined, ...env } });
   let stdout = '';
   let stderr = '';
   let interrupted = false;
@@ -70,6 +70,21 @@ t.test('against the live service', async (t) => {
       t.ok(odds.length > 0 && odds.every((m) => m.r!.every((x) => x.b.length <= 1 && x.l.length <= 1)), 'odds frames cut to one level');
     });
   }
+
+  t.test('a market the service does not know: said on stderr, and watched in case it is created', async (t) => {
+    const r = await run(['--url', wsUrl, MID, '1.999999999'], /knows no market/, 'stderr');
+    t.equal(r.code, 0);
+    t.match(r.stdout, /^\S+ ack id=1 ok Subscribed from market 1\.200001001,1\.999999999$/m);
+    t.equal(r.stderr, 'watch: the service knows no market 1.999999999; watching in case it is created\n', 'only the unknown one named');
+  });
+
+  t.test('without --url: the service at URL, or on this machine at PORT', async (t) => {
+    for (const env of [{ PORT: new URL(svc.url).port }, { URL: svc.url }]) {
+      const r = await run([MID], ODDS_LINE, 'stdout', env);
+      t.equal(r.code, 0, `${JSON.stringify(env)}: exit code (stderr: ${r.stderr})`);
+      t.match(r.stdout, ODDS_LINE);
+    }
+  });
 
   t.test('--sport with --conflate: the ack names the sport', async (t) => {
     const r = await run(['--url', wsUrl, '--sport', '4', '--conflate', '100'], /ack id=1/);
@@ -137,6 +152,28 @@ t.test('no market IDs and no filter: usage and exit 2', async (t) => {
   t.equal(r.stdout, '');
 });
 
+t.test('--help (or -h): the usage on stdout, exit 0, nothing else checked', async (t) => {
+  for (const flag of ['--help', '-h']) {
+    const r = await run([flag]);
+    t.equal(r.code, 0, flag);
+    t.match(r.stdout, /^usage: npm run watch -- /);
+    t.equal(r.stderr, '');
+  }
+  t.equal(parseArgs(['--help', '--format', 'xml']), 'help');
+});
+
+t.test('the default endpoint: URL as the service\'s address or socket, else PORT on this machine, else 8080', async (t) => {
+  const url = (env: NodeJS.ProcessEnv) => (parseArgs([MID], env) as { url: string }).url;
+  t.equal(url({}), 'ws://127.0.0.1:8080/ws');
+  t.equal(url({ PORT: '9001' }), 'ws://127.0.0.1:9001/ws');
+  t.equal(url({ URL: 'http://odds.example:81', PORT: '9001' }), 'ws://odds.example:81/ws', 'URL wins');
+  t.equal(url({ URL: 'https://odds.example/' }), 'wss://odds.example/ws');
+  t.equal(url({ URL: 'ws://odds.example/feed/ws' }), 'ws://odds.example/feed/ws', 'a socket address as it is');
+  t.equal((parseArgs(['--url', 'ws://other:1/ws', MID], { URL: 'http://odds.example' }) as { url: string }).url, 'ws://other:1/ws', '--url wins over both');
+  t.throws(() => parseArgs([MID], { URL: 'ftp://odds.example' }), /URL must be an http\(s\):\/\/ or ws\(s\):\/\/ address, got ftp:\/\/odds.example/);
+  t.throws(() => parseArgs([MID], { URL: 'odds' }), /URL must be the service's address/);
+});
+
 t.test('an unknown option: message and exit 2', async (t) => {
   const r = await run(['--bogus', MID]);
   t.equal(r.code, 2);
@@ -150,13 +187,13 @@ t.test('a bad --format, --hb, --event, --sport, --depth or --conflate is refused
   t.throws(() => parseArgs(['--sport', '4,x']), /--sport takes positive integer IDs, got "x"/);
   t.throws(() => parseArgs(['--depth', '11', MID]), /--depth must be a whole number from 1 to 10, got 11/);
   t.throws(() => parseArgs(['--conflate', '50', MID]), /--conflate must be 0 or a whole number from 100 to 60000, got 50/);
-  t.strictSame(parseArgs(['--hb', '500', 'a', 'b']), {
+  t.strictSame(parseArgs(['--hb', '500', 'a', 'b'], {}), {
     url: 'ws://127.0.0.1:8080/ws', key: undefined, format: 'json', hb: 500, raw: false, mids: ['a', 'b'], eids: [], sis: [], depth: undefined, conflate: undefined,
   });
 });
 
 t.test('--event and --sport repeat or take comma lists; market IDs are then optional; deltas are asked for', async (t) => {
-  const opts = parseArgs(['--event', '30000001,30000002', '--event', '30000001', '--event', '30000003', '--sport', '4', '--depth', '2', '--conflate', '0']);
+  const opts = parseArgs(['--event', '30000001,30000002', '--event', '30000001', '--event', '30000003', '--sport', '4', '--depth', '2', '--conflate', '0']) as Exclude<ReturnType<typeof parseArgs>, 'help'>;
   t.same(opts.eids, [30000001, 30000002, 30000003], 'duplicates collapse');
   t.same(opts.sis, [4]);
   t.same(opts.mids, []);

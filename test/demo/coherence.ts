@@ -1,6 +1,7 @@
 /**
  * The tests' own rules for whether one fixture's results could all be true
- * together, written from how the sports work rather than from the demo's code.
+ * together, and whether its prices could all be quoted together, written from
+ * how the sports and their markets work rather than from the demo's code.
  * Not a test file itself.
  */
 import type { Market } from '../../src/refdata/types.js';
@@ -54,5 +55,86 @@ export function incoherent(markets: Market[], results: Map<string, Obj>): string
   }
   const [win, place] = [markets.find((m) => m.na === 'Win'), markets.find((m) => m.na === 'To Be Placed')];
   if (win && place && res(win) !== res(place)) bad.push(`won by ${res(win)}, not placed: ${res(place)}`);
+  return bad;
+}
+
+/** What one market is, for its prices: its type, its name and its runners in order. */
+export interface PricedMarket {
+  readonly mid: string;
+  readonly eid: number;
+  readonly ty: string;
+  readonly na: string;
+  readonly rids: readonly number[];
+}
+
+interface Quote {
+  readonly st: string;
+  readonly r: readonly { rid: number; b: readonly (readonly [number, number])[]; l: readonly (readonly [number, number])[] }[];
+}
+
+/**
+ * How far past 100% (or past the places paid, on a place market) the best backs' implied
+ * chances may add up: the exchange's own markets by tick rounding alone, a bookmaker by its
+ * margin too. The best lays' add up to at most 100%: laying every runner never wins for sure.
+ */
+export const OVERROUND: Readonly<Record<string, number>> = { exchange: 0.06, bookmaker: 0.09, bookmaker2: 0.11 };
+/** The same outcome's best back prices, across the markets that price it, within this ratio. */
+export const SAME_OUTCOME_BAND = 1.12;
+
+/** Places paid in a race: two up to seven runners, three from eight (the usual place terms). */
+const places = (runners: number) => (runners >= 8 ? 3 : 2);
+
+/**
+ * Problems, as text, with the newest quotes of one fixture's open markets: each book's overround,
+ * the same outcome's price across markets (match odds, bookmakers and super over; completed and
+ * tied), and the order complementary markets must keep (goal lines, first set and match, place and win).
+ */
+export function priceProblems(markets: readonly PricedMarket[], quotes: ReadonlyMap<string, Quote>): string[] {
+  const bad: string[] = [];
+  const open = markets.filter((m) => m.rids.length && quotes.get(m.mid)?.st === 'OPEN');
+  const back = (m: PricedMarket, rid: number) => quotes.get(m.mid)!.r.find((r) => r.rid === rid)?.b[0]?.[0];
+  for (const m of open) {
+    const r = quotes.get(m.mid)!.r;
+    if (r.some((x) => !x.b.length || !x.l.length)) {
+      bad.push(`${m.na} (${m.mid}): a runner without a best back and lay`);
+      continue;
+    }
+    const paid = m.na === 'To Be Placed' ? places(m.rids.length) : 1;
+    const backBook = r.reduce((s, x) => s + 1 / x.b[0]![0], 0) / paid;
+    const layBook = r.reduce((s, x) => s + 1 / x.l[0]![0], 0) / paid;
+    const most = 1 + (OVERROUND[m.ty] ?? OVERROUND.exchange!);
+    if (backBook < 1 || backBook > most) bad.push(`${m.na} (${m.mid}): back book ${(100 * backBook).toFixed(1)}%, outside 100% to ${(100 * most).toFixed(0)}%`);
+    if (layBook > 1) bad.push(`${m.na} (${m.mid}): lay book ${(100 * layBook).toFixed(1)}%, over 100%`);
+  }
+  // One outcome, several markets: who wins the match, and whether it ends level.
+  const outcomes = new Map<string, { na: string; price: number }[]>();
+  const add = (key: string, m: PricedMarket, rid: number) => {
+    const price = back(m, rid);
+    if (price !== undefined) outcomes.set(key, [...(outcomes.get(key) ?? []), { na: m.na, price }]);
+  };
+  for (const m of open) {
+    if (['bookmaker', 'bookmaker2', 'super-over'].includes(m.ty) || m.na === 'Match Odds') for (const rid of m.rids) add(`${rid} wins`, m, rid);
+    if (m.ty === 'completed-match') { add('a tie', m, Number(NO)); add('no tie', m, Number(YES)); }
+    if (m.ty === 'tied-match') { add('a tie', m, Number(YES)); add('no tie', m, Number(NO)); }
+  }
+  for (const [outcome, prices] of outcomes) {
+    const [lo, hi] = [Math.min(...prices.map((p) => p.price)), Math.max(...prices.map((p) => p.price))];
+    if (hi / lo > SAME_OUTCOME_BAND) bad.push(`${outcome}: ${prices.map((p) => `${p.na} ${p.price.toFixed(2)}`).join(', ')}`);
+  }
+  // More goals are less likely: Over shortens and Under lengthens as the line falls.
+  const lines = open.filter((m) => m.ty === 'goals').map((m) => ({ line: Number(/([\d.]+) Goals/.exec(m.na)![1]), over: back(m, m.rids[0]!)!, under: back(m, m.rids[1]!)! })).sort((a, b) => a.line - b.line);
+  for (let i = 1; i < lines.length; i++) {
+    const [a, b] = [lines[i - 1]!, lines[i]!];
+    if (b.over < a.over || b.under > a.under) bad.push(`Over ${a.line} at ${a.over.toFixed(2)} but Over ${b.line} at ${b.over.toFixed(2)}; Under ${a.under.toFixed(2)} and ${b.under.toFixed(2)}`);
+  }
+  // A best-of-three match's favourite is the first set's too, at a price nearer evens.
+  const [match, set] = [open.find((m) => m.na === 'Match Odds' && m.rids.length === 2), open.find((m) => m.na === 'Set 1 Winner')];
+  if (match && set) {
+    const fav = match.rids.reduce((a, b) => (back(match, a)! <= back(match, b)! ? a : b));
+    if (back(set, fav)! < back(match, fav)! || back(set, fav)! > 2.2) bad.push(`match favourite ${fav} at ${back(match, fav)} in the match but ${back(set, fav)} for the first set`);
+  }
+  // Placing is never less likely than winning.
+  const [win, place] = [open.find((m) => m.na === 'Win'), open.find((m) => m.na === 'To Be Placed')];
+  if (win && place) for (const rid of win.rids) if (back(place, rid)! > back(win, rid)!) bad.push(`runner ${rid} to be placed at ${back(place, rid)}, longer than to win at ${back(win, rid)}`);
   return bad;
 }

@@ -6,9 +6,13 @@ import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
 import { seeded } from '../helpers/random.js';
+import { SLOTS } from '../../src/demo/fixtures.js';
+import { OVERROUND, SAME_OUTCOME_BAND, priceProblems } from './coherence.js';
 
+let fixtures = 0;
+/** A market of a fixture of its own unless `extra` names one. */
 const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
-  ({ mid, ty, inPlay: true, active: true, closed: false, rids: [], ...extra });
+  ({ mid, ty, na: mid, eid: ++fixtures, st: '', inPlay: true, active: true, closed: false, rids: [], ...extra });
 
 const RUNNER_MARKETS: SimMarket[] = [
   mk('mo', 'match-odd', { rids: [101, 102] }),
@@ -33,7 +37,7 @@ function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, OddsIma
 const is2dp = (x: number) => x === Math.round(x * 100) / 100;
 const open = (imgs: OddsImage[]) => imgs.filter((i) => i.st === 'OPEN');
 
-t.test('runner markets quote three back and three lay levels per runner, on the ladder', async (t) => {
+t.test('runner markets quote up to three back and three lay levels per runner, on the ladder, worse level by level', async (t) => {
   const byMid = run(RUNNER_MARKETS, 200);
   for (const m of RUNNER_MARKETS) {
     const imgs = byMid.get(m.mid)!;
@@ -41,11 +45,12 @@ t.test('runner markets quote three back and three lay levels per runner, on the 
     for (const img of imgs) {
       t.strictSame(img.r.map((r) => r.rid), m.rids);
       for (const r of img.r) {
-        const ok = r.st === 'ACTIVE' && r.b.length === 3 && r.l.length === 3
+        const worse = (side: (readonly [number, number])[], sign: number) => side.every((level, i) => i === 0 || sign * (level[0] - side[i - 1]![0]) > 0);
+        const ok = r.st === 'ACTIVE' && r.b.length >= 1 && r.b.length <= 3 && r.l.length >= 1 && r.l.length <= 3
+          // Fewer than three only where the ladder ends (1.01, 1000).
+          && (r.b.length === 3 || r.b.at(-1)![0] === 1.01) && (r.l.length === 3 || r.l.at(-1)![0] === 1000)
           && [...r.b, ...r.l].every(([p, s]) => isOnLadder(p) && s >= 5 && s <= 2500 && is2dp(s))
-          && r.b[0][0] < r.l[0][0]
-          && r.b[1][0] < r.b[0][0] && r.b[2][0] < r.b[1][0]
-          && r.l[1][0] > r.l[0][0] && r.l[2][0] > r.l[1][0];
+          && r.b[0][0] < r.l[0][0] && worse(r.b, -1) && worse(r.l, 1);
         if (!ok) t.fail(`${m.mid} rid ${r.rid}: bad ladder ${JSON.stringify(r)}`);
       }
     }
@@ -214,13 +219,23 @@ t.test('the same seed gives the same feed', async (t) => {
   t.strictSame(run([...RUNNER_MARKETS, ...LINE_MARKETS], 50, 9), run([...RUNNER_MARKETS, ...LINE_MARKETS], 50, 9));
 });
 
+/** The demo data set's markets as the simulator lists them: a player race's head-to-heads each a market of their own. */
+function demoMarkets(now: Date): SimMarket[] {
+  const items = demoItems(now);
+  const events = new Map(items.flatMap((i) => (i.kind === 'event' ? [[i.eid, i] as const] : [])));
+  return items.flatMap((i) => {
+    if (i.kind !== 'market') return [];
+    const e = events.get(i.eid)!;
+    const of = { na: i.na, ty: i.ty, eid: i.eid, st: e.st, inPlay: e.ip };
+    return [
+      { ...of, mid: i.mid, active: i.s, closed: i.go, rids: (i.r ?? []).map((r) => r.rid) },
+      ...(i.m ?? []).map((n) => ({ ...of, mid: n.mid, active: n.s, closed: n.go, rids: n.r.map((r) => r.rid) })),
+    ];
+  });
+}
+
 t.test('the first tick over the demo data set prices every market that has a book', async (t) => {
-  const items = demoItems(new Date());
-  const live = new Set(items.flatMap((i) => (i.kind === 'event' && i.ip ? [i.eid] : [])));
-  const markets: SimMarket[] = items.flatMap((i) => (i.kind !== 'market' ? [] : [
-    { mid: i.mid, ty: i.ty, inPlay: live.has(i.eid), active: i.s, closed: i.go, rids: (i.r ?? []).map((r) => r.rid) },
-    ...(i.m ?? []).map((n) => ({ mid: n.mid, ty: i.ty, inPlay: live.has(i.eid), active: n.s, closed: n.go, rids: n.r.map((r) => r.rid) })),
-  ]));
+  const markets = demoMarkets(new Date());
   const images = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(6) }).tick();
   const priced = markets.filter((m) => m.rids.length || m.ty !== 'player-race');
   t.equal(images.length, priced.length);
@@ -282,4 +297,45 @@ t.test('a line market opens within the range it is given, not its type\'s', asyn
   const markets = Array.from({ length: 50 }, (_, i) => mk(`s${i}`, 'session', { line: [300, 310] }));
   const first = [...run(markets, 1).values()].map((images) => images[0].r[0].l[0][0]);
   t.ok(first.every((line) => line >= 298 && line <= 312), `No lines ${Math.min(...first)} to ${Math.max(...first)}`);
+});
+
+t.test('over a simulated day of the demo, each open book sums to 100% within its overround and each fixture\'s markets agree', async (t) => {
+  // Every hour each fixture slot lists its next fixture (a new model) and the fixtures take turns in
+  // play; the newest quotes of every fixture are checked each ten ticks.
+  const day = Date.parse('2026-06-01T00:00:00Z');
+  const markets = demoMarkets(new Date(day));
+  const eids = [...new Set(markets.map((m) => m.eid))];
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(11), now: () => 42 });
+  const quotes = new Map<string, OddsImage>();
+  const problems: string[] = [];
+  let checked = 0;
+  for (let hour = 0; hour < 24; hour++) {
+    for (const m of markets) {
+      if (SLOTS.some((s) => s.eid === m.eid)) m.st = new Date(day + hour * 3_600_000).toISOString();
+      m.inPlay = (hour + m.eid) % 3 !== 0;
+    }
+    for (let tick = 0; tick < 60; tick++) {
+      for (const image of sim.tick()) quotes.set(image.mid, image);
+      if (tick % 10 !== 9) continue;
+      for (const eid of eids) {
+        const own = markets.filter((m) => m.eid === eid && !m.closed);
+        problems.push(...priceProblems(own, quotes).map((p) => `hour ${hour}, event ${eid}: ${p}`));
+        checked += own.filter((m) => quotes.get(m.mid)?.st === 'OPEN' && m.rids.length).length;
+      }
+      if (problems.length > 20) break;
+    }
+  }
+  t.same(problems.slice(0, 20), [], `the back book within ${OVERROUND.exchange! * 100}% over (a bookmaker ${OVERROUND.bookmaker! * 100}%, the second ${OVERROUND.bookmaker2! * 100}%), the lay book under 100%, one outcome within ${Math.round((SAME_OUTCOME_BAND - 1) * 100)}% across markets`);
+  t.ok(checked > 5000, `${checked} open books checked`);
+});
+
+t.test('prices a betting screen would show: the tied match long, completed short, over 0.5 goals shorter than over 2.5', async (t) => {
+  const markets = demoMarkets(new Date());
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(12), now: () => 42 });
+  const quotes = new Map<string, OddsImage>();
+  for (let i = 0; i < 20; i++) for (const image of sim.tick()) quotes.set(image.mid, image);
+  const best = (na: string, eid: number, rid: number) => quotes.get(markets.find((m) => m.eid === eid && m.na === na)!.mid)!.r.find((r) => r.rid === rid)!.b[0]![0];
+  t.ok(best('Tied Match', 30000001, 9001) >= 20, `a tie at ${best('Tied Match', 30000001, 9001)}`);
+  t.ok(best('Completed Match', 30000001, 9001) <= 1.05, `completed at ${best('Completed Match', 30000001, 9001)}`);
+  t.ok(best('Over/Under 0.5 Goals', 30000011, 9011) < best('Over/Under 2.5 Goals', 30000011, 9011), 'over 0.5 goals the shorter');
 });

@@ -31,6 +31,7 @@ import { Service, type IService } from 'kubernetes-models/v1/Service';
 import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
+import { dockerStages } from '../helpers/dockerfile.js';
 import { findRoot } from './root.js';
 import { NATS_BINARY } from '../helpers/nats.js';
 
@@ -603,19 +604,6 @@ function natsConfigProblems(m: Manifests, conf: string, permissions: string): st
   }
   if (!allowed.includes('odds.>')) p.push('the service user needs odds.>');
   return p;
-}
-
-/** Dockerfile instructions (continuations joined, comments dropped), split into stages. */
-function dockerStages(text: string): Array<Array<{ op: string; args: string }>> {
-  const lines = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-  const stages: Array<Array<{ op: string; args: string }>> = [];
-  for (const line of lines) {
-    const match = /^(\S+)\s*(.*)$/.exec(line)!;
-    const ins = { op: match[1]!.toUpperCase(), args: match[2]! };
-    if (ins.op === 'FROM') stages.push([]);
-    stages.at(-1)?.push(ins);
-  }
-  return stages;
 }
 
 function dockerBaseProblems(text: string): string[] {

@@ -205,7 +205,7 @@ if (!hasChromium()) {
     t.same(await board(json.page), shown, 'the same books, runners, prices and sizes');
     t.same(shown.map((b) => b.mid).sort(), books.map((b) => b.mid).sort(), 'every live book of the event');
     const matchOdds = shown.find((b) => b.mid === named('Match Odds'))!;
-    t.same(matchOdds.rows[0], ['India', '1.98 102', '1.99 101', '2 100', '2.01 110', '2.02 111', '2.03 112'], 'best back and lay meet in the middle');
+    t.same(matchOdds.rows[0], ['India', '1.98 102', '1.99 101', '2.00 100', '2.01 110', '2.02 111', '2.03 112'], 'best back and lay meet in the middle');
     const session = shown.find((b) => b.mid === named('10 Over Runs IND'))!;
     t.same(session.rows.map((r) => r[0]), ['Line'], 'a session market is one line: Yes and No');
   });
@@ -218,6 +218,7 @@ if (!hasChromium()) {
     const published = image(mid, [9001, 9002], 3);
     await ingest(quiet, { ...published, tv: 12345, r: [{ ...published.r[0], ltp: 3.05 }, published.r[1]] });
     await page.waitForSelector(`${first}:text-is("LTP 3.05")`);
+    t.equal(await page.textContent(`${book} tbody tr:first-child td.b.d1 b`), '3.00', 'prices with two decimals, as betting screens show them');
     t.equal(await page.textContent(`${book} .matched`), 'Matched 12.3K');
     t.equal(await page.textContent(`${book} tbody tr:nth-child(2) .ltp`), '', 'a runner without one shows none');
     await ingest(quiet, image(mid, [9001, 9002], 3.5));
@@ -267,7 +268,7 @@ if (!hasChromium()) {
     await ingest(quiet, image(mid, [101, 102], 2));
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const cell = `.book[data-mid="${mid}"] tbody tr:first-child .c.b.d1`;
-    await page.waitForSelector(`${cell} b:text-is("2")`);
+    await page.waitForSelector(`${cell} b:text-is("2.00")`);
     t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price is not marked');
     const still = await page.$eval(cell, (c) => getComputedStyle(c).backgroundColor);
     const mark = () => page.$eval(cell, (c) => {
@@ -275,12 +276,12 @@ if (!hasChromium()) {
       return { fill: after.backgroundColor, outline: after.boxShadow, arrow: after.content, cell: getComputedStyle(c).backgroundColor };
     });
     await ingest(quiet, image(mid, [101, 102], 2.5));
-    await page.waitForSelector(`${cell}[data-move=up] b:text-is("2.5")`);
+    await page.waitForSelector(`${cell}[data-move=up] b:text-is("2.50")`);
     const up = await mark();
     t.same([up.fill, up.cell, up.arrow], ['rgba(0, 0, 0, 0)', still, '"▲"'], 'up: an arrow, no fill over the back colour');
     t.match(up.outline, /inset/, 'and an outline');
     await ingest(quiet, image(mid, [101, 102], 1.5));
-    await page.waitForSelector(`${cell}[data-move=down] b:text-is("1.5")`);
+    await page.waitForSelector(`${cell}[data-move=down] b:text-is("1.50")`);
     const down = await mark();
     t.same([down.fill, down.cell, down.arrow], ['rgba(0, 0, 0, 0)', still, '"▼"'], 'down: the other arrow, no fill');
     t.not(down.outline, up.outline, 'an outline of another colour');
