@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { expand, readLines, type Line, type ReadProblem } from '../../src/exchange/files.js';
+import { expand, linesOf, type Line, type ReadProblem } from '../../src/exchange/files.js';
 import { tempDir } from '../cli/processes.js';
 import { BZIP2, hasBzip2 } from './fixtures.js';
 
@@ -12,7 +12,7 @@ const WANT = [[1, '{"a":1}'], [3, '{"a":2}'], [5, '{"a":3}']];
 
 async function read(files: string[]): Promise<(Line | ReadProblem)[]> {
   const out: (Line | ReadProblem)[] = [];
-  for await (const l of readLines(files)) out.push(l);
+  for (const file of files) for await (const l of linesOf(file)) out.push(l);
   return out;
 }
 const texts = (got: (Line | ReadProblem)[]) => got.map((l) => ('text' in l ? [l.line, l.text] : [l.line, l.problem]));
