@@ -180,6 +180,8 @@ async function main(argv: string[]): Promise<number> {
   let everSubscribed = false;
   /** Set before stopping the stream for a reason of our own, so the stop counts as a failure. */
   let failed = false;
+  /** Set once the adapter closes the service's socket itself. */
+  let closing = false;
   const done = new Promise<number>((finish) => {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
     stream.on('subscribed', ({ resumed }) => {
@@ -205,7 +207,7 @@ async function main(argv: string[]): Promise<number> {
       finish(reason || failed ? 1 : 0);
     });
     void publisher.broken.then((err) => {
-      if (failed) return;
+      if (failed || closing) return;
       say(`stopped: the service's socket failed: ${err.message}`);
       failed = true;
       stream.stop();
@@ -221,6 +223,7 @@ async function main(argv: string[]): Promise<number> {
   forwarder.stop();
   await outbox.flush().catch(() => (code = 1));
   outbox.stop();
+  closing = true;
   await publisher.close();
   const s = forwarder.stats;
   printSummary(

@@ -11,7 +11,6 @@
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import { createGunzip } from 'node:zlib';
 import { bunzip2 } from '../lib/bunzip2.js';
 
@@ -68,27 +67,36 @@ function decompressed(file: string): AsyncIterable<Buffer> {
 
 /** One file's lines, in order, with at most one problem, last. */
 export async function* linesOf(file: string, limits: ReadLimits = READ_LIMITS): AsyncGenerator<Line | ReadProblem> {
-  const decoder = new StringDecoder('utf8');
-  let pending = '';
+  // The line being read, as bytes: each chunk is searched once for its line ends (LF never occurs inside a UTF-8 character).
+  let parts: Buffer[] = [];
+  let held = 0;
   let line = 0;
   let total = 0;
-  const source = decompressed(file);
+  const take = (tail: Buffer): string => {
+    const text = (parts.length ? Buffer.concat([...parts, tail]) : tail).toString('utf8');
+    parts = [];
+    held = 0;
+    return text.endsWith('\r') ? text.slice(0, -1) : text;
+  };
   try {
-    for await (const chunk of source) {
+    for await (const chunk of decompressed(file)) {
       total += chunk.length;
       if (total > limits.maxFileBytes) {
         yield { file, line: line + 1, problem: `decompressed past ${size(limits.maxFileBytes)}: not a recording; the rest of the file is skipped` };
         return;
       }
-      pending += decoder.write(chunk);
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        const text = pending.slice(0, nl).replace(/\r$/, '');
-        pending = pending.slice(nl + 1);
+      let start = 0;
+      for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, start)) {
+        const text = take(chunk.subarray(start, nl));
+        start = nl + 1;
         line++;
         if (text.trim()) yield { file, line, text };
       }
-      if (pending.length > limits.maxLineBytes) {
+      if (start < chunk.length) {
+        parts.push(chunk.subarray(start));
+        held += chunk.length - start;
+      }
+      if (held > limits.maxLineBytes) {
         yield { file, line: line + 1, problem: `a line longer than ${size(limits.maxLineBytes)}: not a recording; the rest of the file is skipped` };
         return;
       }
@@ -97,6 +105,6 @@ export async function* linesOf(file: string, limits: ReadLimits = READ_LIMITS): 
     yield { file, line: line + 1, problem: `cannot read on from here, the rest of the file is skipped (${(err as Error).message})` };
     return;
   }
-  pending += decoder.end();
-  if (pending.trim()) yield { file, line: line + 1, text: pending };
+  const text = take(Buffer.alloc(0));
+  if (text.trim()) yield { file, line: line + 1, text };
 }

@@ -63,6 +63,11 @@ export class EsaConnection {
     return this.socket.write(JSON.stringify(msg) + '\r\n');
   }
 
+  /** Calls `f` each time the socket's buffer empties after a write said it was full. */
+  onDrain(f: () => void): void {
+    this.socket.on('drain', f);
+  }
+
   /** Bytes written and not yet taken by the client's side. */
   get buffered(): number {
     return this.socket.writableLength;
