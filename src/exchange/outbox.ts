@@ -144,11 +144,13 @@ export class Outbox {
       this.stats.fulls++;
       this.opts.pressure?.(true);
     }
-    if (!this.pumping) void this.pump();
+    if (this.pumping) return;
+    // What comes in the same turn of the event loop (one read of a file or of the exchange's socket) goes out together.
+    this.pumping = true;
+    setImmediate(() => void this.pump());
   }
 
   private async pump(): Promise<void> {
-    this.pumping = true;
     try {
       while (this.queue.size && !this.failure) {
         await this.opts.publisher.room();
