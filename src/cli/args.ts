@@ -65,3 +65,11 @@ export function secret(options: Readonly<Record<string, string | undefined>>, na
   if (process.env[`${env}_FILE`]) return fromFile(process.env[`${env}_FILE`]!, `${env}_FILE`);
   return undefined;
 }
+
+/** A whole number option from `min` to `max`, or undefined when not given. */
+export function wholeNumber(value: string | undefined, option: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= min && n <= max)) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${value}`);
+  return n;
+}

@@ -18,7 +18,7 @@ import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher } from '../exchange/publisher.js';
 import { Translator } from '../exchange/translate.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
-import { parseCommandLine, refuseStart, secret, UsageError } from './args.js';
+import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
 import { loadCatalogue, printSummary } from './replay.js';
 import { runsAsTool } from './fresh.js';
 
@@ -73,13 +73,6 @@ function list(value: string | undefined, option: string, ok: (s: string) => bool
   return parts;
 }
 
-function whole(value: string | undefined, option: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^\d{1,10}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= min && n <= max)) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${value}`);
-  return n;
-}
-
 function required(value: string | undefined, what: string): string {
   if (!value) throw new UsageError(`${what} is required`);
   return value;
@@ -106,14 +99,14 @@ export function parseArgs(argv: string[]): BetfairArgs | 'help' {
     session: required(secret(o, 'session', 'BETFAIR_SESSION'), '--session (or --session-file, BETFAIR_SESSION, BETFAIR_SESSION_FILE)'),
     filter,
     host: o.host ?? DEFAULT_HOST,
-    port: whole(o.port, '--port', 1, 65535) ?? DEFAULT_PORT,
+    port: wholeNumber(o.port, '--port', 1, 65535) ?? DEFAULT_PORT,
     ca: o.ca,
-    heartbeatMs: whole(o.heartbeat, '--heartbeat', HEARTBEAT_MS.min, HEARTBEAT_MS.max) ?? HEARTBEAT_MS.default,
-    conflateMs: whole(o.conflate, '--conflate', CONFLATE_MS.min, CONFLATE_MS.max),
+    heartbeatMs: wholeNumber(o.heartbeat, '--heartbeat', HEARTBEAT_MS.min, HEARTBEAT_MS.max) ?? HEARTBEAT_MS.default,
+    conflateMs: wholeNumber(o.conflate, '--conflate', CONFLATE_MS.min, CONFLATE_MS.max),
     url,
     key: secret(o, 'key', 'ODDS_INGEST_KEY'),
     catalogue: o.catalogue,
-    queueBytes: whole(o['queue-bytes'], '--queue-bytes', QUEUE_BYTES.min, QUEUE_BYTES.max) ?? OUTBOX_DEFAULTS.maxBytes,
+    queueBytes: wholeNumber(o['queue-bytes'], '--queue-bytes', QUEUE_BYTES.min, QUEUE_BYTES.max) ?? OUTBOX_DEFAULTS.maxBytes,
   };
 }
 

@@ -14,7 +14,7 @@ import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher, PublishError } from '../exchange/publisher.js';
 import { newStats, replay, type ReplayStats } from '../exchange/replay.js';
 import { Translator } from '../exchange/translate.js';
-import { parseCommandLine, refuseStart, secret, UsageError } from './args.js';
+import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
 import { runsAsTool } from './fresh.js';
 
 const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--from TIME] [--to TIME] [--sequential] [--open N]
@@ -57,13 +57,6 @@ function time(value: string | undefined, option: string): number | undefined {
   return ms;
 }
 
-function count(value: string | undefined, option: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^\d{1,16}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= min && n <= max)) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${value}`);
-  return n;
-}
-
 export function parseArgs(argv: string[]): ReplayArgs | 'help' {
   const line = parseCommandLine(argv, ['speed', 'from', 'to', 'open', 'url', 'key', 'key-file', 'catalogue', 'progress', 'max-file-bytes'], ['sequential']);
   if (line.help) return 'help';
@@ -79,8 +72,8 @@ export function parseArgs(argv: string[]): ReplayArgs | 'help' {
   if (Number.isNaN(progressS)) throw new UsageError(`--progress must be a number of seconds, at least 0.1, got ${progress}`);
   return {
     paths: [...line.positionals], speed: speed === 'max' ? 'max' : n, from, to, order: line.flags.sequential ? 'files' : 'time',
-    maxOpen: count(line.options.open, '--open', 1, MAX_OPEN) ?? DEFAULT_MAX_OPEN, url, key: secret(line.options, 'key', 'ODDS_INGEST_KEY'),
-    catalogue, progressS, maxFileBytes: count(line.options['max-file-bytes'], '--max-file-bytes', 1, Number.MAX_SAFE_INTEGER) ?? READ_LIMITS.maxFileBytes,
+    maxOpen: wholeNumber(line.options.open, '--open', 1, MAX_OPEN) ?? DEFAULT_MAX_OPEN, url, key: secret(line.options, 'key', 'ODDS_INGEST_KEY'),
+    catalogue, progressS, maxFileBytes: wholeNumber(line.options['max-file-bytes'], '--max-file-bytes', 1, Number.MAX_SAFE_INTEGER) ?? READ_LIMITS.maxFileBytes,
   };
 }
 

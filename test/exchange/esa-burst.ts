@@ -3,9 +3,9 @@
  * markets, then `rate` market changes a second for `seconds`, each moving one runner's ladder on
  * the exchange's ticks (a size changed, or the price stepping a tick with a level leaving one
  * end and another joining the other), books valid at every step. The server keeps the books, as
- * the exchange does, and writes to a client only while its socket takes more: when a write says
- * the socket is full (the client stopped reading), it conflates, as the exchange does for a slow
- * client, and sends each market's moved levels once the socket drains, marked `con`. Shared by
+ * the exchange does, and writes to a client only while it keeps up: when more than 256 KiB it
+ * wrote wait in the socket (the client stopped reading), it conflates, as the exchange does for a
+ * slow client, and sends each market's moved levels once the socket drains, marked `con`. Shared by
  * test/cli/betfair.test.ts and bench/exchange-burst.ts.
  */
 import type { EsaConnection } from './esa-server.js';
@@ -18,6 +18,11 @@ interface Market { mid: string; runners: Runner[] }
 
 /** Market changes a message carries. */
 const PER_MESSAGE = 100;
+/**
+ * Bytes written and not yet taken by the client past which it is slow and the stream conflates:
+ * well above what one tick writes (a few tens of KB), so only a client that stops reading gets there.
+ */
+const BEHIND_BYTES = 256 * 1024;
 const DEPTH = 6;
 const TICK_MS = 10;
 
@@ -176,7 +181,8 @@ export class Burst {
   }
 
   private write(msg: object): void {
-    if (this.conn!.write(msg)) return;
+    this.conn!.write(msg);
+    if (this.full || this.conn!.buffered <= BEHIND_BYTES) return;
     this.full = true;
     this.stats.backedUp++;
   }
