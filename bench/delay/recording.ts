@@ -8,8 +8,7 @@
  * recordings space messages 0.1 to 3 s apart, a pre-play pace). The same recording every run.
  */
 import { seeded } from '../../src/lib/random.js';
-import { Translator } from '../../src/exchange/translate.js';
-import type { IngestItemInput } from '../../src/odds/messages.js';
+import { Translator, type OutItem } from '../../src/exchange/translate.js';
 import { matchOdds } from '../../test/exchange/fixtures.js';
 
 const STEPS = 6000;
@@ -19,13 +18,13 @@ export interface Change {
   /** Recorded time since the change before. */
   gapMs: number;
   /** What the publisher sends for it: the market's image, and any reference item the message carried. */
-  items: IngestItemInput[];
+  items: OutItem[];
 }
 
 export interface Recording {
   mid: string;
   /** What a fresh service needs before the replay starts: the sport, league, event and market as the recording left them. */
-  reference: IngestItemInput[];
+  reference: OutItem[];
   /** From the kick-off on. */
   changes: Change[];
 }
@@ -41,11 +40,11 @@ function gap(rand: () => number): number {
 export function recording(): Recording {
   const rand = seeded(SEED);
   const translator = new Translator();
-  const reference: IngestItemInput[] = [];
+  const reference: OutItem[] = [];
   const changes: Change[] = [];
   for (const [i, message] of matchOdds(STEPS, SEED).entries()) {
-    const { items, errors } = translator.apply(message, `message ${i}`);
-    if (errors.length) throw new Error(`the recording does not translate: ${errors.join('; ')}`);
+    const { items, problems } = translator.translate(message, `message ${i}`);
+    if (problems.length) throw new Error(`the recording does not translate: ${problems.join('; ')}`);
     const inPlay = items.some((x) => x.kind === 'odds' && x.ip === true);
     if (!inPlay && !changes.length) {
       reference.push(...items.filter((x) => x.kind !== 'odds'));

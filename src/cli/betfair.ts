@@ -1,28 +1,33 @@
 /**
- * `npm run betfair -- --app-key KEY --session TOKEN (--markets IDS | --event-types IDS [--market-types TYPES]) ...`:
- * subscribes to markets on Betfair's Exchange Stream API (src/exchange/live) and publishes every
- * change through the service's `/ingest`, translated as `npm run replay` does. Connection events
- * go to stderr; a summary goes to stdout when it stops. Exit code 0 after SIGINT/SIGTERM with
- * nothing refused, 1 when the exchange refused the credentials or filter, the first connection
- * failed, the service refused a batch or a change was refused, 2 for bad usage.
+ * `npm run betfair -- (--markets IDS | --event-types IDS [--market-types TYPES]) ...`: subscribes
+ * to markets on Betfair's Exchange Stream API (src/exchange/live) and publishes every change
+ * through the service's `/ingest`, translated as `npm run replay` does. Credentials come from
+ * arguments, files or environment variables (docs/exchange-live.md). Connection events go to
+ * stderr; a summary by market goes to stdout when it stops. Bad data never stops it: it costs
+ * only its market, until a fresh image. Exit code 0 after SIGINT/SIGTERM, 1 when the exchange
+ * refused the credentials or filter, the first connection failed, or the service's socket failed;
+ * 2 for bad usage.
  */
 import { readFile } from 'node:fs/promises';
 import type { Catalogue } from '../exchange/catalogue.js';
+import { Ledger } from '../exchange/ledger.js';
 import { DEFAULT_HOST, DEFAULT_PORT, ExchangeStream, type ExchangeStreamOptions } from '../exchange/live/client.js';
 import { Forwarder } from '../exchange/live/forward.js';
 import { CONFLATE_MS, HEARTBEAT_MS, type MarketFilter } from '../exchange/live/protocol.js';
+import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher } from '../exchange/publisher.js';
 import { Translator } from '../exchange/translate.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
-import { parseCommandLine, refuseStart, UsageError } from './args.js';
-import { loadCatalogue } from './replay.js';
+import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
+import { loadCatalogue, printSummary } from './replay.js';
 import { runsAsTool } from './fresh.js';
 
-const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (--markets IDS | --event-types IDS [--market-types TYPES])
+const USAGE = `usage: npm run betfair -- (--markets IDS | --event-types IDS [--market-types TYPES])
+                          [--app-key KEY | --app-key-file FILE] [--session TOKEN | --session-file FILE]
                           [--host ${DEFAULT_HOST}] [--port ${DEFAULT_PORT}] [--ca FILE] [--heartbeat MS] [--conflate MS]
-                          [--url URL] [--key KEY] [--catalogue FILE]
-  --app-key       Betfair application key (enabled for streaming)
-  --session       Betfair session token (from a login)
+                          [--url URL] [--key KEY | --key-file FILE] [--catalogue FILE] [--queue-bytes N]
+  --app-key       Betfair application key (enabled for streaming); or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE
+  --session       Betfair session token (from a login); or --session-file, BETFAIR_SESSION, BETFAIR_SESSION_FILE
   --markets       market IDs, comma-separated, e.g. 1.230000001,1.230000002
   --event-types   event type IDs, comma-separated, e.g. 1 (soccer),2 (tennis),4 (cricket)
   --market-types  market types with --event-types or --markets, e.g. MATCH_ODDS,OVER_UNDER_25
@@ -31,12 +36,18 @@ const USAGE = `usage: npm run betfair -- --app-key KEY --session TOKEN (--market
   --heartbeat     ms between the exchange's heartbeats on a quiet stream, ${HEARTBEAT_MS.min} to ${HEARTBEAT_MS.max} (default ${HEARTBEAT_MS.default})
   --conflate      ms the exchange may conflate changes over, ${CONFLATE_MS.min} to ${CONFLATE_MS.max} (default: the exchange's)
   --url           the service's publisher socket (default ws://127.0.0.1:8080/ingest)
-  --key           API key with the publisher role, sent in the x-api-key header (needed with AUTH=on)
-  --catalogue     a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks`;
+  --key           API key with the publisher role (needed with AUTH=on); or --key-file, ODDS_INGEST_KEY, ODDS_INGEST_KEY_FILE
+  --catalogue     a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks
+  --queue-bytes   bytes waiting for the service before the stream is paused (default ${OUTBOX_DEFAULTS.maxBytes})`;
 
 /** More than the exchange lets one connection subscribe to; keeps a pasted list from being unbounded. */
 const MAX_FILTER_ENTRIES = 1000;
-const NAMES = ['app-key', 'session', 'markets', 'event-types', 'market-types', 'host', 'port', 'ca', 'heartbeat', 'conflate', 'url', 'key', 'catalogue'];
+const NAMES = [
+  'app-key', 'app-key-file', 'session', 'session-file', 'markets', 'event-types', 'market-types', 'host', 'port', 'ca', 'heartbeat', 'conflate',
+  'url', 'key', 'key-file', 'catalogue', 'queue-bytes',
+];
+/** The queue's bounds: room for one batch at least, and no more than a pod's memory should hold. */
+const QUEUE_BYTES = { min: 64 * 1024, max: 1024 * 1024 * 1024 } as const;
 
 interface BetfairArgs {
   appKey: string;
@@ -50,6 +61,7 @@ interface BetfairArgs {
   url: string;
   key?: string;
   catalogue?: string;
+  queueBytes: number;
 }
 
 function list(value: string | undefined, option: string, ok: (s: string) => boolean, rule: string): string[] | undefined {
@@ -61,15 +73,8 @@ function list(value: string | undefined, option: string, ok: (s: string) => bool
   return parts;
 }
 
-function whole(value: string | undefined, option: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
-  const n = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
-  if (!(n >= min && n <= max)) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${value}`);
-  return n;
-}
-
-function required(value: string | undefined, option: string): string {
-  if (!value) throw new UsageError(`${option} is required`);
+function required(value: string | undefined, what: string): string {
+  if (!value) throw new UsageError(`${what} is required`);
   return value;
 }
 
@@ -88,20 +93,20 @@ export function parseArgs(argv: string[]): BetfairArgs | 'help' {
   if (marketTypes) filter.marketTypes = marketTypes;
   const url = o.url ?? 'ws://127.0.0.1:8080/ingest';
   if (!/^wss?:\/\/[^/]/.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
-  if (o.key !== undefined && !o.key) throw new UsageError('--key must not be empty');
   if (o.host !== undefined && !/^[A-Za-z0-9.:-]{1,253}$/.test(o.host)) throw new UsageError(`--host must be a host name or IP address, got "${o.host}"`);
   return {
-    appKey: required(o['app-key'], '--app-key'),
-    session: required(o.session, '--session'),
+    appKey: required(secret(o, 'app-key', 'BETFAIR_APP_KEY'), '--app-key (or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE)'),
+    session: required(secret(o, 'session', 'BETFAIR_SESSION'), '--session (or --session-file, BETFAIR_SESSION, BETFAIR_SESSION_FILE)'),
     filter,
     host: o.host ?? DEFAULT_HOST,
-    port: whole(o.port, '--port', 1, 65535) ?? DEFAULT_PORT,
+    port: wholeNumber(o.port, '--port', 1, 65535) ?? DEFAULT_PORT,
     ca: o.ca,
-    heartbeatMs: whole(o.heartbeat, '--heartbeat', HEARTBEAT_MS.min, HEARTBEAT_MS.max) ?? HEARTBEAT_MS.default,
-    conflateMs: whole(o.conflate, '--conflate', CONFLATE_MS.min, CONFLATE_MS.max),
+    heartbeatMs: wholeNumber(o.heartbeat, '--heartbeat', HEARTBEAT_MS.min, HEARTBEAT_MS.max) ?? HEARTBEAT_MS.default,
+    conflateMs: wholeNumber(o.conflate, '--conflate', CONFLATE_MS.min, CONFLATE_MS.max),
     url,
-    key: o.key,
+    key: secret(o, 'key', 'ODDS_INGEST_KEY'),
     catalogue: o.catalogue,
+    queueBytes: wholeNumber(o['queue-bytes'], '--queue-bytes', QUEUE_BYTES.min, QUEUE_BYTES.max) ?? OUTBOX_DEFAULTS.maxBytes,
   };
 }
 
@@ -116,6 +121,9 @@ async function options(args: BetfairArgs): Promise<{ stream: ExchangeStreamOptio
 }
 
 const say = (text: string) => process.stderr.write(`betfair: ${text}\n`);
+
+/** Problems shown on stderr; the rest are counted only, so a burst of bad data cannot flood the log. */
+const SHOWN_PROBLEMS = 100;
 
 async function main(argv: string[]): Promise<number> {
   let args: BetfairArgs | 'help';
@@ -132,28 +140,52 @@ async function main(argv: string[]): Promise<number> {
   }
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key });
+    publisher = await Publisher.connect({ url: args.url, key: args.key, liveMs: OUTBOX_DEFAULTS.liveMs });
   } catch (err) {
     say((err as Error).message);
     return 1;
   }
-  const translator = new Translator({ catalogue: opts.catalogue });
-  const forwarder = new Forwarder(translator, publisher, say);
+  let shown = 0;
+  const problem = (text: string) => {
+    if (++shown <= SHOWN_PROBLEMS) say(text);
+    else if (shown === SHOWN_PROBLEMS + 1) say('more problems: counted in the summary, not shown');
+  };
+  const ledger = new Ledger();
+  const translator = new Translator({ catalogue: opts.catalogue, ledger });
   const stream = new ExchangeStream(opts.stream);
+  let pauses = 0;
+  const outbox = new Outbox({
+    publisher, translator, ledger, problem, maxBytes: args.queueBytes,
+    pressure: (full) => {
+      if (full) {
+        pauses++;
+        stream.pause();
+      } else {
+        stream.resume();
+      }
+    },
+  });
+  // Heartbeats only while the exchange's data flows: silence then tells the service its markets are stale.
+  outbox.alive = false;
+  const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe() });
   const where = `${args.host}:${args.port}`;
   let reconnects = 0;
   let everSubscribed = false;
   /** Set before stopping the stream for a reason of our own, so the stop counts as a failure. */
   let failed = false;
+  /** Set once the adapter closes the service's socket itself. */
+  let closing = false;
   const done = new Promise<number>((finish) => {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
     stream.on('subscribed', ({ resumed }) => {
       everSubscribed = true;
+      outbox.alive = true;
       say(resumed ? 'subscription resumed from the last clk' : 'subscribed');
     });
     stream.on('change', (msg) => forwarder.push(msg, `the change with clk ${msg.clk ?? '(none)'}`));
     stream.on('health', (status) => say(status === null ? 'the exchange says its data is current again' : `the exchange says its data is late or incomplete (status ${status})`));
     stream.on('reconnecting', (reason, delayMs) => {
+      outbox.alive = false;
       // Failing before ever subscribing is most likely a wrong host, port or CA: say so rather than retry forever.
       if (!everSubscribed && !reason.refusal) {
         failed = true;
@@ -167,20 +199,33 @@ async function main(argv: string[]): Promise<number> {
       if (reason) say(`stopped: ${reason.message}`);
       finish(reason || failed ? 1 : 0);
     });
-    void forwarder.failed.then((err) => {
-      say(`stopped: ${err.message}`);
+    void publisher.broken.then((err) => {
+      if (failed || closing) return;
+      say(`stopped: the service's socket failed: ${err.message}`);
       failed = true;
       stream.stop();
     });
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stream.stop());
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => {
+      say(`${signal}: sending what is held, then stopping`);
+      stream.stop();
+    });
   });
   stream.start();
+  const started = performance.now();
   let code = await done;
-  await forwarder.flush().catch(() => (code = 1));
+  forwarder.stop();
+  await outbox.flush().catch(() => (code = 1));
+  outbox.stop();
+  closing = true;
   await publisher.close();
   const s = forwarder.stats;
-  process.stdout.write(`${s.changes} changes, ${translator.marketsSeen} markets, ${s.images} images, ${s.refused} refused, ${s.batches} batches, ${reconnects} reconnects\n`);
-  return code || (s.refused ? 1 : 0);
+  printSummary(
+    `${s.messages} messages, ${s.changes} market changes, ${translator.marketsSeen} markets`,
+    ledger,
+    `${s.problems} problems, ${outbox.stats.batches} batches, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
+    performance.now() - started,
+  );
+  return code;
 }
 
 if (runsAsTool(import.meta.url)) {

@@ -1,32 +1,48 @@
 /**
- * `npm run replay -- FILE... [--speed N|max] [--url URL] [--key KEY] [--catalogue FILE]`:
- * publishes recorded Betfair stream files through `/ingest` (src/exchange). Bad lines are
- * reported on stderr and counted; a refused batch stops the replay with the service's message.
- * Exit code 0 when every line was published, 1 when any was refused or the service refused a
- * batch, 2 for bad usage or unreadable files.
+ * `npm run replay -- FILE|FOLDER... [--speed N|max] [--from T] [--to T] [--sequential] ...`: publishes
+ * recorded Betfair stream files through `/ingest` (src/exchange), merged by publish time. Bad
+ * input is reported on stderr and counted, and costs only its market; the summary on stdout says
+ * by market what was published and what was not. Exit code 0 when everything was published, 1
+ * when anything was not (or the service's socket failed), 2 for bad usage or unreadable paths.
  */
 import { readFile } from 'node:fs/promises';
 import { Catalogue } from '../exchange/catalogue.js';
-import { expand } from '../exchange/files.js';
+import { expand, READ_LIMITS } from '../exchange/files.js';
+import { Ledger } from '../exchange/ledger.js';
+import { DEFAULT_MAX_OPEN } from '../exchange/merge.js';
+import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher, PublishError } from '../exchange/publisher.js';
 import { newStats, replay, type ReplayStats } from '../exchange/replay.js';
 import { Translator } from '../exchange/translate.js';
-import { parseCommandLine, refuseStart, UsageError } from './args.js';
+import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
 import { runsAsTool } from './fresh.js';
 
-const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--url URL] [--key KEY] [--catalogue FILE]
+const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--from TIME] [--to TIME] [--sequential] [--open N]
+                         [--url URL] [--key KEY | --key-file FILE] [--catalogue FILE] [--progress S] [--max-file-bytes N]
   FILE        Betfair stream recordings, one message a line: plain, .gz or .bz2; folders are read whole
   --speed     N times the recorded pace (default 1), or max: as fast as the service acks
+  --from      replay from this publish time (ISO 8601, or ms since 1970); what comes before only builds the books
+  --to        replay up to this publish time
+  --sequential  the files one after another in the order given, instead of merged by publish time
+  --open      files read at once while merging (default ${DEFAULT_MAX_OPEN})
   --url       the service's publisher socket (default ws://127.0.0.1:8080/ingest)
-  --key       API key with the publisher role, sent in the x-api-key header (needed with AUTH=on)
-  --catalogue a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks`;
+  --key       API key with the publisher role (needed with AUTH=on); or --key-file, ODDS_INGEST_KEY, ODDS_INGEST_KEY_FILE
+  --catalogue a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks
+  --progress  seconds between progress lines on stderr (default: every 0.5 s on a terminal, none otherwise)
+  --max-file-bytes  decompressed bytes a file may hold (default ${READ_LIMITS.maxFileBytes})`;
 
 interface ReplayArgs {
   paths: string[];
   speed: number | 'max';
+  from?: number;
+  to?: number;
+  order: 'time' | 'files';
+  maxOpen: number;
   url: string;
   key?: string;
   catalogue?: string;
+  progressS?: number;
+  maxFileBytes: number;
 }
 
 /** Why a path cannot be read, in words rather than the system's codes. */
@@ -37,17 +53,33 @@ const UNREADABLE: Readonly<Record<string, string>> = {
 /** Problems shown on stderr; the rest are counted only, so a damaged file cannot flood a terminal. */
 const SHOWN_PROBLEMS = 100;
 const MAX_SPEED = 1_000_000;
+const MAX_OPEN = 4096;
+
+function time(value: string | undefined, option: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = /^\d{1,16}$/.test(value) ? Number(value) : /^\d{4}-\d\d-\d\d/.test(value) ? Date.parse(value) : NaN;
+  if (!Number.isFinite(ms)) throw new UsageError(`${option} must be an ISO 8601 time (2026-05-01T14:00:00Z) or ms since 1970, got ${value}`);
+  return ms;
+}
 
 export function parseArgs(argv: string[]): ReplayArgs | 'help' {
-  const line = parseCommandLine(argv, ['speed', 'url', 'key', 'catalogue']);
+  const line = parseCommandLine(argv, ['speed', 'from', 'to', 'open', 'url', 'key', 'key-file', 'catalogue', 'progress', 'max-file-bytes'], ['sequential']);
   if (line.help) return 'help';
-  const { speed = '1', url = 'ws://127.0.0.1:8080/ingest', key, catalogue } = line.options;
+  const { speed = '1', url = 'ws://127.0.0.1:8080/ingest', catalogue, progress } = line.options;
   if (!line.positionals.length) throw new UsageError('give at least one file or folder');
   const n = /^\d+(\.\d+)?$/.test(speed) ? Number(speed) : NaN;
   if (speed !== 'max' && !(n > 0 && n <= MAX_SPEED)) throw new UsageError(`--speed must be a number above 0 and at most ${MAX_SPEED}, or max; got ${speed}`);
   if (!/^wss?:\/\/[^/]/.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
-  if (key !== undefined && !key) throw new UsageError('--key must not be empty');
-  return { paths: [...line.positionals], speed: speed === 'max' ? 'max' : n, url, key, catalogue };
+  const from = time(line.options.from, '--from');
+  const to = time(line.options.to, '--to');
+  if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from');
+  const progressS = progress === undefined ? undefined : /^\d+(\.\d+)?$/.test(progress) && Number(progress) >= 0.1 ? Number(progress) : NaN;
+  if (Number.isNaN(progressS)) throw new UsageError(`--progress must be a number of seconds, at least 0.1, got ${progress}`);
+  return {
+    paths: [...line.positionals], speed: speed === 'max' ? 'max' : n, from, to, order: line.flags.sequential ? 'files' : 'time',
+    maxOpen: wholeNumber(line.options.open, '--open', 1, MAX_OPEN) ?? DEFAULT_MAX_OPEN, url, key: secret(line.options, 'key', 'ODDS_INGEST_KEY'),
+    catalogue, progressS, maxFileBytes: wholeNumber(line.options['max-file-bytes'], '--max-file-bytes', 1, Number.MAX_SAFE_INTEGER) ?? READ_LIMITS.maxFileBytes,
+  };
 }
 
 export async function loadCatalogue(file: string): Promise<Catalogue> {
@@ -64,9 +96,23 @@ export async function loadCatalogue(file: string): Promise<Catalogue> {
 
 const clock = (pt: number | undefined) => (pt === undefined ? '-' : new Date(pt).toISOString().replace('T', ' ').slice(0, 19));
 
-/** What was read and sent; bad lines are the recording's, apart from a batch the service refused (said before it). */
-function summary(stats: ReplayStats, markets: number, seconds: number): string {
-  return `${stats.messages} messages, ${markets} markets, ${stats.images} images, ${stats.refused} bad lines, ${seconds.toFixed(2)} s`;
+/**
+ * The adapters' summary on stdout: one line of totals (what was published and what was not, the
+ * process's peak memory, the time taken), then one line a market, those with a problem first.
+ */
+export function printSummary(head: string, ledger: Ledger, tail: string, ms: number): void {
+  const t = ledger.totals;
+  const sent = t.published + t.refused;
+  const peak = Math.round(process.resourceUsage().maxRSS / 1024);
+  process.stdout.write(
+    `${head}, ${sent} images sent: ${t.published} published, ${t.refused} refused by the service; ${t.withheld} withheld, `
+    + `${t.unapplied} changes not applied, ${tail}, peak memory ${peak} MiB, ${(ms / 1000).toFixed(2)} s\n`
+    + `by market (${ledger.troubled} with anything not published):\n${ledger.lines().map((l) => `  ${l}\n`).join('')}`,
+  );
+}
+
+function progressLine(stats: ReplayStats, markets: number, seconds: number): string {
+  return `${clock(stats.clock)} (recording)  ${stats.messages} messages  ${markets} markets  ${Math.round(stats.messages / seconds)} msg/s`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -94,33 +140,43 @@ async function main(argv: string[]): Promise<number> {
   };
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key });
+    publisher = await Publisher.connect({ url: args.url, key: args.key, liveMs: OUTBOX_DEFAULTS.liveMs });
   } catch (err) {
     process.stderr.write(`replay: ${(err as Error).message}\n`);
     return 1;
   }
-  const translator = new Translator({ catalogue });
+  const ledger = new Ledger();
+  const translator = new Translator({ catalogue, ledger });
+  const outbox = new Outbox({ publisher, translator, ledger, problem });
   const stats = newStats();
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
-  // Progress only where someone watches it; piped output gets the summary alone.
-  const progress = process.stderr.isTTY
-    ? setInterval(() => process.stderr.write(`\r${stats.messages} messages  ${translator.marketsSeen} markets  ${clock(stats.clock)}  ${Math.round(stats.messages / seconds())} msg/s   `), 500)
-    : undefined;
+  const tty = process.stderr.isTTY && args.progressS === undefined;
+  const every = args.progressS ?? (process.stderr.isTTY ? 0.5 : undefined);
+  const progress = every === undefined ? undefined : setInterval(() => {
+    const text = progressLine(stats, translator.marketsSeen, seconds());
+    process.stderr.write(tty ? `\r${text}   ` : `replay: ${text}\n`);
+  }, every * 1000);
   let failed = false;
   try {
-    await replay({ files, speed: args.speed, translator, publisher, stats, problem });
+    await replay({
+      files, speed: args.speed, from: args.from, to: args.to, order: args.order, maxOpen: args.maxOpen,
+      limits: { ...READ_LIMITS, maxFileBytes: args.maxFileBytes }, translator, outbox, stats, problem,
+    });
   } catch (err) {
     if (!(err instanceof PublishError)) throw err;
     failed = true;
-    process.stderr.write(`${progress ? '\n' : ''}replay: stopped: ${err.message}\n`);
+    process.stderr.write(`${tty ? '\n' : ''}replay: stopped: the service's socket failed: ${err.message}\n`);
   } finally {
     clearInterval(progress);
+    outbox.stop();
     await publisher.close();
   }
-  if (progress && !failed) process.stderr.write('\n');
-  process.stdout.write(`${summary(stats, translator.marketsSeen, seconds())}\n`);
-  return failed || stats.refused ? 1 : 0;
+  if (tty && !failed) process.stderr.write('\n');
+  const before = stats.before ? ` (and ${stats.before} before --from)` : '';
+  printSummary(`${stats.messages} messages${before}, ${translator.marketsSeen} markets`, ledger, `${stats.problems} problems`, performance.now() - started);
+  const t = ledger.totals;
+  return failed || stats.problems || t.withheld || t.refused || t.unapplied ? 1 : 0;
 }
 
 if (runsAsTool(import.meta.url)) {

@@ -1,10 +1,8 @@
-import type { IngestItemInput } from '../odds/messages.js';
-
 /**
- * Cuts a run of ingest items into batches the service takes in one go, keeping their order of
- * effect. Within a batch the service commits reference rows before it publishes odds, so a
- * reference item that follows an odds item (a market's close after its last image) starts a new
- * batch. Items are encoded once, here, and sent as they are.
+ * Where a run of encoded ingest items is cut into batches the service takes in one go, keeping
+ * their order of effect. Within a batch the service commits reference rows before it publishes
+ * the feed's items (odds images, stale marks), so a reference item that follows a feed item (a
+ * market's close after its last image) starts a new batch.
  */
 export const BATCH_LIMITS = {
   items: 500,
@@ -15,27 +13,30 @@ export const BATCH_LIMITS = {
 export class Batcher {
   private items: string[] = [];
   private bytes = 0;
-  private hasOdds = false;
+  private hasFeed = false;
 
-  /** Adds an item; returns the batch it closed, if it closed one. */
-  add(item: IngestItemInput): string[] | undefined {
-    const json = JSON.stringify(item);
-    const odds = item.kind === 'odds';
-    const full = this.items.length >= BATCH_LIMITS.items || this.bytes + json.length > BATCH_LIMITS.bytes || (this.hasOdds && !odds);
-    const closed = full && this.items.length ? this.take() : undefined;
-    this.items.push(json);
-    this.bytes += json.length + 1;
-    this.hasOdds ||= odds;
-    return closed;
+  get size(): number {
+    return this.items.length;
   }
 
-  /** The batch being filled, if it holds anything; the next item starts a new one. */
-  take(): string[] | undefined {
-    if (!this.items.length) return undefined;
+  /** Whether the item may join the batch being filled; an empty batch takes anything. */
+  fits(json: string, feed: boolean): boolean {
+    if (!this.items.length) return true;
+    return this.items.length < BATCH_LIMITS.items && this.bytes + json.length <= BATCH_LIMITS.bytes && (feed || !this.hasFeed);
+  }
+
+  add(json: string, feed: boolean): void {
+    this.items.push(json);
+    this.bytes += json.length + 1;
+    this.hasFeed ||= feed;
+  }
+
+  /** The batch filled so far (possibly empty); the next item starts a new one. */
+  take(): string[] {
     const batch = this.items;
     this.items = [];
     this.bytes = 0;
-    this.hasOdds = false;
+    this.hasFeed = false;
     return batch;
   }
 }

@@ -2,10 +2,11 @@ import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import type { MarketChangeMessage } from './stream.js';
 
 /**
- * Checks one parsed stream message before anything of it is applied, so a bad message changes
- * nothing. Only the keys the adapter reads are checked; others pass untouched. The answer is the
- * message typed, `undefined` for a message with nothing to translate (the stream's connection and
- * status messages, which raw recordings carry), or the first problem naming its key.
+ * Checks parsed stream messages before anything of them is applied, in two steps so one bad
+ * market costs only itself: the message's header (`checkMessage`), then each market change on its
+ * own (`checkChange`). Only the keys the adapter carries are checked: starting prices (`spn`,
+ * `spf`, `spb`, `spl`, which Betfair also writes as the strings "NaN" and "Infinity"), `bsp`,
+ * `hc`, `con` and any key the stream adds later are skipped whatever their form.
  */
 type Obj = Record<string, unknown>;
 
@@ -14,7 +15,8 @@ export const LIMITS = { marketChanges: 10_000, runners: 500, levels: 10_000 } as
 
 const MARKET_STATUSES = ['INACTIVE', 'OPEN', 'SUSPENDED', 'CLOSED'];
 const RUNNER_STATUSES = ['ACTIVE', 'WINNER', 'LOSER', 'PLACED', 'REMOVED_VACANT', 'REMOVED', 'HIDDEN'];
-const LADDERS_BY_PRICE = ['atb', 'atl', 'trd', 'spb', 'spl'];
+/** The ladders the book keeps; `spb`/`spl` (starting price books) are not carried. */
+const LADDERS_BY_PRICE = ['atb', 'atl', 'trd'];
 const LADDERS_BY_POSITION = ['batb', 'batl', 'bdatb', 'bdatl'];
 
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
@@ -41,7 +43,7 @@ function runnerChange(v: unknown, at: string): string | undefined {
     const bad = key in v ? ladder(v[key], `${at}.${key}`, LADDERS_BY_POSITION.includes(key)) : undefined;
     if (bad) return bad;
   }
-  for (const key of ['ltp', 'tv', 'hc', 'spn', 'spf']) if (key in v && !isNum(v[key])) return `${at}.${key} must be a number`;
+  for (const key of ['ltp', 'tv']) if (key in v && !isNum(v[key])) return `${at}.${key} must be a number`;
   return undefined;
 }
 
@@ -62,17 +64,23 @@ function definition(v: unknown, at: string): string | undefined {
     if (r.name !== undefined && typeof r.name !== 'string') return `${where}.name must be text`;
     if (r.sortPriority !== undefined && !isNum(r.sortPriority)) return `${where}.sortPriority must be a number`;
   }
+  const ids = v.runners.map((r) => (r as Obj).id);
+  if (new Set(ids).size !== ids.length) return `${at}.runners repeat a selection ID (handicap lines), which the service cannot carry`;
   return undefined;
 }
 
-function marketChange(v: unknown, at: string): string | undefined {
+/** The market ID a change names, when it names a valid one: a bad change of a known market makes that market's book unreliable. */
+export const changeMid = (v: unknown): string | undefined => (isObj(v) && isMarketId(v.id) ? v.id : undefined);
+
+/** The first problem of one market change naming its key, or undefined when it can be applied. */
+export function checkChange(v: unknown, at: string): string | undefined {
   if (!isObj(v)) return `${at} must be an object`;
   if (!isMarketId(v.id)) return `${at}.id must be a market ID`;
   if ('marketDefinition' in v) {
     const bad = definition(v.marketDefinition, `${at}.marketDefinition`);
     if (bad) return bad;
   }
-  for (const key of ['img', 'con']) if (key in v && typeof v[key] !== 'boolean') return `${at}.${key} must be true or false`;
+  if ('img' in v && typeof v.img !== 'boolean') return `${at}.img must be true or false`;
   if ('tv' in v && !isNum(v.tv)) return `${at}.tv must be a number`;
   if (!('rc' in v)) return undefined;
   if (!Array.isArray(v.rc) || v.rc.length > LIMITS.runners) return `${at}.rc must be an array of at most ${LIMITS.runners} runner changes`;
@@ -83,16 +91,22 @@ function marketChange(v: unknown, at: string): string | undefined {
   return undefined;
 }
 
-export function checkMessage(raw: unknown): { message: MarketChangeMessage | undefined } | { error: string } {
+/**
+ * The message's header: `message` with its changes not yet checked (`checkChange` each);
+ * `skip` for a message that carries no market data (the stream's connection and status
+ * messages, order and race changes, ops added later), or the problem that makes the whole
+ * message unusable.
+ */
+export type CheckedMessage = { message: MarketChangeMessage & { mc: unknown[] } } | { skip: string } | { error: string };
+
+export function checkMessage(raw: unknown): CheckedMessage {
   if (!isObj(raw) || typeof raw.op !== 'string') return { error: 'must be an object with an op' };
-  if (raw.op === 'connection' || raw.op === 'status') return { message: undefined };
-  if (raw.op !== 'mcm') return { error: `unknown op "${raw.op.slice(0, 40)}" (only mcm, connection and status are known)` };
-  if (!isNum(raw.pt) || raw.pt < 0) return { error: 'pt must be the publish time in milliseconds' };
-  if (!('mc' in raw)) return { message: raw as unknown as MarketChangeMessage };
-  if (!Array.isArray(raw.mc) || raw.mc.length > LIMITS.marketChanges) return { error: `mc must be an array of at most ${LIMITS.marketChanges} market changes` };
-  for (const [i, mc] of raw.mc.entries()) {
-    const bad = marketChange(mc, `mc[${i}]`);
-    if (bad) return { error: bad };
-  }
-  return { message: raw as unknown as MarketChangeMessage };
+  if (raw.op !== 'mcm') return { skip: raw.op.slice(0, 40) };
+  const mc = raw.mc ?? [];
+  if (!Array.isArray(mc) || mc.length > LIMITS.marketChanges) return { error: `mc must be an array of at most ${LIMITS.marketChanges} market changes` };
+  // A bare status message (`{"op":"mcm","id":2,"status":503}`) carries no time; any change must.
+  if (mc.length && !(isNum(raw.pt) && raw.pt >= 0)) return { error: 'pt must be the publish time in milliseconds' };
+  if (raw.status !== undefined && raw.status !== null && !isNum(raw.status)) return { error: 'status must be a number or null' };
+  return { message: { ...(raw as unknown as MarketChangeMessage), mc } };
 }
+

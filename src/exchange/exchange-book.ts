@@ -47,16 +47,14 @@ export class ExchangeBook {
   private kind: number = PUBLISHED.length;
   /** The market's traded volume as the stream last gave it. */
   private marketTv: number | undefined;
-  /** The last change was conflated by the stream. */
-  conflated = false;
 
-  apply(change: MarketChange): void {
-    if (change.img) {
+  /** @param fresh the change replaces everything held (`img: true`, or a change of a SUB_IMAGE). */
+  apply(change: MarketChange, fresh = change.img === true): void {
+    if (fresh) {
       this.runners.clear();
       this.marketTv = undefined;
       this.kind = PUBLISHED.length;
     }
-    this.conflated = change.con === true;
     if (change.tv !== undefined) this.marketTv = change.tv;
     for (const rc of change.rc ?? []) this.applyRunner(rc);
   }

@@ -1,97 +1,102 @@
 /**
- * Replays recorded stream files through a publisher: each line parsed, translated, cut into
- * batches and sent, pipelined. At a speed N, a message goes out when its `pt` comes due on a clock
- * running N times real time from the first message (a `pt` earlier than the one before, as at the
- * start of another market's file, restarts that clock); at `max`, as fast as acks allow. Bad input
- * is reported through `problem` and counted, and the replay goes on; a refused batch ends it by
- * throwing the publisher's PublishError.
+ * Replays recordings through the outbox: the files' messages merged by publish time (merge.ts),
+ * each translated and its items queued, pipelined. At a speed N a message goes out when its
+ * `pt` comes due on a clock running N times real time from the first message published (in
+ * `files` order, a `pt` earlier than the one before, as at the start of the next file, restarts
+ * that clock); at `max`, as fast as the outbox has room. With `from`, the messages before it build
+ * the books and the reference rows silently, and the first message at or after it starts the
+ * replay with each market's image as it stood then. Bad input is reported through `problem` and
+ * counted, and the replay goes on.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Batcher } from './batch.js';
-import { readLines } from './files.js';
-import type { Publisher } from './publisher.js';
+import { merged, type MergeOptions } from './merge.js';
+import type { Outbox } from './outbox.js';
 import type { Translator } from './translate.js';
 
 export interface ReplayStats {
+  /** Messages replayed, from `from` on. */
   messages: number;
+  /** Messages read before `from`, only to build the books. */
+  before: number;
   images: number;
-  /** Lines refused as bad input (and unreadable rests of files). */
-  refused: number;
-  /** `pt` of the newest message, ms. */
+  /** Problems reported: lines not read as messages (not JSON, unreadable rests of files), bad messages and market changes. */
+  problems: number;
+  /** `pt` of the newest message, ms: the recording's clock. */
   clock: number | undefined;
 }
 
-interface ReplayOptions {
+interface ReplayOptions extends Omit<MergeOptions, 'to'> {
   files: readonly string[];
   speed: number | 'max';
+  from?: number;
+  to?: number;
   translator: Translator;
-  publisher: Publisher;
+  outbox: Outbox;
   /** Filled in as the replay goes, so a caller can show progress and a summary even after a failure. */
   stats: ReplayStats;
   problem: (text: string) => void;
 }
 
-export const newStats = (): ReplayStats => ({ messages: 0, images: 0, refused: 0, clock: undefined });
+export const newStats = (): ReplayStats => ({ messages: 0, before: 0, images: 0, problems: 0, clock: undefined });
 
 /** When each message is due, at a speed. */
 class Pace {
   private origin: { pt: number; wall: number } | undefined;
   private last = -Infinity;
 
-  constructor(private readonly speed: number) {}
+  constructor(private readonly speed: number, private readonly restartOnRewind: boolean) {}
 
-  /** Milliseconds to wait before the message with this `pt` is due. */
+  /** Milliseconds to wait before the message with this `pt` is due; 0 for one already late. */
   wait(pt: number): number {
     const now = performance.now();
-    if (!this.origin || pt < this.last) this.origin = { pt, wall: now };
+    if (!this.origin || (this.restartOnRewind && pt < this.last)) this.origin = { pt, wall: now };
     this.last = pt;
     return Math.max(0, this.origin.wall + (pt - this.origin.pt) / this.speed - now);
   }
 }
 
 export async function replay(opts: ReplayOptions): Promise<void> {
-  const { translator, publisher, stats } = opts;
-  const batcher = new Batcher();
-  const pace = opts.speed === 'max' ? undefined : new Pace(opts.speed);
-  const send = async (batch: string[] | undefined) => {
-    if (!batch) return;
-    await publisher.room();
-    void publisher.sendEncoded(batch);
-  };
-  for await (const line of readLines(opts.files)) {
-    const where = `${line.file}:${line.line}`;
-    if ('problem' in line) {
-      stats.refused++;
-      opts.problem(`${where}: ${line.problem}`);
+  const { translator, outbox, stats } = opts;
+  const pace = opts.speed === 'max' ? undefined : new Pace(opts.speed, opts.order === 'files');
+  /** Markets moved before `from`: their images go out when the replay reaches it. */
+  let held: Set<string> | undefined = opts.from === undefined ? undefined : new Set();
+  const messages = merged(opts.files, { order: opts.order, maxOpen: opts.maxOpen, to: opts.to, limits: opts.limits });
+  for await (const m of messages) {
+    if ('problem' in m) {
+      note([`${m.where}: ${m.problem}`], opts);
       continue;
     }
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line.text);
-    } catch (err) {
-      stats.refused++;
-      opts.problem(`${where}: not JSON (${(err as Error).message})`);
-      continue;
-    }
-    const out = translator.apply(msg, where);
-    if (out.errors.length) {
-      stats.refused++;
-      for (const e of out.errors) opts.problem(e);
-      continue;
-    }
-    stats.messages++;
-    const pt = (msg as { pt?: number }).pt;
-    if (pt !== undefined) {
-      const wait = pace?.wait(pt) ?? 0;
-      if (wait > 0) {
-        await send(batcher.take());
-        await sleep(wait);
+    if (held && m.pt !== undefined && m.pt >= opts.from!) {
+      for (const mid of held) {
+        const item = translator.render(mid);
+        if (item) outbox.push(item);
       }
-      stats.clock = pt;
+      held = undefined;
     }
+    if (held) {
+      stats.before++;
+      const { steps, problems } = translator.apply(m.msg, m.where);
+      note(problems, opts);
+      for (const step of steps) if ('item' in step) outbox.push(step.item);
+      else held.add(step.mid);
+      continue;
+    }
+    if (m.pt !== undefined) {
+      const wait = pace?.wait(m.pt) ?? 0;
+      if (wait > 0) await sleep(wait);
+      stats.clock = m.pt;
+    }
+    const out = translator.translate(m.msg, m.where);
+    note(out.problems, opts);
+    stats.messages++;
     stats.images += out.images;
-    for (const item of out.items) await send(batcher.add(item));
+    for (const item of out.items) outbox.push(item);
+    await outbox.room();
   }
-  await send(batcher.take());
-  await publisher.flush();
+  await outbox.flush();
+}
+
+function note(problems: string[], opts: Pick<ReplayOptions, 'problem' | 'stats'>): void {
+  opts.stats.problems += problems.length;
+  for (const p of problems) opts.problem(p);
 }

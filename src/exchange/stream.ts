@@ -1,8 +1,12 @@
 /**
  * Betfair Exchange Stream API market messages, as the live stream sends them and as Betfair's
  * historic data files store them (one message per line). Only the keys the adapter reads or a
- * reader is likely to look for are typed; the stream may carry more.
+ * reader is likely to look for are typed; the stream may carry more, and new keys at any time:
+ * the adapter skips what it does not carry, whatever its form.
  */
+
+/** Betfair writes the starting prices it cannot compute as these strings, not as JSON numbers. */
+type SpecialNumber = 'NaN' | 'Infinity' | '-Infinity';
 
 /** A ladder level by price: [price, size]. Size 0 removes the price. */
 export type PriceVol = [price: number, size: number];
@@ -22,7 +26,7 @@ export interface RunnerDefinition {
   /** Handicap: Asian handicap markets repeat a selection ID once per line. */
   hc?: number;
   adjustmentFactor?: number;
-  bsp?: number;
+  bsp?: number | SpecialNumber;
   removalDate?: string;
 }
 
@@ -84,8 +88,8 @@ export interface RunnerChange {
   /** Traded volume of the runner. */
   tv?: number;
   /** Starting price near, far, back and lay book: not carried by the service. */
-  spn?: number;
-  spf?: number;
+  spn?: number | SpecialNumber;
+  spf?: number | SpecialNumber;
   spb?: PriceVol[];
   spl?: PriceVol[];
 }
@@ -108,7 +112,7 @@ export interface MarketChangeMessage {
   id?: number;
   clk?: string;
   initialClk?: string;
-  /** Publish time, ms. */
+  /** Publish time, ms; absent on a bare status message (`{"op":"mcm","id":2,"status":503}`). */
   pt: number;
   /** SUB_IMAGE, RESUB_DELTA or HEARTBEAT; absent on ordinary deltas. */
   ct?: 'SUB_IMAGE' | 'RESUB_DELTA' | 'HEARTBEAT';
@@ -116,6 +120,6 @@ export interface MarketChangeMessage {
   segmentType?: 'SEG_START' | 'SEG' | 'SEG_END';
   conflateMs?: number;
   heartbeatMs?: number;
-  /** 503 when the stream's data is stale. */
-  status?: number;
+  /** 503 while the exchange's data is late or incomplete; absent or null when well. */
+  status?: number | null;
 }

@@ -2,42 +2,74 @@
  * Betfair stream messages in, ingest items out. Shared by `npm run replay` (recorded files) and
  * the live stream client:
  *
- *   const translator = new Translator({ catalogue });        // catalogue optional
- *   const { items, errors, images } = translator.apply(JSON.parse(line), 'file.bz2:12');
+ *   const translator = new Translator({ catalogue, ledger });   // both optional
+ *   const { items, problems, images } = translator.translate(JSON.parse(line), 'file.bz2:12');
+ *
+ * or in two steps, as the live adapter does to send only the newest state of a busy market:
+ * `apply` updates the books and returns the reference items and the markets whose state moved,
+ * in the order they must take effect; `render(mid)` gives the item that tells the service a
+ * market's state now (an odds image, or a `stale` item), or nothing when it was told already.
  *
  * Each market change updates that market's book (exchange-book.ts) and yields one odds image: the
  * best 10 levels a side per runner, `ltp` and `tv` per runner, the market's `tv`, `ts` = the
- * message's `pt`. A new or changed definition first yields the sport, league, event and market
- * rows it implies; a market's close yields, after its last image, `go` and its `result`. Items
- * come in the order they must take effect. A bad message (see check.ts, or a change for a market
- * whose definition has not come yet) yields errors naming `where` and nothing else: the
- * translator's state is as if the message never came.
+ * message's `pt`, and `late: true` while the exchange flags its data late (`status: 503`). A new
+ * or changed definition first yields the sport, league, event and market rows it implies; a
+ * market's close yields, after its last image, `go` and its `result`.
+ *
+ * One bad market never costs another: each change is checked on its own (check.ts). A change
+ * that cannot be applied makes only its market's book unreliable: the market is sent as stale
+ * (`unreliable`) and gets no image until a fresh one (`img: true`, a SUB_IMAGE). An image the
+ * service's own price rules refuse (ingest/prices.ts) is kept back and the market sent as stale
+ * instead, until its next image the rules accept. A lateness flag that comes without a change
+ * marks every market stale (`late`); when it clears, each is sent its image again.
  */
+import { checkPrices, pricingOf } from '../ingest/prices.js';
+import { validateOdds } from '../ingest/validate-odds.js';
 import type { IngestItemInput } from '../odds/messages.js';
 import type { Catalogue } from './catalogue.js';
-import { checkMessage } from './check.js';
-import { marketStatus, runnerStatus, winners } from './mapping.js';
+import { changeMid, checkChange, checkMessage } from './check.js';
 import { ExchangeBook } from './exchange-book.js';
+import type { Ledger } from './ledger.js';
+import { marketStatus, marketType, runnerStatus, winners } from './mapping.js';
 import { changed, eventFields, marketFields, namesOf, ordered, Parents, withNames } from './reference.js';
-import type { MarketChange, MarketChangeMessage, MarketDefinition, RunnerDefinition } from './stream.js';
+import type { MarketChange, MarketDefinition, RunnerDefinition } from './stream.js';
 
 const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
 const DEFAULT_MAX_MARKETS = 50_000;
 
+export type StaleWhy = 'late' | 'unreliable';
+/** Marks a market stale without a new image (the service's `stale` ingest item). */
+export type StaleItem = Record<string, unknown> & { kind: 'stale'; mid: string; why: StaleWhy };
+export type OutItem = IngestItemInput | StaleItem;
+
+/** A reference item, or a market whose state the service must be told (`render` it). */
+export type Step = { item: IngestItemInput } | { mid: string };
+
 interface TranslatorOptions {
   catalogue?: Catalogue;
   maxMarkets?: number;
+  /** Where images kept back and changes not applied are counted by market. */
+  ledger?: Ledger;
+}
+
+interface Applied {
+  steps: Step[];
+  /** Each bad message or market change, naming where and why. */
+  problems: string[];
 }
 
 interface Translation {
-  items: IngestItemInput[];
-  errors: string[];
+  items: OutItem[];
+  problems: string[];
   /** Odds images among the items. */
   images: number;
 }
 
 type Fields = Record<string, unknown>;
+
+/** What the service was last told of a market. */
+type Told = 'nothing' | 'image' | 'late image' | StaleWhy;
 
 interface MarketState {
   def: MarketDefinition;
@@ -48,6 +80,13 @@ interface MarketState {
   sent?: Fields;
   go: boolean;
   res: string;
+  /** `pt` of the newest change applied. */
+  pt: number;
+  /** The book or definition moved since the service was last sent an image. */
+  moved: boolean;
+  told: Told;
+  /** Why the book cannot be trusted until a fresh image; undefined while it can. */
+  broken: string | undefined;
 }
 
 interface EventState {
@@ -62,68 +101,155 @@ export class Translator {
   private readonly events = new Map<number, EventState>();
   private readonly parents = new Parents();
   private readonly maxMarkets: number;
+  /** The exchange flags its data late (`status` 503). */
+  private late = false;
   /** Markets that have had a definition, counted once each. */
   marketsSeen = 0;
+  /** Messages skipped as carrying no market data, by op. */
+  readonly skipped = new Map<string, number>();
 
   constructor(private readonly opts: TranslatorOptions = {}) {
     this.maxMarkets = opts.maxMarkets ?? DEFAULT_MAX_MARKETS;
   }
 
-  apply(raw: unknown, where: string): Translation {
+  /** The exchange's data is flagged late. */
+  get isLate(): boolean {
+    return this.late;
+  }
+
+  /** Markets whose books wait for a fresh image, with why. */
+  unreliable(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [mid, s] of this.markets) if (s.broken !== undefined) out.set(mid, s.broken);
+    return out;
+  }
+
+  /** Applies one message and renders what it moved at once: every image in the order the exchange published it. */
+  translate(raw: unknown, where: string): Translation {
+    const { steps, problems } = this.apply(raw, where);
+    const items: OutItem[] = [];
+    let images = 0;
+    for (const step of steps) {
+      const item = 'item' in step ? step.item : this.render(step.mid);
+      if (!item) continue;
+      items.push(item);
+      if (item.kind === 'odds') images++;
+    }
+    return { items, problems, images };
+  }
+
+  apply(raw: unknown, where: string): Applied {
     const checked = checkMessage(raw);
-    if ('error' in checked) return refused(where, checked.error);
+    if ('error' in checked) return { steps: [], problems: [`${where}: ${checked.error}`] };
+    if ('skip' in checked) {
+      this.skipped.set(checked.skip, (this.skipped.get(checked.skip) ?? 0) + 1);
+      return { steps: [], problems: [] };
+    }
     const msg = checked.message;
-    if (!msg?.mc?.length) return { items: [], errors: [], images: 0 };
-    const problem = this.admissible(msg.mc);
-    if (problem) return refused(where, problem);
-    this.makeRoom(msg.mc);
-    const before: IngestItemInput[] = [];
-    const images: IngestItemInput[] = [];
-    const after: IngestItemInput[] = [];
-    for (const mc of msg.mc) {
-      const state = this.update(mc);
-      if (mc.marketDefinition) this.reference(mc.id, state, before, after);
-      images.push(this.image(mc.id, state, msg));
-    }
-    return { items: [...before, ...images, ...after], errors: [], images: images.length };
-  }
-
-  /** Why the message cannot be applied whole, before any of it is. */
-  private admissible(changes: MarketChange[]): string | undefined {
-    for (const mc of changes) {
-      const def = mc.marketDefinition;
-      if (!def && !this.markets.has(mc.id)) return `market ${mc.id} has no definition yet`;
-      if (def && new Set(def.runners.map((r) => r.id)).size !== def.runners.length) {
-        return `market ${mc.id} repeats a selection ID (handicap lines), which the service cannot carry`;
+    const steps: Step[] = [];
+    const problems: string[] = [];
+    const fresh = msg.ct === 'SUB_IMAGE';
+    for (const [i, raw] of msg.mc.entries()) {
+      const bad = checkChange(raw, `mc[${i}]`);
+      if (bad) {
+        this.unapplied(changeMid(raw), `${where}: ${bad}`, steps, problems);
+        continue;
       }
+      const mc = raw as MarketChange;
+      const problem = this.admit(mc);
+      if (problem) {
+        this.unapplied(mc.id, `${where}: ${problem}`, steps, problems);
+        continue;
+      }
+      const state = this.update(mc, fresh || mc.img === true, msg.pt);
+      const before: IngestItemInput[] = [];
+      const after: IngestItemInput[] = [];
+      if (mc.marketDefinition) this.reference(mc.id, state, before, after);
+      for (const item of before) steps.push({ item });
+      steps.push({ mid: mc.id });
+      for (const item of after) steps.push({ item });
     }
-    const fresh = new Set(changes.map((mc) => mc.id).filter((m) => !this.markets.has(m)));
-    if (this.markets.size + fresh.size <= this.maxMarkets) return undefined;
-    const forgettable = [...this.closed].filter((m) => !changes.some((mc) => mc.id === m)).length;
-    return this.markets.size - forgettable + fresh.size > this.maxMarkets ? `more than ${this.maxMarkets} markets are open at once` : undefined;
+    // Late or well again: every market hears it, those this message changed already with their image.
+    const late = msg.status !== undefined && msg.status !== null;
+    if (late !== this.late) {
+      this.late = late;
+      for (const [mid, s] of this.markets) if (!s.go) steps.push({ mid });
+    }
+    return { steps, problems };
   }
 
-  /** Forgets the markets closed longest ago (never one this message changes) to make room for its new ones. */
-  private makeRoom(changes: MarketChange[]): void {
-    const mids = new Set(changes.map((mc) => mc.id));
-    let over = this.markets.size + [...mids].filter((m) => !this.markets.has(m)).length - this.maxMarkets;
-    for (const mid of this.closed) {
-      if (over <= 0) break;
-      if (mids.has(mid)) continue;
-      this.forget(mid);
-      over--;
+  /**
+   * What tells the service the market's state now: its image; `stale` when its book is
+   * unreliable, its image breaks the service's price rules, or the data is late with no new
+   * image; undefined when the service was told that already.
+   */
+  render(mid: string): OutItem | undefined {
+    const s = this.markets.get(mid);
+    if (!s) return undefined;
+    if (s.broken !== undefined) return this.stale(mid, s, 'unreliable');
+    if (!s.moved) {
+      // Nothing new in the book: only the lateness may have changed.
+      if (this.late && s.told === 'image') return this.stale(mid, s, 'late');
+      if (this.late || (s.told !== 'late' && s.told !== 'late image')) return undefined;
     }
+    s.moved = false;
+    const image = this.image(mid, s);
+    const refusal = this.refusal(image, s);
+    if (refusal) {
+      this.opts.ledger?.record(mid, 'withheld', refusal);
+      return this.stale(mid, s, 'unreliable');
+    }
+    s.told = this.late ? 'late image' : 'image';
+    return image;
   }
 
-  private update(mc: MarketChange): MarketState {
+  private stale(mid: string, s: MarketState, why: StaleWhy): StaleItem | undefined {
+    if (s.told === why) return undefined;
+    s.told = why;
+    return { kind: 'stale', mid, why };
+  }
+
+  /** Why the service would refuse this image (its shape and price rules), naming the field; undefined when it would take it. */
+  private refusal(item: IngestItemInput, s: MarketState): string | undefined {
+    const checked = validateOdds(item);
+    if ('error' in checked) return checked.error;
+    return checkPrices(checked.image, pricingOf(marketType(s.def), s.runners.length > 0));
+  }
+
+  /** A change that cannot be applied: its market, when known, is unreliable until a fresh image. */
+  private unapplied(mid: string | undefined, why: string, steps: Step[], problems: string[]): void {
+    problems.push(why);
+    if (mid === undefined) return;
+    this.opts.ledger?.record(mid, 'unapplied', why);
+    const s = this.markets.get(mid);
+    if (!s || s.broken !== undefined) return;
+    s.broken = why;
+    steps.push({ mid });
+  }
+
+  /** Why this change cannot be taken (a market never defined, no room for a new one); undefined when it can. */
+  private admit(mc: MarketChange): string | undefined {
+    if (this.markets.has(mc.id)) return undefined;
+    if (!mc.marketDefinition) return `market ${mc.id} has no definition yet`;
+    if (this.markets.size < this.maxMarkets) return undefined;
+    const oldest = this.closed.values().next();
+    if (oldest.done) return `more than ${this.maxMarkets} markets are open at once`;
+    this.forget(oldest.value);
+    return undefined;
+  }
+
+  private update(mc: MarketChange, fresh: boolean, pt: number): MarketState {
     let state = this.markets.get(mc.id);
     if (!state) {
-      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, res: '' };
+      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, res: '', pt, moved: true, told: 'nothing', broken: undefined };
       this.markets.set(mc.id, state);
       this.marketsSeen++;
     }
     if (mc.marketDefinition) this.define(mc.id, state, mc.marketDefinition);
-    state.book.apply(mc);
+    if (fresh) state.broken = undefined;
+    state.book.apply(mc, fresh);
+    state.pt = pt;
+    state.moved = true;
     return state;
   }
 
@@ -172,7 +298,7 @@ export class Translator {
     if (res) state.res = res;
   }
 
-  private image(mid: string, state: MarketState, msg: MarketChangeMessage): IngestItemInput {
+  private image(mid: string, state: MarketState): IngestItemInput {
     const { def, book } = state;
     const r = state.runners.map((runner) => {
       const ltp = book.ltp(runner.id);
@@ -183,8 +309,9 @@ export class Translator {
       };
     });
     const tv = book.totalTv();
-    return { kind: 'odds', mid, ts: msg.pt, st: marketStatus(def.status), ip: def.inPlay, r, ...(tv === undefined ? {} : { tv }) };
+    return {
+      kind: 'odds', mid, ts: state.pt, st: marketStatus(def.status), ip: def.inPlay, r,
+      ...(tv === undefined ? {} : { tv }), ...(this.late ? { late: true } : {}),
+    };
   }
 }
-
-const refused = (where: string, why: string): Translation => ({ items: [], errors: [`${where}: ${why}`], images: 0 });

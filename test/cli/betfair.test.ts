@@ -1,5 +1,8 @@
-import t from 'tap';
-import { spawn } from 'node:child_process';
+import t, { type Test } from 'tap';
+import { spawn, type ChildProcessByStdio, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseArgs } from '../../src/cli/betfair.js';
 import { UsageError } from '../../src/cli/args.js';
 import { APP_KEY, EsaServer, SESSION, TEST_CA_FILE, playScript, type EsaConnection } from '../exchange/esa-server.js';
@@ -8,25 +11,52 @@ import { freePort } from '../helpers/net.js';
 import { startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
-import { runTool } from './processes.js';
+import { runTool, tempDir } from './processes.js';
+import { Burst } from '../exchange/esa-burst.js';
+import { findRoot } from '../k8s/root.js';
 
 const CLI = new URL('../../src/cli/betfair.js', import.meta.url).pathname;
+const SUMMARY = new RegExp('^\\d+ messages, (?<changes>\\d+) market changes, (?<markets>\\d+) markets, (?<sent>\\d+) images sent: (?<published>\\d+) published, '
+  + '(?<refused>\\d+) refused by the service; (?<withheld>\\d+) withheld, (?<unapplied>\\d+) changes not applied, (?<problems>\\d+) problems, \\d+ batches, '
+  + '(?<reconnects>\\d+) reconnects, \\d+ resubscriptions, (?<pauses>\\d+) pauses, peak memory (?<peak>\\d+) MiB, \\d+\\.\\d\\d s$', 'm');
 const BASE = ['--app-key', APP_KEY, '--session', SESSION, '--markets', MARKET_ID];
+
+/** A tool started in its own process: its output so far, its exit, and a SIGKILL when the test ends. */
+function running(t: Test, child: ChildProcessWithoutNullStreams | ChildProcessByStdio<null, Readable, Readable>) {
+  const run = { child, stdout: '', stderr: '', exited: new Promise<number | null>((ok) => child.on('close', (code) => ok(code))) };
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (run.stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (run.stderr += s));
+  t.teardown(() => child.kill('SIGKILL'));
+  return run;
+}
 
 t.test('arguments', async (t) => {
   t.test('the filter, the stream server and the service', async (t) => {
     t.same(parseArgs([...BASE, '--market-types', 'MATCH_ODDS', '--host', '127.0.0.1', '--port', '8443', '--heartbeat', '1000', '--conflate', '0', '--key', 'k']), {
       appKey: APP_KEY, session: SESSION, filter: { marketIds: [MARKET_ID], marketTypes: ['MATCH_ODDS'] },
       host: '127.0.0.1', port: 8443, ca: undefined, heartbeatMs: 1000, conflateMs: 0,
-      url: 'ws://127.0.0.1:8080/ingest', key: 'k', catalogue: undefined,
+      url: 'ws://127.0.0.1:8080/ingest', key: 'k', catalogue: undefined, queueBytes: 8 * 1024 * 1024,
     });
+  });
+  t.test('credentials from files and variables, so none shows in the process list', async (t) => {
+    const dir = await tempDir(t);
+    await writeFile(join(dir, 'app-key'), 'key-from-a-file\n');
+    await writeFile(join(dir, 'session'), 'session-from-a-file\n');
+    t.match(parseArgs(['--app-key-file', join(dir, 'app-key'), '--session-file', join(dir, 'session'), '--markets', MARKET_ID]), { appKey: 'key-from-a-file', session: 'session-from-a-file' });
+    const env = { BETFAIR_APP_KEY: 'key-from-env', BETFAIR_SESSION_FILE: join(dir, 'session'), ODDS_INGEST_KEY: 'ok_publisher' };
+    Object.assign(process.env, env);
+    t.teardown(() => { for (const k of Object.keys(env)) delete process.env[k]; });
+    t.match(parseArgs(['--markets', MARKET_ID]), { appKey: 'key-from-env', session: 'session-from-a-file', key: 'ok_publisher' });
+    t.match(parseArgs(['--app-key', 'from-args', '--markets', MARKET_ID]), { appKey: 'from-args' }, 'an argument wins');
+    t.throws(() => parseArgs(['--session-file', join(dir, 'missing'), '--markets', MARKET_ID]), /--session-file .*missing: ENOENT/);
   });
   t.test('defaults: the exchange\'s host and port, a 5 s heartbeat', async (t) => {
     t.match(parseArgs(['--app-key', 'a', '--session', 's', '--event-types', '1,4,1']), { filter: { eventTypeIds: ['1', '4'] }, host: 'stream-api.betfair.com', port: 443, heartbeatMs: 5000, conflateMs: undefined });
   });
   const refused: [string[], RegExp][] = [
     [['--app-key', 'a', '--session', 's'], /give --markets or --event-types/],
-    [['--session', 's', '--markets', MARKET_ID], /--app-key is required/],
+    [['--session', 's', '--markets', MARKET_ID], /--app-key \(or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE\) is required/],
+    [[...BASE, '--queue-bytes', '100'], /--queue-bytes must be a whole number from 65536/],
     [[...BASE.slice(0, 4), '--markets', '1.2,abc'], /--markets takes market IDs like 1\.230000001, got "abc"/],
     [[...BASE, '--event-types', '0'], /--event-types takes positive integer IDs, got "0"/],
     [[...BASE, '--market-types', 'match odds'], /--market-types takes market type codes/],
@@ -77,16 +107,12 @@ t.test('against the local stream server and the service', async (t) => {
     const gone = await startTestService(t);
     let live: EsaConnection | undefined;
     const esa = await EsaServer.start(t, [{ play: (conn) => { live = conn; conn.send(IMAGE); conn.beat(500); } }]);
-    const child = spawn(process.execPath, [CLI, ...BASE, ...to(esa).slice(0, -1), gone.url.replace(/^http/, 'ws') + '/ingest'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const exited = new Promise<number | null>((ok) => child.on('close', (code) => ok(code)));
-    t.teardown(() => child.kill('SIGKILL'));
-    await eventually(async () => stderr, (s) => s.includes('subscribed'), 20_000);
+    const run = running(t, spawn(process.execPath, [CLI, ...BASE, ...to(esa).slice(0, -1), gone.url.replace(/^http/, 'ws') + '/ingest'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    await eventually(async () => run.stderr, (s) => s.includes('subscribed'), 20_000);
     await gone.close();
     live!.send(DELTAS[0]);
-    t.equal(await exited, 1, stderr);
-    t.match(stderr, /betfair: stopped: connection closed: code \d+/);
+    t.equal(await run.exited, 1, run.stderr);
+    t.match(run.stderr, /betfair: stopped: the service's socket failed: connection closed: code \d+/);
   });
 
   t.test('end to end: a subscriber sees the exchange\'s book, through a dropped connection and a clk resume', async (t) => {
@@ -94,22 +120,71 @@ t.test('against the local stream server and the service', async (t) => {
     const sub = await Client.connect(svc.url);
     t.teardown(() => sub.close());
     t.equal((await sub.request({ op: 'subscribe', mids: [MARKET_ID] })).status, 1);
-    const child = spawn(process.execPath, [CLI, ...BASE, ...to(esa)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const exited = new Promise<number | null>((ok) => child.on('close', (code) => ok(code)));
-    t.teardown(() => child.kill('SIGKILL'));
+    const run = running(t, spawn(process.execPath, [CLI, ...BASE, ...to(esa)], { stdio: ['ignore', 'pipe', 'pipe'] }));
     // The last deltas set home's best back to 2.07 and away's to 2.08 (esa-script.ts).
     const best = (f: Awaited<ReturnType<typeof sub.next>>, rid: number) => (f.op === 'odds' ? f.r.find((r) => r.rid === rid)?.b[0] : undefined);
     const last = await sub.next((f) => f.op === 'odds' && f.mid === MARKET_ID && best(f, RUNNERS.home)?.[0] === 2.07 && best(f, RUNNERS.away)?.[0] === 2.08, 20_000);
     t.same(best(last, RUNNERS.home), [2.07, 107]);
     t.same(best(last, RUNNERS.draw), [2.06, 106]);
     t.equal((await esa.connection(2)).subscriptions[0].clk, clkOf(3), 'the CLI resumed with the clk of the last delta before the drop');
-    child.kill('SIGINT');
-    t.equal(await exited, 0, stderr);
-    t.match(stderr, /connected to 127\.0\.0\.1:\d+ \(connection 002-100000\)\nbetfair: subscribed\n.*reconnecting in \d+ ms\n.*subscription resumed from the last clk\n/s);
-    t.match(stdout, /^9 changes, 1 markets, 9 images, 0 refused, \d+ batches, 1 reconnects\n$/);
+    run.child.kill('SIGINT');
+    t.equal(await run.exited, 0, run.stderr);
+    t.match(run.stderr, /connected to 127\.0\.0\.1:\d+ \(connection 002-100000\)\nbetfair: subscribed\n.*reconnecting in \d+ ms\n.*subscription resumed from the last clk\n/s);
+    const m = SUMMARY.exec(run.stdout);
+    t.ok(m, run.stdout);
+    // The image and the deltas come in a few reads: their images may merge, never past the newest book.
+    t.match(m?.groups, { changes: '9', markets: '1', refused: '0', withheld: '0', unapplied: '0', problems: '0', reconnects: '1' });
+    t.equal(m?.groups?.published, m?.groups?.sent, 'every image sent was published');
+    t.match(run.stdout, /^by market \(0 with anything not published\):\n  1\.230000001: [1-9]\d* published\n$/m);
+  });
+  t.test('started through npm, SIGTERM reaches it: it sends what it holds, prints its summary and exits 0', async (t) => {
+    const esa = await EsaServer.start(t, [{ play: playScript() }]);
+    // As a supervisor runs it: through npm, credentials in variables, nothing secret on the command line.
+    const run = running(t, spawn('npm', ['run', '--silent', 'betfair', '--', '--markets', MARKET_ID, ...to(esa)], {
+      cwd: findRoot(), env: { ...process.env, BETFAIR_APP_KEY: APP_KEY, BETFAIR_SESSION: SESSION }, stdio: ['ignore', 'pipe', 'pipe'],
+    }));
+    await eventually(async () => run.stderr, (s) => s.includes('subscribed'), 30_000);
+    run.child.kill('SIGTERM');
+    const code = await run.exited;
+    t.match(run.stderr, /betfair: SIGTERM: sending what is held, then stopping\n/);
+    // The signal may come before or after the image was read: the summary says which, and that it shut down in order.
+    t.match(SUMMARY.exec(run.stdout)?.groups, { refused: '0', problems: '0' }, 'the summary: the adapter shut down in order');
+    t.equal(code, 0, run.stderr);
+  });
+
+  t.test('a burst of 50,000 changes a second for 10 s: every book ends on the exchange\'s, memory stays bounded, and the exchange sees the adapter stop reading', async (t) => {
+    const burst = new Burst({ markets: 500, rate: 50_000, seconds: 10 });
+    const esa = await EsaServer.start(t, [{ play: (conn) => burst.play(conn) }]);
+    // A small queue, so it fills whenever the service is behind and the pause is seen.
+    const run = running(t, spawn(process.execPath, [CLI, ...BASE.slice(0, 4), '--event-types', '1', ...to(esa), '--queue-bytes', '65536'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    await burst.done;
+    t.ok(burst.stats.made >= 400_000, `${burst.stats.made} changes made, ${burst.stats.rate} a second`);
+    t.ok(burst.stats.backedUp > 0, `the adapter stopped reading: the stream backed up ${burst.stats.backedUp} times and conflated ${burst.stats.conflated} market changes`);
+    // After the burst, a subscriber's images of every market come to equal the exchange's books.
+    const sub = await Client.connect(svc.url);
+    t.teardown(() => sub.close());
+    // A request lists at most 50 markets: the sport takes them all (the burst's are soccer).
+    const ack = await sub.request({ op: 'subscribe', sis: [1] });
+    t.equal(ack.status, 1, ack.message);
+    const newest = new Map<string, string>();
+    const want = new Map(burst.mids.map((mid) => [mid, JSON.stringify(burst.expected(mid))]));
+    const wrong = () => burst.mids.filter((mid) => newest.get(mid) !== want.get(mid));
+    let read = 0;
+    await eventually(async () => {
+      for (; read < sub.frames.length; read++) {
+        const f = sub.frames[read];
+        if (f.op === 'odds' && want.has(f.mid)) newest.set(f.mid, JSON.stringify(f.r.map((r) => ({ rid: r.rid, b: r.b, l: r.l }))));
+      }
+      return wrong().length;
+    }, (n) => n === 0, 60_000, 200);
+    const left = wrong();
+    t.same(left.slice(0, 1).map((mid) => newest.get(mid)), left.slice(0, 1).map((mid) => want.get(mid)), 'the first market that differs, if any');
+    t.equal(left.length, 0, 'every book ends on the exchange\'s');
+    run.child.kill('SIGINT');
+    t.equal(await run.exited, 0, run.stderr.slice(-2000));
+    const summary = SUMMARY.exec(run.stdout)?.groups;
+    t.ok(Number(summary?.pauses) > 0, `the adapter paused its reading ${summary?.pauses} times while its queue was full`);
+    t.ok(Number(summary?.peak) < 400, `peak memory ${summary?.peak} MiB, under 400 MiB`);
+    t.match(summary, { markets: '500', refused: '0', withheld: '0', unapplied: '0', problems: '0' });
   });
 });

@@ -58,6 +58,21 @@ export class EsaConnection {
     if (!this.socket.destroyed && !this.muted) this.socket.write(text);
   }
 
+  /** Sends one message; false once the socket's buffer is past its mark (the client is not reading). */
+  write(msg: object): boolean {
+    return this.socket.write(JSON.stringify(msg) + '\r\n');
+  }
+
+  /** Calls `f` each time the socket's buffer empties after a write said it was full. */
+  onDrain(f: () => void): void {
+    this.socket.on('drain', f);
+  }
+
+  /** Bytes written and not yet taken by the client's side. */
+  get buffered(): number {
+    return this.socket.writableLength;
+  }
+
   /** From now on sends nothing, not even answers, while the connection stays open: a hung server. */
   mute(): void {
     this.muted = true;
@@ -65,6 +80,7 @@ export class EsaConnection {
 
   /** HEARTBEAT changes every `ms`, carrying the last clk sent, until the connection closes. */
   beat(ms: number): void {
+    clearInterval(this.heartbeat);
     this.heartbeat = setInterval(() => this.send({ op: 'mcm', id: 2, clk: this.lastClk, pt: Date.now(), ct: 'HEARTBEAT' }), ms);
   }
 

@@ -70,10 +70,9 @@ t.test('trd, ltp and tv: volume as given, else summed from traded volume by pric
   t.equal(book.tv(9), undefined, 'a runner never traded has none');
 });
 
-t.test('con marks the last change as conflated', async (t) => {
+t.test('a change of a SUB_IMAGE starts the market afresh without img', async (t) => {
   const book = new ExchangeBook();
-  book.apply(change([], { con: true }));
-  t.equal(book.conflated, true);
-  book.apply(change([]));
-  t.equal(book.conflated, false);
+  book.apply(change([{ id: 7, atb: [[2, 10]], atl: [[2.1, 5]] }]));
+  book.apply(change([{ id: 7, atl: [[2.2, 3]] }]), true);
+  t.same([book.back(7, 10), book.lay(7, 10)], [[], [[2.2, 3]]], 'only what the fresh change holds');
 });

@@ -3,16 +3,16 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { expand, readLines, type Line, type ReadProblem } from '../../src/exchange/files.js';
+import { expand, linesOf, READ_LIMITS, type Line, type ReadLimits, type ReadProblem } from '../../src/exchange/files.js';
 import { tempDir } from '../cli/processes.js';
 import { BZIP2, hasBzip2 } from './fixtures.js';
 
 const TEXT = '{"a":1}\r\n\n{"a":2}\n   \n{"a":3}';
 const WANT = [[1, '{"a":1}'], [3, '{"a":2}'], [5, '{"a":3}']];
 
-async function read(files: string[]): Promise<(Line | ReadProblem)[]> {
+async function read(files: string[], limits: ReadLimits = READ_LIMITS): Promise<(Line | ReadProblem)[]> {
   const out: (Line | ReadProblem)[] = [];
-  for await (const l of readLines(files)) out.push(l);
+  for (const file of files) for await (const l of linesOf(file, limits)) out.push(l);
   return out;
 }
 const texts = (got: (Line | ReadProblem)[]) => got.map((l) => ('text' in l ? [l.line, l.text] : [l.line, l.problem]));
@@ -71,4 +71,16 @@ t.test('a file that is not the archive its name says: one problem at line 1', as
   const dir = await tempDir(t);
   await writeFile(join(dir, 'x.gz'), 'plain text\n');
   t.match(await read([join(dir, 'x.gz')]), [{ line: 1, problem: /cannot read on from here/ }]);
+});
+
+t.test('caps on what comes out: a line too long, a file too big; each ends its file with one problem naming it', async (t) => {
+  const dir = await tempDir(t);
+  const long = join(dir, 'long.json.gz');
+  await writeFile(long, gzipSync(Buffer.concat([Buffer.from('{"a":1}\n'), Buffer.alloc(300_000, 0x20), Buffer.from('\n{"a":2}\n')])));
+  t.same(texts(await read([long], { maxLineBytes: 100_000, maxFileBytes: 1e9 })), [[1, '{"a":1}'], [2, 'a line longer than 100000 bytes: not a recording; the rest of the file is skipped']]);
+  const big = join(dir, 'big.json');
+  await writeFile(big, '{"a":1}\n'.repeat(100_000));
+  const got = await read([big], { maxLineBytes: 1000, maxFileBytes: 256 * 1024 });
+  t.match(got.at(-1), { file: big, problem: 'decompressed past 262144 bytes: not a recording; the rest of the file is skipped' });
+  t.ok(got.length < 40_000, 'stopped there');
 });

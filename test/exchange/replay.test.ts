@@ -1,4 +1,6 @@
 import t from 'tap';
+import { Ledger } from '../../src/exchange/ledger.js';
+import { Outbox } from '../../src/exchange/outbox.js';
 import { Publisher } from '../../src/exchange/publisher.js';
 import { newStats, replay } from '../../src/exchange/replay.js';
 import { Translator } from '../../src/exchange/translate.js';
@@ -18,9 +20,14 @@ t.test('at a speed N, the replay takes at least the recording\'s span divided by
   const stats = newStats();
   const problems: string[] = [];
   const started = performance.now();
-  await replay({ files: [file], speed: 8, translator: new Translator(), publisher, stats, problem: (p) => problems.push(p) });
+  const ledger = new Ledger();
+  const translator = new Translator({ ledger });
+  const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p) });
+  t.teardown(() => outbox.stop());
+  await replay({ files: [file], order: 'time', maxOpen: 8, speed: 8, translator, outbox, stats, problem: (p) => problems.push(p) });
   const took = performance.now() - started;
   t.ok(took >= span / 8 - 5, `${Math.round(took)} ms for ${span} ms of recording at 8 times`);
-  t.same(stats, { messages: messages.length, images: messages.length, refused: 0, clock: messages.at(-1)!.pt });
+  t.same(stats, { messages: messages.length, before: 0, images: messages.length, problems: 0, clock: messages.at(-1)!.pt });
+  t.equal(ledger.totals.published, messages.length, 'every image acked');
   t.same(problems, []);
 });

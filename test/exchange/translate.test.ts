@@ -18,8 +18,8 @@ const mcm = (pt: number, mc: Obj[]) => ({ op: 'mcm', pt, mc });
 const kinds = (items: Obj[]) => items.map((i) => `${i.kind as string}${i.kind === 'market' && 'go' in i && Object.keys(i).length === 3 ? ' go' : ''}`);
 
 t.test('a new definition: sport, league, event and market, then the image', async (t) => {
-  const { items, errors, images } = new Translator().apply(mcm(5, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
-  t.same(errors, []);
+  const { items, problems, images } = new Translator().translate(mcm(5, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+  t.same(problems, []);
   t.equal(images, 1);
   t.same(items, [
     { kind: 'sport', si: 1, na: 'Soccer', a: true },
@@ -33,11 +33,11 @@ t.test('a new definition: sport, league, event and market, then the image', asyn
 t.test('sports by eventTypeId: named ones, then the catalogue, then "Sport N"', async (t) => {
   const names = [['1', 'Soccer'], ['2', 'Tennis'], ['4', 'Cricket'], ['7', 'Horse Racing'], ['4339', 'Greyhound Racing'], ['998917', 'Sport 998917']];
   for (const [id, na] of names) {
-    const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: id }) }]), 'f:1');
+    const { items } = new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: id }) }]), 'f:1');
     t.same(items[0], { kind: 'sport', si: Number(id), na, a: true }, na);
   }
   const catalogue = Catalogue.parse([{ marketId: '1.5', eventType: { id: '998917', name: 'Volleyball' } }]) as Catalogue;
-  const { items } = new Translator({ catalogue }).apply(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: '998917' }) }]), 'f:1');
+  const { items } = new Translator({ catalogue }).translate(mcm(1, [{ id: '1.5', marketDefinition: def({ eventTypeId: '998917' }) }]), 'f:1');
   t.same(items[0], { kind: 'sport', si: 998917, na: 'Volleyball', a: true });
 });
 
@@ -47,19 +47,19 @@ t.test('names and league from a catalogue when the definition has none; fallback
     marketId: '1.5', marketName: 'Match Odds', competition: { id: '10932509', name: 'English Premier League' },
     event: { id: '34000001', name: 'Harbour Town v Mill Rovers' }, runners: [{ selectionId: 11, runnerName: 'Harbour Town' }],
   }] }) as Catalogue;
-  const { items } = new Translator({ catalogue }).apply(mcm(1, [{ id: '1.5', marketDefinition: bare }]), 'f:1');
+  const { items } = new Translator({ catalogue }).translate(mcm(1, [{ id: '1.5', marketDefinition: bare }]), 'f:1');
   t.match(items[1], { kind: 'league', li: 10932509, si: 1, na: 'English Premier League' });
   t.match(items[2], { kind: 'event', na: 'Harbour Town v Mill Rovers', le: 'English Premier League', li: 10932509 });
   t.match(items[3], { kind: 'market', na: 'Match Odds', r: [{ rid: 11, na: 'Harbour Town' }, { rid: 12, na: 'Selection 12' }] });
-  const plain = new Translator().apply(mcm(1, [{ id: '1.6', marketDefinition: { ...bare, marketType: 'OVER_UNDER_25' } }]), 'f:1').items;
+  const plain = new Translator().translate(mcm(1, [{ id: '1.6', marketDefinition: { ...bare, marketType: 'OVER_UNDER_25' } }]), 'f:1').items;
   t.match(plain[2], { kind: 'event', na: 'Event 34000001' });
   t.match(plain[3], { kind: 'market', na: 'Over Under 25', ty: 'goals' });
 });
 
 t.test('a later definition without names keeps the names the earlier one gave', async (t) => {
   const tr = new Translator();
-  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
-  const { items } = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ name: undefined, status: 'SUSPENDED', runners: DEF.runners.map((r) => ({ ...r, name: undefined })) }) }]), 'f:2');
+  tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+  const { items } = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def({ name: undefined, status: 'SUSPENDED', runners: DEF.runners.map((r) => ({ ...r, name: undefined })) }) }]), 'f:2');
   t.same(items.filter((i) => i.kind === 'market'), [{ kind: 'market', mid: '1.5', s: false }], 'only the suspension moved');
 });
 
@@ -70,28 +70,28 @@ t.test('market types', async (t) => {
     ['TOTAL_RUNS', 'LINE', 'line-market'], ['PLACE', 'ODDS', 'other-market'], ['CORRECT_SCORE', 'ODDS', 'other-market'],
   ];
   for (const [marketType, bettingType, ty] of cases) {
-    const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ marketType, bettingType }) }]), 'f:1');
+    const { items } = new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ marketType, bettingType }) }]), 'f:1');
     t.equal(items.find((i) => i.kind === 'market')!.ty, ty, marketType);
   }
 });
 
 t.test('market status and in play: the market row, the event and the frame', async (t) => {
   const tr = new Translator();
-  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
-  let out = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5 }) }]), 'f:2').items;
+  tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
+  let out = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5 }) }]), 'f:2').items;
   t.same(out.slice(0, 2), [{ kind: 'event', eid: 34000001, ip: true }, { kind: 'market', mid: '1.5', s: true }], 'INACTIVE read as suspended; now open and in play');
   t.match(out[2], { kind: 'odds', st: 'OPEN', ip: true });
-  out = tr.apply(mcm(3, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:3').items;
+  out = tr.translate(mcm(3, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:3').items;
   t.same(out[0], { kind: 'market', mid: '1.5', s: false });
   t.match(out[1], { kind: 'odds', st: 'SUSPENDED', ip: true });
-  out = tr.apply(mcm(4, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:4').items;
+  out = tr.translate(mcm(4, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:4').items;
   t.same(kinds(out), ['odds'], 'the same definition again: no rows');
 });
 
 t.test('runner statuses', async (t) => {
   const statuses = [['ACTIVE', 'ACTIVE'], ['WINNER', 'WINNER'], ['LOSER', 'LOSER'], ['PLACED', 'WINNER'], ['REMOVED', 'REMOVED'], ['REMOVED_VACANT', 'REMOVED'], ['HIDDEN', 'SUSPENDED']] as const;
   const runners = statuses.map(([status], i) => ({ id: i + 1, status, sortPriority: i + 1 }));
-  const { items } = new Translator().apply(mcm(1, [{ id: '1.5', marketDefinition: def({ runners }) }]), 'f:1');
+  const { items } = new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ runners }) }]), 'f:1');
   const image = items.find((i) => i.kind === 'odds') as unknown as { r: { st: string }[] };
   t.same(image.r.map((r) => r.st), statuses.map(([, st]) => st));
 });
@@ -99,69 +99,80 @@ t.test('runner statuses', async (t) => {
 t.test('settlement: the last image, then go and the result; the event ends with its last open market', async (t) => {
   const tr = new Translator();
   const two = def({ marketType: 'PLACE', inPlay: true, numberOfWinners: 2, runners: [1, 2, 3].map((id) => ({ id, status: 'ACTIVE' as const, sortPriority: id })) });
-  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def({ inPlay: true }) }, { id: '1.6', marketDefinition: two }]), 'f:1');
-  const one = tr.apply(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'CLOSED', runners: [{ ...DEF.runners[0], status: 'LOSER' }, { ...DEF.runners[1], status: 'WINNER' }] }) }]), 'f:2').items;
+  tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ inPlay: true }) }, { id: '1.6', marketDefinition: two }]), 'f:1');
+  const one = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'CLOSED', runners: [{ ...DEF.runners[0], status: 'LOSER' }, { ...DEF.runners[1], status: 'WINNER' }] }) }]), 'f:2').items;
   t.same(kinds(one), ['market', 'odds', 'market go', 'result']);
   t.same(one.slice(2), [{ kind: 'market', mid: '1.5', go: true }, { kind: 'result', mid: '1.5', res: '11', rt: false, ia: false }]);
   const closed = { ...two, status: 'CLOSED' as const, runners: [{ id: 1, status: 'PLACED' as const, sortPriority: 1 }, { id: 2, status: 'LOSER' as const, sortPriority: 2 }, { id: 3, status: 'WINNER' as const, sortPriority: 3 }] };
-  const last = tr.apply(mcm(3, [{ id: '1.6', marketDefinition: closed }]), 'f:3').items;
+  const last = tr.translate(mcm(3, [{ id: '1.6', marketDefinition: closed }]), 'f:3').items;
   t.same(kinds(last), ['market', 'odds', 'event', 'market go', 'result']);
   t.same(last[2], { kind: 'event', eid: 34000001, go: true, ip: false }, 'no open market left: the event is over, no longer in play');
   t.same(last[4], { kind: 'result', mid: '1.6', res: '1,3', rt: false, ia: false }, 'several winners, comma-joined');
 });
 
-t.test('bad messages: an error naming where and why, no items, nothing changed', async (t) => {
+t.test('bad input: a problem naming where and why; a bad market change costs only its market', async (t) => {
   const tr = new Translator();
-  tr.apply(mcm(1, [{ id: '1.5', marketDefinition: def(), rc: [{ id: 11, atb: [[2, 5]] }] }]), 'f:1');
-  const bad: [unknown, RegExp][] = [
-    [{ op: 'ocm', pt: 1 }, /^f:9: unknown op "ocm"/],
-    [mcm(2, [{ id: '1.7', rc: [{ id: 11, atb: [[2, 1]] }] }]), /^f:9: market 1\.7 has no definition yet$/],
-    [mcm(2, [{ id: '1.5', rc: [{ id: 11, atb: [[2, 0]] }] }, { id: '1.7', rc: [] }]), /market 1\.7 has no definition yet/],
-    [mcm(2, [{ id: '1.5', rc: [{ id: 11, atb: [[2, 'x']] }] }]), /mc\[0\]\.rc\[0\]\.atb\[0\] must be \[price, size\]/],
-    [mcm(2, [{ id: '1.5', rc: [{ id: 11, batb: [[0, 2]] }] }]), /batb\[0\] must be \[position, price, size\]/],
-    [mcm(2, [{ id: '1.5', marketDefinition: def({ status: 'GONE' as never }) }]), /marketDefinition\.status must be one of/],
-    [mcm(2, [{ id: '1.5', marketDefinition: def({ runners: [DEF.runners[0], { ...DEF.runners[0], hc: 1 }] }) }]), /repeats a selection ID/],
-    [{ op: 'mcm' }, /pt must be/],
-    ['text', /must be an object/],
+  tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def(), rc: [{ id: 11, atb: [[2, 5]] }] }, { id: '1.6', marketDefinition: def() }]), 'f:1');
+  const whole: [unknown, RegExp][] = [
+    [{ op: 'mcm', mc: [{ id: '1.5' }] }, /^f:9: pt must be/],
+    [{ op: 'mcm', pt: 1, mc: {} }, /^f:9: mc must be an array/],
+    ['text', /^f:9: must be an object/],
   ];
-  for (const [msg, why] of bad) {
-    const out = tr.apply(msg, 'f:9');
+  for (const [msg, why] of whole) {
+    const out = tr.translate(msg, 'f:9');
     t.same([out.items, out.images], [[], 0]);
-    t.match(out.errors[0], why);
+    t.match(out.problems, [why]);
   }
-  const after = tr.apply(mcm(3, [{ id: '1.5' }]), 'f:10').items[0] as unknown as { r: { b: unknown }[] };
-  t.same(after.r[0].b, [[2, 5]], 'the book is as before the bad messages');
+  const unknown = tr.translate(mcm(2, [{ id: '1.7', rc: [{ id: 11, atb: [[2, 1]] }] }, { id: '1.6' }]), 'f:10');
+  t.match(unknown.problems, [/^f:10: market 1\.7 has no definition yet$/]);
+  t.same(kinds(unknown.items), ['odds'], 'the other market of the message is published');
+  const shapes: [Obj, RegExp][] = [
+    [{ id: '1.5', rc: [{ id: 11, atb: [[2, 'x']] }] }, /^f:11: mc\[0\]\.rc\[0\]\.atb\[0\] must be \[price, size\]$/],
+    [{ id: '1.5', rc: [{ id: 11, batb: [[0, 2]] }] }, /batb\[0\] must be \[position, price, size\]/],
+    [{ id: '1.5', marketDefinition: def({ status: 'GONE' as never }) }, /marketDefinition\.status must be one of/],
+    [{ id: '1.5', marketDefinition: def({ runners: [DEF.runners[0], { ...DEF.runners[0], hc: 1 }] }) }, /repeat a selection ID/],
+  ];
+  for (const [change, why] of shapes) {
+    const out = tr.translate(mcm(3, [change, { id: '1.6', rc: [{ id: 11, atb: [[3, 1]] }] }]), 'f:11');
+    t.match(out.problems, [why]);
+    t.same(out.items.map((i) => `${i.kind} ${String(i.mid)}`).filter((k) => k.includes('1.6')), ['odds 1.6'], '1.6 is published');
+  }
+  const first = tr.translate(mcm(3, [{ id: '1.5', rc: [{ id: 11, atb: [[2, 'x']] }] }]), 'f:12');
+  t.same(first.items, [], 'the market was told it is unreliable once; nothing more until a fresh image');
+  const later = tr.translate(mcm(4, [{ id: '1.5', rc: [{ id: 11, atb: [[2.2, 9]] }] }]), 'f:13');
+  t.same(later.items, [], 'an ordinary change of an unreliable market publishes nothing');
 });
 
-t.test('connection and status messages, and heartbeats, yield nothing', async (t) => {
+t.test('the stream\'s connection and status messages, other ops, and heartbeats yield nothing', async (t) => {
   const tr = new Translator();
-  for (const msg of [{ op: 'connection', connectionId: '1' }, { op: 'status', statusCode: 'SUCCESS' }, { op: 'mcm', pt: 1, ct: 'HEARTBEAT' }]) {
-    t.same(tr.apply(msg, 'f:1'), { items: [], errors: [], images: 0 });
+  for (const msg of [{ op: 'connection', connectionId: '1' }, { op: 'status', statusCode: 'SUCCESS' }, { op: 'rcm', pt: 1, rc: [] }, { op: 'ocm', pt: 1 }, { op: 'mcm', pt: 1, ct: 'HEARTBEAT' }]) {
+    t.same(tr.translate(msg, 'f:1'), { items: [], problems: [], images: 0 });
   }
+  t.same([...tr.skipped], [['connection', 1], ['status', 1], ['rcm', 1], ['ocm', 1]], 'counted as skipped');
 });
 
 t.test('markets held are bounded: the one closed longest ago is forgotten; with none closed, new ones are refused', async (t) => {
   const tr = new Translator({ maxMarkets: 2 });
-  tr.apply(mcm(1, [{ id: '1.1', marketDefinition: def({ status: 'CLOSED' }) }, { id: '1.2', marketDefinition: def() }]), 'f:1');
-  t.same(tr.apply(mcm(2, [{ id: '1.3', marketDefinition: def() }]), 'f:2').errors, []);
-  t.match(tr.apply(mcm(3, [{ id: '1.1' }]), 'f:3').errors[0], /market 1\.1 has no definition yet/, 'the closed market was forgotten');
-  t.match(tr.apply(mcm(4, [{ id: '1.4', marketDefinition: def() }]), 'f:4').errors[0], /more than 2 markets are open at once/);
+  tr.translate(mcm(1, [{ id: '1.1', marketDefinition: def({ status: 'CLOSED' }) }, { id: '1.2', marketDefinition: def() }]), 'f:1');
+  t.same(tr.translate(mcm(2, [{ id: '1.3', marketDefinition: def() }]), 'f:2').problems, []);
+  t.match(tr.translate(mcm(3, [{ id: '1.1' }]), 'f:3').problems[0], /market 1\.1 has no definition yet/, 'the closed market was forgotten');
+  t.match(tr.translate(mcm(4, [{ id: '1.4', marketDefinition: def() }]), 'f:4').problems[0], /more than 2 markets are open at once/);
 });
 
 t.test('every image equals the independently computed book at its message, on all generated recordings', async (t) => {
   for (const [name, messages] of [['match odds', matchOdds(400)], ['race', race(300)], ['tennis', tennis(300)]] as const) {
     const tr = new Translator();
     const got = new Map<string, Obj[]>();
-    const errors: string[] = [];
+    const problems: string[] = [];
     for (const [i, msg] of messages.entries()) {
-      const out = tr.apply(msg, `x:${i + 1}`);
-      errors.push(...out.errors);
+      const out = tr.translate(msg, `x:${i + 1}`);
+      problems.push(...out.problems);
       for (const item of out.items.filter((x) => x.kind === 'odds')) {
         const { kind: _, ...image } = item;
         got.set(image.mid as string, [...(got.get(image.mid as string) ?? []), image]);
       }
     }
-    t.same(errors, [], `${name}: every message translated`);
+    t.same(problems, [], `${name}: every message translated`);
     const want = expectedImages(messages);
     t.same([...got.keys()], [...want.keys()], `${name}: markets`);
     for (const [mid, images] of want) t.strictSame(got.get(mid), images, `${name} ${mid}: ${images.length} images`);

@@ -73,6 +73,8 @@ interface ServiceMonitor {
 
 interface Manifests {
   deployment: IDeployment;
+  /** The live Betfair adapter (k8s/betfair-adapter.yaml). */
+  adapter: IDeployment;
   service: IService;
   configMap: IConfigMap;
   pdb: IPodDisruptionBudget;
@@ -116,7 +118,8 @@ function named<T>(kind: string, name: string): T {
 }
 
 const real: Manifests = {
-  deployment: only<IDeployment>('Deployment'),
+  deployment: named<IDeployment>('Deployment', 'odds-service'),
+  adapter: named<IDeployment>('Deployment', 'odds-betfair'),
   service: only<IService>('Service'),
   configMap: only<IConfigMap>('ConfigMap'),
   pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
@@ -650,6 +653,49 @@ function documentedImage(text: string): string | undefined {
   return /^#.*docker build -t (\S+)/m.exec(text)?.[1];
 }
 
+const ADAPTER_SECRET = 'odds-betfair';
+/** The adapter's credentials: each from a file the Secret's key is mounted as. */
+const ADAPTER_CREDENTIALS: Record<string, string> = { BETFAIR_APP_KEY_FILE: 'app-key', BETFAIR_SESSION_FILE: 'session', ODDS_INGEST_KEY_FILE: 'ingest-key' };
+
+/**
+ * The Betfair adapter: node run directly (SIGTERM reaches it), one replica replaced by
+ * Recreate, credentials only as files from its Secret, the service's /ingest by the Service's
+ * name and port, its pods never taken for the service's, the service's image, run restricted.
+ */
+function adapterProblems(m: Manifests): string[] {
+  const p: string[] = [];
+  const spec = m.adapter.spec;
+  const pod = spec?.template.spec;
+  const c = pod?.containers?.[0];
+  if (!c || pod!.containers.length !== 1) return ['the adapter must run one container'];
+  if (JSON.stringify(c.command) !== JSON.stringify(['node', 'dist/src/cli/betfair.js'])) p.push(`the adapter must run node dist/src/cli/betfair.js directly (SIGTERM reaches node), not ${JSON.stringify(c.command)}`);
+  if (spec?.replicas !== 1) p.push('one adapter replica: two would publish every market twice');
+  if (spec?.strategy?.type !== 'Recreate') p.push('the adapter must be replaced by Recreate, never running two at once');
+  const labels = spec?.template.metadata?.labels;
+  if (labelsMatch(m.service.spec?.selector, labels)) p.push('the Service selects the adapter\'s pods');
+  if (labelsMatch(m.pdb.spec?.selector?.matchLabels, labels)) p.push('the PodDisruptionBudget selects the adapter\'s pods');
+  if (!labelsMatch(spec?.selector.matchLabels, labels)) p.push('the adapter\'s selector does not select its pods');
+  const args = c.args ?? [];
+  const url = args[args.indexOf('--url') + 1];
+  const port = (m.service.spec?.ports ?? []).find((x) => x.name === 'http')?.port;
+  if (url !== `ws://${m.service.metadata?.name}:${port}/ingest`) p.push(`--url must be the Service's /ingest (ws://${m.service.metadata?.name}:${port}/ingest), not ${url}`);
+  for (const flag of ['--app-key', '--session', '--key']) if (args.includes(flag)) p.push(`${flag} as an argument shows in the process list: use its file`);
+  const mount = (c.volumeMounts ?? []).find((v) => v.name === 'credentials');
+  const volume = (pod?.volumes ?? []).find((v) => v.name === 'credentials');
+  if (!mount?.readOnly || volume?.secret?.secretName !== ADAPTER_SECRET) p.push(`the credentials must be the Secret ${ADAPTER_SECRET} mounted read-only`);
+  for (const [name, key] of Object.entries(ADAPTER_CREDENTIALS)) {
+    const e = (c.env ?? []).find((x) => x.name === name);
+    const item = volume?.secret?.items?.find((i) => i.key === key);
+    if (!e || !item || e.value !== `${mount?.mountPath}/${item.path}`) p.push(`${name} must name the file of the Secret's key ${key}`);
+  }
+  for (const e of c.env ?? []) if (/KEY$|SESSION$/.test(e.name)) p.push(`${e.name} carries a credential as a value`);
+  if (c.image !== container(m).image) p.push(`the adapter runs ${String(c.image)}, not the service's image ${String(container(m).image)}`);
+  const sc = c.securityContext ?? {};
+  if (!(sc.readOnlyRootFilesystem && sc.allowPrivilegeEscalation === false && sc.runAsNonRoot && sc.capabilities?.drop?.includes('ALL'))) p.push('the adapter must run restricted with a read-only root');
+  if (!c.resources?.limits?.memory || !c.resources?.requests?.memory) p.push('the adapter needs memory requests and limits');
+  return p;
+}
+
 function imageProblems(m: Manifests, headerText: string): string[] {
   const image = container(m).image;
   const documented = documentedImage(headerText);
@@ -804,6 +850,10 @@ t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, 
 
 t.test('the Deployment runs the image its header documents', async (t) => {
   t.same(imageProblems(real, deploymentText), []);
+});
+
+t.test('the Betfair adapter runs node directly, alone, with its credentials as files from its Secret, its pods apart from the service\'s', async (t) => {
+  t.same(adapterProblems(real), []);
 });
 
 // ---------------------------------------------------------------- the checks bite
@@ -993,5 +1043,17 @@ t.test('the checks reject broken manifests', async (t) => {
   t.test('an image that differs from the documented one', async (t) => {
     const m = broken((m) => { container(m).image = 'odds-service:latest'; });
     t.not(imageProblems(m, deploymentText).length, 0);
+  });
+  t.test('the adapter with a credential as an argument, run through npm, selected by the Service, or with two replicas', async (t) => {
+    const arg = broken((m) => { m.adapter.spec!.template.spec!.containers[0]!.args!.push('--session', 'token'); });
+    t.match(adapterProblems(arg), ['--session as an argument shows in the process list: use its file']);
+    const npm = broken((m) => { m.adapter.spec!.template.spec!.containers[0]!.command = ['npm', 'run', 'betfair']; });
+    t.match(adapterProblems(npm), [/must run node dist\/src\/cli\/betfair\.js directly/]);
+    const selected = broken((m) => { m.adapter.spec!.template.metadata!.labels![NAME_LABEL] = APP; m.adapter.spec!.selector.matchLabels![NAME_LABEL] = APP; });
+    t.match(adapterProblems(selected), ['the Service selects the adapter\'s pods', 'the PodDisruptionBudget selects the adapter\'s pods']);
+    const two = broken((m) => { m.adapter.spec!.replicas = 2; });
+    t.match(adapterProblems(two), [/one adapter replica/]);
+    const value = broken((m) => { m.adapter.spec!.template.spec!.containers[0]!.env!.push({ name: 'BETFAIR_SESSION', value: 'token' }); });
+    t.match(adapterProblems(value), ['BETFAIR_SESSION carries a credential as a value']);
   });
 });

@@ -7,6 +7,11 @@
  * the exchange resumes from there (a RESUB_DELTA) instead of starting over.
  * A refusal that another try cannot mend (a bad app key or session) stops it
  * with the exchange's own code and words.
+ *
+ * `pause()` stops reading the socket while the reader cannot keep up (the
+ * exchange then conflates for this client); the silence watchdog does not count
+ * that time. `resubscribe()` asks for a fresh image of every market on the same
+ * connection: a new subscription replaces the old and starts with a SUB_IMAGE.
  */
 import { EventEmitter } from 'node:events';
 import { Backoff } from '../../lib/retry.js';
@@ -27,11 +32,15 @@ const LIMITS = {
   maxLineBytes: 8 * 1024 * 1024,
   /** Most market changes one segmented change may join: as many as the translator takes in one message. */
   maxSegmentMarkets: MESSAGE_LIMITS.marketChanges,
+  /** Most bytes a segmented change's lines may hold together: far above a SUB_IMAGE of a thousand full-depth markets. */
+  maxSegmentBytes: 64 * 1024 * 1024,
   /** Silence allowed while connecting, authenticating and subscribing. */
   handshakeMs: 15_000,
 } as const;
 /** Quiet for this many heartbeat intervals means the connection is dead; at two, a heartbeat request asks. */
 const SILENT_BEATS = 3;
+/** A segmented change still not whole after this many heartbeat intervals of reading (and at least the handshake's allowance) never will be. */
+const SEGMENT_BEATS = 6;
 const AUTH_ID = 1;
 const SUBSCRIPTION_ID = 2;
 
@@ -48,6 +57,7 @@ export interface ExchangeStreamOptions {
   ca?: string | Buffer;
   maxLineBytes?: number;
   maxSegmentMarkets?: number;
+  maxSegmentBytes?: number;
   handshakeMs?: number;
   backoff?: { minMs: number; maxMs: number };
 }
@@ -85,18 +95,55 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   private nextId = SUBSCRIPTION_ID + 1;
   private watchdog: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** When reading was paused (performance.now()), while it is. */
+  private pausedAt: number | undefined;
+  /** Time spent paused, ms: the reading clock stands still meanwhile. */
+  private pausedMs = 0;
 
   constructor(options: ExchangeStreamOptions) {
     super();
     this.opts = {
       host: DEFAULT_HOST, port: DEFAULT_PORT, dataFilter: DEFAULT_DATA_FILTER, heartbeatMs: HEARTBEAT_MS.default,
-      maxLineBytes: LIMITS.maxLineBytes, maxSegmentMarkets: LIMITS.maxSegmentMarkets, handshakeMs: LIMITS.handshakeMs,
+      maxLineBytes: LIMITS.maxLineBytes, maxSegmentMarkets: LIMITS.maxSegmentMarkets, maxSegmentBytes: LIMITS.maxSegmentBytes, handshakeMs: LIMITS.handshakeMs,
       backoff: { minMs: 500, maxMs: 30_000 },
       ...options,
     };
     this.heartbeatMs = this.opts.heartbeatMs;
     this.backoff = new Backoff(this.opts.backoff.minMs, this.opts.backoff.maxMs);
-    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets);
+    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets, this.opts.maxSegmentBytes, () => this.readingClock());
+  }
+
+  /** Milliseconds of reading: performance.now() less the time spent paused. */
+  private readingClock(): number {
+    const now = performance.now();
+    return now - this.pausedMs - (this.pausedAt === undefined ? 0 : now - this.pausedAt);
+  }
+
+  get paused(): boolean {
+    return this.pausedAt !== undefined;
+  }
+
+  /** Stops reading the exchange's socket until resume(). */
+  pause(): void {
+    if (this.pausedAt !== undefined) return;
+    this.pausedAt = performance.now();
+    this.connection?.pause();
+  }
+
+  resume(): void {
+    if (this.pausedAt === undefined) return;
+    this.pausedMs += performance.now() - this.pausedAt;
+    this.pausedAt = undefined;
+    // Silence while paused was ours, not the server's.
+    this.lastHeard = Date.now();
+    this.connection?.resume();
+  }
+
+  /** Asks for a fresh image of every market (a SUB_IMAGE) on the live connection; false when there is none. */
+  resubscribe(): boolean {
+    if (this.phase !== 'live' || !this.connection) return false;
+    this.connection.send({ ...this.subscription(), id: this.nextId++, initialClk: undefined, clk: undefined });
+    return true;
   }
 
   start(): void {
@@ -114,13 +161,14 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     this.lastHeard = Date.now();
     this.connection = new StreamConnection(
       { host: this.opts.host, port: this.opts.port, ca: this.opts.ca, maxLineBytes: this.opts.maxLineBytes },
-      { message: (msg) => this.onMessage(msg), closed: (reason) => this.onClosed(reason) },
+      { message: (msg, bytes) => this.onMessage(msg, bytes), closed: (reason) => this.onClosed(reason) },
     );
+    if (this.pausedAt !== undefined) this.connection.pause();
     const tick = Math.max(50, Math.min(this.heartbeatMs, this.opts.handshakeMs) / 4);
     this.watchdog = setInterval(() => this.checkSilence(), tick);
   }
 
-  private onMessage(msg: ServerMessage): void {
+  private onMessage(msg: ServerMessage, bytes: number): void {
     this.lastHeard = Date.now();
     this.asked = false;
     switch (msg.op) {
@@ -133,7 +181,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
       case 'status':
         return this.onStatus(msg);
       case 'mcm':
-        return this.onChange(msg);
+        return this.onChange(msg, bytes);
     }
   }
 
@@ -154,10 +202,10 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     }
   }
 
-  private onChange(msg: MarketChangeMessage): void {
+  private onChange(msg: MarketChangeMessage, bytes: number): void {
     // The image can come before the subscription's status; either means the subscription holds.
     if (this.phase === 'subscribing') this.goLive(undefined);
-    const whole = this.segments.add(msg);
+    const whole = this.segments.add(msg, bytes);
     if (!whole) return;
     if (whole.initialClk) this.initialClk = whole.initialClk;
     if (whole.clk) this.clk = whole.clk;
@@ -188,6 +236,12 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   }
 
   private checkSilence(): void {
+    if (this.pausedAt !== undefined) return;
+    const started = this.segments.started;
+    const segmentMs = Math.max(this.heartbeatMs * SEGMENT_BEATS, this.opts.handshakeMs);
+    if (started !== undefined && this.readingClock() - started > segmentMs) {
+      return this.connection?.close(new StreamError('SEGMENTS_STALLED', `a segmented change was still not whole after ${segmentMs} ms of reading`));
+    }
     const quiet = Date.now() - this.lastHeard;
     if (this.phase !== 'live') {
       if (quiet > this.opts.handshakeMs) this.connection?.close(new StreamError('SILENT', `no ${this.awaiting()} for ${this.opts.handshakeMs} ms`));

@@ -20,7 +20,8 @@ interface ConnectionOptions {
 }
 
 interface ConnectionHandlers {
-  message(msg: ServerMessage): void;
+  /** One message, and the bytes of its line. */
+  message(msg: ServerMessage, bytes: number): void;
   closed(reason: StreamError): void;
 }
 
@@ -50,6 +51,18 @@ export class StreamConnection {
     if (!this.ended) this.socket.write(JSON.stringify(request) + '\r\n');
   }
 
+  /**
+   * Stops reading the socket: what the server sends waits in its buffers and the kernel's, and
+   * once those are full the server sees this client as slow (the exchange conflates for it).
+   */
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
   /** Ends the connection now; `closed` is told this reason (unless it was already told another). */
   close(reason: StreamError): void {
     if (this.ended) return;
@@ -63,7 +76,7 @@ export class StreamConnection {
       this.lines.push(chunk, (line) => {
         if (this.ended) return;
         const msg = parseLine(line);
-        if (msg) this.handlers.message(msg);
+        if (msg) this.handlers.message(msg, line.length);
       });
     } catch (err) {
       // Only what the server sent is a reason to reconnect; anything else is a bug, and stays loud.

@@ -4,14 +4,16 @@
  * user can look them up in the exchange's documentation; the others are ours.
  */
 type StreamErrorCode =
-  /** Ours: a line over the length limit, a line that is not JSON, a message of the wrong shape. */
-  | 'LINE_TOO_LONG' | 'BAD_JSON' | 'BAD_MESSAGE' | 'TOO_MANY_SEGMENTS'
+  /** Ours: a line over the length limit, a line that is not JSON, a message of the wrong shape, a segmented change past its bounds. */
+  | 'LINE_TOO_LONG' | 'BAD_JSON' | 'BAD_MESSAGE' | 'TOO_MANY_SEGMENTS' | 'SEGMENTS_TOO_LARGE' | 'SEGMENTS_STALLED'
   /** Ours: the socket failed, closed, or went quiet for too long. */
   | 'SOCKET' | 'SILENT'
   /** The exchange's: any `errorCode` of a FAILURE status. */
   | string;
 
-const OWN_CODES: ReadonlySet<string> = new Set(['LINE_TOO_LONG', 'BAD_JSON', 'BAD_MESSAGE', 'TOO_MANY_SEGMENTS', 'SOCKET', 'SILENT']);
+const OWN_CODES: ReadonlySet<string> = new Set([
+  'LINE_TOO_LONG', 'BAD_JSON', 'BAD_MESSAGE', 'TOO_MANY_SEGMENTS', 'SEGMENTS_TOO_LARGE', 'SEGMENTS_STALLED', 'SOCKET', 'SILENT',
+]);
 
 export class StreamError extends Error {
   constructor(readonly code: StreamErrorCode, message: string, readonly fatal = false) {

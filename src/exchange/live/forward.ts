@@ -1,93 +1,93 @@
 /**
- * Live market changes to the service: each change translated at once (the
- * translator keeps the books), its items cut into batches and sent in order
- * through the pipelined publisher. The exchange pushes and cannot be paused,
- * so batches wait in a queue while the publisher's window is full; a service
- * that falls that far behind (`maxWaiting` batches) stops the forwarder
- * rather than letting the queue grow without end.
+ * Live market changes to the service: each change applied to the books at once (the translator),
+ * its reference rows queued in order and its markets' slots touched in the outbox, which renders a
+ * market's newest state only when its batch is cut. While the service is behind, a busy market's
+ * changes merge into one image; when the outbox fills, the caller pauses the stream.
+ *
+ * A market whose book became unreliable (a change that could not be applied) is sent as stale and
+ * waits for a fresh image: when none came within `refreshMs`, the whole subscription is asked
+ * again for one (`refresh`, a resubscription, at most once per `refreshMs`). A market that the
+ * fresh SUB_IMAGE did not mend (it left the subscription) stays stale, and is not asked for again.
  */
-import { Fifo } from '../../lib/fifo.js';
-import { Batcher } from '../batch.js';
-import { PublishError, type Publisher } from '../publisher.js';
+import type { Outbox } from '../outbox.js';
 import type { MarketChangeMessage } from '../stream.js';
 import type { Translator } from '../translate.js';
 
-const MAX_WAITING_BATCHES = 1000;
+/** How long an unreliable market waits for a fresh image before the subscription is asked for one. */
+export const REFRESH_MS = 10_000;
 
 interface ForwardStats {
+  /** Messages handed on (heartbeats included). */
+  messages: number;
+  /** Market changes among them. */
   changes: number;
-  images: number;
-  /** Changes the translator refused (each reported through `problem`). */
-  refused: number;
-  batches: number;
+  /** Problems reported: market changes that could not be applied, messages refused whole. */
+  problems: number;
+  /** Resubscriptions asked for a fresh image. */
+  refreshes: number;
+}
+
+interface ForwarderOptions {
+  translator: Translator;
+  outbox: Outbox;
+  problem: (text: string) => void;
+  /** Asks the exchange for a fresh image of every market; false when it cannot now (no live connection). */
+  refresh: () => boolean;
+  refreshMs?: number;
 }
 
 export class Forwarder {
-  readonly stats: ForwardStats = { changes: 0, images: 0, refused: 0, batches: 0 };
-  /** Settles with the reason once the forwarder can send no more. */
-  readonly failed: Promise<PublishError>;
-  private readonly batcher = new Batcher();
-  private readonly waiting = new Fifo<string[]>();
-  private pumping = false;
-  private failure: PublishError | undefined;
-  private fail!: (err: PublishError) => void;
+  readonly stats: ForwardStats = { messages: 0, changes: 0, problems: 0, refreshes: 0 };
+  private readonly refreshMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private lastRefresh = -Infinity;
+  /** Markets unreliable when the last refresh was asked: still so after its image, they are given up. */
+  private asked = new Set<string>();
+  private readonly givenUp = new Set<string>();
 
-  constructor(
-    private readonly translator: Translator,
-    private readonly publisher: Publisher,
-    private readonly problem: (text: string) => void,
-    private readonly maxWaiting = MAX_WAITING_BATCHES,
-  ) {
-    this.failed = new Promise((ok) => (this.fail = (err) => {
-      if (this.failure) return;
-      this.failure = err;
-      this.waiting.clear();
-      ok(err);
-    }));
+  constructor(private readonly opts: ForwarderOptions) {
+    this.refreshMs = opts.refreshMs ?? REFRESH_MS;
   }
 
-  /** Translates one change and queues what it yields; the change's items go out together, without waiting for more. */
   push(msg: MarketChangeMessage, where: string): void {
-    if (this.failure || msg.ct === 'HEARTBEAT') return;
-    const out = this.translator.apply(msg, where);
-    if (out.errors.length) {
-      this.stats.refused++;
-      for (const e of out.errors) this.problem(e);
-      return;
+    const { translator, outbox } = this.opts;
+    this.stats.messages++;
+    this.stats.changes += msg.mc?.length ?? 0;
+    const { steps, problems } = translator.apply(msg, where);
+    this.stats.problems += problems.length;
+    for (const p of problems) this.opts.problem(p);
+    for (const step of steps) if ('item' in step) outbox.push(step.item);
+    else outbox.touch(step.mid);
+    if (msg.ct === 'SUB_IMAGE' && this.asked.size) {
+      const still = translator.unreliable();
+      for (const mid of this.asked) if (still.has(mid)) this.givenUp.add(mid);
+      this.asked.clear();
     }
-    this.stats.changes++;
-    this.stats.images += out.images;
-    for (const item of out.items) this.queue(this.batcher.add(item));
-    this.queue(this.batcher.take());
-    if (!this.pumping) void this.pump();
+    this.watch();
   }
 
-  /** Resolves once everything pushed so far is acked; rejects with the failure. */
-  async flush(): Promise<void> {
-    while (this.pumping && !this.failure) await Promise.race([this.publisher.flush(), this.failed]);
-    if (this.failure) throw this.failure;
-    await this.publisher.flush();
+  stop(): void {
+    clearTimeout(this.timer);
   }
 
-  private queue(batch: string[] | undefined): void {
-    if (!batch) return;
-    if (this.waiting.size >= this.maxWaiting) return this.fail(new PublishError(`the service is not keeping up: ${this.maxWaiting} batches wait to be sent`));
-    this.waiting.push(batch);
+  /** Markets waiting for a fresh image that a refresh could still bring. */
+  private waiting(): string[] {
+    return [...this.opts.translator.unreliable().keys()].filter((mid) => !this.givenUp.has(mid));
   }
 
-  private async pump(): Promise<void> {
-    this.pumping = true;
-    try {
-      for (let batch = this.waiting.peek(); batch && !this.failure; batch = this.waiting.peek()) {
-        await this.publisher.room();
-        this.waiting.shift();
-        this.stats.batches++;
-        this.publisher.sendEncoded(batch).catch((err: PublishError) => this.fail(err));
+  private watch(): void {
+    if (this.timer || !this.waiting().length) return;
+    const due = Math.max(this.refreshMs, this.lastRefresh + this.refreshMs - performance.now());
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const waiting = this.waiting();
+      if (!waiting.length) return;
+      if (this.opts.refresh()) {
+        this.stats.refreshes++;
+        this.lastRefresh = performance.now();
+        this.asked = new Set(waiting);
       }
-    } catch (err) {
-      this.fail(err instanceof PublishError ? err : new PublishError((err as Error).message));
-    } finally {
-      this.pumping = false;
-    }
+      this.watch();
+    }, due);
   }
 }

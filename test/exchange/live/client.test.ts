@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { ExchangeStream, type ExchangeStreamOptions } from '../../../src/exchange/live/client.js';
 import type { StreamError } from '../../../src/exchange/live/errors.js';
 import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
-import { APP_KEY, EsaServer, SESSION, TEST_CA, playScript } from '../esa-server.js';
+import { APP_KEY, EsaServer, SESSION, TEST_CA, playScript, type EsaConnection } from '../esa-server.js';
 import { DELTAS, IMAGE, INITIAL_CLK, MARKET_ID, SEGMENTED, clkOf, segmentsOf } from '../esa-script.js';
 
 /** Everything one client told, in order, and a way to wait for a state of it. */
@@ -211,4 +211,79 @@ t.test('the server certificate is verified: without its CA the connection fails 
   seen.stream.stop();
   t.match(seen.reconnects[0], { code: 'SOCKET', message: /connection to 127\.0\.0\.1:\d+ failed: .*self-signed certificate/i });
   t.same(seen.changes, []);
+});
+
+t.test('a segmented change that never ends is refused at the byte cap, and the connection resumes from the last whole change', async (t) => {
+  const seg = (type: string) => ({ op: 'mcm', id: 2, pt: 1, segmentType: type, mc: [{ id: MARKET_ID, rc: [{ id: 47972, atb: [[2, 1]], pad: 'x'.repeat(1000) }] }] });
+  const esa = await EsaServer.start(t, [
+    {
+      play: (conn) => {
+        conn.send(IMAGE);
+        conn.send(DELTAS[0]);
+        conn.send(seg('SEG_START'));
+        // SEG after SEG, never a SEG_END: about 1 KB each, so the cap (8 KB here) is passed within a few.
+        for (let i = 0; i < 50; i++) conn.send(seg('SEG'));
+      },
+    },
+    { play: playScript() },
+  ]);
+  const seen = follow(t, esa, { maxSegmentBytes: 8 * 1024 });
+  await seen.until(hasClk(seen, clkOf(8)), 'the stream after the resume');
+  t.match(seen.reconnects, [{ code: 'SEGMENTS_TOO_LARGE', message: 'a segmented change passed 8192 bytes without its SEG_END' }]);
+  t.equal((await esa.connection(2)).subscriptions[0].clk, DELTAS[0].clk, 'resumed from the last whole change');
+});
+
+t.test('a segmented change that stalls is ended by the watchdog though segments keep the connection busy', async (t) => {
+  let trickle: NodeJS.Timeout | undefined;
+  t.teardown(() => clearInterval(trickle));
+  const esa = await EsaServer.start(t, [
+    {
+      play: (conn) => {
+        conn.send(IMAGE);
+        conn.send({ op: 'mcm', id: 2, pt: 1, segmentType: 'SEG_START', mc: [] });
+        // A small SEG every 100 ms: never silent, never whole, far under the byte cap.
+        trickle = setInterval(() => conn.send({ op: 'mcm', id: 2, pt: 1, segmentType: 'SEG', mc: [] }), 100);
+      },
+    },
+    { play: playScript() },
+  ]);
+  const seen = follow(t, esa, { handshakeMs: 1000 });
+  await seen.until(hasClk(seen, clkOf(8)), 'the stream after the resume');
+  clearInterval(trickle);
+  t.match(seen.reconnects, [{ code: 'SEGMENTS_STALLED', message: /a segmented change was still not whole after 3000 ms of reading/ }]);
+});
+
+t.test('paused, the client stops reading: the server sees its writes back up, and the watchdog waits; resumed, it reads on', async (t) => {
+  let server: EsaConnection | undefined;
+  const esa = await EsaServer.start(t, [{ play: (conn) => { server = conn; conn.send(IMAGE); conn.beat(200); } }]);
+  const seen = follow(t, esa, { heartbeatMs: 200, handshakeMs: 500 });
+  await seen.until(() => seen.changes.length === 1, 'the image');
+  seen.stream.pause();
+  const pad = 'x'.repeat(64 * 1024);
+  let backedUp = false;
+  for (let i = 0; i < 2000 && !backedUp; i++) {
+    backedUp = !server!.write({ op: 'mcm', id: 2, pt: 2, clk: `p${i}`, mc: [{ id: MARKET_ID, rc: [{ id: 47972, pad }] }] });
+    if (i % 50 === 49) await new Promise((ok) => setTimeout(ok, 10));
+  }
+  t.ok(backedUp, 'the server\'s socket stopped taking writes');
+  const heard = seen.changes.length;
+  await new Promise((ok) => setTimeout(ok, 1500));
+  t.equal(seen.changes.length, heard, 'nothing read while paused');
+  t.same(seen.reconnects, [], 'paused for five heartbeat intervals, yet not taken for silent');
+  seen.stream.resume();
+  await seen.until(() => seen.changes.some((c) => c.clk?.startsWith('p')), 'the writes once resumed');
+  t.same(seen.reconnects, []);
+});
+
+t.test('resubscribe asks for a fresh image on the same connection: a subscription without clk', async (t) => {
+  const esa = await EsaServer.start(t, [{ play: playScript() }]);
+  const seen = follow(t, esa);
+  await seen.until(hasClk(seen, clkOf(8)), 'the last delta');
+  t.ok(seen.stream.resubscribe());
+  await seen.until(() => seen.changes.filter((c) => c.ct === 'SUB_IMAGE').length === 2, 'the second image');
+  const conn = await esa.connection(1);
+  t.equal(conn.subscriptions.length, 2);
+  t.same(conn.subscriptions[1], { ...conn.subscriptions[0], id: conn.subscriptions[1].id }, 'the same subscription');
+  t.notOk('clk' in conn.subscriptions[1] || 'initialClk' in conn.subscriptions[1], 'without clks');
+  t.equal(esa.connections.length, 1, 'no new connection');
 });
