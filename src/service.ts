@@ -92,7 +92,6 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   hub.watch(bc);
   hub.watch(sweeper);
   hub.watch(storedSets);
-  const ingest = new Ingest({ pool, model, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
     bc, socketSubs, sweeper, auth, hub, gate, metrics: authMetrics, log,
@@ -115,6 +114,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
+  const ingest = new Ingest({ pool, model, sync, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   const listener = new Listener({
     url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs,
     handlers: {
