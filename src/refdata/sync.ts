@@ -17,6 +17,8 @@ interface SyncObserver {
 interface Waiter {
   ok(): void;
   fail(err: Error): void;
+  /** A pass covering it failed already: the next failure refuses it. */
+  again?: boolean;
 }
 
 /**
@@ -67,8 +69,9 @@ export class ModelSync {
    * NOTIFY names them) and resolves once the model holds them and their frames
    * went to subscribers, so the writer acks only what this pod shows. A pass
    * already running may have read before the commit: only the next one to
-   * start counts. Rejects when that pass fails or the sync stops; the write
-   * stays committed, and the model catches up with a full reload.
+   * start counts. When that pass fails, the full reload after it counts;
+   * rejects when that fails too, or the sync stops (the write stays
+   * committed, and the model catches up once Postgres answers).
    */
   show(keys: Iterable<string>): Promise<void> {
     const wrote = [...keys];
@@ -98,7 +101,11 @@ export class ModelSync {
         try {
           await this.pass();
         } catch (err) {
-          for (const w of covered) w.fail(errors.writtenNotShown());
+          // One failure is often a pooled connection Postgres dropped: the full reload after it gets one more chance.
+          for (const w of covered) {
+            if (w.again) w.fail(errors.writtenNotShown());
+            else this.waiting.push(Object.assign(w, { again: true }));
+          }
           throw err;
         }
         for (const w of covered) w.ok();
