@@ -5,8 +5,12 @@
  * at rising rates. A step holds when every frame arrived and the sampled
  * publish-to-receive p99 is under 50 ms.
  *
+ * With the two pods it also measures how long a write acked by one pod takes to show on the other
+ * (cluster-lag.ts).
+ *
  * Settings (env; a bad value stops the run naming it): BENCH_SOCKETS (2000), BENCH_SECONDS (3 per
- * step), BENCH_RATES (50000,100000,200000,400000 deliveries/s). DATABASE_URL: see bench/README.md.
+ * step), BENCH_RATES (50000,100000,200000,400000 deliveries/s), BENCH_CLUSTER (lag,fanout: the
+ * parts to run), BENCH_LAG_SAMPLES (200 writes of each kind). DATABASE_URL: see bench/README.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -16,14 +20,17 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { startEmbedded } from '../src/db/embedded.js';
 import { createLogger } from '../src/log.js';
-import { envNumber, envNumbers } from './lib/common.js';
+import { envList, envNumber, envNumbers } from './lib/common.js';
 import { startNats } from './lib/nats.js';
+import { crossPodLag, type LagRow } from './cluster-lag.js';
 
 /** Every setting (env), read once; the header lists them with their defaults. */
 const SETTINGS = Object.freeze({
   sockets: Math.round(envNumber('BENCH_SOCKETS', 2000)),
   seconds: envNumber('BENCH_SECONDS', 3),
   rates: Object.freeze(envNumbers('BENCH_RATES', [50_000, 100_000, 200_000, 400_000])),
+  parts: Object.freeze(envList('BENCH_CLUSTER', ['lag', 'fanout'], ['lag', 'fanout'])),
+  lagSamples: Math.round(envNumber('BENCH_LAG_SAMPLES', 200)),
 });
 const PER_SOCKET = 10;
 const MARKETS = 50;
@@ -117,26 +124,37 @@ async function main(): Promise<void> {
   }
   const base = { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', SIMULATOR: 'off', DEMO_DATA: 'on', DATABASE_URL: dbUrl, DRAIN_DELAY_MS: '0', WS_MAX_SOCKETS: '100000', FEED_STALE_MS: '3600000', WS_HANDSHAKES_PER_SOURCE: '0', WS_HANDSHAKES_PER_SECOND: '0' };
   const results: Record<string, Run[]> = {};
+  let lag: LagRow[] = [];
+  const fanout = SETTINGS.parts.includes('fanout');
   for (const [name, pods, bus] of [['one pod', 1, 'memory'], ['two pods over NATS', 2, 'nats']] as const) {
+    if (pods === 1 && !fanout) continue;
     const started = [];
     const prefix = `b${Date.now()}`;
     for (let i = 0; i < pods; i++) started.push(await pod({ ...base, BUS: bus, NATS_URL: nats.url, NATS_PREFIX: prefix }));
     const mids = ((await (await fetch(started[0].url + '/api/v1/events/markets?eid=30000001,30000011,30000021,30000031')).json()) as { data: Record<string, { mid: string; r?: unknown[] }[]> });
     // Markets with runners only: the runner ladders published here are no prices a line market can have.
     const list = Object.values(mids.data).flat().filter((m) => m.r).map((m) => m.mid).slice(0, MARKETS);
-    results[name] = await measure(started.map((p) => p.url), list, started[0].url);
+    if (pods === 2 && SETTINGS.parts.includes('lag')) lag = await crossPodLag(started[0].url, started[1].url, dbUrl, list, SETTINGS.lagSamples);
+    if (fanout) results[name] = await measure(started.map((p) => p.url), list, started[0].url);
     for (const p of started) { p.child.kill('SIGTERM'); await new Promise((ok) => p.child.once('exit', ok)); }
   }
   await nats.stop();
   await stopDb();
   await rm(dir, { recursive: true, force: true });
   const best = (runs: Run[]) => Math.max(0, ...runs.filter((r) => r.held).map((r) => r.delivered));
-  let md = `| setup | sockets | target deliveries/s | delivered/s | p99 ms | held |\n| --- | ---: | ---: | ---: | ---: | --- |\n`;
-  for (const [name, runs] of Object.entries(results)) for (const r of runs) md += `| ${name} | ${SETTINGS.sockets} | ${r.rate} | ${r.delivered} | ${r.p99} | ${r.held ? 'yes' : 'no'} |\n`;
-  md += `\nHighest rate held: one pod ${best(results['one pod'])}/s, two pods ${best(results['two pods over NATS'])}/s (${(best(results['two pods over NATS']) / Math.max(1, best(results['one pod']))).toFixed(2)}x).\n`;
+  let md = '';
+  if (fanout) {
+    md += `| setup | sockets | target deliveries/s | delivered/s | p99 ms | held |\n| --- | ---: | ---: | ---: | ---: | --- |\n`;
+    for (const [name, runs] of Object.entries(results)) for (const r of runs) md += `| ${name} | ${SETTINGS.sockets} | ${r.rate} | ${r.delivered} | ${r.p99} | ${r.held ? 'yes' : 'no'} |\n`;
+    md += `\nHighest rate held: one pod ${best(results['one pod'])}/s, two pods ${best(results['two pods over NATS'])}/s (${(best(results['two pods over NATS']) / Math.max(1, best(results['one pod']))).toFixed(2)}x).\n`;
+  }
+  if (lag.length) {
+    md += `${md ? '\n' : ''}| write acked on pod A, shown on pod B | writes | p50 ms | p99 ms | max ms |\n| --- | ---: | ---: | ---: | ---: |\n`;
+    for (const r of lag) md += `| ${r.what} | ${r.samples} | ${r.p50} | ${r.p99} | ${r.max} |\n`;
+  }
   process.stdout.write(md);
   await mkdir('bench/results', { recursive: true });
-  await writeFile('bench/results/cluster.json', JSON.stringify({ sockets: SETTINGS.sockets, results }, null, 2));
+  await writeFile('bench/results/cluster.json', JSON.stringify({ sockets: SETTINGS.sockets, results, lag }, null, 2));
   await writeFile('bench/results/cluster.md', md);
 }
 

@@ -94,6 +94,8 @@ export const errors = {
   databaseDown: () => new ServiceError('DB_UNAVAILABLE', 'the database is unavailable; nothing was changed, try again'),
   /** The commit was sent but never confirmed: the change may or may not have been applied. */
   outcomeUnknown: () => new ServiceError('OUTCOME_UNKNOWN', 'the database did not confirm the commit, so the change may or may not have been applied; sending it again is safe'),
+  /** Committed, but this pod could not read it back into what it serves (acks wait for that): the database went away meanwhile. */
+  writtenNotShown: () => new ServiceError('DB_UNAVAILABLE', 'the change was written, but this server could not load it back to serve it (the database is unavailable); sending it again is safe'),
   notReady: (why: string) => new ServiceError('NOT_READY', why),
   /** A publisher's batch that arrived as this pod began to shut down. */
   shuttingDown: () => new ServiceError('NOT_READY', 'the server is shutting down; send this batch to another pod (it was not applied)'),

@@ -42,6 +42,7 @@ import { AuthMetrics } from './metrics/auth.js';
 import { createBus } from './bus/create.js';
 import { Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
+import { KEY_APPLIED } from './auth/key-change.js';
 import { run, type Service } from './lifecycle.js';
 
 export type { Service } from './lifecycle.js';
@@ -94,7 +95,6 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   hub.watch(bc);
   hub.watch(sweeper);
   hub.watch(storedSets);
-  const ingest = new Ingest({ pool, model, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   const hosts = new HostPolicy(config.allowedHosts);
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
@@ -120,15 +120,18 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
+  const ingest = new Ingest({ pool, model, sync, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  /** A key command waits for every pod to say, from its LISTEN connection, that its auth holds the change. */
+  const keyChanged = (id: string) => void auth.refresh(pool, [id], log).then(() => listener.notify(KEY_APPLIED, id));
   const listener = new Listener({
     url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs,
     handlers: {
       // Notifications sent while the listener was away are lost: reload everything.
       onConnect: () => {
         sync.reloadAll();
-        if (config.auth) auth.refresh(pool, 'all', log);
+        if (config.auth) void auth.refresh(pool, 'all', log);
       },
-      onNotify: (key) => (key.startsWith('key:') ? auth.refresh(pool, [key.slice(4)], log) : sync.notify(key)),
+      onNotify: (key) => (key.startsWith('key:') ? keyChanged(key.slice(4)) : sync.notify(key)),
       onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
     },
   });

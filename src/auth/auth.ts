@@ -57,8 +57,9 @@ export class Auth {
    * Reloads keys after a NOTIFY (some IDs) or a reconnect (all). A reload that
    * fails is retried with backoff until it succeeds, so a revoked key never
    * keeps working because Postgres blinked; requests meanwhile fold into one.
+   * Resolves once every key asked for so far is held as Postgres had it.
    */
-  refresh(db: Pick<pg.Pool, 'query'>, ids: readonly string[] | 'all', log: Logger): void {
+  refresh(db: Pick<pg.Pool, 'query'>, ids: readonly string[] | 'all', log: Logger): Promise<void> {
     if (ids === 'all') this.wantAll = true;
     else for (const id of ids) this.wanted.add(id);
     this.refreshing ??= retry(async () => {
@@ -75,6 +76,7 @@ export class Auth {
       }
     }, { minMs: 200, maxMs: 5000, onRetry: (err, attempt) => log.warn('api key reload failed; retrying', { attempt, err: (err as Error).message }) })
       .finally(() => (this.refreshing = undefined));
+    return this.refreshing;
   }
 
   async loadAll(db: Pick<pg.Pool, 'query'>): Promise<void> {

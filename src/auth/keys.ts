@@ -25,7 +25,7 @@ export function parseToken(token: string): { id: string; secret: string } | unde
 export const hashSecret = (secret: string): Buffer => createHash('sha256').update(secret).digest();
 
 /** Creates a key for a client (created too if new) and returns the token: the only time it is ever shown. */
-export async function createKey(pool: pg.Pool, client: string, role: Role, name = ''): Promise<{ id: string; token: string }> {
+export async function createKey(pool: Pick<pg.Pool, 'query'>, client: string, role: Role, name = ''): Promise<{ id: string; token: string }> {
   const id = randomBytes(6).toString('hex');
   const secret = randomBytes(32).toString('base64url');
   await pool.query('INSERT INTO clients (id) VALUES ($1) ON CONFLICT DO NOTHING', [client]);
@@ -33,7 +33,7 @@ export async function createKey(pool: pg.Pool, client: string, role: Role, name 
   return { id, token: `ok_${id}_${secret}` };
 }
 
-export async function revokeKey(pool: pg.Pool, id: string): Promise<boolean> {
+export async function revokeKey(pool: Pick<pg.Pool, 'query'>, id: string): Promise<boolean> {
   const r = await pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [id]);
   return (r.rowCount ?? 0) > 0;
 }

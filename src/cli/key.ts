@@ -2,8 +2,12 @@ import { runsAsTool } from './fresh.js';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { ROLES, createKey, loadKeys, revokeKey, type Role } from '../auth/keys.js';
+import { changeKey } from '../auth/key-change.js';
 import { UsageError, parseCommandLine, refuseStart } from './args.js';
 import { openDatabase } from './database.js';
+
+/** How long create and revoke wait for the running services to confirm that they hold the change. */
+const CONFIRM_MS = 10_000;
 
 const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|')} [--name TEXT]
        npm run key -- list
@@ -12,7 +16,9 @@ const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|
 Manages the API keys used with AUTH=on, in DATABASE_URL's database. When that is unset:
 the embedded Postgres in EMBEDDED_PG_DIR (default .data/pg) that the running service holds,
 or, with no service running, one started for the command and stopped after it. A new key
-is printed once: only a hash of it is stored. A change reaches every pod within moments.`;
+is printed once: only a hash of it is stored. create and revoke return once every running
+service has confirmed the change (a new key works, a revoked one is refused, on every pod);
+exit 1 if one did not confirm within ${CONFIRM_MS / 1000} s, naming how many.`;
 
 type Command = { op: 'create'; client: string; role: Role; name: string } | { op: 'list' } | { op: 'revoke'; id: string } | { op: 'help' };
 
@@ -54,23 +60,35 @@ async function main(argv: string[]): Promise<number> {
     err(`key: ${(e as Error).message}`);
     return 1;
   }
+  /** 1 when a running service has not confirmed the change yet: it applies it once it reloads its keys. */
+  const confirmed = (unconfirmed: number): number => {
+    if (!unconfirmed) return 0;
+    err(`key: ${unconfirmed} running service${unconfirmed > 1 ? 's' : ''} did not confirm the change within ${CONFIRM_MS / 1000} s; each applies it once it reloads its keys (at the latest when its database listener reconnects)`);
+    return 1;
+  };
   try {
     if (cmd.op === 'create') {
-      const { id, token } = await createKey(db.pool, cmd.client, cmd.role, cmd.name);
-      err(`created key ${id} for client ${cmd.client} with role ${cmd.role}; it is shown only this once:`);
+      const { client, role, name } = cmd;
+      const { result: { id, token }, unconfirmed } = await changeKey(db.pool, (c) => createKey(c, client, role, name), (k) => k.id, CONFIRM_MS);
+      err(`created key ${id} for client ${client} with role ${role}; it is shown only this once:`);
       out(token);
-    } else if (cmd.op === 'list') {
+      return confirmed(unconfirmed);
+    }
+    if (cmd.op === 'list') {
       out(['id', 'client', 'role', 'created', 'revoked', 'name'].join('\t'));
       for (const k of await loadKeys(db.pool)) {
         out([k.id, k.client, k.role, k.createdAt.toISOString(), k.revokedAt?.toISOString() ?? '-', k.name].join('\t'));
       }
-    } else if (await revokeKey(db.pool, cmd.id)) {
-      out(`revoked key ${cmd.id}`);
-    } else {
-      err(`key: no live key ${cmd.id}`);
+      return 0;
+    }
+    const { id } = cmd;
+    const { result: revoked, unconfirmed } = await changeKey(db.pool, (c) => revokeKey(c, id), (done) => (done ? id : undefined), CONFIRM_MS);
+    if (!revoked) {
+      err(`key: no live key ${id}`);
       return 1;
     }
-    return 0;
+    out(`revoked key ${id}`);
+    return confirmed(unconfirmed);
   } finally {
     await db.close();
   }

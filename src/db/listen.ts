@@ -52,6 +52,16 @@ export class Listener {
     if (client) await client.end().catch(() => undefined);
   }
 
+  /**
+   * Sends a notification from this connection, so that its receivers can tell
+   * which pod it came from (the backend pid of this pod's LISTEN connection).
+   * Dropped while disconnected: the pod reloads everything when it is back.
+   */
+  notify(channel: string, payload: string): void {
+    if (!this.connected) return;
+    this.client?.query('SELECT pg_notify($1, $2)', [channel, payload]).catch(() => undefined);
+  }
+
   private async connect(): Promise<void> {
     const { url, channel, connectTimeoutMs, pingMs, log, handlers } = this.opts;
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2), application_name: LISTENER_NAME });

@@ -98,11 +98,12 @@ async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promi
 
 const info = (o: { if?: unknown }): Columns => ('if' in o ? { has_if: true, info: o.if === null ? null : JSON.stringify(o.if) } : {});
 
-async function applyEvent(db: Client, e: EventItem): Promise<Outcome> {
+async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise<Outcome> {
   if (e.le !== undefined) {
     const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.eid])).rows[0];
     const li = e.li ?? current?.li;
     if (li === undefined) throw new ApplyError('le needs li to name its league');
+    keys?.add(`league:${li}`);
     // An event renames its league but never moves it to another sport.
     await upsert(db, { table: 'leagues', key: ['li', li], given: { na: e.le }, createOnly: { si: e.si ?? current?.si }, required: ['si'], name: `league ${li}` });
   }
@@ -162,13 +163,23 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
   return undefined;
 }
 
-/** Applies one item inside the caller's transaction. Throws ApplyError for a problem with the item itself. */
-export async function applyItem(db: Client, item: ReferenceItem): Promise<Outcome> {
+/** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5`. */
+const modelKey = (item: ReferenceItem): string =>
+  `${item.kind}:${item.kind === 'sport' ? item.si : item.kind === 'league' ? item.li : item.kind === 'event' ? item.eid : item.mid}`;
+
+/**
+ * Applies one item inside the caller's transaction, adding to `keys` the read
+ * model's keys of the rows it writes (a market's runners and nested markets
+ * reload with it), so the writer can have this pod show them before it acks.
+ * Throws ApplyError for a problem with the item itself.
+ */
+export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>): Promise<Outcome> {
+  keys?.add(modelKey(item));
   try {
     switch (item.kind) {
       case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.si], given: { na: item.na, a: item.a }, required: REQUIRED.sport });
       case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.li], given: { si: item.si, na: item.na }, required: REQUIRED.league });
-      case 'event': return await applyEvent(db, item);
+      case 'event': return await applyEvent(db, item, keys);
       case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);
     }

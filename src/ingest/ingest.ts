@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { OddsImage } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
+import type { ModelSync } from '../refdata/sync.js';
 import type { MarketType } from '../refdata/types.js';
 import type { OddsRelay } from '../relay/odds-relay.js';
 import type { FeedMonitor } from '../relay/feed-monitor.js';
@@ -40,6 +41,8 @@ interface CheckedOdds {
 interface IngestDeps {
   pool: pg.Pool;
   model: ReadModel;
+  /** Shows a batch's committed rows on this pod before its ack (other pods follow by NOTIFY). */
+  sync: Pick<ModelSync, 'show'>;
   relay: OddsRelay;
   monitor: FeedMonitor;
   maxItems: number;
@@ -60,6 +63,11 @@ interface IngestDeps {
  * checked before anything starts, inside the reference transaction (against
  * the key's row, which a revocation must lock: so the batch commits before the
  * revocation or is refused), and again just before the odds are published.
+ *
+ * A batch is acked only once this pod shows what it committed (its REST
+ * answers, and the `market`, `result` and `unsubscribed` frames its sockets
+ * were sent), so a publisher reading back on the same pod never sees an
+ * older value.
  */
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
@@ -85,7 +93,10 @@ export class Ingest {
     if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
     const { reference, odds: checked } = this.check(data);
     await this.checkMarkets(checked);
-    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key) : [];
+    const written = new Set<string>();
+    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key, written) : [];
+    // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
+    if (written.size) await this.deps.sync.show(written);
     // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
     if (checked.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
     const odds = this.claimOrYield(checked.map((o) => o.image), from);

@@ -36,10 +36,11 @@ async function lockKey(client: pg.PoolClient, key: PublisherKey): Promise<void> 
 /**
  * Writes checked reference items in one transaction: all of them or, on the
  * first refused item, none; with a key, only while the key is not revoked.
- * Errors come out coded: ITEM_REJECTED naming the item, UNAUTHORIZED for a
- * revoked key, DB_UNAVAILABLE when Postgres is unreachable.
+ * `keys` gathers the read model's keys of the rows written. Errors come out
+ * coded: ITEM_REJECTED naming the item, UNAUTHORIZED for a revoked key,
+ * DB_UNAVAILABLE when Postgres is unreachable.
  */
-export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey): Promise<Outcome[]> {
+export async function writeReference(pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey, keys?: Set<string>): Promise<Outcome[]> {
   try {
     // Two batches touching the same rows in opposite orders can deadlock; Postgres aborts one, which is simply tried again.
     return await retry(() => inTransaction(pool, async (client) => {
@@ -47,7 +48,7 @@ export async function writeReference(pool: pg.Pool, items: readonly (readonly [n
       const out: Outcome[] = [];
       for (const [i, item] of items) {
         try {
-          out.push(await applyItem(client, item));
+          out.push(await applyItem(client, item, keys));
         } catch (err) {
           if (err instanceof ApplyError) throw errors.badItem(describe(i, item as never), err.message);
           throw err;

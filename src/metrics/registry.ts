@@ -60,7 +60,7 @@ export class ServiceMetrics {
     this.pgErrors = new Counter({ name: 'odds_pg_errors_total', help: 'Postgres errors, by kind (idle client lost, unavailable, refresh)', labelNames: ['kind'], registers });
     this.renders = new Counter({ name: 'odds_metrics_renders_total', help: 'Renders of the /metrics exposition: scrapes within METRICS_CACHE_MS of one, or while it is made, share it', registers });
     this.refreshLag = new Histogram({
-      name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving to the read model reflecting it', registers,
+      name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving, or this pod committing a write, to the read model reflecting it', registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     });
   }

@@ -76,7 +76,8 @@ export class ReadModel extends Collections {
         const after = found.get(mid);
         if (after) this.results.set(mid, entry(after));
         else this.results.delete(mid);
-        changes.push({ kind: 'result', before, after });
+        // A market without a result before or after (a nested market gone with its parent's type) changed nothing here.
+        if (before || after) changes.push({ kind: 'result', before, after });
       }
     }
     this.generation++;
@@ -125,7 +126,7 @@ export class ReadModel extends Collections {
       const after = found.get(mid);
       if (after) this.putMarket(after);
       resultsToReload.add(mid);
-      changes.push({ kind: 'market', before, after });
+      if (before || after) changes.push({ kind: 'market', before, after });
     }
   }
 

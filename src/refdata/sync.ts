@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ModelChange, ReadModel } from './model.js';
 
@@ -12,11 +13,21 @@ interface SyncObserver {
   failed?(): void;
 }
 
+/** A caller of show(), told when the pass that covers its keys has ended. */
+interface Waiter {
+  ok(): void;
+  fail(err: Error): void;
+  /** A pass covering it failed already: the next failure refuses it. */
+  again?: boolean;
+}
+
 /**
  * Keeps the read model equal to Postgres. NOTIFY payloads gather while a
  * reload runs and are applied together after it; a (re)connected listener
  * asks for a full reload, since notifications sent while it was away are lost.
- * Reloads run one at a time, so an older answer never overwrites a newer one.
+ * Reloads run one at a time, each reading only after the previous one ended, so
+ * an older answer never overwrites a newer one: a NOTIFY arriving late, a full
+ * reload, and this pod's own writes (show) all go through the one queue.
  */
 export class ModelSync {
   private pending = new Set<string>();
@@ -27,6 +38,8 @@ export class ModelSync {
   private waiters: (() => void)[] = [];
   private batchStart = 0;
   private stopped = false;
+  /** Callers of show() whose keys the next pass to start covers. */
+  private waiting: Waiter[] = [];
 
   constructor(
     private readonly db: Pick<pg.Pool, 'query'>,
@@ -51,9 +64,29 @@ export class ModelSync {
     this.kick();
   }
 
+  /**
+   * Read your writes: refreshes the keys a transaction of this pod wrote (as
+   * NOTIFY names them) and resolves once the model holds them and their frames
+   * went to subscribers, so the writer acks only what this pod shows. A pass
+   * already running may have read before the commit: only the next one to
+   * start counts. When that pass fails, the full reload after it counts;
+   * rejects when that fails too, or the sync stops (the write stays
+   * committed, and the model catches up once Postgres answers).
+   */
+  show(keys: Iterable<string>): Promise<void> {
+    const wrote = [...keys];
+    if (!wrote.length) return Promise.resolve();
+    if (this.stopped) return Promise.reject(errors.writtenNotShown());
+    // Queued before the keys kick a pass, which takes its waiters as it starts.
+    const shown = new Promise<void>((ok, fail) => this.waiting.push({ ok, fail }));
+    for (const key of wrote) this.notify(key);
+    return shown;
+  }
+
   stop(): void {
     this.stopped = true;
     clearTimeout(this.retry);
+    for (const w of this.waiting.splice(0)) w.fail(errors.writtenNotShown());
   }
 
   private kick(): void {
@@ -64,20 +97,18 @@ export class ModelSync {
     this.running = true;
     try {
       while (this.full || this.pending.size) {
-        if (this.full) {
-          this.full = false;
-          this.pending.clear();
-          const changes = await this.model.loadAll(this.db);
-          this.markLoaded();
-          if (changes.length) this.observer.changes?.(changes);
-        } else {
-          const keys = this.pending;
-          const start = this.batchStart;
-          this.pending = new Set();
-          const changes = await this.model.refresh(this.db, keys);
-          this.observer.lag?.((performance.now() - start) / 1000);
-          if (changes.length) this.observer.changes?.(changes);
+        const covered = this.waiting.splice(0);
+        try {
+          await this.pass();
+        } catch (err) {
+          // One failure is often a pooled connection Postgres dropped: the full reload after it gets one more chance.
+          for (const w of covered) {
+            if (w.again) w.fail(errors.writtenNotShown());
+            else this.waiting.push(Object.assign(w, { again: true }));
+          }
+          throw err;
         }
+        for (const w of covered) w.ok();
       }
     } catch (err) {
       // A reload still in flight when the service stopped fails on the ended pool: no retry then,
@@ -91,6 +122,24 @@ export class ModelSync {
       this.retry = setTimeout(() => this.kick(), RETRY_MS);
     } finally {
       this.running = false;
+    }
+  }
+
+  /** One reload, full or of the keys gathered, reading only now; its changes told before it ends. */
+  private async pass(): Promise<void> {
+    if (this.full) {
+      this.full = false;
+      this.pending.clear();
+      const changes = await this.model.loadAll(this.db);
+      this.markLoaded();
+      if (changes.length) this.observer.changes?.(changes);
+    } else {
+      const keys = this.pending;
+      const start = this.batchStart;
+      this.pending = new Set();
+      const changes = await this.model.refresh(this.db, keys);
+      this.observer.lag?.((performance.now() - start) / 1000);
+      if (changes.length) this.observer.changes?.(changes);
     }
   }
 

@@ -37,7 +37,9 @@ const BATCH = 1000;
 export class StoredSets implements SessionWatcher {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
-  private pending = new Map<string, { ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
+  private pending = new Map<string, { mids: Promise<string[]>; ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
+  /** New sockets whose stored set is loading: true once a change of it landed meanwhile, so the load may be older than an ack. */
+  private readonly loading = new Map<Session, boolean>();
 
   constructor(private readonly deps: StoredSetsDeps) {}
 
@@ -57,6 +59,7 @@ export class StoredSets implements SessionWatcher {
   apply(op: ClientOp, client: string, mids: string[]): void {
     this.cache.delete(client);
     for (const s of this.deps.hub.clientSessions(client)) {
+      if (this.loading.has(s)) this.loading.set(s, true);
       if (op === 'attach') this.attach(s, mids);
       else this.deps.bc.detachAndTell(s, mids);
     }
@@ -76,10 +79,15 @@ export class StoredSets implements SessionWatcher {
   }
 
   private load(client: string): Promise<string[]> {
-    return new Promise((ok, fail) => {
-      if (!this.pending.size) setImmediate(() => this.readPending());
-      this.pending.set(client, { ok, fail });
-    });
+    // Not read yet, so it will read this change too.
+    const queued = this.pending.get(client);
+    if (queued) return queued.mids;
+    if (!this.pending.size) setImmediate(() => this.readPending());
+    let ok!: (mids: string[]) => void;
+    let fail!: (err: unknown) => void;
+    const mids = new Promise<string[]>((resolve, reject) => ((ok = resolve), (fail = reject)));
+    this.pending.set(client, { mids, ok, fail });
+    return mids;
   }
 
   private readPending(): void {
@@ -100,13 +108,26 @@ export class StoredSets implements SessionWatcher {
    * socket closes.
    */
   opened(s: Session): void {
-    retry(() => this.stored(s.client), {
+    retry(() => this.current(s), {
       minMs: 500, maxMs: 10000, cancelled: () => s.closed,
       onRetry: (err, attempt) => {
         this.deps.log.warn('could not load a client\'s stored markets for a new socket; retrying', { client: s.client, attempt, err: (err as Error).message });
         if (attempt === 1) this.deps.bc.send(s, notice(errors.storedSetPending()));
       },
-    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined);
+    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined).finally(() => this.loading.delete(s));
+  }
+
+  /**
+   * The socket's stored set, read again when a subscribe or unsubscribe landed
+   * while it loaded: that change was applied to the socket already, and an
+   * older set attached after it would undo an acked unsubscribe.
+   */
+  private async current(s: Session): Promise<string[]> {
+    for (;;) {
+      this.loading.set(s, false);
+      const mids = await this.stored(s.client);
+      if (s.closed || !this.loading.get(s)) return mids;
+    }
   }
 
   /** Adds the markets the hub admits to one socket; the socket is told of any that did not fit. */

@@ -2,13 +2,12 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { http } from '../helpers/service.js';
-import { eventually } from '../helpers/wait.js';
 import { KEY_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from './processes.js';
 
 /** Without DATABASE_URL: the tools use the embedded folder. */
 const embeddedAt = (pgDir: string) => ({ DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });
 
-t.test('beside a running service (AUTH=on), `key create` uses its embedded Postgres, and the key works on the service at once', async (t) => {
+t.test('beside a running service (AUTH=on), `key create` uses its embedded Postgres; a created key works on the service at once, a revoked one is refused at once', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
   const svc = await startMain({ ...embeddedAt(pgDir), AUTH: 'on' });
   t.teardown(async () => {
@@ -18,13 +17,17 @@ t.test('beside a running service (AUTH=on), `key create` uses its embedded Postg
   t.equal((await http(svc.url, '/api/v1/sports')).status, 401, 'AUTH=on: no key, no data');
   const postgres = postmasterPid(pgDir);
 
-  const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
-  t.equal(run.code, 0, run.stderr);
-  const key = run.stdout.trim();
-  t.match(key, /^ok_[0-9a-f]{12}_\S+$/);
-  // The service learns of the key by NOTIFY, moments after the command commits.
-  const sports = await eventually(() => http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } }), (r) => r.status === 200);
-  t.equal(sports.status, 200);
+  // The command returns once the service confirmed it holds the change: a request right after it sees it.
+  for (let round = 0; round < 2; round++) {
+    const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
+    t.equal(run.code, 0, run.stderr);
+    const key = run.stdout.trim();
+    t.match(key, /^ok_[0-9a-f]{12}_\S+$/);
+    t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 200, `round ${round}: the new key works at once`);
+    const revoke = await runTool(KEY_CLI, ['revoke', key.slice(3, 15)], embeddedAt(pgDir));
+    t.equal(revoke.code, 0, revoke.stderr);
+    t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 401, `round ${round}: the revoked key is refused at once`);
+  }
   t.same(postgresOn(pgDir), [postgres], 'the service\'s Postgres still runs, and no other');
   t.equal((await http(svc.url, '/ready')).status, 200);
 });

@@ -108,7 +108,10 @@ const ingestLoop = async () => {
 
 const before = await scrape(svc.url);
 const loops = [...[0, 1, 2, 3].map(readLoop), ...[0, 1].map(writeLoop), ingestLoop(), ingestLoop()];
-await sleep(800);
+// The kill comes once the load is under way: a write and a batch answered 200 (a busy machine may take a while).
+const warm = await eventually(async () => writes.some((w) => w.status === 200) && batches.some((b) => b.status === 200), (ok) => ok, 20000, 20);
+if (!warm) throw new Error('no write and batch succeeded within 20 s before the fault');
+await sleep(300);
 const killedAt = Date.now();
 const killed = await crashPostgres();
 await sleep(DOWN_MS);

@@ -3,6 +3,8 @@ import { eventually } from '../helpers/wait.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client } from '../helpers/ws.js';
+import { Publisher } from '../faults/publisher-socket.js';
+import type { ServerMessage } from '../../src/odds/messages.js';
 
 type Obj = Record<string, unknown>;
 type Reply = { status: number; message: string };
@@ -145,6 +147,46 @@ t.test('a market that changes type keeps the presence rules: r never on player-r
   t.same(await result(`${mid}.1`).then((r) => r.body), [], 'and its nested market is gone with them');
 });
 
+/** The last frame of `op` for `mid` the socket was sent before the answer to a ping sent now: frames on one socket are ordered. */
+async function lastSentBefore(c: Client, op: 'market' | 'result', mid: string): Promise<ServerMessage | undefined> {
+  const id = c.send({ op: 'ping' });
+  const pong = await c.next((f) => f.op === 'ack' && f.id === id);
+  return c.frames.slice(0, c.frames.indexOf(pong)).filter((f) => f.op === op && f.mid === mid).at(-1);
+}
+
+t.test('read your writes: after each ack, the same pod\'s REST answer and the market\'s subscribers already have the change, 40 of 40, over REST and /ingest', async (t) => {
+  const mid = '5.55000010';
+  t.equal((await ingest({ kind: 'market', mid, eid: 55000001, na: 'Leg Winner', ty: 'other-market', s: true, go: false, rt: false })).status, 200);
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [mid] });
+  const pub = await Publisher.open(svc.url);
+  t.teardown(() => pub.close());
+  /** Sends on REST for even i, on the /ingest socket for odd i, and resolves with the ack's status. */
+  const send = async (i: number, item: Obj): Promise<number> => {
+    if (i % 2 === 0) return (await ingest(item)).body.status;
+    pub.send(i, [item]);
+    return (await pub.ack(i)).status;
+  };
+  const behind: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    // Suspend and resume in turn; over each path in turn, so both see both values.
+    const s = Math.floor(i / 2) % 2 === 1;
+    t.equal(await send(i, { kind: 'market', mid, s }), 1);
+    const rest = (await markets(55000001)).body.data['55000001'].find((m) => m.mid === mid)?.s;
+    const frame = await lastSentBefore(c, 'market', mid);
+    if (rest !== s || (frame as { s?: boolean } | undefined)?.s !== s) behind.push(`write ${i} (s ${s}): REST s ${rest}, last market frame ${JSON.stringify(frame)}`);
+  }
+  t.same(behind, [], '40 of 40 current');
+  for (let i = 40; i < 80; i++) {
+    const res = String(i % 4 < 2 ? 1 : 2);
+    t.equal(await send(i, { kind: 'result', mid, res, rt: false, ia: false }), 1);
+    const rest = (await result(mid)).body[0]?.res;
+    const frame = await lastSentBefore(c, 'result', mid);
+    if (rest !== res || (frame as { res?: string } | undefined)?.res !== res) behind.push(`result ${i} (res ${res}): REST res ${rest}, last result frame ${JSON.stringify(frame)}`);
+  }
+  t.same(behind, [], '40 of 40 results current');
+});
 
 t.test('an acknowledged write survives a restart of the service', async (t) => {
   await ingest({ kind: 'event', eid: 55000001, na: 'Price v Smith (final)' });

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
-import { Client } from '../helpers/ws.js';
+import { Client, image } from '../helpers/ws.js';
+import type { ServerMessage } from '../../src/odds/messages.js';
 
 /** The stored market sets REST subscribe changes: bounded, live markets only, and applied to the client's sockets within their own limit. */
 const live = ['1.200001001', '1.200001002', '1.200001003', '1.200001004'];
@@ -44,4 +45,39 @@ t.test('REST subscribe past a socket\'s own limit: the socket takes what fits an
   t.same(told, { op: 'notice', status: 0, message: `markets ${live[2]},${live[3]} did not fit: a socket holds at most 2 markets` });
   const over = await c.request({ op: 'subscribe', mids: [live[3]] });
   t.equal(over.message, `market ${live[3]} did not fit: a socket holds at most 2 markets`, 'the socket is full, however its markets were added');
+});
+
+/** Frames sent to the socket from `from` until the answer to a ping sent now: frames on one socket are ordered. */
+async function sentUntilNow(c: Client, from: number): Promise<ServerMessage[]> {
+  const id = c.send({ op: 'ping' });
+  const pong = await c.next((f) => f.op === 'ack' && f.id === id, 5000, from);
+  return c.frames.slice(from, c.frames.indexOf(pong));
+}
+
+t.test('read your writes: after each subscribe or unsubscribe answer, REST or socket, the set holds it and the pod\'s sockets act on it, 40 of 40', async (t) => {
+  const svc = await startTestService(t);
+  const db = await sqlClient(t, svc.databaseUrl);
+  const [stored, own] = [live[0], live[1]];
+  const viaRest = await Client.connect(svc.url);
+  const viaOp = await Client.connect(svc.url);
+  t.teardown(() => [viaRest, viaOp].forEach((c) => c.close()));
+  const behind: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const on = i % 2 === 0;
+    const marks = [viaRest.frames.length, viaOp.frames.length];
+    const r = await postJson(svc.url, on ? '/api/v1/subscribe' : '/api/v1/unsubscribe', { data: [stored] });
+    t.equal(r.status, 200);
+    const held = (await db.query("SELECT 1 FROM client_markets WHERE client_id = 'public' AND mid = $1", [stored])).rowCount === 1;
+    t.equal((await viaOp.request({ op: on ? 'subscribe' : 'unsubscribe', mids: [own] })).status, 1);
+    // An update of both markets after both answers: it reaches exactly the sockets that hold them now.
+    const ts = Date.now() * 100 + i;
+    t.equal((await postJson(svc.url, '/api/v1/ingest', { data: [{ ...image(stored), ts }, { ...image(own), ts }] })).status, 200);
+    const [restFrames, opFrames] = await Promise.all([sentUntilNow(viaRest, marks[0]), sentUntilNow(viaOp, marks[1])]);
+    const updated = (frames: ServerMessage[], mid: string) => frames.some((f) => f.op === 'odds' && f.mid === mid && f.ts === ts);
+    const toldGone = restFrames.some((f) => f.op === 'unsubscribed' && f.mids.includes(stored));
+    if (held !== on) behind.push(`${i}: stored set ${held ? 'holds' : 'lacks'} ${stored}`);
+    if (updated(restFrames, stored) !== on || toldGone === on) behind.push(`${i}: REST ${on ? 'subscribe' : 'unsubscribe'}: ${JSON.stringify(restFrames).slice(0, 300)}`);
+    if (updated(opFrames, own) !== on) behind.push(`${i}: socket ${on ? 'subscribe' : 'unsubscribe'}: ${JSON.stringify(opFrames).slice(0, 300)}`);
+  }
+  t.same(behind, [], '40 of 40 current');
 });

@@ -1,0 +1,61 @@
+import t, { type Test } from 'tap';
+import pg from 'pg';
+import { freshDatabase } from '../helpers/db.js';
+import { migrate } from '../../src/db/migrate.js';
+import { LISTENER_NAME } from '../../src/db/listen.js';
+import { KEY_APPLIED, changeKey } from '../../src/auth/key-change.js';
+import { createKey } from '../../src/auth/keys.js';
+import { createLogger } from '../../src/log.js';
+
+/**
+ * A key command waits for the running services to confirm its change, over a
+ * real Postgres. The services are played by LISTEN connections named as the
+ * service names its own, each confirming from its own connection, or never.
+ */
+const url = await freshDatabase(t);
+const pool = new pg.Pool({ connectionString: url });
+t.teardown(() => pool.end());
+await migrate(pool, createLogger('error', false, () => undefined));
+
+interface FakeService {
+  conn: pg.Client;
+  /** Key IDs it confirmed. */
+  confirmed: string[];
+}
+
+/** A service that confirms each key change `afterMs` after its NOTIFY, or never (undefined). */
+async function service(t: Test, afterMs?: number): Promise<FakeService> {
+  const conn = new pg.Client({ connectionString: url, application_name: LISTENER_NAME });
+  await conn.connect();
+  t.teardown(() => conn.end().catch(() => undefined));
+  const s: FakeService = { conn, confirmed: [] };
+  conn.on('notification', (n) => {
+    if (afterMs === undefined || !n.payload?.startsWith('key:')) return;
+    const id = n.payload.slice(4);
+    setTimeout(() => void conn.query('SELECT pg_notify($1, $2)', [KEY_APPLIED, id]).then(() => s.confirmed.push(id)), afterMs);
+  });
+  await conn.query('LISTEN refdata');
+  return s;
+}
+
+const create = (bound: number) => changeKey(pool, (db) => createKey(db, 'x', 'subscriber'), (k) => k.id, bound);
+
+t.test('a key change returns once every running service has confirmed it', async (t) => {
+  const services = [await service(t, 20), await service(t, 200)];
+  const { result, unconfirmed } = await create(10_000);
+  t.equal(unconfirmed, 0);
+  for (const s of services) t.same(s.confirmed, [result.id], 'each service confirmed before the command returned');
+});
+
+t.test('a service that never confirms ends the wait at its bound, counted; one that goes away is waited for no more', async (t) => {
+  const silent = await service(t);
+  t.equal((await create(300)).unconfirmed, 1);
+  await silent.conn.end();
+  const leaving = await service(t);
+  const gone = changeKey(pool, async (db) => {
+    const k = await createKey(db, 'x', 'subscriber');
+    setTimeout(() => void leaving.conn.end(), 100);
+    return k;
+  }, (k) => k.id, 20_000);
+  t.equal((await gone).unconfirmed, 0, 'returned once it left, long before the bound');
+});

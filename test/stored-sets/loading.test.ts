@@ -1,0 +1,53 @@
+import t from 'tap';
+import type pg from 'pg';
+import { Hub } from '../../src/hub/hub.js';
+import { Session, type Conn } from '../../src/hub/session.js';
+import type { Broadcaster } from '../../src/hub/broadcaster.js';
+import type { Bus } from '../../src/bus/types.js';
+import { StoredSets } from '../../src/stored-sets/stored-sets.js';
+import { createLogger } from '../../src/log.js';
+
+/**
+ * A new socket's stored set loads while the client changes it: the change is
+ * applied to the socket at once, so the older set the load read must not be
+ * attached after it. Postgres is a fake whose reads the test answers by hand.
+ */
+class HeldPool {
+  readonly reads: ((rows: { client_id: string; mids: string[] }[]) => void)[] = [];
+  query(sql: string): Promise<unknown> {
+    if (sql.startsWith('SELECT client_id')) return new Promise((ok) => this.reads.push((rows) => ok({ rows })));
+    return Promise.resolve({ rows: [], rowCount: 1 });
+  }
+}
+
+/** Lets the stored set's reads, batched once per turn of the loop, go out. */
+async function turns(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise((ok) => setImmediate(ok));
+}
+
+t.test('an unsubscribe acked while a new socket\'s stored set loads is not undone by the older set', async (t) => {
+  const pool = new HeldPool();
+  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refused: () => undefined, concluded: () => false });
+  const attached: string[][] = [];
+  const told: string[][] = [];
+  const bc = { attach: (_s: Session, mids: string[]) => attached.push([...mids]), detachAndTell: (_s: Session, mids: string[]) => told.push([...mids]), send: () => undefined };
+  const sets = new StoredSets({
+    pool: pool as unknown as pg.Pool, hub, bc: bc as unknown as Broadcaster, bus: { publishClient: () => undefined } as unknown as Bus,
+    maxStored: 10, log: createLogger('error', false, () => undefined), unavailable: () => undefined,
+  });
+  hub.watch(sets);
+  const s = new Session(1, 'k', 'c', 'json', 5000, {} as Conn);
+  hub.open(s);
+  await turns();
+  t.equal(pool.reads.length, 1, 'the socket\'s stored set is being read');
+
+  await sets.unsubscribe('c', ['1.1']);
+  t.same(told, [['1.1']], 'the change reached the socket before its ack');
+  pool.reads[0]([{ client_id: 'c', mids: ['1.1', '1.2'] }]);
+  await turns();
+  t.same(attached, [], 'what was read before the change is not attached');
+  t.equal(pool.reads.length, 2, 'the set is read again');
+  pool.reads[1]([{ client_id: 'c', mids: ['1.2'] }]);
+  await turns();
+  t.same(attached, [['1.2']], 'the set as it is after the change');
+});
