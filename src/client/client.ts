@@ -5,6 +5,7 @@ import { applyDelta } from '../odds/delta.js';
 import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
 import { MarketBook } from './market-book.js';
+import { FreshnessBook, type MarketFreshness } from './freshness.js';
 import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
@@ -19,6 +20,7 @@ import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from 
  */
 export class OddsClient extends Emitter<ClientEvents> {
   readonly book = new MarketBook();
+  private readonly fresh = new FreshnessBook();
   private readonly requests = new Requests();
   private readonly backoff: Backoff;
   private readonly url: string;
@@ -54,6 +56,11 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   get feed(): FeedStatus {
     return this.feedStatus;
+  }
+
+  /** Whether a market's prices are live, or stale with why and since when. */
+  freshness(mid: string): MarketFreshness {
+    return this.fresh.get(mid);
   }
 
   /** What the client asks for again on every connection. */
@@ -97,7 +104,10 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Unsubscribes and forgets: these are neither asked for again nor kept in the book (markets named by `mids`). */
   unsubscribe(removal: Removal): Promise<AckMessage> {
     this.requests.forget(removal);
-    for (const mid of removal.mids ?? []) this.book.delete(mid);
+    for (const mid of removal.mids ?? []) {
+      this.book.delete(mid);
+      this.fresh.delete(mid);
+    }
     return this.requests.oneOff({ op: 'unsubscribe', mids: removal.mids ?? [], eids: removal.eids ?? [], sis: removal.sis ?? [] }, this.sender());
   }
 
@@ -150,9 +160,13 @@ export class OddsClient extends Emitter<ClientEvents> {
       }
       case 'delta': this.delta(msg); return;
       // A refusal that answers no request of ours (id 0: a message the server could not read) is told as a notice.
-      case 'ack':
+      case 'ack': {
+        const answered = msg.status === 1 ? this.requests.answers(msg.id) : undefined;
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
+        // Live again unless the server says otherwise: it sends a stale market's state after the image.
+        if (answered) this.told(this.fresh.resubscribed(answered.eids?.length || answered.sis?.length ? 'all' : answered.mids ?? []));
         return;
+      }
       case 'notice': this.emit('notice', msg); return;
       case 'market':
         if (msg.go) this.evict([msg.mid]);
@@ -167,6 +181,7 @@ export class OddsClient extends Emitter<ClientEvents> {
         this.feedStatus = msg.status;
         this.emit('feed', msg);
         return;
+      case 'freshness': this.told([this.fresh.apply(msg)]); return;
       case 'hb': return;
     }
   }
@@ -198,8 +213,15 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   /** Markets the server is done with (concluded, or detached): out of the book and out of what is asked for again. */
   private evict(mids: string[]): void {
-    for (const mid of mids) this.book.delete(mid);
+    for (const mid of mids) {
+      this.book.delete(mid);
+      this.fresh.delete(mid);
+    }
     this.requests.forget({ mids });
+  }
+
+  private told(changed: (MarketFreshness | undefined)[]): void {
+    for (const state of changed) if (state) this.emit('freshness', state);
   }
 
   /** Two heartbeats without a frame: reconnects, dropping the old connection without the close handshake a dead peer would never answer (where the socket can). */
@@ -216,6 +238,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.socket = undefined;
     this.live = false;
     this.requests.lost();
+    // Nothing reaches the client now: every price it holds is stale until its market is answered again.
+    this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {
       this.stopped = true;
