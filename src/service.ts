@@ -4,7 +4,7 @@ import type { Logger } from './log.js';
 import { createPool } from './db/pool.js';
 import { migrate } from './db/migrate.js';
 import { Listener } from './db/listen.js';
-import { ReadModel } from './refdata/model.js';
+import { ReadModel, goneMarkets } from './refdata/model.js';
 import { ModelSync } from './refdata/sync.js';
 import { loadDemoIfEmpty } from './demo/load.js';
 import { startSimulator } from './demo/run.js';
@@ -16,6 +16,7 @@ import { Sweeper } from './hub/sweep.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
+import { Freshness } from './relay/freshness.js';
 import { referenceFrames } from './relay/reference-frames.js';
 import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
@@ -38,6 +39,7 @@ import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
 import { BusMetrics } from './metrics/bus.js';
+import { FreshnessMetrics } from './metrics/freshness.js';
 import { AuthMetrics } from './metrics/auth.js';
 import { createBus } from './bus/create.js';
 import { Auth } from './auth/auth.js';
@@ -83,7 +85,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const relay = new OddsRelay({ book, bc, bus, monitor, metrics: busMetrics, pressure: [bc, sweeper] });
+  const freshness = new Freshness({
+    changed: (msg) => bc.publishState(msg),
+    share: (states) => bus.shareFreshness(states),
+    known: (mid) => model.typeOf(mid) !== undefined || book.get(mid) !== undefined,
+    held: () => [...book.values()].map((e) => e.mid),
+  });
+  new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
+  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const storedSets = new StoredSets({
@@ -116,11 +125,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     changes: (changes) => {
       frames(changes);
       outside.forgetGone(changes);
+      for (const mid of goneMarkets(changes)) freshness.forget(mid);
     },
     lag: (s) => metrics.refreshLag.observe(s),
     failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
   });
-  const ingest = new Ingest({ pool, model, sync, relay, monitor, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  const ingest = new Ingest({ pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
   /** A key command waits for every pod to say, from its LISTEN connection, that its auth holds the change. */
   const keyChanged = (id: string) => void auth.refresh(pool, [id], log).then(() => listener.notify(KEY_APPLIED, id));
   const listener = new Listener({
@@ -146,7 +156,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     exposition: () => metrics.exposition(), contentType: metrics.registry.contentType, token: config.metricsToken, notReady, port: () => metricsPort,
   });
   registerIngest(app, router, {
-    ingest, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
+    ingest, freshness, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
   registerDocs(router);
@@ -162,18 +172,22 @@ export async function startService(config: Config, databaseUrl: string, log: Log
         if (config.auth) await auth.loadAll(pool);
         listener.start();
         await sync.whenLoaded();
-        await bus.start(relay, { client: (op, client, mids) => storedSets.apply(op, client, mids) });
+        await bus.start(relay, { client: (op, client, mids) => storedSets.apply(op, client, mids) }, freshness);
       },
       started: () => {
         sweeper.start();
         monitor.start();
-        return config.simulator ? startSimulator({ model, ingest, outside, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log }) : undefined;
+        freshness.start();
+        return config.simulator
+          ? startSimulator({ model, ingest, outside, feeder: freshness.connect(), intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })
+          : undefined;
       },
       sockets: () => hub.sockets,
       publishers: () => hub.drainPublishers(),
       closeSockets: () => {
         sweeper.stop();
         monitor.stop();
+        freshness.stop();
         bc.stop();
         hub.closeSubscribers();
       },

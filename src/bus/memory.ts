@@ -24,5 +24,7 @@ export class MemoryBus implements Bus {
 
   publishClient(): void {}
 
+  shareFreshness(): void {}
+
   async close(): Promise<void> {}
 }

@@ -1,5 +1,5 @@
 import type { Book } from '../odds/book.js';
-import type { OddsImage } from '../odds/messages.js';
+import type { OddsImage, StaleReason } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
 
@@ -32,6 +32,26 @@ export interface ClientHandler {
   client(op: ClientOp, client: string, mids: string[]): void;
 }
 
+/** Why a market is stale where its publisher is: every reason but the bus, which each pod judges for itself. */
+export type SourceReason = Exclude<StaleReason, 'bus'>;
+
+/** A market's freshness as the pod whose publisher feeds it sees it: `why` absent when live there, since `at` (ms). */
+export interface SourceFreshness {
+  mid: string;
+  why: SourceReason | undefined;
+  at: number;
+}
+
+/** What the bus hands this pod's freshness tracker (relay/freshness.ts) from other pods. */
+export interface FreshnessHandler {
+  /** Another pod's publishers feed these markets, in these states. */
+  reported(pod: string, states: readonly SourceFreshness[]): void;
+  /** Another pod fell silent for two announcements (false), or is heard again or for the first time (true). */
+  pod(pod: string, alive: boolean): void;
+  /** The markets this pod's publishers feed, to tell a pod that joined or once the bus is back. */
+  fedHere(): SourceFreshness[];
+}
+
 /**
  * The book as the bus sees it: read to number the next image and to offer
  * what this pod holds to a new stream. Only the odds path writes it, once
@@ -47,7 +67,7 @@ export type HeldImages = Pick<Book, 'get' | 'next' | 'values'>;
 export interface Bus {
   readonly kind: 'memory' | 'nats';
   /** Connects and syncs; resolves once synced, or once it is clear the bus is away (it keeps trying). */
-  start(odds: OddsHandler, clients: ClientHandler): Promise<void>;
+  start(odds: OddsHandler, clients: ClientHandler, freshness: FreshnessHandler): Promise<void>;
   /**
    * Numbers an image in its market's order, hands it to the odds handler and shares it
    * with other pods. Images of one market are numbered in the order given.
@@ -55,5 +75,7 @@ export interface Bus {
    */
   publish(image: OddsImage, pt: number): Promise<void> | void;
   publishClient(op: ClientOp, client: string, mids: readonly string[]): void;
+  /** Tells other pods the freshness of markets this pod's publishers feed (at most once; lost while the bus is down). */
+  shareFreshness(states: readonly SourceFreshness[]): void;
   close(): Promise<void>;
 }

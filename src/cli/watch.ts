@@ -4,7 +4,7 @@
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { parseArgs as parseOptions } from 'node:util';
-import { OddsClient, RefusedError, formatVolume, type ReceiptDelay, type Subscription } from '../client/index.js';
+import { OddsClient, RefusedError, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
@@ -132,6 +132,11 @@ const late = (d: ReceiptDelay | undefined) => (d ? `  delay ${Math.round(d.sourc
  * One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function
  * stays pure, and `delay` how late an odds frame arrived.
  */
+/** A market's freshness as the client holds it: `live`, or `STALE <why> since <time>`. */
+export function formatFreshness(state: MarketFreshness, now = Date.now()): string {
+  return `${clock(now)} freshness ${state.mid} ${state.live ? 'live' : `STALE ${state.why} since ${clock(state.since)}`}`;
+}
+
 export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay): string {
   if (raw) return JSON.stringify(msg);
   const at = clock(now);
@@ -147,6 +152,7 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
     case 'feed': return `${at} feed ${msg.status}`;
+    case 'freshness': return formatFreshness(msg.live ? { mid: msg.mid, live: true } : { mid: msg.mid, live: false, why: msg.why!, since: msg.at }, now);
     case 'notice': return `${at} notice ${msg.message}`;
   }
 }
@@ -216,9 +222,12 @@ function main(argv: string[]): void {
   client.on('open', () => (everOpened = true));
   const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay) + '\n');
   // Odds lines come from the client's book, so an image the server sends again (the client's stored
-  // set attaches a market at connect, the subscribe sends its image once more) prints once.
-  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && print(msg));
+  // set attaches a market at connect, the subscribe sends its image once more) prints once. Summary
+  // freshness lines come from the client too, which also says when markets are stale for want of a
+  // connection; --raw prints the server's frames as they are.
+  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && (opts.raw || msg.op !== 'freshness') && print(msg));
   client.on('odds', (frame) => print(frame, client.book.delay(frame.mid)));
+  if (!opts.raw) client.on('freshness', (state) => process.stdout.write(formatFreshness(state) + '\n'));
   // One bad frame is worth reporting, not worth dropping the whole session over.
   client.on('error', (err) => process.stderr.write(`watch: undecodable frame: ${err.message}\n`));
   client.on('close', (info) => {

@@ -6,6 +6,7 @@ import { Backoff } from '../lib/retry.js';
 import { readFrame } from './checks.js';
 import { MarketBook } from './market-book.js';
 import { Resyncs } from './resyncs.js';
+import { FreshnessBook, type MarketFreshness } from './freshness.js';
 import { Silence } from './silence.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
@@ -28,6 +29,7 @@ export const MAX_MARKETS = 2000;
  */
 export class OddsClient extends Emitter<ClientEvents> {
   readonly book = new MarketBook();
+  private readonly fresh = new FreshnessBook();
   private readonly requests = new Requests();
   private readonly backoff: Backoff;
   private readonly url: string;
@@ -71,6 +73,11 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Frames dropped because they were about markets the client neither holds nor asked for (or holds maxMarkets of already). */
   get ignored(): number {
     return this.ignoredFrames;
+  }
+
+  /** Whether a market's prices are live, or stale with why and since when. */
+  freshness(mid: string): MarketFreshness {
+    return this.fresh.get(mid);
   }
 
   /** What the client asks for again on every connection. */
@@ -173,9 +180,13 @@ export class OddsClient extends Emitter<ClientEvents> {
       }
       case 'delta': this.delta(msg, at); return;
       // A refusal that answers no request of ours (id 0: a message the server could not read) is told as a notice.
-      case 'ack':
+      case 'ack': {
+        const answered = msg.status === 1 ? this.requests.answers(msg.id) : undefined;
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
+        // Live again unless the server says otherwise: it sends a stale market's state after the image.
+        if (answered) this.told(this.fresh.resubscribed(answered.eids?.length || answered.sis?.length ? 'all' : answered.mids ?? []));
         return;
+      }
       case 'notice': this.emit('notice', msg); return;
       case 'market':
         if (msg.go) this.evict([msg.mid]);
@@ -190,6 +201,7 @@ export class OddsClient extends Emitter<ClientEvents> {
         this.feedStatus = msg.status;
         this.emit('feed', msg);
         return;
+      case 'freshness': this.told([this.fresh.apply(msg)]); return;
       case 'hb': return;
     }
   }
@@ -232,6 +244,7 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   private drop(mid: string): void {
     this.book.delete(mid);
+    this.fresh.delete(mid);
     this.resyncs.forget(mid);
   }
 
@@ -239,6 +252,10 @@ export class OddsClient extends Emitter<ClientEvents> {
   private evict(mids: string[]): void {
     for (const mid of mids) this.drop(mid);
     this.requests.forget({ mids });
+  }
+
+  private told(changed: (MarketFreshness | undefined)[]): void {
+    for (const state of changed) if (state) this.emit('freshness', state);
   }
 
   /** Two heartbeats without a frame: reconnects, dropping the old connection without the close handshake a dead peer would never answer (where the socket can). */
@@ -256,6 +273,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.live = false;
     this.requests.lost();
     this.resyncs.reset();
+    // Nothing reaches the client now: every price it holds is stale until its market is answered again.
+    this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {
       this.stopped = true;

@@ -14,10 +14,11 @@ export { MAX_MARKETS, OddsClient } from './client.js';
 export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
 export { MarketBook, PAST_EPOCHS, type ReceiptDelay } from './market-book.js';
 export { RESYNC } from './resyncs.js';
+export type { FreshnessReason, MarketFreshness } from './freshness.js';
 export { Emitter } from './emitter.js';
 export { formatVolume } from './format.js';
 export { RefusedError, type Removal, type Subscription } from './subscribes.js';
 export type {
-  AckMessage, DeltaMessage, FeedMessage, FeedStatus, HeartbeatMessage, Level, MarketStateMessage, MarketStatus, OddsMessage, PriceSize,
-  ResultMessage, RunnerDelta, RunnerOdds, RunnerStatus, ServerMessage, Since, UnsubscribedMessage,
+  AckMessage, DeltaMessage, FeedMessage, FeedStatus, FreshnessMessage, HeartbeatMessage, Level, MarketStateMessage, MarketStatus, OddsMessage, PriceSize,
+  ResultMessage, RunnerDelta, RunnerOdds, RunnerStatus, ServerMessage, Since, StaleReason, UnsubscribedMessage,
 } from '../odds/messages.js';

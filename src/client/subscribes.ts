@@ -133,6 +133,12 @@ export class Requests {
     return true;
   }
 
+  /** The kept subscribe an ack answers, if it answers one (ask before `settle`). */
+  answers(id: number): Subscription | undefined {
+    const req = this.sent.get(id);
+    return req && !('msg' in req) ? req.sub : undefined;
+  }
+
   /** The kept subscribe a market came with: the one naming it, else (a market of an event or sport) the first with deltas. */
   covering(mid: string): Subscription | undefined {
     return this.wanted.find((w) => w.sub.mids?.includes(mid))?.sub ?? this.wanted.find((w) => w.sub.delta && !w.sub.mids?.length)?.sub;

@@ -1,3 +1,4 @@
+import type { MarketFreshness } from './freshness.js';
 import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage } from '../odds/messages.js';
 
 /** What the client needs of a WebSocket: the browser's, or the `ws` package's in Node. */
@@ -58,6 +59,8 @@ export type ClientEvents = {
   market: [msg: MarketStateMessage];
   result: [msg: ResultMessage];
   feed: [msg: FeedMessage];
+  /** A market's freshness changed: told by the server, stale (`disconnected`) when the connection went, live again once resubscribed. */
+  freshness: [state: MarketFreshness];
   unsubscribed: [msg: UnsubscribedMessage];
   /** The server telling this socket something it did not ask (a `notice` frame), such as markets left out past its limit. */
   notice: [notice: NoticeMessage];

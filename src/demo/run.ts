@@ -1,5 +1,6 @@
 import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
+import type { Feeder } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
 import { demoMarketIds } from './data.js';
@@ -40,24 +41,27 @@ interface SimulatorRun {
   model: ReadModel;
   ingest: Ingest;
   outside: OutsideFeeds;
+  /** The simulator as a publisher: its markets are stale if its ticks stop. */
+  feeder: Feeder;
   intervalMs: number;
   lifecycleMs: number;
   log: Logger;
 }
 
-export function startSimulator({ model, ingest, outside, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
+export function startSimulator({ model, ingest, outside, feeder, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
   const demo = demoMarketIds();
   const ours = (mid: string) => demo.has(mid) && !outside.has(mid);
   const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
   const sim = new Simulator({
     intervalMs,
     markets: () => simMarkets(model, ours),
+    alive: () => feeder.heard(),
     publish: (images) => {
-      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator' }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
     },
   });
   sim.start();
   life.start();
   log.info('odds simulator started', { intervalMs, lifecycleMs });
-  return { stop: () => { sim.stop(); life.stop(); } };
+  return { stop: () => { sim.stop(); life.stop(); feeder.close(); } };
 }

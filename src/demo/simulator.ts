@@ -26,6 +26,8 @@ interface SimulatorOptions {
   markets: () => SimMarket[];
   /** Called once per tick that changed anything, with the changed images only. */
   publish: (images: OddsImage[]) => void;
+  /** Called at every tick, whether it changed anything or not: the simulator's sign of life as a publisher. */
+  alive?: () => void;
   intervalMs?: number;
   random?: () => number;
   now?: () => number;
@@ -84,6 +86,7 @@ export class Simulator {
   start(): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
+      this.opts.alive?.();
       const images = this.tick();
       if (images.length) this.opts.publish(images);
     }, this.opts.intervalMs ?? 250);

@@ -7,6 +7,7 @@ import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
 import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
 import { Lane, type Outcome } from '../ingest/lane.js';
+import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
 import type { Router } from './router.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
@@ -32,18 +33,36 @@ function decodeBatch(bytes: Uint8Array, binary: boolean, maxItems: number): Batc
   return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, data };
 }
 
-const summary = (r: IngestResult): string => `Ingested ${r.count} item${r.count === 1 ? '' : 's'}`;
+/** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
+function answer(r: IngestResult): { status: 1; message: string; refused?: IngestResult['refused'] } {
+  const message = `Ingested ${r.count} item${r.count === 1 ? '' : 's'}${r.refused.length ? `; refused ${r.refused.length}` : ''}`;
+  return r.refused.length ? { status: 1, message, refused: r.refused } : { status: 1, message };
+}
+
+/** `?live=`: the connection's liveness interval (docs/ingest.md#liveness). */
+function liveness(raw: string | undefined): number {
+  if (raw === undefined) return LIVENESS.default;
+  const ms = parseLiveness(raw);
+  if (ms === undefined) throw errors.badParam('live', `must be a whole number of milliseconds from ${LIVENESS.min} to ${LIVENESS.max}`);
+  return ms;
+}
 
 interface PublisherData {
   keyId: string;
   format: Format;
-  lane: Lane;
+  key: PublisherKey | undefined;
+  liveMs: number;
+  /** From open: the batches in order, and the connection as freshness sees it. */
+  lane?: Lane;
+  feeder?: Feeder;
   /** The socket as the hub holds it, from open; its `closed` keeps an ack for a batch still running off a closed socket. */
   publisher?: Publisher;
 }
 
 export interface IngestRoutesDeps extends UpgradeDeps {
   ingest: Ingest;
+  /** Each connection and each REST key is a publisher whose silence makes its markets stale. */
+  freshness: Freshness;
   /** Items per batch: a protobuf batch is counted against it before it is decoded. */
   maxItems: number;
   maxBodyBytes: number;
@@ -55,7 +74,8 @@ export interface IngestRoutesDeps extends UpgradeDeps {
  * Publishers' routes. Both take the same items. The socket form answers each
  * message with an ack in the socket's format, echoing the batch `id`, and
  * applies a connection's batches in the order sent (ingest/lane.ts). The hub
- * holds the sockets: it revokes and drains them through their lanes.
+ * holds the sockets: it revokes and drains them through their lanes. Every
+ * message and every POST is a sign of the publisher's life, whatever it holds.
  */
 export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): void {
   const { ingest, log, auth } = deps;
@@ -64,26 +84,29 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     (auth.enabled ? { id: keyId, live: () => auth.live(keyId), revoked: () => auth.drop(keyId) } : undefined);
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
+    const feeder = deps.freshness.rest(who.keyId);
+    feeder.heard();
     const batch = decodeBatch(body, type === PROTO_TYPE, deps.maxItems);
-    return JSON.stringify({ status: 1, message: summary(await ingest.accept(batch.data, { key: keyOf(who.keyId) })) });
+    return JSON.stringify(answer(await ingest.accept(batch.data, { key: keyOf(who.keyId), feeder })));
   }, 'publisher');
 
   app.ws<PublisherData>('/ingest', {
     maxPayloadLength: deps.maxBodyBytes,
     idleTimeout: 60,
     sendPingsAutomatically: true,
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format }) => {
-      const key = keyOf(who.keyId);
-      return { keyId: who.keyId, format, lane: new Lane((data) => ingest.accept(data, { key }), deps.maxInFlight) };
-    }),
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (
+      { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
+    )),
     open: (ws) => {
       const state = ws.getUserData();
-      const { lane } = state;
+      const feeder = (state.feeder = deps.freshness.connect(state.liveMs));
+      const lane = (state.lane = new Lane((data) => ingest.accept(data, { key: state.key, feeder }), deps.maxInFlight));
       state.publisher = { keyId: state.keyId, conn: ws, closed: false, revoke: () => lane.revoke(errors.keyRevoked()), drain: () => lane.close() };
       deps.hub.open(state.publisher);
     },
     message: (ws, data, isBinary) => {
       const state = ws.getUserData();
+      state.feeder!.heard();
       const reply = (ack: AckMessage) => {
         if (state.publisher!.closed) return;
         ws.cork(() => ws.send(encodeFor(state.format, ack), state.format === 'proto'));
@@ -95,11 +118,15 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       } catch (err) {
         return reply(refusal(0, known(err, log, 'ingest')));
       }
-      state.lane.submit(batch.data, (o: Outcome) => {
-        if ('ok' in o) reply({ op: 'ack', id: batch.id, status: 1, message: summary(o.ok) });
+      state.lane!.submit(batch.data, (o: Outcome) => {
+        if ('ok' in o) reply({ op: 'ack', id: batch.id, ...answer(o.ok) });
         else reply(refusal(batch.id, known(o.err, log, 'ingest')));
       });
     },
-    close: (ws) => deps.hub.close(ws.getUserData().publisher!),
+    close: (ws) => {
+      const state = ws.getUserData();
+      state.feeder!.close();
+      deps.hub.close(state.publisher!);
+    },
   });
 }

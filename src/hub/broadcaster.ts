@@ -1,13 +1,13 @@
 import { encodeFor } from '../odds/codec.js';
 import { FORMATS, heldBy, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
-import type { FeedStatus, MarketStateMessage, ResultMessage, ServerMessage, Since } from '../odds/messages.js';
+import type { FeedStatus, ServerMessage, Since } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
 import type { Hub, SessionWatcher } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
-import type { MarketStates } from './states.js';
+import type { MarketStates, StateMessage } from './states.js';
 
 /** Images queued for sockets past which a publisher's next batch waits for them to go out. */
 const BACKLOG = 1000;
@@ -107,8 +107,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
     this.conflator.mark(mid, v.conflate, 0);
   }
 
-  /** A `market` or `result` frame: to every subscriber of the market at once, whatever its variant. */
-  publishState(msg: MarketStateMessage | ResultMessage): void {
+  /** A `market`, `result` or `freshness` frame: to every subscriber of the market at once, whatever its variant. */
+  publishState(msg: StateMessage): void {
     this.flush();
     this.deps.states.record(msg);
     const subs = this.deps.hub.market(msg.mid);
@@ -155,7 +155,10 @@ export class Broadcaster implements Pressure, SessionWatcher {
 
   /**
    * Adds markets to a socket, each followed at once by its current image unless
-   * `since` shows the client already holds it.
+   * `since` shows the client already holds it, then by its `freshness` frame
+   * when it is stale (a socket starts with every market assumed live). A socket
+   * behind gets the image when it catches up, but the staleness at once: its
+   * catch-up sends only what changed after it fell behind.
    */
   attach(s: Session, mids: Iterable<string>, v: Variant, since?: Since): void {
     // uWS throws on any use of a closed socket; a late caller (a retried load) must find nothing to do.
@@ -173,9 +176,12 @@ export class Broadcaster implements Pressure, SessionWatcher {
           }
         }
         const entry = this.deps.book.get(mid);
-        if (!entry || s.lag) continue;
-        if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
-        this.joined(mid, v, entry);
+        if (entry && !s.lag) {
+          if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+          this.joined(mid, v, entry);
+        }
+        const stale = this.deps.states.stale(mid);
+        if (stale) this.send(s, stale);
       }
     });
   }

@@ -1,18 +1,23 @@
-import type { MarketStateMessage, ResultMessage } from '../odds/messages.js';
+import type { FreshnessMessage, MarketStateMessage, ResultMessage } from '../odds/messages.js';
+
+/** The frames kept per market, each the last of its kind. */
+export type StateMessage = MarketStateMessage | ResultMessage | FreshnessMessage;
 
 interface Held {
   market?: MarketStateMessage;
   marketRev: number;
   result?: ResultMessage;
   resultRev: number;
+  freshness?: FreshnessMessage;
+  freshnessRev: number;
 }
 
 /**
- * The last `market` and `result` frame of each market, with the revision at
- * which it changed. A socket that fell behind remembers the revision it fell
- * behind at and, once it drains, is sent exactly what changed since. Holds
- * one entry per market that ever changed state, and forgets a market when
- * the read model deletes it.
+ * The last `market`, `result` and `freshness` frame of each market, with the
+ * revision at which it changed. A socket that fell behind remembers the
+ * revision it fell behind at and, once it drains, is sent exactly what
+ * changed since. Holds one entry per market that ever changed state, and
+ * forgets a market when the read model deletes it.
  */
 export class MarketStates {
   private readonly held = new Map<string, Held>();
@@ -22,25 +27,35 @@ export class MarketStates {
     return this.rev;
   }
 
-  record(msg: MarketStateMessage | ResultMessage): void {
+  record(msg: StateMessage): void {
     let h = this.held.get(msg.mid);
-    if (!h) this.held.set(msg.mid, (h = { marketRev: 0, resultRev: 0 }));
+    if (!h) this.held.set(msg.mid, (h = { marketRev: 0, resultRev: 0, freshnessRev: 0 }));
     if (msg.op === 'market') {
       h.market = msg;
       h.marketRev = ++this.rev;
-    } else {
+    } else if (msg.op === 'result') {
       h.result = msg;
       h.resultRev = ++this.rev;
+    } else {
+      h.freshness = msg;
+      h.freshnessRev = ++this.rev;
     }
   }
 
-  /** The frames of a market that changed after `rev`, state first. */
-  since(mid: string, rev: number): (MarketStateMessage | ResultMessage)[] {
+  /** The frames of a market that changed after `rev`, state first, freshness last. */
+  since(mid: string, rev: number): StateMessage[] {
     const h = this.held.get(mid);
-    const out: (MarketStateMessage | ResultMessage)[] = [];
+    const out: StateMessage[] = [];
     if (h?.market && h.marketRev > rev) out.push(h.market);
     if (h?.result && h.resultRev > rev) out.push(h.result);
+    if (h?.freshness && h.freshnessRev > rev) out.push(h.freshness);
     return out;
+  }
+
+  /** The market's last freshness frame when it says stale: what a subscribe's image is followed by. */
+  stale(mid: string): FreshnessMessage | undefined {
+    const f = this.held.get(mid)?.freshness;
+    return f && !f.live ? f : undefined;
   }
 
   forget(mid: string): void {

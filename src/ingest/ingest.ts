@@ -1,41 +1,38 @@
 import type pg from 'pg';
-import type { OddsImage } from '../odds/messages.js';
+import type { ItemRefusal } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { ModelSync } from '../refdata/sync.js';
-import type { MarketType } from '../refdata/types.js';
 import type { OddsRelay } from '../relay/odds-relay.js';
 import type { FeedMonitor } from '../relay/feed-monitor.js';
+import type { Feeder, Freshness } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
-import { asDatabaseError } from '../db/pool.js';
 import { errors, isDatabaseError } from '../errors.js';
 import { writeReference, type PublisherKey } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
-import { validateOdds } from './validate-odds.js';
-import { checkPrices, pricingOf, type Pricing } from './prices.js';
+import { pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
+import { OddsItems, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
 export type { PublisherKey };
 
 export interface IngestResult {
+  /** Items applied: the batch's items less those refused. */
   count: number;
   inserted: number;
   updated: number;
+  /** Odds and stale items refused one by one. */
+  refused: ItemRefusal[];
 }
 
-/** Who sent a batch (the simulator yields outside-fed markets) and with which key, if any. */
+/** Who sent a batch (the simulator yields outside-fed markets), with which key, if any, and as which publisher for freshness. */
 interface SentBy {
   from?: Sender;
   key?: PublisherKey;
-}
-
-/** An image whose shape is right, with how its market is priced where known so far (undefined: ask Postgres). */
-interface CheckedOdds {
-  where: string;
-  image: OddsImage;
-  pricing: Pricing | undefined;
+  /** The connection, REST key or simulator: it feeds the markets of its odds and stale items. */
+  feeder?: Feeder;
 }
 
 interface IngestDeps {
@@ -45,6 +42,8 @@ interface IngestDeps {
   sync: Pick<ModelSync, 'show'>;
   relay: OddsRelay;
   monitor: FeedMonitor;
+  /** Markets' freshness: told what each odds and stale item did. */
+  freshness: Freshness;
   maxItems: number;
   metrics: OddsMetrics;
   log: Logger;
@@ -54,10 +53,12 @@ interface IngestDeps {
 
 /**
  * The one path every publisher goes through: the socket and HTTP ingest
- * routes, the simulator, the demo seed and the import command. A batch is
- * checked whole before anything happens; its reference items commit in one
- * transaction, and only then are its odds images published. Only a batch
- * that was accepted counts as a publisher being heard.
+ * routes, the simulator, the demo seed and the import command. A batch's
+ * reference items are checked whole before anything happens and commit in one
+ * transaction (one bad item refuses the batch); its odds and stale items are
+ * judged one by one (odds-items.ts), and only once the reference items
+ * committed are the accepted images published. An empty batch is a heartbeat.
+ * Only a batch that was accepted counts as a publisher being heard.
  *
  * A batch sent with a key takes effect only while the key is live: it is
  * checked before anything starts, inside the reference transaction (against
@@ -72,11 +73,11 @@ interface IngestDeps {
 export class Ingest {
   constructor(private readonly deps: IngestDeps) {}
 
-  async accept(data: unknown, { from = 'publisher', key }: SentBy = {}): Promise<IngestResult> {
+  async accept(data: unknown, { from = 'publisher', key, feeder }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
     const arrived = Date.now();
     try {
-      const result = await this.acceptChecked(data, from, key, t0, arrived);
+      const result = await this.acceptChecked(data, from, key, feeder, t0, arrived);
       this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
@@ -86,30 +87,49 @@ export class Ingest {
     }
   }
 
-  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, t0: number, arrived: number): Promise<IngestResult> {
+  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, feeder: Feeder | undefined, t0: number, arrived: number): Promise<IngestResult> {
     const { maxItems, metrics } = this.deps;
     if (key && !key.live()) throw errors.keyRevoked();
     if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
-    if (data.length === 0 || data.length > maxItems) throw errors.badParam('data', `must hold 1 to ${maxItems} items, got ${data.length}`);
-    const { reference, odds: checked } = this.check(data);
-    await this.checkMarkets(checked);
+    if (data.length > maxItems) throw errors.badParam('data', `must hold at most ${maxItems} items, got ${data.length}`);
+    const { reference, odds: items } = this.check(data);
+    const judged = await items.judge();
     const written = new Set<string>();
     const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key, written) : [];
     // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
     if (written.size) await this.deps.sync.show(written);
     // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
-    if (checked.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
-    const odds = this.claimOrYield(checked.map((o) => o.image), from);
+    if (items.size && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
+    const odds = this.claimOrYield(judged.images, from);
+    const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
+    this.freshen(feeder, odds, judged);
     if (odds.length) {
-      const published = this.deps.relay.publish(odds, Date.now());
       if (published) await published;
       metrics.oddsIngested.inc(odds.length);
       metrics.ingestItems.inc({ kind: 'odds' }, odds.length);
       this.observeDelays(odds, arrived, (performance.now() - t0) / 1000);
     }
     for (const [, item] of reference) metrics.ingestItems.inc({ kind: item.kind });
+    if (judged.marks.length) metrics.ingestItems.inc({ kind: 'stale' }, judged.marks.length);
     const inserted = outcomes.filter((o) => o === 'inserted').length;
-    return { count: data.length, inserted, updated: outcomes.length - inserted };
+    const refused = judged.refused.map(({ i, mid, message }) => ({ i, mid, message }));
+    return { count: data.length - refused.length, inserted, updated: outcomes.length - inserted, refused };
+  }
+
+  /**
+   * What the batch did to its markets' freshness, item by item in batch order, in the turn its
+   * images were handed to the bus (so with one process each image goes out before the frame that
+   * says it is live): an image makes its market fresh unless `late`, a stale item marks it, a
+   * refused item of a known market makes it unreliable; each names `feeder` as the market's publisher.
+   */
+  private freshen(feeder: Feeder | undefined, odds: readonly AcceptedImage[], judged: JudgedOdds): void {
+    const { freshness } = this.deps;
+    const steps: [number, () => void][] = [
+      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late)]),
+      ...judged.marks.map((m): [number, () => void] => [m.i, () => freshness.marked(feeder, m.mid, m.why)]),
+      ...judged.refused.filter((r) => r.known).map((r): [number, () => void] => [r.i, () => freshness.refused(feeder, r.mid)]),
+    ];
+    for (const [, step] of steps.sort((a, b) => a[0] - b[0])) step();
   }
 
   /**
@@ -117,10 +137,10 @@ export class Ingest {
    * clock ahead of ours counts as no delay), and the batch's time here once per sport in it. A
    * market the read model does not hold yet (created in this batch) counts as sport `unknown`.
    */
-  private observeDelays(odds: OddsImage[], arrived: number, ingestSeconds: number): void {
+  private observeDelays(odds: readonly AcceptedImage[], arrived: number, ingestSeconds: number): void {
     const published = Date.now();
     const sports = new Set<SportDelays>();
-    for (const o of odds) {
+    for (const { image: o } of odds) {
       const d = this.deps.metrics.delays(this.deps.model.sportOf(o.mid) ?? 'unknown');
       d.sourceToIngest.observe(Math.max(0, arrived - o.ts) / 1000);
       d.sourceToPublish.observe(Math.max(0, published - o.ts) / 1000);
@@ -136,56 +156,29 @@ export class Ingest {
    * Postgres) then drops them, so no simulator image is ever numbered after
    * an outside one and overwrites it.
    */
-  private claimOrYield(odds: OddsImage[], from: Sender): OddsImage[] {
+  private claimOrYield(odds: AcceptedImage[], from: Sender): AcceptedImage[] {
     const { outside } = this.deps;
-    if (from === 'simulator') return odds.filter((o) => !outside.has(o.mid));
-    for (const o of odds) outside.claim(o.mid);
+    if (from === 'simulator') return odds.filter((o) => !outside.has(o.image.mid));
+    for (const o of odds) outside.claim(o.image.mid);
     return odds;
   }
 
   /**
-   * Every image against its market's price rule, in batch order. A market the read model does
-   * not hold yet is looked up in Postgres: one committed a moment ago (here or on another pod) is
-   * known there before its NOTIFY reaches the model. Still unknown: refused. Postgres not
-   * answering is said as such, never blamed on the publisher.
-   */
-  private async checkMarkets(odds: CheckedOdds[]): Promise<void> {
-    const unseen = [...new Set(odds.filter((o) => o.pricing === undefined).map((o) => o.image.mid))];
-    const stored = new Map<string, Pricing>();
-    if (unseen.length) {
-      try {
-        const { rows } = await this.deps.pool.query<{ mid: string; ty: MarketType | null; runners: boolean }>(
-          'SELECT m.mid, m.ty, EXISTS (SELECT 1 FROM runners r WHERE r.mid = m.mid) AS runners FROM markets m WHERE m.mid = ANY($1)', [unseen]);
-        for (const r of rows) stored.set(r.mid, pricingOf(r.ty, r.runners));
-      } catch (err) {
-        throw asDatabaseError(err);
-      }
-    }
-    for (const { where, image, pricing } of odds) {
-      const how = pricing ?? stored.get(image.mid);
-      if (how === undefined) throw errors.badItem(where, `market ${image.mid} is not known`);
-      const bad = checkPrices(image, how);
-      if (bad) throw errors.badItem(where, bad);
-    }
-  }
-
-  /**
-   * Every item's shape, and how each image's market is priced where that is known without
+   * Every reference item's shape (the first bad one refuses the batch), and the odds and stale
+   * items to judge one by one, with how each market is priced where that is known without
    * Postgres: from a market item earlier in the batch (a nested market is a runner market), else
    * the read model.
    */
-  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: CheckedOdds[] } {
+  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsItems } {
     const reference: [number, ReferenceItem][] = [];
-    const odds: CheckedOdds[] = [];
+    const odds = new OddsItems(this.deps.pool);
     const created = new Map<string, Pricing>();
+    const pricing = (mid: string) => created.get(mid) ?? this.modelPricing(mid);
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
-      if (item.kind === 'odds') {
-        const checked = validateOdds(item);
-        if ('error' in checked) throw errors.badItem(where, checked.error);
-        const mid = checked.image.mid;
-        odds.push({ where, image: checked.image, pricing: created.get(mid) ?? this.modelPricing(mid) });
+      if (item.kind === 'odds' || item.kind === 'stale') {
+        odds.add(i, where, item, pricing);
         continue;
       }
       const checked = validateReference(raw);

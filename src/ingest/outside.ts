@@ -1,10 +1,7 @@
-import type { ModelChange } from '../refdata/model.js';
-import type { Market } from '../refdata/types.js';
+import { goneMarkets, type ModelChange } from '../refdata/model.js';
 
 /** Who sent a batch: the demo simulator, or any other publisher (socket, HTTP, import). */
 export type Sender = 'simulator' | 'publisher';
-
-const mids = (m: Market | undefined): string[] => (m ? [m.mid, ...(m.m ?? []).map((n) => n.mid)] : []);
 
 /**
  * Markets some publisher other than the simulator has sent odds for: the
@@ -26,10 +23,6 @@ export class OutsideFeeds {
   /** The read model's changes: markets (and nested markets) that are gone are forgotten. */
   forgetGone(changes: readonly ModelChange[]): void {
     if (!this.fed.size) return;
-    for (const c of changes) {
-      if (c.kind !== 'market' || !c.before) continue;
-      const kept = new Set(mids(c.after));
-      for (const mid of mids(c.before)) if (!kept.has(mid)) this.fed.delete(mid);
-    }
+    for (const mid of goneMarkets(changes)) this.fed.delete(mid);
   }
 }

@@ -1,4 +1,4 @@
-import { INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
+import { INGEST_LIMITS, MARKET_STATUSES, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type PublisherStaleReason, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
 import { traded } from '../odds/wire.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 
@@ -63,4 +63,18 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
     runners.push(r);
   }
   return { image: traded({ mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners }, { tv: o.tv as number | undefined }) };
+}
+
+/** An odds item as ingest takes it: the image, and whether the source says it is late. */
+export function validateOddsItem(o: Record<string, unknown>): { image: OddsImage; late: boolean } | { error: string } {
+  if (o.late !== undefined && typeof o.late !== 'boolean') return { error: 'late must be true or false' };
+  const checked = validateOdds(o);
+  return 'error' in checked ? checked : { image: checked.image, late: o.late === true };
+}
+
+/** A `stale` item: the market and the reason its publisher gives. */
+export function validateStale(o: Record<string, unknown>): { mid: string; why: PublisherStaleReason } | { error: string } {
+  if (!isMarketId(o.mid)) return { error: 'mid must match [A-Za-z0-9._:-]{1,64}' };
+  if (!(PUBLISHER_STALE_REASONS as readonly unknown[]).includes(o.why)) return { error: `why must be one of ${PUBLISHER_STALE_REASONS.join(', ')}` };
+  return { mid: o.mid, why: o.why as PublisherStaleReason };
 }

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-/** Which bus subject a refused message came on: live images, stored images (the stream), or client changes. */
-export type BusSubjectKind = 'image' | 'stream' | 'client';
+/** Which bus subject a refused message came on: live images, stored images (the stream), client changes, markets' freshness, or pods' announcements. */
+export type BusSubjectKind = 'image' | 'stream' | 'client' | 'freshness' | 'pod';
 
 /** The bus between pods: whether it is up, how far behind other pods' images arrive, and what it refused. */
 export class BusMetrics {

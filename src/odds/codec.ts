@@ -5,10 +5,18 @@
  * one JSON.stringify of a freshly ordered object.
  */
 import { odds as pb } from './gen/odds.js';
-import { FEED_STATUSES, MARKET_STATUSES, type DeltaMessage, type OddsMessage, type RunnerDelta, type ServerMessage } from './messages.js';
-import { enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, traded } from './wire.js';
+import { FEED_STATUSES, MARKET_STATUSES, type AckMessage, type DeltaMessage, type ItemRefusal, type OddsMessage, type RunnerDelta, type ServerMessage } from './messages.js';
+import { WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, traded } from './wire.js';
 
 const v1 = pb.v1;
+
+/** An ack's keys in protocol order: `current` and `refused` only when present. */
+function ackJson(msg: AckMessage): AckMessage {
+  const out: AckMessage = { op: 'ack', id: msg.id, status: msg.status, message: msg.message };
+  if (msg.current !== undefined) out.current = msg.current;
+  if (msg.refused?.length) out.refused = msg.refused.map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+  return out;
+}
 
 /** A runner's changes in protocol order: `st`, `b`, `l`, `ltp`, `tv`, each only when it changed. */
 function runnerDeltaJson(x: RunnerDelta): RunnerDelta {
@@ -33,15 +41,15 @@ export function encodeJson(msg: ServerMessage): string {
         op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
         r: msg.r.map(runnerDeltaJson),
       }, { tv: msg.tv }));
-    case 'ack': return JSON.stringify(msg.current === undefined
-      ? { op: 'ack', id: msg.id, status: msg.status, message: msg.message }
-      : { op: 'ack', id: msg.id, status: msg.status, message: msg.message, current: msg.current });
+    case 'ack': return JSON.stringify(ackJson(msg));
     case 'market': return JSON.stringify({ op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt });
     case 'result':
       return JSON.stringify({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia });
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
     case 'feed': return JSON.stringify({ op: 'feed', status: msg.status });
+    case 'freshness':
+      return JSON.stringify(msg.live ? { op: 'freshness', mid: msg.mid, live: true, at: msg.at } : { op: 'freshness', mid: msg.mid, live: false, why: msg.why, at: msg.at });
     case 'notice': return JSON.stringify({ op: 'notice', status: msg.status, message: msg.message });
   }
 }
@@ -68,6 +76,9 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
     case 'feed': m = { feed: { status: enumValue(FEED_STATUSES, msg.status, 'feed status') } }; break;
+    case 'freshness':
+      m = { freshness: { mid: msg.mid, live: msg.live, why: msg.live ? 0 : enumValue(WHY_WIRE, msg.why, 'freshness why'), at: msg.at } };
+      break;
     case 'notice': m = { notice: msg }; break;
   }
   return v1.ServerMessage.encode(m).finish();
@@ -92,8 +103,10 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   switch (m.msg) {
     case 'ack': {
       const a = m.ack as pb.v1.Ack;
-      const ack = { op: 'ack' as const, id: a.id, status: a.status === 1 ? 1 as const : 0 as const, message: a.message };
-      return a.current == null ? ack : { ...ack, current: a.current };
+      const ack: AckMessage = { op: 'ack', id: a.id, status: a.status === 1 ? 1 : 0, message: a.message };
+      if (a.current != null) ack.current = a.current;
+      if (a.refused.length) ack.refused = (a.refused as ItemRefusal[]).map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+      return ack;
     }
     case 'odds': {
       const o = m.odds as pb.v1.Odds;
@@ -122,12 +135,18 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };
     case 'feed':
       return { op: 'feed', status: enumName(FEED_STATUSES, (m.feed as pb.v1.Feed).status, 'feed status') };
+    case 'freshness': {
+      const f = m.freshness as pb.v1.Freshness;
+      const why = enumName(WHY_WIRE, f.why, 'freshness why');
+      if (f.live !== (why === 'NONE')) throw new Error('a freshness frame is live exactly when it gives no reason');
+      return why === 'NONE' ? { op: 'freshness', mid: f.mid, live: true, at: f.at } : { op: 'freshness', mid: f.mid, live: false, why, at: f.at };
+    }
     case 'notice': return { op: 'notice', status: 0, message: (m.notice as pb.v1.Notice).message };
     default: throw new UnknownServerMessage();
   }
 }
 
-const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed', 'notice'];
+const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed', 'freshness', 'notice'];
 
 /** Reads a text frame. Throws on malformed input. */
 export function decodeServerJson(text: string): ServerMessage {

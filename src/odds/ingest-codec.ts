@@ -6,7 +6,7 @@
 import { odds as pb } from './gen/odds.js';
 import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
 import { overLimit } from './ingest-count.js';
-import { enumName, enumValue, int, runnersFromProto, runnersToProto, traded, type Int64 } from './wire.js';
+import { WHY_WIRE, enumName, enumValue, int, runnersFromProto, runnersToProto, traded, type Int64 } from './wire.js';
 
 const v1 = pb.v1;
 type Obj = Record<string, unknown>;
@@ -61,7 +61,15 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
     case 'odds': {
       const o = it.odds as pb.v1.OddsItem;
       const st = enumName(MARKET_STATUSES, o.st, 'st');
-      return traded({ kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) }, { tv: o.tv });
+      const out: IngestItemInput = traded({ kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) }, { tv: o.tv });
+      if (o.late) out.late = true;
+      return out;
+    }
+    case 'stale': {
+      const { mid, why } = it.stale as pb.v1.StaleItem;
+      // NONE (or a number this version does not know) is left for ingest's check to refuse, as a JSON item without `why` is.
+      const name = WHY_WIRE[why];
+      return name === undefined || name === 'NONE' ? { kind: 'stale', mid } : { kind: 'stale', mid, why: name };
     }
     default: throw new Error('item carries no kind');
   }
@@ -110,8 +118,9 @@ function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
     }
     case 'odds': return { odds: traded({
       mid: item.mid as string, ts: item.ts as number, st: enumValue(MARKET_STATUSES, item.st, 'st'),
-      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]),
+      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]), late: item.late === true,
     }, { tv: item.tv as number | undefined }) };
+    case 'stale': return { stale: { mid: item.mid as string, why: enumValue(WHY_WIRE, item.why, 'why') } };
     default: throw new Error(`unknown ingest kind ${String(item.kind)}`);
   }
 }

@@ -14,6 +14,19 @@ export type RunnerStatus = (typeof RUNNER_STATUSES)[number];
 export const FEED_STATUSES = ['OK', 'STALE'] as const;
 export type FeedStatus = (typeof FEED_STATUSES)[number];
 
+/**
+ * Why a market is stale, in the order a `freshness` frame names them when several apply: the
+ * pod lost the bus that numbers prices, the publisher feeding the market is gone or silent, the
+ * publisher could not apply a change (or the service refused its image), the source said its data
+ * is late.
+ */
+export const STALE_REASONS = ['bus', 'publisher', 'unreliable', 'late'] as const;
+export type StaleReason = (typeof STALE_REASONS)[number];
+
+/** The reasons a publisher may give itself, in a `stale` ingest item. */
+export const PUBLISHER_STALE_REASONS = ['late', 'unreliable'] as const satisfies readonly StaleReason[];
+export type PublisherStaleReason = (typeof PUBLISHER_STALE_REASONS)[number];
+
 /** One ladder level. For session (fancy) markets: price = run line, size = rate. */
 export type PriceSize = [price: number, size: number];
 
@@ -99,6 +112,15 @@ export interface AckMessage {
   message: string;
   /** On a resumed subscribe: how many markets were already current and got no image. */
   current?: number;
+  /** On an ingest ack: the items refused one by one (odds and stale items); absent when none. */
+  refused?: ItemRefusal[];
+}
+
+/** One ingest item refused alone: its index in the batch, its market, and why. */
+export interface ItemRefusal {
+  i: number;
+  mid: string;
+  message: string;
 }
 
 /**
@@ -154,6 +176,17 @@ export interface FeedMessage {
   status: FeedStatus;
 }
 
+/** Whether one market's prices are live, and if not why; sent when that changes, and after a subscribe's image while stale. */
+export interface FreshnessMessage {
+  op: 'freshness';
+  mid: string;
+  live: boolean;
+  /** Only when not live. */
+  why?: StaleReason;
+  /** Server time (ms) when this state began. */
+  at: number;
+}
+
 export type ServerMessage =
   | AckMessage
   | OddsMessage
@@ -163,6 +196,7 @@ export type ServerMessage =
   | UnsubscribedMessage
   | HeartbeatMessage
   | FeedMessage
+  | FreshnessMessage
   | NoticeMessage;
 
 /** The heartbeat silence a socket may ask for with `?hb=`, in ms. */
@@ -209,7 +243,7 @@ export interface ClientMessage {
   delta?: boolean;
 }
 
-export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds'] as const;
+export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds', 'stale'] as const;
 type IngestKind = (typeof INGEST_KINDS)[number];
 
 /**

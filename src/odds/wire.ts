@@ -3,7 +3,7 @@
  * 64-bit integers, and ladders flattened to packed lists.
  */
 import type { odds as pb } from './gen/odds.js';
-import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds } from './messages.js';
+import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds, type StaleReason } from './messages.js';
 
 export type Int64 = number | { toNumber(): number };
 
@@ -19,6 +19,9 @@ export function enumName<T>(names: readonly T[], value: number, what: string): T
   if (name === undefined) throw new Error(`unknown ${what} ${value}`);
   return name;
 }
+
+/** `Freshness.Why` by wire number (proto/odds.proto), in frames and in `stale` ingest items; NONE is live. */
+export const WHY_WIRE: readonly (StaleReason | 'NONE')[] = ['NONE', 'publisher', 'late', 'unreliable', 'bus'];
 
 /** protobufjs reads 64-bit integers as Long; the JSON shape wants plain numbers. */
 export function int(v: Int64, what: string): number {

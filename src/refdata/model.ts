@@ -10,6 +10,19 @@ export type ModelChange =
   | { kind: 'market'; before?: Market; after?: Market }
   | { kind: 'result'; before?: MarketResult; after?: MarketResult };
 
+const withNested = (m: Market | undefined): string[] => (m ? [m.mid, ...(m.m ?? []).map((n) => n.mid)] : []);
+
+/** Markets (nested ones too) the changes removed from the model. */
+export function goneMarkets(changes: readonly ModelChange[]): string[] {
+  const gone: string[] = [];
+  for (const c of changes) {
+    if (c.kind !== 'market' || !c.before) continue;
+    const kept = new Set(withNested(c.after));
+    for (const mid of withNested(c.before)) if (!kept.has(mid)) gone.push(mid);
+  }
+  return gone;
+}
+
 /** What differs between two generations of one kind of element, by their serialised form. */
 function diff<T>(kind: ModelChange['kind'], before: Map<string, Entry<T>>, after: Map<string, Entry<T>>): ModelChange[] {
   const out: ModelChange[] = [];

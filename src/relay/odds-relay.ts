@@ -5,6 +5,7 @@ import type { Pressure } from '../hub/publish-batch.js';
 import type { Bus, OddsHandler, Ordered, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { FeedMonitor } from './feed-monitor.js';
+import type { Freshness } from './freshness.js';
 
 export interface OddsRelayDeps {
   /** Written here only, once per image the bus hands over. */
@@ -12,6 +13,8 @@ export interface OddsRelayDeps {
   bc: Broadcaster;
   bus: Bus;
   monitor: FeedMonitor;
+  /** Every market held here is stale while the bus is down. */
+  freshness: Pick<Freshness, 'busDown'>;
   metrics: BusMetrics;
   /** The fan-out stages a publisher's ack waits on while they are busy: the broadcaster's queue, the sweep's view of the sockets. */
   pressure: readonly Pressure[];
@@ -73,9 +76,10 @@ export class OddsRelay implements OddsHandler {
     if (entry) this.deps.bc.publish(entry);
   }
 
-  /** The bus between pods went down, or is back and synced: the feed is STALE while it is down. */
+  /** The bus between pods went down, or is back and synced: the feed is STALE, and every market held `bus`-stale, while it is down. */
   down(isDown: boolean): void {
     this.deps.metrics.connected.set(isDown ? 0 : 1);
     this.deps.monitor.busDown(isDown);
+    this.deps.freshness.busDown(isDown);
   }
 }

@@ -1,6 +1,7 @@
 import type { MarketBook, ReceiptDelay } from '../client/index.js';
 import type { MarketStateMessage, OddsMessage, ResultMessage } from '../odds/messages.js';
 import type { Market, MarketResult, Runner } from '../refdata/types.js';
+import type { MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';
 import { BookView } from './ladder.js';
 import { resultText, type Results } from './results.js';
@@ -64,10 +65,10 @@ export class Board {
 
   /**
    * Adds the live markets of the list not yet on screen, each drawn at once
-   * from what the client's book holds, and learns every market's name for
-   * results (a market's result may come after it left the screen).
+   * from what the client's book holds (prices and freshness), and learns every
+   * market's name for results (a market's result may come after it left the screen).
    */
-  sync(markets: Market[], held: Pick<MarketBook, 'get' | 'delay'> | undefined): void {
+  sync(markets: Market[], held: Pick<MarketBook, 'get' | 'delay'> | undefined, fresh: (mid: string) => MarketFreshness): void {
     this.loaded = true;
     const live = new Set<string>();
     for (const m of markets) {
@@ -92,6 +93,7 @@ export class Board {
         this.books.set(b.mid, { book, card });
         const frame = held?.get(b.mid);
         if (frame) book.show(frame, held!.delay(b.mid));
+        book.setFreshness(fresh(b.mid));
       }
     }
     // Concluded while the socket was away, or before the subscribe took: a list read later is the truth.
@@ -124,6 +126,11 @@ export class Board {
     else if (card) for (const book of card.books) book.setParentActive(msg.s);
     else if (this.books.has(msg.mid)) this.books.get(msg.mid)!.book.setActive(msg.s);
     else this.early.set(msg.mid, msg.s);
+  }
+
+  /** A market's prices went stale or live again (a book not on screen yet takes its state from the client when drawn). */
+  freshness(state: MarketFreshness): void {
+    this.books.get(state.mid)?.book.setFreshness(state);
   }
 
   result(msg: Pick<ResultMessage, 'mid' | 'res' | 'rt' | 'ia'>): void {

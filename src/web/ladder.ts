@@ -2,6 +2,7 @@ import type { ReceiptDelay } from '../client/index.js';
 import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
 import type { Runner } from '../refdata/types.js';
 import { formatVolume } from '../client/format.js';
+import type { FreshnessReason, MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';
 
 /** Levels a side the board asks for (`depth`) and draws for markets with runners; lines have one. */
@@ -11,6 +12,10 @@ const LINE_RID = 1;
 
 type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
 const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'ball-running': 'Ball running', closed: 'Closed' };
+/** Why a book's prices are not live, in a few words. */
+const NOT_LIVE: Record<FreshnessReason, string> = {
+  bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', disconnected: 'Not live: offline',
+};
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 
 const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
@@ -103,6 +108,7 @@ export class BookView {
   private readonly matched = document.createTextNode('');
   private readonly lateText = document.createTextNode('');
   private readonly late: HTMLElement;
+  private readonly fresh = document.createTextNode('');
   private tv: number | undefined;
   private readonly resultLine: HTMLElement;
   private readonly levels: number;
@@ -128,7 +134,8 @@ export class BookView {
     this.late = h('span', { class: 'delay' }, this.lateText);
     this.el = h('div', { class: 'book', 'data-mid': mid },
       h('div', { class: 'book-head' },
-        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), this.late, h('span', { class: 'badge' }, this.badge)),
+        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), this.late,
+        h('span', { class: 'fresh' }, this.fresh), h('span', { class: 'badge' }, this.badge)),
       h('table', { class: 'ladder' },
         h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
         this.body),
@@ -164,6 +171,15 @@ export class BookView {
   setParentActive(active: boolean): void {
     this.parentActive = active;
     this.refresh();
+  }
+
+  /** Live, or stale with why: a stale book is greyed and says why, whatever its market's status. */
+  setFreshness(state: MarketFreshness): void {
+    const text = state.live ? '' : NOT_LIVE[state.why];
+    if (text === this.fresh.data) return;
+    this.fresh.data = text;
+    if (state.live) delete this.el.dataset.fresh;
+    else this.el.dataset.fresh = state.why;
   }
 
   result(text: string): void {

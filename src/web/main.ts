@@ -58,6 +58,7 @@ function connect(): void {
   c.on('close', mine((info) => header.closed(info)));
   c.on('feed', mine((m) => header.feed(m.status)));
   c.on('odds', mine((frame, previous) => board.odds(frame, previous, c.book.delay(frame.mid))));
+  c.on('freshness', mine((f) => board.freshness(f)));
   c.on('market', mine((m) => {
     if (armed) board.state(m);
   }));
@@ -91,7 +92,7 @@ async function reload(eid: number, at: number, first = false): Promise<void> {
   try {
     const markets = await api.markets(eid, stale);
     if (stale()) return;
-    board.sync(markets, client?.book);
+    board.sync(markets, client?.book, (mid) => client?.freshness(mid) ?? { mid, live: true });
     header.say(undefined);
     if (!first) return;
     const concluded = markets.flatMap((m) => (m.go ? [m.mid] : (m.m ?? []).filter((n) => n.go).map((n) => n.mid)));

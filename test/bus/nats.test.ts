@@ -6,6 +6,14 @@ import { freshDatabase } from '../helpers/db.js';
 import { Client, image } from '../helpers/ws.js';
 import { NATS_BINARY, NatsServer } from '../helpers/nats.js';
 import { scrape, value } from '../helpers/metrics.js';
+import { Registry } from 'prom-client';
+import { NatsBus } from '../../src/bus/nats/bus.js';
+import { POD_SILENCE_MS } from '../../src/bus/nats/pods.js';
+import type { SourceFreshness } from '../../src/bus/types.js';
+import { Book } from '../../src/odds/book.js';
+import { validateOdds } from '../../src/ingest/validate-odds.js';
+import { BusMetrics } from '../../src/metrics/bus.js';
+import { createLogger } from '../../src/log.js';
 
 if (!NATS_BINARY) {
   t.test('cluster over NATS', { skip: 'nats-server is not installed here, so the cluster tests cannot run (.ci/run installs Debian\'s nats-server)' }, () => undefined);
@@ -83,9 +91,23 @@ if (!NATS_BINARY) {
     await nats.stop();
     t.same(await subs[1].next((f) => f.op === 'feed' && f.status === 'STALE', 5000), { op: 'feed', status: 'STALE' }, 'subscribers told the feed is stale');
     t.equal(value(await scrape(b.url), 'odds_bus_connected'), 0, 'metrics show the bus down');
+    // Each pod lost the bus that numbers prices: every market it holds is stale for that reason, on each of its sockets.
+    const cut: number[] = [];
+    for (const c of subs) {
+      for (const mid of [M, M2]) {
+        const f = await c.next((f) => f.op === 'freshness' && f.mid === mid && !f.live, 5000);
+        t.match(f, { op: 'freshness', mid, live: false, why: 'bus' }, `${c.format}: ${mid} stale, bus`);
+      }
+      cut.push(c.frames.length);
+    }
+    t.ok(value(await scrape(b.url), 'odds_markets_stale', 'reason="bus"') >= 2, 'metrics count the markets stale for the bus');
     await new Promise((r) => setTimeout(r, 300));
     await nats.resume();
-    await new Promise((r) => setTimeout(r, 1500));
+    // The publisher goes on meanwhile: once back and synced, the markets are live again.
+    for (const [i, c] of subs.entries()) {
+      for (const mid of [M, M2]) await c.next((f) => f.op === 'freshness' && f.mid === mid && f.live, 20000, cut[i]);
+    }
+    t.pass('every market live again on every socket once the bus is back');
     stop = true;
     await publisher;
     const same = (mid: string) => {
@@ -203,6 +225,38 @@ if (!NATS_BINARY) {
     const joined = await eventually(async () => [newest(alone, M5), newest(a, M5), newest(b, M5)], (xs) => xs.every((x) => x?.price === 7.7 && x.epoch === xs[0]!.epoch && x.seq === xs[0]!.seq), 15000);
     t.ok(joined.every((x) => x?.price === 7.7), 'its image reached the other pods once NATS was back');
     t.same(await c.next((f) => f.op === 'feed' && f.status === 'OK', 5000), { op: 'feed', status: 'OK' }, 'and its feed is OK again');
+  });
+
+  t.test('freshness between pods: what one pod\'s publishers feed reaches another, and a pod that falls silent (killed) leaves its markets stale there', async (t) => {
+    const prefix = `f${randomUUID().slice(0, 8)}`;
+    const log = createLogger('error', false, () => undefined);
+    /** A bare bus, as a pod's: what it hears of other pods' freshness is kept in order. */
+    const pod = async () => {
+      const heard: string[] = [];
+      const bus = new NatsBus({ url: nats.url, prefix, auth: { kind: 'none' }, tls: undefined, book: new Book(), log, check: validateOdds, metrics: new BusMetrics(new Registry(), 'nats') });
+      const fed: SourceFreshness[] = [];
+      await bus.start({ odds: () => undefined, down: () => undefined }, { client: () => undefined }, {
+        reported: (from, states) => heard.push(...states.map((s) => `${from} ${s.mid} ${s.why ?? 'live'}`)),
+        pod: (id, alive) => heard.push(`${id} ${alive ? 'alive' : 'gone'}`),
+        fedHere: () => fed,
+      });
+      return { bus, heard, fed };
+    };
+    const [one, two] = [await pod(), await pod()];
+    t.teardown(() => one.bus.close());
+    // Only the two of them use this prefix: the pod the first hears announce itself is the second.
+    const twoId = (await eventually(async () => one.heard.find((h) => h.endsWith(' alive')), Boolean, 5000))?.split(' ')[0];
+    t.ok(twoId, 'each pod hears the other announce itself');
+    two.bus.shareFreshness([{ mid: '1.1', why: undefined, at: 1 }, { mid: '1.2', why: 'late', at: 2 }]);
+    await eventually(async () => one.heard, (h) => h.includes(`${twoId} 1.2 late`), 5000);
+    t.ok(one.heard.includes(`${twoId} 1.1 live`), 'the states of the markets its publishers feed');
+    // Closing its link without a word is what a SIGKILL looks like from the bus: the announcements stop.
+    const silent = Date.now();
+    await two.bus.close();
+    await eventually(async () => one.heard, (h) => h.includes(`${twoId} gone`), POD_SILENCE_MS + 3000);
+    const took = Date.now() - silent;
+    t.ok(one.heard.includes(`${twoId} gone`), `declared gone after ${took} ms of silence`);
+    t.ok(took >= POD_SILENCE_MS - 1000, 'not before two announcements were missed');
   });
 }
 

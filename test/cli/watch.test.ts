@@ -2,7 +2,7 @@ import t from 'tap';
 import { freePort } from '../helpers/net.js';
 import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
-import { formatFrame, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
+import { formatFrame, formatFreshness, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 import { http, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
@@ -251,4 +251,11 @@ t.test('odds lines show what each runner last traded at, its volume and the mark
     ],
   };
   t.match(formatFrame(msg, false, 0), /^\S+ 1\.200001001 seq=43 OPEN matched 152\.3K  101 back 3\.20@10\.00 lay 3\.25@20\.00 ltp 3\.20 tv 100K \| 102 back 1\.50@10\.00 lay 1\.52@20\.00 tv 950$/);
+});
+
+t.test('freshness lines: live, or STALE with the reason and since when; a server frame and the client\'s own reason alike', async (t) => {
+  t.match(formatFreshness({ mid: MID, live: true }, 0), /^\d\d:\d\d:\d\d\.000 freshness 1\.200001001 live$/);
+  t.match(formatFreshness({ mid: MID, live: false, why: 'disconnected', since: 0 }, 0), /^\S+ freshness 1\.200001001 STALE disconnected since \d\d:\d\d:\d\d\.000$/);
+  t.match(formatFrame({ op: 'freshness', mid: MID, live: false, why: 'publisher', at: 0 }, false, 0), /^\S+ freshness 1\.200001001 STALE publisher since \S+$/);
+  t.strictSame(JSON.parse(formatFrame({ op: 'freshness', mid: MID, live: true, at: 5 }, true)), { op: 'freshness', mid: MID, live: true, at: 5 }, '--raw: the frame as it came');
 });

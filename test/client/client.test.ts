@@ -111,6 +111,31 @@ for (const format of FORMATS) {
     t.equal(net.connections, 2, 'one reconnect');
   });
 
+  t.test(`${format}: keeps each market's freshness: the server's word, stale while disconnected, live once resubscribed unless told otherwise`, async (t) => {
+    const [late, plain] = marketsFor(format, 9);
+    await ingest(svc.url, image(late), image(plain));
+    const net = await relay(t, svc.port);
+    const { client } = startClient(t, { url: wsUrl(net.url), format });
+    const told: string[] = [];
+    client.on('freshness', (s) => told.push(s.live ? `${s.mid} live` : `${s.mid} ${s.why}`));
+    await client.subscribe({ mids: [late, plain] });
+    await ingest(svc.url, { kind: 'stale', mid: late, why: 'late' });
+    await next(client, 'freshness', (s) => s.mid === late);
+    t.match(client.freshness(late), { mid: late, live: false, why: 'late', since: Number });
+    t.same(client.freshness(plain), { mid: plain, live: true });
+
+    const reopened = next(client, 'open');
+    net.down();
+    t.ok(await until(() => !client.freshness(plain).live), 'without a connection');
+    t.match([client.freshness(plain), client.freshness(late)], [{ live: false, why: 'disconnected' }, { live: false, why: 'disconnected' }], 'every market is stale, the client\'s own reason');
+    net.up();
+    await reopened;
+    await client.ping();
+    t.same(client.freshness(plain), { mid: plain, live: true }, 'live again once resubscribed');
+    t.match(client.freshness(late), { live: false, why: 'late' }, 'and stale where the server says so, though its image was current');
+    t.same(told.slice(-3), [`${late} live`, `${plain} live`, `${late} late`], 'each change an event, in order');
+  });
+
   t.test(`${format}: evicts a market that concluded, and one the server detached`, async (t) => {
     const [concluding, detached, kept] = marketsFor(format, 6);
     await ingest(svc.url, image(concluding), image(detached), image(kept));

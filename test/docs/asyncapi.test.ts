@@ -57,7 +57,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
   const root = protobuf.loadSync(PROTO);
   const server = root.lookupType('odds.v1.ServerMessage');
   const named = Object.entries(doc.components.messages as Obj).filter(([, m]) => m['x-protobuf']);
-  t.equal(named.length, 13, 'one per JSON message');
+  t.equal(named.length, 14, 'one per JSON message');
   for (const [id, m] of named) {
     const pb = m['x-protobuf'] as { file: string; message: string; oneof?: string; type?: string };
     t.equal(pb.file, 'proto/odds.proto', id);
@@ -65,7 +65,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
     t.equal(m.contentType, 'application/x-protobuf', `${id} is binary`);
     if (pb.oneof) t.equal(server.fields[pb.oneof]?.resolve().resolvedType?.fullName, `.${pb.type}`, `${id}: ServerMessage.${pb.oneof} is ${pb.type}`);
   }
-  t.same(Object.keys(server.oneofs.msg.oneof).length, 9, 'every server message is documented');
+  t.same(Object.keys(server.oneofs.msg.oneof).length, 10, 'every server message is documented');
 });
 
 for (const format of ['json', 'proto'] as const) {
@@ -95,6 +95,10 @@ for (const format of ['json', 'proto'] as const) {
     const moved = withTraded(image('1.200001001'));
     (moved.r as { b: number[][] }[])[0].b[0][1] = 99;
     await ingest(withTraded(image('1.200001001')), moved, { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
+    await ingest({ kind: 'stale', mid: '1.200001001', why: 'late' });
+    await c.next((f) => f.op === 'freshness' && !f.live);
+    await ingest(withTraded(image('1.200001001')));
+    await c.next((f) => f.op === 'freshness' && f.live);
     await ingest({ kind: 'market', mid: '1.200001002', go: true });
     await c.next((f) => f.op === 'unsubscribed');
     await c.next((f) => f.op === 'feed' && f.status === 'OK');
@@ -104,7 +108,7 @@ for (const format of ['json', 'proto'] as const) {
       ops.add(f.op);
       t.same(errorsOf(schemaOf('feed', f.op), f), [], `${f.op} frame as documented`);
     }
-    t.same([...ops].sort(), ['ack', 'delta', 'feed', 'hb', 'market', 'odds', 'result', 'unsubscribed'], 'every kind of frame was seen');
+    t.same([...ops].sort(), ['ack', 'delta', 'feed', 'freshness', 'hb', 'market', 'odds', 'result', 'unsubscribed'], 'every kind of frame was seen');
   });
 
   t.test(`${format}: /ingest batches and acks match their documented schemas`, async (t) => {
@@ -116,10 +120,17 @@ for (const format of ['json', 'proto'] as const) {
     ws.on('message', (data: Buffer, binary: boolean) => acks.push(binary ? decodeServerProto(new Uint8Array(data)) : decodeServerJson(data.toString())));
     const batch = { id: 7, data: [withTraded(image('1.200001001')), { kind: 'market', mid: '1.200001001', s: true }] };
     t.same(errorsOf('IngestBatch', batch), [], 'the batch sent is one the document describes');
-    ws.send(format === 'json' ? JSON.stringify(batch) : encodeIngestProto(batch.data));
-    ws.send(format === 'json' ? JSON.stringify({ id: 8, data: [{ kind: 'odds', mid: 'nope' }] }) : encodeIngestProto([{ kind: 'odds', mid: 'nope', ts: 1, st: 'OPEN', ip: false, r: [] }]));
-    for (let i = 0; i < 200 && acks.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-    t.match(acks, [{ op: 'ack', status: 1, message: 'Ingested 2 items' }, { op: 'ack', status: 0 }]);
+    const partly = [{ kind: 'odds', mid: 'nope', ts: 1, st: 'OPEN', ip: false, r: [] }, { kind: 'stale', mid: '1.200001001', why: 'late' }, { kind: 'stale', mid: '1.200001002', why: 'unreliable' }];
+    t.same(errorsOf('IngestBatch', { data: partly }), [], 'stale items as the document describes them');
+    const bad = [{ kind: 'market', mid: 'not a market id' }];
+    for (const [id, data] of [[7, batch.data], [8, partly], [9, []], [10, bad]] as const) ws.send(format === 'json' ? JSON.stringify({ id, data }) : encodeIngestProto([...data]));
+    for (let i = 0; i < 400 && acks.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    t.match(acks, [
+      { op: 'ack', status: 1, message: 'Ingested 2 items' },
+      { op: 'ack', status: 1, message: 'Ingested 2 items; refused 1', refused: [{ i: 0, mid: 'nope' }] },
+      { op: 'ack', status: 1, message: 'Ingested 0 items' },
+      { op: 'ack', status: 0 },
+    ], 'applied; odds refused alone; a heartbeat; a bad reference item refusing its batch');
     for (const a of acks) t.same(errorsOf(schemaOf('ingest', a.op), a), [], 'ack as documented');
   });
 }

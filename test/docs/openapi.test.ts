@@ -111,6 +111,13 @@ t.test('subscribe, unsubscribe and ingest in both body formats', async (t) => {
   const proto = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from(encodeIngestProto(batch.data)) });
   t.equal(proto.status, 200);
   api.check(t, 'POST', '/api/v1/ingest', proto);
+  const partly = { data: [withTraded(image('1.200001001')), { kind: 'odds', mid: '1.200001001' }, { kind: 'stale', mid: '1.200001002', why: 'late' }, { kind: 'stale', mid: 'no.such' }] };
+  const refused = await postJson<{ refused?: unknown[] }>(svc.url, '/api/v1/ingest', partly);
+  t.equal(refused.body.refused?.length, 2, 'two items refused alone, the others applied');
+  api.check(t, 'POST', '/api/v1/ingest', refused);
+  const heartbeat = await postJson(svc.url, '/api/v1/ingest', { data: [] });
+  t.same(heartbeat.body, { status: 1, message: 'Ingested 0 items' });
+  api.check(t, 'POST', '/api/v1/ingest', heartbeat);
 });
 
 t.test('probes and metrics', async (t) => {
@@ -145,7 +152,7 @@ t.test('400: bad parameters and bodies, and plain requests or a bad hb on the so
     t.equal(r.status, 400, url);
     api.check(t, 'GET', pathOf(url), r);
   }
-  for (const [path, body] of [['/api/v1/subscribe', { data: [] }], ['/api/v1/unsubscribe', { nope: 1 }], ['/api/v1/ingest', { data: [{ kind: 'odds', mid: '1.200001001' }] }]] as const) {
+  for (const [path, body] of [['/api/v1/subscribe', { data: [] }], ['/api/v1/unsubscribe', { nope: 1 }], ['/api/v1/ingest', { data: [{ kind: 'market', mid: '1.200001001', s: 'yes' }] }]] as const) {
     const r = await postJson(svc.url, path, body);
     t.equal(r.status, 400, path);
     api.check(t, 'POST', path, r);

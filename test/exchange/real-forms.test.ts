@@ -58,7 +58,7 @@ t.test('the real forms read; a bad value costs only its market, and only until i
     for (const item of out.items) {
       const mid = item.mid as string;
       if (mid === TROUBLED) continue;
-      if (item.kind === 'stale') stale.set(mid, [...(stale.get(mid) ?? []), item.why]);
+      if (item.kind === 'stale') stale.set(mid, [...(stale.get(mid) ?? []), item.why as string]);
       if (item.kind !== 'odds') continue;
       const { kind: _, late: __, ...image } = item;
       const list = got.get(mid) ?? [];

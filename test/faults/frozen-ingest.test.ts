@@ -98,12 +98,13 @@ t.test('after SIGCONT, odds for the market new to the read model are accepted an
   t.same(sub.oddsOf(HIDDEN).map((f) => f.r[0].b[0][0]), [2.4, 2.5], 'nothing of the refused batches was published');
 });
 
-t.test('after SIGCONT, a market Postgres does not hold is refused as unknown (400), on both routes', async (t) => {
+t.test('after SIGCONT, an image of a market Postgres does not hold is refused alone as unknown, on both routes', async (t) => {
   const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/ingest', { data: [image(NOWHERE)] });
-  t.equal(r.status, 400);
-  t.same(r.body, { status: 0, message: `item 0 (odds ${NOWHERE}): market ${NOWHERE} is not known` });
+  t.equal(r.status, 200);
+  const refused = [{ i: 0, mid: NOWHERE, message: `item 0 (odds ${NOWHERE}): market ${NOWHERE} is not known` }];
+  t.same(r.body, { status: 1, message: 'Ingested 0 items; refused 1', refused });
   const ack = await timedAck(4, [image(NOWHERE)]);
-  t.same({ id: ack.id, status: ack.status, message: ack.message }, { id: 4, status: 0, message: r.body.message });
+  t.same({ id: ack.id, status: ack.status, message: ack.message, refused: ack.refused }, { id: 4, status: 1, message: r.body.message, refused });
 });
 
 t.test('nothing was logged as an error', async (t) => {

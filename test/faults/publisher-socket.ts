@@ -9,6 +9,8 @@ export interface IngestAck {
   id: number;
   status: 0 | 1;
   message: string;
+  /** Items refused one by one, when any were. */
+  refused?: { i: number; mid: string; message: string }[];
 }
 
 export class Publisher {
@@ -20,7 +22,7 @@ export class Publisher {
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data: Buffer) => {
       const msg = JSON.parse(data.toString('utf8')) as IngestAck & { op: string };
-      if (msg.op === 'ack') this.acks.push({ id: msg.id, status: msg.status, message: msg.message });
+      if (msg.op === 'ack') this.acks.push({ id: msg.id, status: msg.status, message: msg.message, ...(msg.refused ? { refused: msg.refused } : {}) });
       for (const w of this.waiters.splice(0)) w();
     });
     this.closed = new Promise((ok) => ws.on('close', (code, reason) => {
@@ -29,8 +31,8 @@ export class Publisher {
     }));
   }
 
-  static open(base: string, headers: Record<string, string> = {}): Promise<Publisher> {
-    const ws = new WebSocket(base.replace(/^http/, 'ws') + '/ingest', ['odds.v1.json'], { headers });
+  static open(base: string, headers: Record<string, string> = {}, query = ''): Promise<Publisher> {
+    const ws = new WebSocket(base.replace(/^http/, 'ws') + '/ingest' + (query ? `?${query}` : ''), ['odds.v1.json'], { headers });
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(new Publisher(ws)));
       ws.once('error', reject);

@@ -666,6 +666,7 @@ export function ingestTemplate(g: Gen, known: Known): Obj {
     [2, () => ({ kind: 'result', mid, res: '1', rt: false, ia: false })],
     [3, () => ({ kind: 'odds', mid, ts: 1795313378336, st: g.pick(['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED']), ip: true,
       r: Array.from({ length: g.int(1, 3) }, (_, i) => ({ rid: i + 1, st: 'ACTIVE', ...book(g) })) })],
+    [1, () => ({ kind: 'stale', mid, why: g.pick(['late', 'unreliable']) })],
   ]);
 }
 
@@ -727,7 +728,7 @@ export function mutateItem(g: Gen, item: Obj): unknown {
   return root;
 }
 
-/** docs/ingest.md: anything that is not an object with a known kind refuses the batch without any write. */
+/** docs/ingest.md: anything that is not an object with a known kind refuses the batch without any write (only odds and stale items are refused alone). */
 export function mayBeValidItem(v: unknown): boolean {
   return !!v && typeof v === 'object' && !Array.isArray(v) && (INGEST_KINDS as readonly unknown[]).includes((v as Obj).kind);
 }

@@ -163,21 +163,24 @@ t.test('bad requests are answered with status 0 and the socket stays open', asyn
   t.equal((await c.request({ op: 'ping' })).status, 1, 'still open and answering');
 });
 
-t.test('ingest refuses unknown markets and malformed images, and publishes nothing of that batch', async (t) => {
+t.test('ingest refuses images of unknown markets and malformed images one by one, and publishes the others', async (t) => {
   const c = await Client.connect(svc.url);
   t.teardown(() => c.close());
   await c.request({ op: 'subscribe', mids: [M2] });
   const before = c.oddsOf(M2).length;
   const unknown = await ingest(image(M2, 8), image('no.such.market'));
-  t.equal(unknown.status, 400);
-  t.match(unknown.body.message, /^item 1 \(odds no.such.market\): market no.such.market is not known/);
-  const malformed = await ingest(image(M2, 8), { ...image(M2), r: [{ rid: 1, st: 'ACTIVE', b: [[1.5]], l: [] }] });
-  t.equal(malformed.status, 400);
-  t.match(malformed.body.message, /item 1 \(odds 1.200001002\): r\[0\].b\[0\] must be \[price, size\]/);
+  t.equal(unknown.status, 200);
+  t.match(unknown.body, { status: 1, message: 'Ingested 1 item; refused 1', refused: [{ i: 1, mid: 'no.such.market', message: /^item 1 \(odds no.such.market\): market no.such.market is not known/ }] });
+  const malformed = await ingest(image(M2, 8.5), { ...image(M2), r: [{ rid: 1, st: 'ACTIVE', b: [[1.5]], l: [] }] });
+  t.match(malformed.body, { status: 1, message: 'Ingested 1 item; refused 1', refused: [{ i: 1, mid: M2, message: /item 1 \(odds 1.200001002\): r\[0\].b\[0\] must be \[price, size\]/ }] });
   const badStatus = await ingest({ ...image(M2), st: 'PAUSED' });
-  t.match(badStatus.body.message, /st must be one of OPEN, SUSPENDED, BALL_RUNNING, CLOSED/);
+  t.match(badStatus.body, { status: 1, message: 'Ingested 0 items; refused 1', refused: [{ i: 0, message: /st must be one of OPEN, SUSPENDED, BALL_RUNNING, CLOSED/ }] });
   await c.settled();
-  t.equal(c.oddsOf(M2).length, before, 'nothing published');
+  t.same(c.oddsOf(M2).slice(before).map((f) => f.r[0].b[0][0]), [8, 8.5], 'the good images published, and nothing else');
+  const badReference = await ingest(image(M2, 9), { kind: 'market', mid: M2, s: 'yes' });
+  t.equal(badReference.status, 400, 'a bad reference item still refuses the whole batch');
+  await c.settled();
+  t.equal(c.oddsOf(M2).length, before + 2, 'and none of its images is published');
 });
 
 t.test('the /ingest socket takes batches and acks each, echoing its id', async (t) => {
@@ -193,8 +196,7 @@ t.test('the /ingest socket takes batches and acks each, echoing its id', async (
   // Acks carry the batch id; a batch that needs a database look-up may be answered after a later one.
   const byId = (id: number) => acks.find((a) => a.id === id)!;
   t.same(byId(7), { op: 'ack', id: 7, status: 1, message: 'Ingested 1 item' });
-  t.equal(byId(8).status, 0);
-  t.match(byId(8).message, /market nope.1 is not known/);
+  t.match(byId(8), { status: 1, message: 'Ingested 0 items; refused 1', refused: [{ i: 0, mid: 'nope.1', message: /market nope.1 is not known/ }] });
   t.equal(byId(0).status, 0);
   t.match(byId(0).message, /not valid JSON/);
 });

@@ -187,3 +187,41 @@ t.test('images of one turn go out together at its end, in order, and a subscribe
   await bc.eased();
   t.same(a.conn.messages().map((m) => m.op === 'odds' && m.seq), [1, 2, 3, 4], 'and the next turn\'s image at the end of it');
 });
+
+t.test('freshness: to every variant at once; after a subscribe\'s image only while stale; in the catch-up of a socket behind when it changed', async (t) => {
+  const { bc, sweeper, open, put, publish } = setup();
+  const a = open();
+  const b = open('proto');
+  publish(put('m', 2));
+  bc.attach(a.s, ['m', 'n'], variant('json', 2));
+  bc.attach(b.s, ['m'], variant('proto', 0, 1000));
+  const stale = { op: 'freshness', mid: 'm', live: false, why: 'publisher', at: 123 } as const;
+  bc.publishState(stale);
+  t.same(a.conn.messages().at(-1), stale);
+  t.same(b.conn.messages().at(-1), stale, 'in protobuf, and conflation does not hold it back');
+
+  const late = open();
+  bc.attach(late.s, ['m', 'n'], variant('json'));
+  t.same(late.conn.messages().map((m) => m.op), ['odds', 'freshness'], 'the image, then its staleness; nothing for the live market');
+  t.same(late.conn.messages()[1], stale);
+  const resumed = open();
+  const e = put('m', 2.1);
+  publish(e);
+  bc.attach(resumed.s, ['m'], variant('json'), { epoch: e.epoch, seqs: { m: e.seq } });
+  t.same(resumed.conn.messages(), [stale], 'a resume that holds the image is still told the market is stale');
+
+  a.conn.buffered = 5000;
+  sweeper.run(Date.now());
+  const before = a.conn.frames.length;
+  bc.publishState({ op: 'freshness', mid: 'n', live: false, why: 'late', at: 200 });
+  bc.publishState({ op: 'freshness', mid: 'm', live: true, at: 300 });
+  t.equal(a.conn.frames.length, before, 'nothing while behind');
+  a.conn.buffered = 0;
+  sweeper.drained(a.s);
+  t.same(a.conn.messages().slice(before).filter((m) => m.op === 'freshness'), [
+    { op: 'freshness', mid: 'm', live: true, at: 300 }, { op: 'freshness', mid: 'n', live: false, why: 'late', at: 200 },
+  ], 'both changes, once each, after the catch-up images');
+  const after = open();
+  bc.attach(after.s, ['m'], variant('json'));
+  t.same(after.conn.messages().map((m) => m.op), ['odds'], 'live again: a subscribe gets the image alone');
+});

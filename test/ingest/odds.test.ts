@@ -79,7 +79,7 @@ t.test('frames cut to a depth keep ltp and tv', async (t) => {
   }
 });
 
-t.test('bad ltp and tv are refused, naming the field and what it must be', async (t) => {
+t.test('bad ltp and tv refuse their item alone, naming the field and what it must be', async (t) => {
   const at = (runner: Obj, market: Obj = {}) => ({ ...bare(MATCH_ODDS, Date.now()), ...market, r: [{ rid: 101, st: 'ACTIVE', b: [], l: [], ...runner }] });
   const cases: [string, Obj, string][] = [
     ['ltp not a number', at({ ltp: '1.5' }), 'r[0].ltp must be a number, the last traded price'],
@@ -93,7 +93,7 @@ t.test('bad ltp and tv are refused, naming the field and what it must be', async
   ];
   for (const [name, item, says] of cases) {
     const ack = await ingestOnSocket(svc.url, 'json', [item]);
-    t.same([ack.status, ack.message], [0, `item 0 (odds ${MATCH_ODDS}): ${says}`], name);
+    t.same([ack.status, ack.message, ack.refused], [1, 'Ingested 0 items; refused 1', [{ i: 0, mid: MATCH_ODDS, message: `item 0 (odds ${MATCH_ODDS}): ${says}` }]], name);
   }
 });
 
@@ -101,7 +101,7 @@ t.test('ltp and tv that only protobuf can carry (NaN, Infinity) are refused', as
   for (const [runner, says] of [[{ ltp: NaN }, 'r[0].ltp must be a number'], [{ tv: Infinity }, 'r[0].tv must be a traded volume']] as const) {
     const item = { ...bare(MATCH_ODDS, Date.now()), r: [{ rid: 101, st: 'ACTIVE', b: [], l: [], ...runner }] };
     const ack = await ingestOnSocket(svc.url, 'proto', [item]);
-    t.equal(ack.status, 0);
-    t.match(ack.message, `item 0 (odds ${MATCH_ODDS}): ${says}`);
+    t.equal(ack.message, 'Ingested 0 items; refused 1');
+    t.match(ack.refused, [{ i: 0, mid: MATCH_ODDS, message: `item 0 (odds ${MATCH_ODDS}): ${says}` }], 'the protobuf ack lists the item refused');
   }
 });

@@ -1,16 +1,16 @@
 /**
  * The prices a market can have, enforced at ingest: runner markets by decimal odds, line
- * markets by run lines and rates. A refusal names the item and the rule, and nothing of the
- * batch is published.
+ * markets by run lines and rates. A refusal names the item and the rule; the image is refused
+ * alone, its market is unreliable until its next image, and the batch's other images are published.
  */
 import t, { type Test } from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client } from '../helpers/ws.js';
-import type { OddsMessage } from '../../src/odds/messages.js';
+import type { ItemRefusal, OddsMessage } from '../../src/odds/messages.js';
 
 type Obj = Record<string, unknown>;
-type Reply = { status: number; message: string };
+type Reply = { status: number; message: string; refused?: ItemRefusal[] };
 const svc = await startTestService(t);
 const ingest = (...data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
 
@@ -27,8 +27,8 @@ const line = (mid: string, yes: number, no: number, yesRate = 100, noRate = 100)
 
 async function refused(t: Test, item: Obj, says: string): Promise<void> {
   const r = await ingest(item);
-  t.equal(r.status, 400);
-  t.equal(r.body.message, `item 0 (odds ${item.mid}): ${says}`);
+  t.equal(r.status, 200);
+  t.same(r.body, { status: 1, message: 'Ingested 0 items; refused 1', refused: [{ i: 0, mid: item.mid, message: `item 0 (odds ${item.mid}): ${says}` }] });
 }
 
 for (const price of [1e308, 0, 5e-324, 1.0, 1001]) {
@@ -108,7 +108,7 @@ t.test('a market created earlier in the batch is judged by the type that batch g
   t.equal((await ingest(created, line('1.7771', 301, 300))).status, 200, 'a line on a new line market');
   const asRunners = { ...created, mid: '1.7772', na: 'Winner', ty: 'winner-market', r: [{ rid: 101, na: 'A' }] };
   const r = await ingest(asRunners, line('1.7772', 301, 300));
-  t.equal(r.body.message, 'item 1 (odds 1.7772): r[0] is crossed, back 301 against lay 300: best back must be below best lay (runner market rule)');
+  t.same(r.body.refused, [{ i: 1, mid: '1.7772', message: 'item 1 (odds 1.7772): r[0] is crossed, back 301 against lay 300: best back must be below best lay (runner market rule)' }]);
 });
 
 t.test('a market known only to Postgres is judged by the type stored there', async (t) => {
@@ -120,18 +120,43 @@ t.test('a market known only to Postgres is judged by the type stored there', asy
   await refused(t, line('1.8882', 51, 50), 'r[0] is crossed, back 51 against lay 50: best back must be below best lay (runner market rule)');
 });
 
-t.test('one bad image refuses the whole batch, and nothing of it is published', async (t) => {
+t.test('one bad image is refused alone: the batch\'s other images are published, and its market is unreliable until its next image', async (t) => {
+  // Good images first: the refusals of the tests above left both markets unreliable.
+  t.same((await ingest(odds(MATCH_ODDS, [[1.8, 10]], [[1.9, 10]]), line(SESSION, 41, 40))).body, { status: 1, message: 'Ingested 2 items' });
   const sub = await Client.connect(svc.url);
   t.teardown(() => sub.close());
-  await sub.request({ op: 'subscribe', mids: [MATCH_ODDS] });
-  t.equal((await ingest(odds(MATCH_ODDS, [[1.8, 10]], [[1.9, 10]]))).status, 200);
+  await sub.request({ op: 'subscribe', mids: [MATCH_ODDS, SESSION] });
   const before = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.8)) as OddsMessage;
-  const r = await ingest(odds(MATCH_ODDS, [[1.7, 10]], [[1.75, 10]]), odds(MATCH_ODDS, [[5e-324, 10]], []));
-  t.equal(r.body.message, 'item 1 (odds 1.200001001): r[0].b[0][0] 5e-324 must be decimal odds from 1.01 to 1000 (runner market rule)');
+  await sub.settled();
+  t.notOk(sub.frames.some((f) => f.op === 'freshness'), 'both markets live');
+  const from = sub.frames.length;
+  const r = await ingest(odds(MATCH_ODDS, [[1.7, 10]], [[1.75, 10]]), odds(MATCH_ODDS, [[5e-324, 10]], []), line(SESSION, 45, 44));
+  t.same(r.body, {
+    status: 1, message: 'Ingested 2 items; refused 1',
+    refused: [{ i: 1, mid: MATCH_ODDS, message: 'item 1 (odds 1.200001001): r[0].b[0][0] 5e-324 must be decimal odds from 1.01 to 1000 (runner market rule)' }],
+  });
+  const published = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.7, 5000, from)) as OddsMessage;
+  t.equal(published.seq, before.seq + 1, 'the good image of the same market, before the bad one, was published');
+  await sub.next((f) => f.op === 'odds' && f.mid === SESSION && f.r[0].b[0]?.[0] === 45, 5000, from);
+  const stale = await sub.next((f) => f.op === 'freshness' && f.mid === MATCH_ODDS, 5000, from);
+  t.match(stale, { op: 'freshness', mid: MATCH_ODDS, live: false, why: 'unreliable' }, 'its market is told unreliable');
+  t.ok(sub.frames.indexOf(stale) > sub.frames.indexOf(published), 'after the image it no longer vouches for');
+
+  // A subscriber arriving now gets the market's image, and then that it is unreliable.
+  const late = await Client.connect(svc.url);
+  t.teardown(() => late.close());
+  await late.request({ op: 'subscribe', mids: [MATCH_ODDS, SESSION] });
+  await late.settled();
+  t.same(late.frames.filter((f) => f.op !== 'ack').map((f) => [f.op, (f as { mid: string }).mid]), [['odds', MATCH_ODDS], ['freshness', MATCH_ODDS], ['odds', SESSION]],
+    'image, then freshness for the stale market only');
+
   t.equal((await ingest(odds(MATCH_ODDS, [[1.6, 10]], [[1.65, 10]]))).status, 200);
-  const after = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.6)) as OddsMessage;
-  t.equal(after.seq, before.seq + 1, 'the next frame follows the one before the refused batch');
-  t.notOk(sub.oddsOf(MATCH_ODDS).some((f) => f.r[0].b[0]?.[0] === 1.7), 'the good image of the refused batch never arrived');
+  const after = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.6, 5000, from)) as OddsMessage;
+  t.equal(after.seq, before.seq + 2, 'the next frame follows the published one');
+  const live = await sub.next((f) => f.op === 'freshness' && f.mid === MATCH_ODDS && f.live, 5000, sub.frames.indexOf(stale) + 1);
+  t.ok(sub.frames.indexOf(live) > sub.frames.indexOf(after), 'live again with its next image');
+  t.notOk(sub.frames.slice(from).some((f) => f.op === 'freshness' && f.mid === SESSION), 'the batch\'s other market was never stale');
+  t.notOk(sub.oddsOf(MATCH_ODDS).some((f) => f.r[0].b[0]?.[0] === 5e-324), 'the bad image never arrived');
 });
 
 t.test('a line type that lists runners of its own (an exchange\'s odd-or-even market) is priced by decimal odds', async (t) => {

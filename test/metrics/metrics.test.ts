@@ -66,7 +66,7 @@ t.test('sockets, subscriptions, ingest and frames are counted', async (t) => {
   t.teardown(() => [a, b, p].forEach((c) => c.close()));
   for (const c of [a, b, p]) await c.request({ op: 'subscribe', mids: [M] });
   await postJson(svc.url, '/api/v1/ingest', { data: Array.from({ length: 5 }, (_, i) => image(M, 2 + i / 100)) });
-  await postJson(svc.url, '/api/v1/ingest', { data: [image('no.such')] });
+  await postJson(svc.url, '/api/v1/ingest', { data: [{ kind: 'market', mid: 'no such market' }] });
   for (const c of [a, b, p]) await c.settled();
   const after = await scrape(svc.url);
   const d = (name: string, ...l: string[]) => value(after, name, ...l) - value(before, name, ...l);

@@ -40,6 +40,12 @@ const serverMessages: ServerMessage[] = [
   { op: 'hb', ts: 1700000000123 },
   { op: 'feed', status: 'STALE' },
   { op: 'feed', status: 'OK' },
+  { op: 'freshness', mid: '1.1', live: false, why: 'publisher', at: 1795313378336 },
+  { op: 'freshness', mid: '1.1', live: false, why: 'late', at: 1 },
+  { op: 'freshness', mid: '1.1', live: false, why: 'unreliable', at: 2 },
+  { op: 'freshness', mid: '1.1', live: false, why: 'bus', at: 3 },
+  { op: 'freshness', mid: '1.1', live: true, at: 1795313379336 },
+  { op: 'ack', id: 7, status: 1, message: 'Ingested 1 item; refused 2', refused: [{ i: 0, mid: '1.2', message: 'item 0 (odds 1.2): market 1.2 is not known' }, { i: 4, mid: '', message: 'item 4: mid must match' }] },
   { op: 'notice', status: 0, message: 'markets 1.1,1.2 did not fit: a socket holds at most 2 markets' },
 ];
 
@@ -107,6 +113,18 @@ t.test('JSON delta frame is the exact protocol text, keys in order', async (t) =
 t.test('decodeServerProto rejects a delta ladder that is not [i, price, size] triples', async (t) => {
   const bytes = pb.v1.ServerMessage.encode({ delta: { mid: '1.1', epoch: 'm1', seq: 2, from: 1, r: [{ rid: 1, b: [0, 2] }] } }).finish();
   t.throws(() => decodeServerProto(bytes), /r\[0\]\.b must hold \[i,price,size\] triples/);
+});
+
+t.test('JSON freshness and ingest ack frames are the exact protocol text, keys in order', async (t) => {
+  t.equal(encodeJson({ at: 5, why: 'late', live: false, mid: '1.1', op: 'freshness' } as ServerMessage), '{"op":"freshness","mid":"1.1","live":false,"why":"late","at":5}');
+  t.equal(encodeJson({ op: 'freshness', mid: '1.1', live: true, at: 6 }), '{"op":"freshness","mid":"1.1","live":true,"at":6}');
+  t.equal(encodeJson({ op: 'ack', id: 7, status: 1, message: 'Ingested 0 items', refused: [] }), '{"op":"ack","id":7,"status":1,"message":"Ingested 0 items"}', 'no refused key when none was');
+});
+
+t.test('decodeServerProto rejects a freshness frame whose live and reason disagree', async (t) => {
+  t.throws(() => decodeServerProto(pb.v1.ServerMessage.encode({ freshness: { mid: '1.1', live: true, why: 2, at: 1 } }).finish()), /live exactly when it gives no reason/);
+  t.throws(() => decodeServerProto(pb.v1.ServerMessage.encode({ freshness: { mid: '1.1', live: false, why: 0, at: 1 } }).finish()), /live exactly when it gives no reason/);
+  t.throws(() => decodeServerProto(pb.v1.ServerMessage.encode({ freshness: { mid: '1.1', live: false, why: 9 as never, at: 1 } }).finish()), /unknown freshness why 9/);
 });
 
 t.test('decodeServerJson rejects JSON that is not a server message', async (t) => {
@@ -222,6 +240,9 @@ t.test('ingest protobuf round trip keeps', async (t) => {
       r: [{ rid: 1, st: 'WINNER', b: [[2, 100]], l: [] }] }],
     ['odds with ltp and tv, a volume of 0 included', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'OPEN', ip: false,
       r: [{ rid: 1, st: 'ACTIVE', b: [[2, 100]], l: [[2.02, 5]], ltp: 2.01, tv: 0 }], tv: 12345.5 }],
+    ['odds the source says are late', { kind: 'odds', mid: '1.5', ts: 1, st: 'OPEN', ip: false, r: [], late: true }],
+    ['a stale item, late', { kind: 'stale', mid: '1.5', why: 'late' }],
+    ['a stale item, unreliable', { kind: 'stale', mid: '1.5', why: 'unreliable' }],
   ];
   for (const [name, item] of cases) {
     t.test(name, async (t) => {
@@ -248,6 +269,13 @@ t.test('ingest decode returns an error, never throws, for', async (t) => {
   t.test('an int64 beyond the safe integer range', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{ sport: { si: '9007199254740993' as never } }] }).finish();
     t.match(decodeIngestProto(bytes, 5000), { error: /data\[0\]: si is outside the safe integer range/ });
+  });
+  t.test('a stale item without a reason: read without one, for ingest to refuse', async (t) => {
+    const bytes = pb.v1.IngestBatch.encode({ data: [{ stale: { mid: '1.1' } }, { stale: { mid: '1.2', why: 9 as never } }] }).finish();
+    t.strictSame(decodeIngestProto(bytes, 5000), { data: [{ kind: 'stale', mid: '1.1' }, { kind: 'stale', mid: '1.2' }] });
+  });
+  t.test('an empty batch, a heartbeat', async (t) => {
+    t.strictSame(decodeIngestProto(encodeIngestProto([]), 5000), { data: [] });
   });
   t.test('truncated protobuf', async (t) => {
     const bytes = encodeIngestProto([{ kind: 'sport', si: 1, na: 'Soccer' }]);

@@ -316,6 +316,24 @@ if (!hasChromium()) {
     t.equal(await page.textContent('#feed'), 'feed OK');
   });
 
+  t.test('a market whose prices are not live is greyed and says why, and is live again with its next image', async (t) => {
+    await publishAll(5.5);
+    const mid = named('Match Odds');
+    const { page } = await open(t, browser, quiet.url + CRICKET);
+    await bookState(page, mid, 'open');
+    const book = `.book[data-mid="${mid}"]`;
+    t.equal(await page.textContent(`${book} .fresh`), '', 'live: nothing said');
+    await ingest(quiet, { kind: 'stale', mid, why: 'late' });
+    await page.waitForSelector(`${book}[data-fresh=late]`);
+    t.equal(await page.textContent(`${book} .fresh`), 'Not live: late data');
+    t.equal(await page.$eval(`${book} tbody`, (b) => getComputedStyle(b).opacity), '0.35', 'its prices are greyed, though the market is open');
+    const other = books.find((b) => b.mid !== mid)!.mid;
+    t.equal(await page.$(`.book[data-mid="${other}"][data-fresh]`), null, 'other books stay live');
+    await ingest(quiet, image(mid, books.find((b) => b.mid === mid)!.rids, 5.6));
+    await page.waitForSelector(`${book}:not([data-fresh])`);
+    t.equal(await page.textContent(`${book} .fresh`), '', 'live again');
+  });
+
   t.test('a phone-sized screen keeps the best prices and drops the deeper levels', async (t) => {
     await publishAll(6);
     const { page } = await open(t, browser, quiet.url + CRICKET, { width: 390, height: 844 });

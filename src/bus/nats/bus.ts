@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { JSONCodec, type Msg, type NatsConnection, type NatsError } from 'nats';
+import { type Msg, type NatsConnection, type NatsError } from 'nats';
 import type { NatsAuth, NatsTls } from '../../config.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, ClientHandler, ClientOp, HeldImages, ImageCheck, OddsHandler } from '../types.js';
+import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
 import { NatsLink } from './link.js';
-import { Inbound, type ClientChange } from './inbound.js';
+import { Inbound, MAX_FRESHNESS_STATES } from './inbound.js';
 import { Sequencer } from './sequencer.js';
+import { ANNOUNCE_MS, Pods } from './pods.js';
 
-const json = JSONCodec<ClientChange>();
+const encoder = new TextEncoder();
+const json = (v: unknown): Uint8Array => encoder.encode(JSON.stringify(v));
 /** How long a start waits for the first sync before serving with the feed STALE. */
 const START_SYNC_WAIT_MS = 5000;
 
@@ -33,7 +35,10 @@ export interface NatsBusOptions {
  * pod then fans the stored frame out on `<prefix>.img.<mid>`, the very
  * protobuf frame subscribers get, prefixed by its stream sequence. Client
  * changes go on `<prefix>.ctl.client`, tagged with the sender so it ignores
- * its own. While NATS is away the pod numbers images itself in an epoch of
+ * its own; so do markets' freshness (`<prefix>.ctl.freshness`, from the pod
+ * whose publishers feed them) and each pod's announcement, every second, on
+ * `<prefix>.ctl.pod`: a pod silent for two of them is gone, and so is the
+ * freshness of the markets it fed. While NATS is away the pod numbers images itself in an epoch of
  * its own, and once back stores the newest of each market before syncing.
  * Whatever arrives is checked first (inbound.ts), and a handler that throws
  * is caught, so no message can close a subscription.
@@ -46,8 +51,13 @@ export class NatsBus implements Bus {
   private readonly subscribed = new WeakSet<NatsConnection>();
   private odds: OddsHandler | undefined;
   private clients: ClientHandler | undefined;
+  private freshness: FreshnessHandler | undefined;
   private seq: Sequencer | undefined;
   private readonly inbound: Inbound;
+  private readonly pods = new Pods();
+  private announcer: NodeJS.Timeout | undefined;
+  /** A pod joined or came back since the last announcement: what this pod's publishers feed is told again. */
+  private retell = false;
 
   constructor(private readonly opts: NatsBusOptions) {
     this.inbound = new Inbound(opts);
@@ -57,9 +67,12 @@ export class NatsBus implements Bus {
     });
   }
 
-  async start(odds: OddsHandler, clients: ClientHandler): Promise<void> {
+  async start(odds: OddsHandler, clients: ClientHandler, freshness: FreshnessHandler): Promise<void> {
     this.odds = odds;
     this.clients = clients;
+    this.freshness = freshness;
+    this.announcer = setInterval(() => this.announce(), ANNOUNCE_MS);
+    this.announcer.unref();
     odds.down(true);
     if (!(await this.link.start())) return;
     const synced = this.seq?.synced();
@@ -76,10 +89,20 @@ export class NatsBus implements Bus {
   }
 
   publishClient(op: ClientOp, client: string, mids: readonly string[]): void {
-    this.link.connection?.publish(`${this.opts.prefix}.ctl.client`, json.encode({ from: this.id, op, client, mids: [...mids] }));
+    this.link.connection?.publish(`${this.opts.prefix}.ctl.client`, json({ from: this.id, op, client, mids: [...mids] }));
+  }
+
+  shareFreshness(states: readonly SourceFreshness[]): void {
+    const nc = this.link.connection;
+    if (!nc) return;
+    for (let i = 0; i < states.length; i += MAX_FRESHNESS_STATES) {
+      const part = states.slice(i, i + MAX_FRESHNESS_STATES).map((s) => [s.mid, s.why ?? null, s.at]);
+      nc.publish(`${this.opts.prefix}.ctl.freshness`, json({ from: this.id, states: part }));
+    }
   }
 
   async close(): Promise<void> {
+    clearInterval(this.announcer);
     this.seq?.stop();
     await this.link.close();
   }
@@ -107,8 +130,43 @@ export class NatsBus implements Bus {
           if (c && c.from !== this.id) this.clients?.client(c.op, c.client, c.mids);
         }),
       });
+      nc.subscribe(`${prefix}.ctl.freshness`, {
+        callback: this.guarded('freshness', (m) => {
+          const f = this.inbound.freshness(m.data);
+          if (f && f.from !== this.id) this.freshness?.reported(f.from, f.states);
+        }),
+      });
+      nc.subscribe(`${prefix}.ctl.pod`, {
+        callback: this.guarded('pod', (m) => {
+          const pod = this.inbound.pod(m.data);
+          if (pod && pod !== this.id) this.podHeard(pod);
+        }),
+      });
     }
     void seq.requestSync();
+    // Whatever was shared while the bus was away was lost: every pod hears again what this one's publishers feed.
+    this.announce();
+    this.shareFreshness(this.freshness?.fedHere() ?? []);
+  }
+
+  private podHeard(pod: string): void {
+    const heard = this.pods.heard(pod, Date.now());
+    if (heard === 'full') return this.inbound.refuse('pod', `${this.opts.prefix}.ctl.pod`, 'overload', 'more pods announce themselves than this pod keeps');
+    if (heard === 'known') return;
+    this.freshness?.pod(pod, true);
+    this.retell = true;
+  }
+
+  /** Every second: this pod is alive; pods silent for two announcements are gone; a pod that joined hears what this one's publishers feed. */
+  private announce(): void {
+    for (const pod of this.pods.silent(Date.now())) this.freshness?.pod(pod, false);
+    const nc = this.link.connection;
+    if (!nc) return;
+    nc.publish(`${this.opts.prefix}.ctl.pod`, json({ from: this.id }));
+    if (this.retell) {
+      this.retell = false;
+      this.shareFreshness(this.freshness?.fedHere() ?? []);
+    }
   }
 
   /** A subscription callback that never throws: nats.js would end the subscription on a throw. */

@@ -1,0 +1,62 @@
+import type { FreshnessMessage, StaleReason } from '../odds/messages.js';
+
+/** Why the client holds a market's prices as stale: the server's reasons, or its own while it has no connection. */
+export type FreshnessReason = StaleReason | 'disconnected';
+
+/** A market's freshness as the client holds it: live, or stale with why and since when (ms). */
+export type MarketFreshness = { mid: string; live: true } | { mid: string; live: false; why: FreshnessReason; since: number };
+
+/**
+ * The freshness of each market, by what the server said (`freshness` frames) and what the client
+ * knows itself: without a connection every market it holds is stale (`disconnected`), and a
+ * market is live again once its subscribe was answered on the new connection, unless the server
+ * says otherwise after the image. Every market is live until told otherwise, so only stale
+ * markets are kept.
+ */
+export class FreshnessBook {
+  private readonly stale = new Map<string, MarketFreshness & { live: false }>();
+
+  get(mid: string): MarketFreshness {
+    return this.stale.get(mid) ?? { mid, live: true };
+  }
+
+  /** A `freshness` frame: the market's new state, or undefined when it was already so. */
+  apply(msg: FreshnessMessage): MarketFreshness | undefined {
+    return msg.live || !msg.why ? this.live(msg.mid) : this.mark(msg.mid, msg.why, msg.at);
+  }
+
+  /** The connection is gone: every market held is stale until it is answered again. Returns those that changed. */
+  disconnected(mids: Iterable<string>, now: number): MarketFreshness[] {
+    const changed: MarketFreshness[] = [];
+    for (const mid of new Set([...mids, ...this.stale.keys()])) {
+      const state = this.mark(mid, 'disconnected', now);
+      if (state) changed.push(state);
+    }
+    return changed;
+  }
+
+  /** A subscribe was answered on a new connection: those of `mids` stale only for want of one are live again. Returns those that changed. */
+  resubscribed(mids: Iterable<string> | 'all'): MarketFreshness[] {
+    const changed: MarketFreshness[] = [];
+    for (const mid of mids === 'all' ? [...this.stale.keys()] : mids) {
+      if (this.stale.get(mid)?.why === 'disconnected') changed.push(this.live(mid)!);
+    }
+    return changed;
+  }
+
+  delete(mid: string): void {
+    this.stale.delete(mid);
+  }
+
+  private mark(mid: string, why: FreshnessReason, since: number): MarketFreshness | undefined {
+    const held = this.stale.get(mid);
+    if (held?.why === why) return undefined;
+    const state = { mid, live: false as const, why, since };
+    this.stale.set(mid, state);
+    return state;
+  }
+
+  private live(mid: string): MarketFreshness | undefined {
+    return this.stale.delete(mid) ? { mid, live: true } : undefined;
+  }
+}

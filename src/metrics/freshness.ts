@@ -1,0 +1,21 @@
+import { Gauge, type Registry } from 'prom-client';
+
+/** Markets stale right now, by reason: read from the freshness tracker when scraped, which counts every reason (zeros too). Never labelled by market. */
+export class FreshnessMetrics {
+  private counts: (() => Readonly<Record<string, number>>) | undefined;
+
+  constructor(registry: Registry) {
+    const counts = () => this.counts?.() ?? {};
+    new Gauge({
+      name: 'odds_markets_stale', help: 'Markets whose prices are stale, by reason (bus, publisher, unreliable, late)', labelNames: ['reason'], registers: [registry],
+      collect() {
+        for (const [reason, n] of Object.entries(counts())) this.set({ reason }, n);
+      },
+    });
+  }
+
+  /** Where the gauge reads from when scraped. */
+  watch(counts: () => Readonly<Record<string, number>>): void {
+    this.counts = counts;
+  }
+}
