@@ -18,7 +18,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIST, RESULTS, fmt, log, machine, mdTable, runMain, writeResults } from './lib/common.js';
+import { DIST, RESULTS } from './lib/paths.js';
+import { machine } from './lib/proc.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain } from './lib/run.js';
 import { prepareDatabase } from './lib/data.js';
 
 const REST_DEFAULTS: Record<string, string> = {

@@ -14,10 +14,15 @@ import autocannon, { type Request } from 'autocannon';
 import pg from 'pg';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  Histogram, Noise, RESULTS, coreBusyPct, coreTimes, cpuMicros, waitQuiet, envFlag, envList, envNumber, fmt, log, machine, mdTable, median,
-  pinLoadGenerator, runMain, sleep, startServer, writeResults, type Pinning, type Server,
-} from './lib/common.js';
+import { pinLoadGenerator, type Pinning } from './lib/cores.js';
+import { envFlag, envList, envNumber } from './lib/env.js';
+import { RESULTS } from './lib/paths.js';
+import { coreBusyPct, coreTimes, cpuMicros, machine } from './lib/proc.js';
+import { Noise, waitQuiet } from './lib/quiet.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain, sleep } from './lib/run.js';
+import { startServer, type Server } from './lib/server.js';
+import { Histogram, median } from './lib/statistics.js';
 import { missPaths, prepareDatabase, restPaths, seed, SEED } from './lib/data.js';
 import { Inspector, profileMarkdown, summarise, type ProfileSummary } from './lib/profile.js';
 import { perfAvailable, perfRecord, perfSummary } from './lib/perf.js';

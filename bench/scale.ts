@@ -29,9 +29,14 @@
  * longest wait for other jobs to quiet before a step), BENCH_ATTEMPTS (3: a step that failed while
  * others used over 25% of a core is measured again).
  */
-import {
-  Histogram, Noise, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep, startServer, waitQuiet, writeResults, type Pinning,
-} from './lib/common.js';
+import { pinLoadGenerator, type Pinning } from './lib/cores.js';
+import { envFlag, envList, envNumber } from './lib/env.js';
+import { cpuMicros, machine, rssBytes } from './lib/proc.js';
+import { Noise, waitQuiet } from './lib/quiet.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, sleep } from './lib/run.js';
+import { startServer } from './lib/server.js';
+import { Histogram } from './lib/statistics.js';
 import { prepareDatabase } from './lib/data.js';
 import { startNats, type Nats } from './lib/nats.js';
 import { Child } from './fanout/child.js';

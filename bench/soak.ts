@@ -41,7 +41,8 @@ import { readCatalog } from './soak/catalog.js';
 import { IngestFeed } from './soak/ingest-feed.js';
 import { Http, RestLoad, RestSubscriptions, StateToggler } from './soak/rest-load.js';
 import { Pool } from './soak/subscribers.js';
-import { ROOT, runMain } from './lib/common.js';
+import { ROOT } from './lib/paths.js';
+import { runMain } from './lib/run.js';
 import { ServiceProcess, prepareDatabase, type Database } from './soak/service.js';
 import { Lock, MB, Problems, fdCounts, fmt, label, log, openFileLimit, parseMetrics, rssBytes, sleep, slope, total, type Scrape } from './soak/util.js';
 

@@ -5,7 +5,7 @@
  */
 import type { Child } from './child.js';
 import type { Newest, Subscribe } from './raw-client.js';
-import type { Histogram } from '../lib/common.js';
+import type { Histogram } from '../lib/statistics.js';
 
 export interface SamplerStats {
   frames: number;

@@ -4,7 +4,8 @@
  * against each other server, bandwidth per encoding, the firehose, mixed subscriptions, the
  * targets, the profiles and every step; as Markdown (printed and written) and JSON.
  */
-import { fmt, mdTable, type Pinning } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { fmt, mdTable } from '../lib/report.js';
 import type { Database } from '../lib/data.js';
 import { profileMarkdown } from '../lib/profile.js';
 import type { RunResult } from './run.js';

@@ -38,7 +38,7 @@
  * Shared with the other benchmarks (lib/): DATABASE_URL, BENCH_DB, BENCH_QUIET_MS, BENCH_PERF,
  * BENCH_VERBOSE.
  */
-import { envFlag, envList, envNumber, envNumbers } from '../lib/common.js';
+import { envFlag, envList, envNumber, envNumbers } from '../lib/env.js';
 
 export const IMPLS = ['service', 'baseline', 'socketio', 'ceiling'] as const;
 export type Impl = (typeof IMPLS)[number];

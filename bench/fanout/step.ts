@@ -4,7 +4,11 @@
  * held, then the geometric middle and half the highest held). Other processes' CPU is watched
  * through every measurement; a disturbed one is measured again.
  */
-import { Histogram, Noise, coreBusyPct, coreTimes, cpuMicros, fmt, log, sleep, waitQuiet } from '../lib/common.js';
+import { coreBusyPct, coreTimes, cpuMicros } from '../lib/proc.js';
+import { Noise, waitQuiet } from '../lib/quiet.js';
+import { fmt } from '../lib/report.js';
+import { log, sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import { perfAvailable, perfCountSends, perfRecord, perfSummary } from '../lib/perf.js';
 import { summarise, type Inspector, type ProfileSummary } from '../lib/profile.js';
 import { loadCpu } from './clients.js';

@@ -9,7 +9,8 @@ import pg from 'pg';
 import { join } from 'node:path';
 import { startEmbedded } from '../../src/db/embedded.js';
 import { createLogger } from '../../src/log.js';
-import { ROOT, log } from './common.js';
+import { ROOT } from './paths.js';
+import { log } from './run.js';
 
 export interface Database {
   /** The benchmark database, for the service and the baseline. */

@@ -6,7 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { RESULTS, ROOT, envFlag } from './common.js';
+import { envFlag } from './env.js';
+import { RESULTS, ROOT } from './paths.js';
 
 export interface PerfSummary {
   file: string;

@@ -8,7 +8,11 @@
  * bus; the NATS server's at 2 and at 3 shards splits into a part per image and a part per pod it
  * fans out to. Everything on the server core, the NATS server too.
  */
-import { Noise, cpuMicros, envNumber, log, sleep, waitQuiet, type Pinning } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { envNumber } from '../lib/env.js';
+import { cpuMicros } from '../lib/proc.js';
+import { Noise, waitQuiet } from '../lib/quiet.js';
+import { log, sleep } from '../lib/run.js';
 import type { Nats } from '../lib/nats.js';
 import { Ingest, MARKETS, image, post, publish, reference } from './market.js';
 import { Pod } from './pod.js';

@@ -7,7 +7,9 @@
  */
 import { Child } from '../fanout/child.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
-import { Histogram, envNumber, log, sleep } from '../lib/common.js';
+import { envNumber } from '../lib/env.js';
+import { log, sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import { Netns, type NetPath } from '../lib/netns.js';
 
 /**
