@@ -30,7 +30,7 @@ import { fmt, mdTable, writeResults } from './lib/report.js';
 import { log, runMain } from './lib/run.js';
 
 const SETTINGS = Object.freeze({
-  rates: envNumbers('BENCH_RATES', [25_000, 50_000, 100_000]),
+  rates: Object.freeze(envNumbers('BENCH_RATES', [25_000, 50_000, 100_000])),
   seconds: envNumber('BENCH_SECONDS', 10),
   markets: envNumber('BENCH_MARKETS', 500),
   dayMarkets: envNumber('BENCH_DAY_MARKETS', 200),

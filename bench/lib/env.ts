@@ -40,3 +40,9 @@ export function envFlag(name: string, fallback: boolean): boolean {
   if (/^(0|off|no|false)$/i.test(raw)) return false;
   throw new Error(`${name} must be on or off, got "${raw}"`);
 }
+
+/** A settings object frozen all the way down, so no part of a run can change what was asked. */
+export function deepFreeze<T extends object>(o: T): Readonly<T> {
+  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
+  return Object.freeze(o);
+}

@@ -1,7 +1,7 @@
 /** Other jobs on a shared machine: how much CPU they take, and waiting until they are quiet. */
-import { envNumber } from './env.js';
 import { CLK_TCK, coreTimes, sumCpuMicros } from './proc.js';
 import { log, sleep } from './run.js';
+import { SHARED } from './settings.js';
 
 /**
  * CPU used on the machine by anything but the given processes, in % of one core, between
@@ -35,7 +35,7 @@ const cpuSelf = (): number => {
 };
 
 /** Waits (up to maxMs, BENCH_QUIET_MS) until other processes use less than `pct` % of a core over 300 ms. */
-export async function waitQuiet(pids: () => number[], pct = 10, maxMs = envNumber('BENCH_QUIET_MS', 30_000)): Promise<number> {
+export async function waitQuiet(pids: () => number[], pct = 10, maxMs = SHARED.quietMs): Promise<number> {
   const until = performance.now() + maxMs;
   let last = NaN;
   let warned = false;

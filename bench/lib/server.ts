@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Pinning } from './cores.js';
 import { ROOT } from './paths.js';
+import { SHARED } from './settings.js';
 
 export interface Server {
   readonly name: string;
@@ -92,10 +93,10 @@ export function startServer(spec: ServerSpec): Promise<Server> {
     proc.stdout!.on('data', onData);
     proc.stderr!.on('data', (c: Buffer) => {
       onData(c);
-      if (done && process.env.BENCH_VERBOSE) process.stderr.write(`[${spec.name}] ${c}`);
+      if (done && SHARED.verbose) process.stderr.write(`[${spec.name}] ${c}`);
     });
     proc.stdout!.on('data', (c: Buffer) => {
-      if (done && process.env.BENCH_VERBOSE) process.stdout.write(`[${spec.name}] ${c}`);
+      if (done && SHARED.verbose) process.stdout.write(`[${spec.name}] ${c}`);
     });
     proc.once('exit', (code) => finish(new Error(`${spec.name} exited with ${code} before listening:\n${out}`)));
   });

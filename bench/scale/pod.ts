@@ -9,8 +9,9 @@
 import { type Pinning } from '../lib/cores.js';
 import { cpuMicros, rssBytes } from '../lib/proc.js';
 import { startServer, type Server } from '../lib/server.js';
+import { SETTINGS } from './settings.js';
 
-const PROFILE = process.env.SCALE_PROFILE;
+const PROFILE = SETTINGS.profileDir;
 
 /** Where shards meet: a NATS server and a subject prefix of this run's own. */
 export interface PodBus {

@@ -7,7 +7,6 @@
  */
 import { Child } from '../fanout/child.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
-import { envNumber } from '../lib/env.js';
 import { log, sleep } from '../lib/run.js';
 import { Histogram } from '../lib/statistics.js';
 import { Netns, type NetPath } from '../lib/netns.js';
@@ -28,16 +27,6 @@ function namespace(): Netns | undefined {
     log(`no network namespace (${(err as Error).message.split('\n')[0]}): clients on loopback, where a cut is heard at once`);
     return undefined;
   }
-}
-
-/**
- * SCALE_WORKERS, by default at least 4 and enough that none holds more than 18,000 sockets (a
- * process may open 20,000 files here), rounded up to a multiple of the shards so each shard gets
- * as many workers as the others.
- */
-export function workerCount(n: number, shards: number): number {
-  const want = Math.round(envNumber('SCALE_WORKERS', Math.max(4, Math.ceil(n / 18_000))));
-  return shards * Math.ceil(want / shards);
 }
 
 export interface RawCounts {
