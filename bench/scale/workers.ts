@@ -6,6 +6,7 @@
  * server; the others on loopback.
  */
 import { Child } from '../fanout/child.js';
+import { askNewest } from '../fanout/newest.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
 import { log, sleep } from '../lib/run.js';
 import { Histogram } from '../lib/statistics.js';
@@ -128,11 +129,7 @@ export class Workers {
   }
 
   async newest(expected: Record<string, number>): Promise<Newest> {
-    const all = await Promise.all(this.children.map((c) => c.ask<Newest>({ type: 'newest', expected }, 'newest')));
-    return {
-      checked: all.reduce((a, x) => a + x.checked, 0), stale: all.reduce((a, x) => a + x.stale, 0),
-      closedSockets: all.reduce((a, x) => a + x.closedSockets, 0), example: all.find((x) => x.example)?.example,
-    };
+    return askNewest(this.children, expected);
   }
 
   async close(): Promise<void> {
