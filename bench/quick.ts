@@ -18,7 +18,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIST, RESULTS, fmt, log, machine, mdTable, runMain, writeResults } from './lib/common.js';
+import { DIST, RESULTS } from './lib/paths.js';
+import { machine } from './lib/proc.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain } from './lib/run.js';
 import { prepareDatabase } from './lib/data.js';
 
 const REST_DEFAULTS: Record<string, string> = {
@@ -50,33 +53,14 @@ const readJson = (name: string): any => JSON.parse(readFileSync(join(RESULTS, `$
 const x = (v: number, suffix = 'x') => (Number.isFinite(v) ? `${v.toFixed(1)}${suffix}` : '–');
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : '–');
 
-async function main(): Promise<void> {
-  const started = Date.now();
-  // One database server for both runs; each run re-creates its database on it.
-  const db = process.env.DATABASE_URL ? undefined : await prepareDatabase();
-  const databaseUrl = process.env.DATABASE_URL ?? db!.url;
-  const restEnv = envFor(REST_DEFAULTS, databaseUrl);
-  const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
-  const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
-  const delayEnv = envFor({ DELAY_SECONDS: '15' }, databaseUrl);
-  try {
-    log('REST (npm run bench:rest, short form)');
-    await run('rest.js', restEnv);
-    log('fan-out (npm run bench:fanout, short form)');
-    await run('fanout.js', fanoutEnv);
-    log('deltas against images');
-    await run('deltas.js', deltaEnv);
-    log('exchange-to-socket delay');
-    await run('delay.js', delayEnv);
-  } finally {
-    await db?.stop();
-  }
+/** The headline table as it is built: a row per measure, and notes on what went wrong. */
+interface Table {
+  rows: string[][];
+  notes: string[];
+}
 
-  const rest = readJson(restEnv.BENCH_RESULTS_NAME!);
-  const fanout = readJson(fanoutEnv.BENCH_RESULTS_NAME!);
-  const rows: string[][] = [];
-  const notes: string[] = [];
-
+/** REST: req/s and CPU per request of each route, against each other server. */
+function restRows(rest: any, { rows, notes }: Table): void {
   for (const route of rest.settings.routes as string[]) {
     const r = rest.summary[route];
     const what = `REST \`${route}\` (${route.endsWith('-miss') ? 'cache miss' : route === 'health' ? 'no data' : 'cached'})`;
@@ -86,7 +70,10 @@ async function main(): Promise<void> {
       if (!same.startsWith('10/10')) notes.push(`${peer} did not answer \`${route}\` with the service's bytes: ${same}`);
     }
   }
+}
 
+/** Fan-out ramps: the highest rate held and the CPU per delivery, at one rate and each at its own best. */
+function rampRows(fanout: any, { rows }: Table): void {
   type Ratio = {
     sockets: number; format: string; vs: string; present: boolean; referenceRate: number; heldRatio: number; cpuRatio: number; cpuAtMaxRatio: number; serviceCpuNs: number;
   };
@@ -103,7 +90,10 @@ async function main(): Promise<void> {
       rows.push([`${what}: CPU ns/delivery, each at its max held`, m ? fmt(m.cpuNsPerDelivery) : '–', x(of('baseline')?.cpuAtMaxRatio ?? NaN), x(of('socketio')?.cpuAtMaxRatio ?? NaN), pct(of('ceiling')?.cpuAtMaxRatio ?? NaN)]);
     }
   }
+}
 
+/** The firehose: deliveries/s against each server's, as a share of its own best held rate, and the newest-image check. */
+function firehoseRows(fanout: any, { rows, notes }: Table): void {
   type Firehose = {
     sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number; framesPerWrite: number | null; acksPerSec: number; refused: number;
     ackMeanMs: number; newestStale: number; newestChecked: number; closedSockets: number;
@@ -128,14 +118,20 @@ async function main(): Promise<void> {
       }
     }
   }
+}
 
+/** Mixed subscriptions against plain ones, CPU per frame delivered. */
+function mixedRows(fanout: any, { rows, notes }: Table): void {
   type Mixed = { sockets: number; cpuRatio: number; refused: number; plain: { cpuNsPerDelivery: number; deliveriesPerSec: number }; mixed: { cpuNsPerDelivery: number; deliveriesPerSec: number } };
   for (const m of (fanout.mixed ?? []) as Mixed[]) {
     rows.push([`mixed subscriptions, ${fmt(m.sockets)} sockets: CPU ns per frame delivered, mixed ÷ plain (target ≤ 1.3x)`,
       `${fmt(m.mixed.cpuNsPerDelivery)} ÷ ${fmt(m.plain.cpuNsPerDelivery)} = ${m.cpuRatio.toFixed(2)}x (${fmt(m.mixed.deliveriesPerSec)} and ${fmt(m.plain.deliveriesPerSec)} deliveries/s)`, '', '', '']);
     if (m.refused) notes.push(`the service refused ${m.refused} mixed subscribe requests`);
   }
+}
 
+/** Bytes and CPU per delivery of each encoding. */
+function bandwidthRows(fanout: any, { rows }: Table): void {
   type Band = { sockets: number; format: string; referenceRate: number; maxHeld: number | null; bytesPerDelivery: number; cpuNsPerDelivery: number };
   const bands = fanout.bandwidth as Band[];
   const encoding: Record<string, string> = { json: 'JSON', proto: 'protobuf', deflate: 'JSON + permessage-deflate' };
@@ -146,7 +142,10 @@ async function main(): Promise<void> {
     rows.push([`bandwidth, ${encoding[b.format]}, ${fmt(b.sockets)} sockets: bytes · CPU ns per delivery at ${fmt(b.referenceRate)}/s`,
       `${b.bytesPerDelivery.toFixed(0)} B · ${fmt(b.cpuNsPerDelivery)} ns${versus}`, '', '', '']);
   }
+}
 
+/** Deltas against images: bytes per change and CPU per delivery. */
+function deltaRows({ rows }: Table): void {
   type DeltaBytes = { runners: number; format: string; depth: number; ratio: number };
   type DeltaCpu = { format: string; delta: boolean; cpuNsPerDelivery: number };
   const deltas = readJson('deltas') as { bytes: DeltaBytes[]; cpu: DeltaCpu[] };
@@ -160,7 +159,10 @@ async function main(): Promise<void> {
     rows.push([`deltas, ${encodings[format]}: server CPU ns per delivery, deltas ÷ images at one rate (target ≤ 1x)`,
       `${fmt(of(true).cpuNsPerDelivery)} ÷ ${fmt(of(false).cpuNsPerDelivery)} = ${(of(true).cpuNsPerDelivery / of(false).cpuNsPerDelivery).toFixed(2)}x`, '', '', '']);
   }
+}
 
+/** Exchange-to-socket delay, the service against the ceiling. */
+function delayRow({ rows }: Table): void {
   type DelayRow = { impl: string; fromSource: { p50: number; p99: number; max: number } };
   const delay = readJson('delay') as { settings: { sockets: number }; shape: { changesPerSecond: number }; rows: DelayRow[]; adds: { p50: number; p99: number } };
   const at = (impl: string) => delay.rows.find((r) => r.impl === impl)!.fromSource;
@@ -168,9 +170,45 @@ async function main(): Promise<void> {
   rows.push([`exchange-to-socket delay, ${fmt(delay.settings.sockets)} subscribers, a recorded-shape market at its pace (${delay.shape.changesPerSecond} changes/s): p50 · p99 · max`,
     ms(at('service')), '', '', `ceiling ${ms(at('ceiling'))}; the service adds ${delay.adds.p50.toFixed(1)} ms at p50, ${delay.adds.p99.toFixed(1)} ms at p99`]);
 
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  // One database server for both runs; each run re-creates its database on it.
+  const db = process.env.DATABASE_URL ? undefined : await prepareDatabase();
+  const databaseUrl = process.env.DATABASE_URL ?? db!.url;
+  const restEnv = envFor(REST_DEFAULTS, databaseUrl);
+  const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
+  const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
+  const delayEnv = envFor({ DELAY_SECONDS: '15' }, databaseUrl);
+  try {
+    log('REST (npm run bench:rest, short form)');
+    await run('rest.js', restEnv);
+    log('fan-out (npm run bench:fanout, short form)');
+    await run('fanout.js', fanoutEnv);
+    log('deltas against images');
+    await run('deltas.js', deltaEnv);
+    log('exchange-to-socket delay');
+    await run('delay.js', delayEnv);
+  } finally {
+    await db?.stop();
+  }
+
+  const rest = readJson(restEnv.BENCH_RESULTS_NAME!);
+  const fanout = readJson(fanoutEnv.BENCH_RESULTS_NAME!);
+  const table: Table = { rows: [], notes: [] };
+  restRows(rest, table);
+  rampRows(fanout, table);
+  firehoseRows(fanout, table);
+  mixedRows(fanout, table);
+  bandwidthRows(fanout, table);
+  deltaRows(table);
+  delayRow(table);
+  const { rows, notes } = table;
+
   const host = machine();
   const elapsed = (Date.now() - started) / 1000;
-  const table = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
+  const ratios = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
   const md = [
     '## Headline ratios (npm run bench)',
     '',
@@ -185,7 +223,7 @@ async function main(): Promise<void> {
       'subscriptions, same sockets and publish rate. Absolute figures drift on a shared machine; the ratios are the result.',
     ...notes.map((n) => `Note: ${n}.`),
     '',
-    table,
+    ratios,
     '',
     `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/deltas.md\` and \`bench/results/delay.md\`.`,
   ].join('\n');
