@@ -52,6 +52,8 @@ function run(script: string, env: NodeJS.ProcessEnv): Promise<void> {
 const readJson = (name: string): any => JSON.parse(readFileSync(join(RESULTS, `${name}.json`), 'utf8'));
 const x = (v: number, suffix = 'x') => (Number.isFinite(v) ? `${v.toFixed(1)}${suffix}` : '–');
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : '–');
+/** A ratio to a run's best held rate; the JSON keeps one no paced step held as null. */
+const held = (v: number | null) => (v !== null && Number.isFinite(v) ? `${v.toFixed(2)}x` : '–');
 
 /** The headline table as it is built: a row per measure, and notes on what went wrong. */
 interface Table {
@@ -95,7 +97,7 @@ function rampRows(fanout: any, { rows }: Table): void {
 /** The firehose: deliveries/s against each server's, as a share of its own best held rate, and the newest-image check. */
 function firehoseRows(fanout: any, { rows, notes }: Table): void {
   type Firehose = {
-    sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number; framesPerWrite: number | null; acksPerSec: number; refused: number;
+    sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number | null; framesPerWrite: number | null; acksPerSec: number; refused: number;
     ackMeanMs: number; newestStale: number; newestChecked: number; closedSockets: number;
   };
   const firehoses = (fanout.firehoses ?? []) as Firehose[];
@@ -107,8 +109,8 @@ function firehoseRows(fanout: any, { rows, notes }: Table): void {
       const vs = (impl: string) => (of(impl) ? s.deliveriesPerSec / of(impl)!.deliveriesPerSec : NaN);
       const what = `fan-out firehose ${format}, ${fmt(n)} sockets`;
       rows.push([`${what}: deliveries/s`, fmt(s.deliveriesPerSec), x(vs('baseline')), x(vs('socketio')), pct(vs('ceiling'))]);
-      rows.push([`${what}: of its own best held rate (target ≥ 0.9x for the service)`, `${s.ofBestHeld.toFixed(2)}x`,
-        ...['baseline', 'socketio', 'ceiling'].map((impl) => (of(impl) ? `${of(impl)!.ofBestHeld.toFixed(2)}x (its own)` : '–'))]);
+      rows.push([`${what}: of its own best held rate (target ≥ 0.9x for the service)`, held(s.ofBestHeld),
+        ...['baseline', 'socketio', 'ceiling'].map((impl) => (of(impl) ? `${held(of(impl)!.ofBestHeld)} (its own)` : '–'))]);
       rows.push([`${what}: frames per write system call · acks/s (refused) · mean ack delay · newest image`,
         `${s.framesPerWrite === null ? '–' : s.framesPerWrite.toFixed(1)} · ${fmt(s.acksPerSec)} (${fmt(s.refused)}) · ${s.ackMeanMs.toFixed(0)} ms · ` +
           (s.newestStale || s.closedSockets ? `${fmt(s.newestStale)} of ${fmt(s.newestChecked)} stale, ${fmt(s.closedSockets)} sockets closed` : 'newest everywhere'), '', '', '']);
