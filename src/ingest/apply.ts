@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Runner } from '../refdata/types.js';
+import type { WireRunner } from '../refdata/wire.js';
 import { REQUIRED, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem } from './items.js';
 
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
@@ -83,7 +83,7 @@ async function update(db: Client, t: Target, set: Columns, missing: string[]): P
  * rather than deleting and reinserting lets two writers of one list meet on
  * its keys; rid order makes them lock the rows in the same order.
  */
-async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promise<void> {
+async function replaceRunners(db: Client, mid: string, runners: WireRunner[]): Promise<void> {
   const rids = runners.map((r) => r.rid);
   await db.query('DELETE FROM runners WHERE mid = $1 AND NOT (rid = ANY($2::bigint[]))', [mid, rids]);
   if (!runners.length) return;

@@ -1,4 +1,5 @@
-import type { MarketType, Runner } from '../refdata/types.js';
+import type { MarketType } from '../refdata/types.js';
+import type { WireRunner } from '../refdata/wire.js';
 
 /**
  * Ingest speaks the REST vocabulary plus a `kind`. Every key but the ID is
@@ -11,10 +12,10 @@ export interface EventItem {
   kind: 'event'; eid: number; na?: string; le?: string; st?: string; go?: boolean; ip?: boolean;
   si?: number; li?: number; tv?: string | null;
 }
-export interface NestedItem { mid: string; s: boolean; go: boolean; r: Runner[]; if?: unknown }
+export interface NestedItem { mid: string; s: boolean; go: boolean; r: WireRunner[]; if?: unknown }
 export interface MarketItem {
   kind: 'market'; mid: string; eid?: number; na?: string; si?: number; s?: boolean; go?: boolean;
-  ty?: MarketType; rt?: boolean; if?: unknown; di?: number | null; bl?: number | null; r?: Runner[]; m?: NestedItem[];
+  ty?: MarketType; rt?: boolean; if?: unknown; di?: number | null; bl?: number | null; r?: WireRunner[]; m?: NestedItem[];
 }
 export interface ResultItem { kind: 'result'; mid: string; res?: string; rt?: boolean; ia?: boolean; mt?: MarketType }
 

@@ -1,4 +1,5 @@
-import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
+import { MARKET_TYPES, type MarketType } from '../refdata/types.js';
+import type { WireRunner } from '../refdata/wire.js';
 import { INGEST_LIMITS } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import type { NestedItem, ReferenceItem } from './items.js';
@@ -66,7 +67,7 @@ function info(v: unknown, key: string): unknown {
   return v;
 }
 
-function runners(v: unknown, key: string): Runner[] {
+function runners(v: unknown, key: string): WireRunner[] {
   if (!Array.isArray(v) || v.length > INGEST_LIMITS.runners) fail(key, `must be an array of at most ${INGEST_LIMITS.runners} runners`);
   const seen = new Set<number>();
   return (v as unknown[]).map((r, i) => {
