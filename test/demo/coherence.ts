@@ -61,9 +61,9 @@ export function incoherent(markets: Market[], results: Map<string, Obj>): string
 /** What one market is, for its prices: its type, its name and its runners in order. */
 export interface PricedMarket {
   readonly mid: string;
-  readonly eid: number;
-  readonly ty: string;
-  readonly na: string;
+  readonly eventId: number;
+  readonly type: string;
+  readonly name: string;
   readonly rids: readonly number[];
 }
 
@@ -96,45 +96,45 @@ export function priceProblems(markets: readonly PricedMarket[], quotes: Readonly
   for (const m of open) {
     const r = quotes.get(m.mid)!.r;
     if (r.some((x) => !x.b.length || !x.l.length)) {
-      bad.push(`${m.na} (${m.mid}): a runner without a best back and lay`);
+      bad.push(`${m.name} (${m.mid}): a runner without a best back and lay`);
       continue;
     }
-    const paid = m.na === 'To Be Placed' ? places(m.rids.length) : 1;
+    const paid = m.name === 'To Be Placed' ? places(m.rids.length) : 1;
     const backBook = r.reduce((s, x) => s + 1 / x.b[0]![0], 0) / paid;
     const layBook = r.reduce((s, x) => s + 1 / x.l[0]![0], 0) / paid;
-    const most = 1 + (OVERROUND[m.ty] ?? OVERROUND.exchange!);
-    if (backBook < 1 || backBook > most) bad.push(`${m.na} (${m.mid}): back book ${(100 * backBook).toFixed(1)}%, outside 100% to ${(100 * most).toFixed(0)}%`);
-    if (layBook > 1) bad.push(`${m.na} (${m.mid}): lay book ${(100 * layBook).toFixed(1)}%, over 100%`);
+    const most = 1 + (OVERROUND[m.type] ?? OVERROUND.exchange!);
+    if (backBook < 1 || backBook > most) bad.push(`${m.name} (${m.mid}): back book ${(100 * backBook).toFixed(1)}%, outside 100% to ${(100 * most).toFixed(0)}%`);
+    if (layBook > 1) bad.push(`${m.name} (${m.mid}): lay book ${(100 * layBook).toFixed(1)}%, over 100%`);
   }
   // One outcome, several markets: who wins the match, and whether it ends level.
-  const outcomes = new Map<string, { na: string; price: number }[]>();
+  const outcomes = new Map<string, { name: string; price: number }[]>();
   const add = (key: string, m: PricedMarket, rid: number) => {
     const price = back(m, rid);
-    if (price !== undefined) outcomes.set(key, [...(outcomes.get(key) ?? []), { na: m.na, price }]);
+    if (price !== undefined) outcomes.set(key, [...(outcomes.get(key) ?? []), { name: m.name, price }]);
   };
   for (const m of open) {
-    if (['bookmaker', 'bookmaker2', 'super-over'].includes(m.ty) || m.na === 'Match Odds') for (const rid of m.rids) add(`${rid} wins`, m, rid);
-    if (m.ty === 'completed-match') { add('a tie', m, Number(NO)); add('no tie', m, Number(YES)); }
-    if (m.ty === 'tied-match') { add('a tie', m, Number(YES)); add('no tie', m, Number(NO)); }
+    if (['bookmaker', 'bookmaker2', 'super-over'].includes(m.type) || m.name === 'Match Odds') for (const rid of m.rids) add(`${rid} wins`, m, rid);
+    if (m.type === 'completed-match') { add('a tie', m, Number(NO)); add('no tie', m, Number(YES)); }
+    if (m.type === 'tied-match') { add('a tie', m, Number(YES)); add('no tie', m, Number(NO)); }
   }
   for (const [outcome, prices] of outcomes) {
     const [lo, hi] = [Math.min(...prices.map((p) => p.price)), Math.max(...prices.map((p) => p.price))];
-    if (hi / lo > SAME_OUTCOME_BAND) bad.push(`${outcome}: ${prices.map((p) => `${p.na} ${p.price.toFixed(2)}`).join(', ')}`);
+    if (hi / lo > SAME_OUTCOME_BAND) bad.push(`${outcome}: ${prices.map((p) => `${p.name} ${p.price.toFixed(2)}`).join(', ')}`);
   }
   // More goals are less likely: Over shortens and Under lengthens as the line falls.
-  const lines = open.filter((m) => m.ty === 'goals').map((m) => ({ line: Number(/([\d.]+) Goals/.exec(m.na)![1]), over: back(m, m.rids[0]!)!, under: back(m, m.rids[1]!)! })).sort((a, b) => a.line - b.line);
+  const lines = open.filter((m) => m.type === 'goals').map((m) => ({ line: Number(/([\d.]+) Goals/.exec(m.name)![1]), over: back(m, m.rids[0]!)!, under: back(m, m.rids[1]!)! })).sort((a, b) => a.line - b.line);
   for (let i = 1; i < lines.length; i++) {
     const [a, b] = [lines[i - 1]!, lines[i]!];
     if (b.over < a.over || b.under > a.under) bad.push(`Over ${a.line} at ${a.over.toFixed(2)} but Over ${b.line} at ${b.over.toFixed(2)}; Under ${a.under.toFixed(2)} and ${b.under.toFixed(2)}`);
   }
   // A best-of-three match's favourite is the first set's too, at a price nearer evens.
-  const [match, set] = [open.find((m) => m.na === 'Match Odds' && m.rids.length === 2), open.find((m) => m.na === 'Set 1 Winner')];
+  const [match, set] = [open.find((m) => m.name === 'Match Odds' && m.rids.length === 2), open.find((m) => m.name === 'Set 1 Winner')];
   if (match && set) {
     const fav = match.rids.reduce((a, b) => (back(match, a)! <= back(match, b)! ? a : b));
     if (back(set, fav)! < back(match, fav)! || back(set, fav)! > 2.2) bad.push(`match favourite ${fav} at ${back(match, fav)} in the match but ${back(set, fav)} for the first set`);
   }
   // Placing is never less likely than winning.
-  const [win, place] = [open.find((m) => m.na === 'Win'), open.find((m) => m.na === 'To Be Placed')];
+  const [win, place] = [open.find((m) => m.name === 'Win'), open.find((m) => m.name === 'To Be Placed')];
   if (win && place) for (const rid of win.rids) if (back(place, rid)! > back(win, rid)!) bad.push(`runner ${rid} to be placed at ${back(place, rid)}, longer than to win at ${back(win, rid)}`);
   return bad;
 }
