@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { createKey } from '../../src/auth/keys.js';
-import { isLineType, type Market } from '../../src/refdata/types.js';
+import { isLineType } from '../../src/refdata/types.js';
+import type { WireMarket as Market } from '../../src/refdata/wire.js';
 import { lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
