@@ -138,9 +138,11 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return refuseStart('betfair', USAGE, err);
   }
+  const stream = new ExchangeStream(opts.stream);
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key, liveMs: OUTBOX_DEFAULTS.liveMs });
+    // Heartbeats only while the exchange's data comes as it should: silence then tells the service its markets are stale.
+    publisher = await Publisher.connect({ url: args.url, key: args.key, source: stream });
   } catch (err) {
     say((err as Error).message);
     return 1;
@@ -152,7 +154,6 @@ async function main(argv: string[]): Promise<number> {
   };
   const ledger = new Ledger();
   const translator = new Translator({ catalogue: opts.catalogue, ledger });
-  const stream = new ExchangeStream(opts.stream);
   let pauses = 0;
   const outbox = new Outbox({
     publisher, translator, ledger, problem, maxBytes: args.queueBytes,
@@ -165,8 +166,6 @@ async function main(argv: string[]): Promise<number> {
       }
     },
   });
-  // Heartbeats only while the exchange's data flows: silence then tells the service its markets are stale.
-  outbox.alive = false;
   const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe() });
   const where = `${args.host}:${args.port}`;
   let reconnects = 0;
@@ -179,13 +178,11 @@ async function main(argv: string[]): Promise<number> {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
     stream.on('subscribed', ({ resumed }) => {
       everSubscribed = true;
-      outbox.alive = true;
       say(resumed ? 'subscription resumed from the last clk' : 'subscribed');
     });
     stream.on('change', (msg) => forwarder.push(msg, `the change with clk ${msg.clk ?? '(none)'}`));
     stream.on('health', (status) => say(status === null ? 'the exchange says its data is current again' : `the exchange says its data is late or incomplete (status ${status})`));
     stream.on('reconnecting', (reason, delayMs) => {
-      outbox.alive = false;
       // Failing before ever subscribing is most likely a wrong host, port or CA: say so rather than retry forever.
       if (!everSubscribed && !reason.refusal) {
         failed = true;
@@ -215,14 +212,13 @@ async function main(argv: string[]): Promise<number> {
   let code = await done;
   forwarder.stop();
   await outbox.flush().catch(() => (code = 1));
-  outbox.stop();
   closing = true;
   await publisher.close();
   const s = forwarder.stats;
   printSummary(
     `${s.messages} messages, ${s.changes} market changes, ${translator.marketsSeen} markets`,
     ledger,
-    `${s.problems} problems, ${outbox.stats.batches} batches, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
+    `${s.problems} problems, ${outbox.stats.batches} batches, ${publisher.heartbeats} heartbeats, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
     performance.now() - started,
   );
   return code;

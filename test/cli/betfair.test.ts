@@ -17,7 +17,7 @@ import { findRoot } from '../k8s/root.js';
 
 const CLI = new URL('../../src/cli/betfair.js', import.meta.url).pathname;
 const SUMMARY = new RegExp('^\\d+ messages, (?<changes>\\d+) market changes, (?<markets>\\d+) markets, (?<sent>\\d+) images sent: (?<published>\\d+) published, '
-  + '(?<refused>\\d+) refused by the service; (?<withheld>\\d+) withheld, (?<unapplied>\\d+) changes not applied, (?<problems>\\d+) problems, \\d+ batches, '
+  + '(?<refused>\\d+) refused by the service; (?<withheld>\\d+) withheld, (?<unapplied>\\d+) changes not applied, (?<problems>\\d+) problems, \\d+ batches, (?<heartbeats>\\d+) heartbeats, '
   + '(?<reconnects>\\d+) reconnects, \\d+ resubscriptions, (?<pauses>\\d+) pauses, peak memory (?<peak>\\d+) MiB, \\d+\\.\\d\\d s$', 'm');
 const BASE = ['--app-key', APP_KEY, '--session', SESSION, '--markets', MARKET_ID];
 
