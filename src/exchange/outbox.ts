@@ -18,7 +18,8 @@ import { Fifo } from '../lib/fifo.js';
 import { Batcher } from './batch.js';
 import type { Ledger } from './ledger.js';
 import { PublishError, type Ack, type Publisher } from './publisher.js';
-import type { OutItem, Translator } from './translate.js';
+import type { IngestItemInput } from '../odds/messages.js';
+import type { Translator } from './translate.js';
 
 export const OUTBOX_DEFAULTS = {
   /** Bytes queued before the outbox is full. */
@@ -62,7 +63,7 @@ export interface OutboxStats {
   peakBytes: number;
 }
 
-function encode(item: OutItem): Encoded {
+function encode(item: IngestItemInput): Encoded {
   const mid = typeof item.mid === 'string' ? item.mid : undefined;
   return { json: JSON.stringify(item), feed: item.kind === 'odds' || item.kind === 'stale', kind: item.kind, mid };
 }
@@ -90,7 +91,7 @@ export class Outbox {
     return this.full;
   }
 
-  push(item: OutItem): void {
+  push(item: IngestItemInput): void {
     const encoded = encode(item);
     if (!encoded.feed && encoded.mid !== undefined) this.slots.delete(encoded.mid);
     this.enqueue({ item: encoded, bytes: encoded.json.length });

@@ -21,9 +21,8 @@
  * quiet lets its markets go stale rather than vouch for prices it no longer receives.
  */
 import WebSocket from 'ws';
-import type { ItemRefusal } from '../odds/messages.js';
+import type { IngestItemInput, ItemRefusal } from '../odds/messages.js';
 import { LIVENESS } from '../relay/freshness.js';
-import type { OutItem } from './translate.js';
 
 /** The socket a publisher speaks over: a `ws` client, or a fake in tests. */
 export interface IngestSocket {
@@ -211,7 +210,7 @@ export class Publisher implements IngestListener {
     if (this.failure) throw this.failure;
   }
 
-  send(items: OutItem[]): Promise<Ack> {
+  send(items: IngestItemInput[]): Promise<Ack> {
     return this.sendEncoded(items.map((item) => JSON.stringify(item)));
   }
 

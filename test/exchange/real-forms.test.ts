@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Ledger } from '../../src/exchange/ledger.js';
-import { Translator, type OutItem } from '../../src/exchange/translate.js';
+import { Translator } from '../../src/exchange/translate.js';
+import type { IngestItemInput } from '../../src/odds/messages.js';
 import { matchOdds } from './fixtures.js';
 import { TROUBLED, troubledLines, type Expect } from './real-forms.js';
 import { expectedImages } from './reference-book.js';
@@ -36,7 +37,7 @@ function day() {
 }
 
 /** What a message's items tell of the market: its image, a stale mark, nothing, or several (never wanted). */
-function of(items: OutItem[], mid: string): string {
+function of(items: IngestItemInput[], mid: string): string {
   const mine = items.filter((i) => i.mid === mid && (i.kind === 'odds' || i.kind === 'stale'));
   if (mine.length > 1) return `${mine.length} items`;
   const [i] = mine;
