@@ -127,3 +127,24 @@ t.test('images the service refuses one by one (a market it does not know) are co
   await sub.next((f) => f.op === 'odds' && f.mid === GOOD && f.ts === goodImages.at(-1)!.ts, 5000, from);
   t.same(whileReplaying(sub.frames.slice(from), GOOD), [], 'and never stale while it replayed');
 });
+
+t.test('a replay at the recorded pace waiting out a gap longer than its liveness bound: heartbeats keep its market live', async (t) => {
+  const LIVE = 1000;
+  const MID = '1.260009101';
+  // The first image, then nothing for three seconds of the recording (more than two intervals), then the next.
+  const [first, ...rest] = matchOdds(6, 911, MID).map((m) => JSON.parse(JSON.stringify(m).replaceAll('"eventId":"34000001"', '"eventId":"34009101"')) as Obj);
+  const second = { ...rest[0], pt: (first.pt as number) + 3 * LIVE };
+  const file = await writeRecording(await tempDir(t), 'gap.json', [first, second]);
+  await makeMarkets([first]);
+  const sub = await Client.connect(svc.url);
+  t.teardown(() => sub.close());
+  t.match(await sub.request({ op: 'subscribe', mids: [MID] }), { status: 1 });
+  await sub.settled();
+  const from = sub.frames.length;
+  const r = await runTool(CLI, [file, '--speed', '1', '--url', `${ingest}?live=${LIVE}`], {});
+  t.equal(r.code, 0, r.stderr);
+  await sub.next((f) => f.op === 'odds' && f.mid === MID && f.ts === second.pt, 5000, from);
+  const frames = sub.frames.slice(from);
+  t.same(whileReplaying(frames, MID), [], 'never stale while the replay waited');
+  t.same(frames.filter((f) => f.op === 'odds' && f.mid === MID).map((f) => f.op === 'odds' && f.ts), [first.pt, second.pt], 'both images, three seconds apart');
+});
