@@ -251,3 +251,6 @@ type IngestKind = (typeof INGEST_KINDS)[number];
  * publisher sent (a partial event or market changes only those).
  */
 export type IngestItemInput = Record<string, unknown> & { kind: IngestKind };
+
+/** A publisher's word that a market is stale without a new image: the `stale` ingest item. */
+export type StaleIngestItem = { kind: 'stale'; mid: string; why: PublisherStaleReason };
