@@ -25,6 +25,8 @@ const DIST_TEST = join(ROOT, 'dist', 'test');
 // This checkout's own record first: the committed one orders a fresh clone's first run.
 const DURATIONS = join(ROOT, '.data', 'test-durations.json');
 const SEED_DURATIONS = join(ROOT, 'test', 'durations.json');
+/** The image replay sets 10 minutes for itself on a shared machine; no file runs longer. */
+const HARD_STOP_MS = 10 * 60_000;
 
 interface Args { jobs: number; timeoutS: number; verbose: boolean; paths: string[] }
 
@@ -83,7 +85,7 @@ try {
   await makeTemplate(admin, template);
   const durations = readDurations([DURATIONS, SEED_DURATIONS]);
   const result = await runFiles({
-    root: ROOT, files, jobs: args.jobs, timeoutMs: args.timeoutS * 1000, verbose: args.verbose, durations,
+    root: ROOT, files, jobs: args.jobs, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
     env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template },
     write: (text) => process.stdout.write(text),
   });

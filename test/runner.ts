@@ -14,8 +14,13 @@ export interface RunnerOptions {
   readonly root: string;
   readonly files: readonly string[];
   readonly jobs: number;
-  /** A file still running after this long is stopped and fails, named. */
+  /**
+   * tap's timeout in each file (TAP_TIMEOUT), which names the subtest that hung; a file may set a
+   * longer one of its own (t.setTimeout).
+   */
   readonly timeoutMs: number;
+  /** Past this (or timeoutMs, if longer) the runner stops the file and all it started and fails it by name: what tap cannot stop. */
+  readonly hardStopMs: number;
   readonly env: NodeJS.ProcessEnv;
   /** Seconds each file took before, by path from `root`: the longest start first. */
   readonly durations: Readonly<Record<string, number>>;
@@ -96,7 +101,6 @@ interface Output { stdout: string; stderr: string }
 
 function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Promise<FileResult & Output> {
   const started = Date.now();
-  // tap's own timeout goes first, since it names the subtest that hung; ours stops what tap cannot.
   const env = { ...o.env, TAP_TIMEOUT: String(Math.ceil(o.timeoutMs / 1000)) };
   // Its own process group, so a timeout also stops what the file started (services, Postgres).
   const child = spawn(process.execPath, [file], { cwd: o.root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -105,17 +109,18 @@ function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Pro
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (out.stdout += s));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (out.stderr += s));
   let timedOut = false;
+  const stopMs = Math.max(o.timeoutMs, o.hardStopMs);
   const timer = setTimeout(() => {
     timedOut = true;
     killGroup(child, 'SIGTERM');
     setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS).unref();
-  }, o.timeoutMs + KILL_GRACE_MS);
+  }, stopMs);
   return new Promise((done) => child.on('close', (code, signal) => {
     clearTimeout(timer);
     running.delete(child);
     const seconds = (Date.now() - started) / 1000;
     const own = closingCounts(out.stdout);
-    const reason = timedOut ? `timed out after ${Math.round(o.timeoutMs / 1000)} s`
+    const reason = timedOut ? `stopped after ${Math.round(stopMs / 1000)} s`
       : signal ? `killed by ${signal}`
       : code !== 0 ? `exit ${code}`
       : !own ? 'no TAP summary' : undefined;

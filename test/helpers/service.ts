@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type Service } from '../../src/service.js';
 import { migratedDatabase } from './db.js';
+import { waitFor } from './wait.js';
 
 export interface TestService extends Service {
   readonly databaseUrl: string;
@@ -86,4 +87,13 @@ export function raw<T = unknown>(base: string, path: string, init: RawInit = {})
 
 export function postJson<T = unknown>(base: string, path: string, body: unknown): Promise<Reply<T>> {
   return http<T>(base, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+/**
+ * A key made through the pool is live on the service once its NOTIFY has been applied: waits for
+ * that. Until then the key is wrong (401), and past the wrong-key burst throttled (429).
+ */
+export function keyLive(base: string, token: string, ms = 30_000): Promise<void> {
+  const known = async () => ![401, 429].includes((await http(base, '/api/v1/sports', { headers: { 'x-api-key': token } })).status);
+  return waitFor(known, `the new key ${token.split("_")[1]} served by ${base}`, ms, 50);
 }
