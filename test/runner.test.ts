@@ -1,10 +1,22 @@
 import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { byDuration, closingCounts, findTestFiles, runFiles } from './runner.js';
 
-/** Compiled fixture files: one passes, one fails, one exits without a count, one never ends. */
+/** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
 const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** The pids of the process the passing fixture leaves running (Linux /proc). */
+function strays(): number[] {
+  return readdirSync('/proc').filter((n) => /^\d+$/.test(n)).filter((n) => {
+    try {
+      return readFileSync(`/proc/${n}/cmdline`, 'utf8') === `${process.execPath}\0-e\0setInterval(() => {}, 1000)\0`;
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
 
 t.test('the run speaks TAP: one line a passing file, the failing ones in full, failures named at the end, the counts CI reads', async (t) => {
   let out = '';
@@ -18,6 +30,7 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
   t.match(out, /^TAP version 14\n1\.\.4\n/);
   t.match(out, new RegExp(`^ok \\d - ${name('passes')} # time=[\\d.]+s$`, 'm'), 'a passing file: one line');
   t.notMatch(out, `# Subtest: ${name('passes')}`, 'and nothing more');
+  t.same(strays(), [], 'what a file left running is stopped once it ends');
   t.match(out, new RegExp(`^# Subtest: ${name('fails')}\\n[\\s\\S]*one is not two[\\s\\S]*# said on stderr[\\s\\S]*^not ok \\d - ${name('fails')}`, 'm'), 'a failing file: its TAP and its stderr');
   t.match(out, `reason: exit 3`, 'a file that died says how');
   t.match(out, `reason: stopped after 3 s`, 'a file that never ends is stopped, named');

@@ -46,6 +46,8 @@ export interface RunResult {
 }
 
 const KILL_GRACE_MS = 5_000;
+/** After a file's process ends, how long what it started may go on writing to its output. */
+const STRAY_GRACE_MS = 1_000;
 
 /** Every `*.test.js` under the given files or folders (fixtures excluded), sorted. */
 export function findTestFiles(paths: readonly string[]): string[] {
@@ -115,8 +117,12 @@ function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Pro
     killGroup(child, 'SIGTERM');
     setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS).unref();
   }, stopMs);
+  // What the file left running would hold its output open, or outlive it: stopped once it ends.
+  const strays = () => killGroup(child, 'SIGKILL');
+  child.on('exit', () => setTimeout(strays, STRAY_GRACE_MS).unref());
   return new Promise((done) => child.on('close', (code, signal) => {
     clearTimeout(timer);
+    strays();
     running.delete(child);
     const seconds = (Date.now() - started) / 1000;
     const own = closingCounts(out.stdout);
