@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 import { retry } from '../lib/retry.js';
+import type { Component } from '../lib/component.js';
 import type { Logger } from '../log.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import type { FailedKeys } from './failures.js';
@@ -147,4 +148,20 @@ export class Auth {
     this.metrics.rejected.inc({ reason });
     throw err;
   }
+}
+
+/** With AUTH=on, every live key loaded before the first request is taken; later changes come by NOTIFY. */
+export class ApiKeys implements Component {
+  readonly name = 'api keys';
+
+  constructor(
+    private readonly auth: Auth,
+    private readonly pool: Pick<pg.Pool, 'query'>,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.auth.loadAll(this.pool);
+  }
+
+  stop(): void {}
 }

@@ -1,5 +1,6 @@
 import type { FreshnessMessage, PublisherStaleReason, StaleReason } from '../odds/messages.js';
 import type { FreshnessHandler, SourceFreshness, SourceReason } from '../bus/types.js';
+import type { Component } from '../lib/component.js';
 
 /** The liveness interval a publisher connection may declare (`/ingest?live=`), in ms; REST keys and the simulator take the default. */
 export const LIVENESS = { min: 1000, max: 60000, default: 5000 } as const;
@@ -91,7 +92,8 @@ const isRemote = (o: Entry['owner']): o is Remote => o !== undefined && !(o inst
  * forgets a market the read model deletes, and one feeder per open publisher connection and per
  * REST key that posted.
  */
-export class Freshness implements FreshnessHandler {
+export class Freshness implements FreshnessHandler, Component {
+  readonly name = 'freshness';
   private readonly entries = new Map<string, Entry>();
   /** Open connections, REST keys and the simulator, checked for silence. */
   private readonly feeders = new Set<Feeder>();

@@ -17,6 +17,11 @@ function resultFrame(bc: Broadcaster, before: MarketResult | undefined, after: M
   if (!unchanged) bc.publishState({ op: 'result', mid: after.mid, mt: after.mt, res: after.res, rt: after.rt, ia: after.ia });
 }
 
+/** Told of each market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
+export interface NewMarkets {
+  appeared(mid: string, eid: number, si: number): void;
+}
+
 /**
  * Turns committed reference changes into frames for subscribers: `market`
  * when state moves, `result` when a result appears or changes, and, once a
@@ -25,8 +30,14 @@ function resultFrame(bc: Broadcaster, before: MarketResult | undefined, after: M
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
  * it replaced), so every pod tells its own sockets and nothing is silent.
  */
-export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: number, si: number) => void): (changes: ModelChange[]) => void {
-  return (changes) => {
+export class ReferenceFrames {
+  constructor(
+    private readonly bc: Broadcaster,
+    private readonly filters: NewMarkets,
+  ) {}
+
+  changed(changes: readonly ModelChange[]): void {
+    const { bc, filters } = this;
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
@@ -37,8 +48,8 @@ export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: nu
         marketFrames(bc, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
         if (!c.after.go) {
-          if (!c.before) appeared(mid, eid, si);
-          for (const n of c.after.m ?? []) if (!n.go && !c.before?.m?.some((x) => x.mid === n.mid)) appeared(n.mid, eid, si);
+          if (!c.before) filters.appeared(mid, eid, si);
+          for (const n of c.after.m ?? []) if (!n.go && !c.before?.m?.some((x) => x.mid === n.mid)) filters.appeared(n.mid, eid, si);
         }
         if (c.after.go && !c.before?.go) concluded.push(mid, ...(c.after.m ?? []).map((n) => n.mid));
       } else if (c.before) {
@@ -48,5 +59,5 @@ export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: nu
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.
     if (concluded.length) bc.detachEverywhere(concluded);
-  };
+  }
 }
