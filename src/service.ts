@@ -16,7 +16,7 @@ import { Sweeper } from './hub/sweep.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
-import { Freshness } from './relay/freshness.js';
+import { Freshness, KnownMarkets } from './relay/freshness.js';
 import { ReferenceFrames } from './relay/reference-frames.js';
 import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
@@ -91,12 +91,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const freshness = new Freshness({
-    changed: (msg) => bc.publishState(msg),
-    share: (states) => bus.shareFreshness(states),
-    known: (mid) => model.typeOf(mid) !== undefined || book.get(mid) !== undefined,
-    held: () => [...book.values()].map((e) => e.mid),
-  });
+  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
   new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
