@@ -6,13 +6,16 @@ import type { ModelSync, SyncObserver } from './refdata/sync.js';
 import type { ReferenceFrames } from './relay/reference-frames.js';
 import type { Freshness } from './relay/freshness.js';
 import type { OutsideFeeds } from './ingest/outside.js';
-import type { Auth } from './auth/auth.js';
+import type { Auth, KeyRevocations } from './auth/auth.js';
+import type { Hub } from './hub/hub.js';
+import type { AuthMetrics } from './metrics/auth.js';
 import { KEY_APPLIED } from './auth/key-change.js';
 import type { ServiceMetrics } from './metrics/registry.js';
 
 /*
  * The listeners that join areas no folder may join from below: what the
- * LISTEN connection hears, and what each reload of the read model changed.
+ * LISTEN connection hears, what each reload of the read model changed, and
+ * which sockets a revoked key closes.
  */
 
 export interface NotificationsDeps {
@@ -73,5 +76,17 @@ export class ReferenceChanges implements SyncObserver {
 
   failed(): void {
     this.d.metrics.pgErrors.inc({ kind: 'refresh' });
+  }
+}
+
+/** A key revoked or deleted: its sockets on this pod close, each counted. */
+export class RevokedSockets implements KeyRevocations {
+  constructor(
+    private readonly hub: Hub,
+    private readonly metrics: AuthMetrics,
+  ) {}
+
+  revoked(keyId: string): void {
+    this.hub.revoke(keyId, () => this.metrics.revokedCloses.inc());
   }
 }

@@ -49,7 +49,7 @@ import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
 import { Named } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
-import { Notifications, ReferenceChanges } from './listeners.js';
+import { Notifications, ReferenceChanges, RevokedSockets } from './listeners.js';
 
 export type { Service } from './lifecycle.js';
 
@@ -95,7 +95,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
   const storedSets = new StoredSets({
     pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),

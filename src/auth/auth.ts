@@ -23,6 +23,11 @@ interface LiveKey {
   hash: Buffer;
 }
 
+/** Told when a live key is revoked or deleted, so its sockets can be closed. */
+export interface KeyRevocations {
+  revoked(keyId: string): void;
+}
+
 /** Compared against when the key ID is unknown, so a miss takes as long as a hit. */
 const DUMMY = hashSecret('no such key');
 
@@ -43,8 +48,7 @@ export class Auth {
     /** REST requests per second per key; 0 turns the limit off. */
     private readonly restRate: number,
     private readonly metrics: AuthMetrics,
-    /** Told when a live key is revoked or deleted, so its sockets can be closed. */
-    private readonly revoked: (keyId: string) => void,
+    private readonly revocations: KeyRevocations,
     /** Wrong keys, throttled per address and per key ID. */
     private readonly failures: FailedKeys,
   ) {}
@@ -87,7 +91,7 @@ export class Auth {
     for (const id of before) {
       if (this.keys.has(id)) continue;
       this.buckets.delete(id);
-      this.revoked(id);
+      this.revocations.revoked(id);
     }
   }
 
@@ -108,7 +112,7 @@ export class Auth {
   drop(keyId: string): void {
     if (!this.keys.delete(keyId)) return;
     this.buckets.delete(keyId);
-    this.revoked(keyId);
+    this.revocations.revoked(keyId);
   }
 
   /**
