@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import { createPool } from './db/pool.js';
-import { migrate } from './db/migrate.js';
+import { createPool, Postgres } from './db/pool.js';
+import { Migrations } from './db/migrate.js';
 import { Listener } from './db/listen.js';
-import { ReadModel, goneMarkets } from './refdata/model.js';
+import { ReadModel } from './refdata/model.js';
 import { ModelSync } from './refdata/sync.js';
-import { loadDemoIfEmpty } from './demo/load.js';
-import { startSimulator } from './demo/run.js';
+import { DemoSeed } from './demo/load.js';
+import { DemoSimulator } from './demo/run.js';
 import { Book } from './odds/book.js';
 import { Hub } from './hub/hub.js';
 import { Broadcaster } from './hub/broadcaster.js';
@@ -16,8 +16,8 @@ import { Sweeper } from './hub/sweep.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
-import { Freshness } from './relay/freshness.js';
-import { referenceFrames } from './relay/reference-frames.js';
+import { Freshness, KnownMarkets } from './relay/freshness.js';
+import { ReferenceFrames } from './relay/reference-frames.js';
 import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
 import { validateOdds } from './ingest/validate-odds.js';
@@ -35,40 +35,45 @@ import { OriginPolicy } from './http/origin.js';
 import { HostPolicy } from './http/host.js';
 import { ClientAddresses } from './http/address.js';
 import { registerMetrics } from './http/metrics.js';
+import { Listeners } from './http/listeners.js';
+import { PublicEdge } from './http/edge.js';
+import { Readiness } from './http/readiness.js';
 import { ServiceMetrics } from './metrics/registry.js';
 import { HttpMetrics } from './metrics/http.js';
 import { OddsMetrics } from './metrics/odds.js';
 import { BusMetrics } from './metrics/bus.js';
 import { FreshnessMetrics } from './metrics/freshness.js';
 import { AuthMetrics } from './metrics/auth.js';
-import { createBus } from './bus/create.js';
-import { Auth } from './auth/auth.js';
+import { BusConnection, createBus } from './bus/create.js';
+import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
-import { KEY_APPLIED } from './auth/key-change.js';
-import { run, type Service } from './lifecycle.js';
+import { Named } from './lib/component.js';
+import { Lifecycle, type Service } from './lifecycle.js';
+import { Notifications, ReferenceChanges, RevokedSockets } from './listeners.js';
 
 export type { Service } from './lifecycle.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-/**
- * Builds the service from its parts and starts it (lifecycle.ts): Postgres
- * schema, demo seed, read model, odds book, bus, HTTP and sockets. Process
- * concerns (signals, the embedded server) stay in main.ts; tests run this
- * in-process. Each part takes its dependencies by name.
- */
 export interface ServiceOptions {
   /** Why the database is gone for good (the embedded server's restarts ran out): /ready then answers 503. */
   databaseLost?(): string | undefined;
 }
 
+/**
+ * Builds the service from its parts and starts it. Each part takes its
+ * dependencies by name and is declared before it is used; where two need each
+ * other, the later one registers into the earlier through a named interface
+ * (`monitor.listen(bc)`, `listener.listen(...)`, `hub.watch(...)`). The parts
+ * that run are then listed as components, started in order and stopped in
+ * reverse (lifecycle.ts). Process concerns (signals, the embedded server) stay
+ * in main.ts; tests run this in-process.
+ */
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
-  const pool = createPool(databaseUrl, config, log, () => metrics.pgErrors.inc({ kind: 'idle_client_lost' }));
+  const pool = createPool(databaseUrl, config, log);
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
-  const state = { starting: true, draining: false };
-  /** Data routes and sockets answer 503 until the read model is loaded; probes and metrics always answer. */
-  const gate = () => (state.starting ? 'starting: the read model is not loaded yet' : undefined);
+  const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
   const states = new MarketStates();
@@ -78,23 +83,19 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     refused: (reason) => authMetrics.socketsRefused.inc({ reason }),
     concluded: (mid) => model.concluded(mid),
   });
-  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, changed: (status) => bc.feedChanged(status) });
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, feed: monitor, compress: config.wsCompression });
+  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
+  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
+  monitor.listen(bc);
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
   const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
   odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const freshness = new Freshness({
-    changed: (msg) => bc.publishState(msg),
-    share: (states) => bus.shareFreshness(states),
-    known: (mid) => model.typeOf(mid) !== undefined || book.get(mid) !== undefined,
-    held: () => [...book.values()].map((e) => e.mid),
-  });
+  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
   new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
   const storedSets = new StoredSets({
     pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
     unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
@@ -108,7 +109,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate, metrics: authMetrics, log, hosts, addresses,
+    bc, socketSubs, sweeper, auth, hub, gate: readiness.gate, metrics: authMetrics, log, hosts, addresses,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
@@ -120,83 +121,53 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
-  const frames = referenceFrames(bc, (mid, eid, si) => socketSubs.appeared(mid, eid, si));
-  const sync = new ModelSync(pool, model, log, {
-    changes: (changes) => {
-      frames(changes);
-      outside.forgetGone(changes);
-      for (const mid of goneMarkets(changes)) freshness.forget(mid);
-    },
-    lag: (s) => metrics.refreshLag.observe(s),
-    failed: () => metrics.pgErrors.inc({ kind: 'refresh' }),
-  });
+  const frames = new ReferenceFrames(bc, socketSubs);
+  const sync = new ModelSync(pool, model, log, new ReferenceChanges({ frames, outside, freshness, metrics }));
   const ingest = new Ingest({ pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
-  /** A key command waits for every pod to say, from its LISTEN connection, that its auth holds the change. */
-  const keyChanged = (id: string) => void auth.refresh(pool, [id], log).then(() => listener.notify(KEY_APPLIED, id));
-  const listener = new Listener({
-    url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs,
-    handlers: {
-      // Notifications sent while the listener was away are lost: reload everything.
-      onConnect: () => {
-        sync.reloadAll();
-        if (config.auth) void auth.refresh(pool, 'all', log);
-      },
-      onNotify: (key) => (key.startsWith('key:') ? keyChanged(key.slice(4)) : sync.notify(key)),
-      onDisconnect: () => metrics.pgErrors.inc({ kind: 'listener_lost' }),
-    },
-  });
+  const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
+  listener.listen(new Notifications({ sync, auth, pool, listener, metrics, log }));
   const httpMetrics = new HttpMetrics(metrics.registry);
-  const router = new Router(app, httpMetrics, auth, gate, log, hosts, addresses);
-  const notReady = () => (state.draining ? 'draining' : gate() ?? opts.databaseLost?.());
-  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, notReady });
+  const router = new Router(app, httpMetrics, auth, readiness.gate, log, hosts, addresses);
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, notReady: readiness.notReady });
   const metricsApp = createApp();
-  const metricsRouter = new Router(metricsApp, httpMetrics, auth, gate, log, hosts, addresses);
-  let metricsPort: number | undefined;
-  registerMetrics(router, metricsRouter, {
-    exposition: () => metrics.exposition(), contentType: metrics.registry.contentType, token: config.metricsToken, notReady, port: () => metricsPort,
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, readiness.gate, log, hosts, addresses);
+  const listeners = new Listeners({
+    app, host: config.host, port: config.port, metricsApp, metricsRouter, metricsHost: config.metricsHost, metricsPort: config.metricsPort, log,
   });
+  registerMetrics(router, metricsRouter, { metrics, token: config.metricsToken, notReady: readiness.notReady, listening: listeners });
   registerIngest(app, router, {
-    ingest, freshness, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
+    ingest, freshness, auth, hub, gate: readiness.gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
   });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);
 
-  return run({
-    config, log, app, pool, router, state, metrics: { app: metricsApp, router: metricsRouter, listening: (port) => (metricsPort = port) },
-    steps: {
-      prepare: async () => {
-        await migrate(pool, log);
-        if (config.demoData) await loadDemoIfEmpty(pool, log);
-        if (config.auth) await auth.loadAll(pool);
-        listener.start();
-        await sync.whenLoaded();
-        await bus.start(relay, { client: (op, client, mids) => storedSets.apply(op, client, mids) }, freshness);
-      },
-      started: () => {
-        sweeper.start();
-        monitor.start();
-        freshness.start();
-        return config.simulator
-          ? startSimulator({ model, ingest, outside, feeder: freshness.connect(), intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })
-          : undefined;
-      },
-      sockets: () => hub.sockets,
-      publishers: () => hub.drainPublishers(),
-      closeSockets: () => {
-        sweeper.stop();
-        monitor.stop();
-        freshness.stop();
-        bc.stop();
-        hub.closeSubscribers();
-      },
-      stop: async () => {
-        sync.stop();
-        await bus.close();
-        await listener.stop();
-      },
-    },
-    expose: { model, book, hub, broadcaster: bc, ingest },
-  });
+  // Started in this order, stopped in reverse (lifecycle.ts).
+  const lifecycle = new Lifecycle([
+    listeners,
+    new Postgres(pool, log),
+    new Migrations(pool, log),
+    ...(config.demoData ? [new DemoSeed(pool, log)] : []),
+    ...(config.auth ? [new ApiKeys(auth, pool)] : []),
+    listener,
+    sync,
+    new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),
+    new Named('broadcaster', bc),
+    freshness,
+    monitor,
+    new Named('sweep', sweeper),
+    new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
+    ...(config.simulator
+      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })]
+      : []),
+    readiness,
+  ]);
+  await lifecycle.start();
+  log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth });
+  return {
+    port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,
+    pool, model, book, hub, broadcaster: bc, ingest,
+    close: () => lifecycle.stop(),
+  };
 }

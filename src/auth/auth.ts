@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { errors, type ServiceError } from '../errors.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 import { retry } from '../lib/retry.js';
+import type { Component } from '../lib/component.js';
 import type { Logger } from '../log.js';
 import type { AuthMetrics } from '../metrics/auth.js';
 import type { FailedKeys } from './failures.js';
@@ -20,6 +21,11 @@ export const PUBLIC: Principal = Object.freeze({ keyId: 'public', client: 'publi
 interface LiveKey {
   principal: Principal;
   hash: Buffer;
+}
+
+/** Told when a live key is revoked or deleted, so its sockets can be closed. */
+export interface KeyRevocations {
+  revoked(keyId: string): void;
 }
 
 /** Compared against when the key ID is unknown, so a miss takes as long as a hit. */
@@ -42,8 +48,7 @@ export class Auth {
     /** REST requests per second per key; 0 turns the limit off. */
     private readonly restRate: number,
     private readonly metrics: AuthMetrics,
-    /** Told when a live key is revoked or deleted, so its sockets can be closed. */
-    private readonly revoked: (keyId: string) => void,
+    private readonly revocations: KeyRevocations,
     /** Wrong keys, throttled per address and per key ID. */
     private readonly failures: FailedKeys,
   ) {}
@@ -86,7 +91,7 @@ export class Auth {
     for (const id of before) {
       if (this.keys.has(id)) continue;
       this.buckets.delete(id);
-      this.revoked(id);
+      this.revocations.revoked(id);
     }
   }
 
@@ -107,7 +112,7 @@ export class Auth {
   drop(keyId: string): void {
     if (!this.keys.delete(keyId)) return;
     this.buckets.delete(keyId);
-    this.revoked(keyId);
+    this.revocations.revoked(keyId);
   }
 
   /**
@@ -147,4 +152,20 @@ export class Auth {
     this.metrics.rejected.inc({ reason });
     throw err;
   }
+}
+
+/** With AUTH=on, every live key loaded before the first request is taken; later changes come by NOTIFY. */
+export class ApiKeys implements Component {
+  readonly name = 'api keys';
+
+  constructor(
+    private readonly auth: Auth,
+    private readonly pool: Pick<pg.Pool, 'query'>,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.auth.loadAll(this.pool);
+  }
+
+  stop(): void {}
 }

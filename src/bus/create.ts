@@ -3,7 +3,8 @@ import type { Logger } from '../log.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import { MemoryBus } from './memory.js';
 import { NatsBus } from './nats/bus.js';
-import type { Bus, HeldImages, ImageCheck } from './types.js';
+import type { Component } from '../lib/component.js';
+import type { Bus, ClientHandler, FreshnessHandler, HeldImages, ImageCheck, OddsHandler } from './types.js';
 
 export interface BusDeps {
   book: HeldImages;
@@ -16,4 +17,33 @@ export interface BusDeps {
 export function createBus(config: Config, deps: BusDeps): Bus {
   if (config.bus === 'memory') return new MemoryBus(deps.book);
   return new NatsBus({ url: config.natsUrl, prefix: config.natsPrefix, auth: config.natsAuth, tls: config.natsTls, ...deps });
+}
+
+/** Who the bus hands what it carries to. */
+export interface BusHandlers {
+  odds: OddsHandler;
+  clients: ClientHandler;
+  freshness: FreshnessHandler;
+}
+
+/**
+ * The bus as a component: connected and synced once the read model is
+ * loaded (what arrives is checked against it), closed once no publisher or
+ * socket is left to use it.
+ */
+export class BusConnection implements Component {
+  readonly name = 'bus';
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly handlers: BusHandlers,
+  ) {}
+
+  start(): Promise<void> {
+    return this.bus.start(this.handlers.odds, this.handlers.clients, this.handlers.freshness);
+  }
+
+  stop(): Promise<void> {
+    return this.bus.close();
+  }
 }

@@ -1,8 +1,10 @@
 import pg from 'pg';
 import type { Logger } from '../log.js';
 import { Backoff } from '../lib/retry.js';
+import type { Component } from '../lib/component.js';
 
-interface ListenerHandlers {
+/** What the LISTEN connection tells: registered with `listen` before it starts. */
+export interface ListenerHandlers {
   /** Called after every (re)connect, once LISTEN is in place: anything may have been missed before it. */
   onConnect(): void;
   onNotify(payload: string): void;
@@ -15,7 +17,6 @@ export const LISTENER_NAME = 'odds-service-listen';
 interface ListenerOptions {
   url: string;
   channel: string;
-  handlers: ListenerHandlers;
   log: Logger;
   connectTimeoutMs: number;
   /** How often the connection is pinged; an unanswered ping (half the interval) counts as lost. */
@@ -29,7 +30,9 @@ interface ListenerOptions {
  * connection can also go half-open (the server or the network gone without a
  * word), which TCP alone notices only after hours: a periodic ping finds it.
  */
-export class Listener {
+export class Listener implements Component {
+  readonly name = 'postgres listener';
+  private handlers: ListenerHandlers | undefined;
   private client: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
   private ping: NodeJS.Timeout | undefined;
@@ -38,6 +41,11 @@ export class Listener {
   connected = false;
 
   constructor(private readonly opts: ListenerOptions) {}
+
+  /** Who is told of each connect, notification and loss: one of them, registered before the start. */
+  listen(handlers: ListenerHandlers): void {
+    this.handlers = handlers;
+  }
 
   start(): void {
     void this.connect();
@@ -63,11 +71,11 @@ export class Listener {
   }
 
   private async connect(): Promise<void> {
-    const { url, channel, connectTimeoutMs, pingMs, log, handlers } = this.opts;
+    const { url, channel, connectTimeoutMs, pingMs, log } = this.opts;
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, query_timeout: Math.max(500, pingMs / 2), application_name: LISTENER_NAME });
     this.client = client;
     client.on('notification', (msg) => {
-      if (msg.payload) handlers.onNotify(msg.payload);
+      if (msg.payload) this.handlers?.onNotify(msg.payload);
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client));
@@ -86,7 +94,7 @@ export class Listener {
     this.ping = setInterval(() => {
       client.query('SELECT 1').catch((err: Error) => this.lost(client, new Error(`ping unanswered: ${err.message}`)));
     }, pingMs);
-    handlers.onConnect();
+    this.handlers?.onConnect();
   }
 
   private lost(client: pg.Client, err?: Error): void {
@@ -99,7 +107,7 @@ export class Listener {
     if (this.connected) {
       this.connected = false;
       this.opts.log.warn('postgres listener lost', { err: err?.message });
-      this.opts.handlers.onDisconnect();
+      this.handlers?.onDisconnect();
     }
     this.timer = setTimeout(() => void this.connect(), this.backoff.next());
   }

@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import type { Logger } from '../log.js';
+import type { Component } from '../lib/component.js';
 import { transaction, withClient } from './pool.js';
 
 const SQL_DIR = fileURLToPath(new URL('../../../sql/', import.meta.url));
@@ -44,4 +45,20 @@ async function applyFile(client: pg.PoolClient, dir: string, file: string): Prom
   } catch (err) {
     throw new Error(`migration ${file} failed: ${(err as Error).message}`);
   }
+}
+
+/** The schema brought up to date once Postgres answers, before anything reads it. */
+export class Migrations implements Component {
+  readonly name = 'migrations';
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await migrate(this.pool, this.log);
+  }
+
+  stop(): void {}
 }

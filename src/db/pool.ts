@@ -2,12 +2,14 @@ import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { ServiceError, errors, isDatabaseError } from '../errors.js';
+import type { Component } from '../lib/component.js';
+import { retry } from '../lib/retry.js';
 
 // bigint columns hold IDs the REST contract types as integers; every one fits a
 // double, and returning strings would leak into the JSON.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
-export function createPool(url: string, config: Config, log: Logger, onIdleError: () => void = () => undefined): pg.Pool {
+export function createPool(url: string, config: Config, log: Logger): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: config.pgPoolMax,
@@ -19,11 +21,36 @@ export function createPool(url: string, config: Config, log: Logger, onIdleError
   });
   // An idle client dying (Postgres restarted) emits here; without a listener
   // it would be an uncaught 'error' and take the process down.
-  pool.on('error', (err) => {
-    log.warn('postgres idle client lost', { err: err.message });
-    onIdleError();
-  });
+  pool.on('error', (err) => log.warn('postgres idle client lost', { err: err.message }));
   return pool;
+}
+
+/**
+ * The pool as a component: started once Postgres answers, waited for with
+ * capped backoff since pods may start before their database does; stopped
+ * after everything that talks to it.
+ */
+export class Postgres implements Component {
+  readonly name = 'postgres';
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await retry(() => this.pool.query('SELECT 1'), {
+      attempts: 60, minMs: 200, maxMs: 5000,
+      onRetry: (err, attempt) => this.log.warn('postgres not reachable yet', { attempt, err: (err as Error).message }),
+    });
+  }
+
+  async stop(): Promise<void> {
+    // Connections closing now are ours closing, not Postgres being lost.
+    this.pool.removeAllListeners('error').on('error', () => undefined);
+    await this.pool.end();
+    this.log.info('shutdown: postgres pool closed');
+  }
 }
 
 /** True when the error means Postgres is unreachable rather than that the statement was wrong. */

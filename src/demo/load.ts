@@ -3,6 +3,7 @@ import { inTransaction } from '../db/pool.js';
 import { applyItem } from '../ingest/apply.js';
 import { validateReference } from '../ingest/validate.js';
 import type { Logger } from '../log.js';
+import type { Component } from '../lib/component.js';
 import { demoItems } from './data.js';
 
 /**
@@ -26,4 +27,20 @@ export async function loadDemoIfEmpty(pool: pg.Pool, log: Logger): Promise<boole
   });
   log.info('demo data loaded', { items: items.length });
   return true;
+}
+
+/** The demo set seeded into an empty database (DEMO_DATA), after the migrations and before the read model loads. */
+export class DemoSeed implements Component {
+  readonly name = 'demo seed';
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await loadDemoIfEmpty(this.pool, this.log);
+  }
+
+  stop(): void {}
 }

@@ -1,8 +1,9 @@
 import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
-import type { Feeder } from '../relay/freshness.js';
+import type { Feeder, Freshness } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { ReadModel } from '../refdata/model.js';
+import type { Component } from '../lib/component.js';
 import { demoMarketIds } from './data.js';
 import { MatchDay } from './match-day.js';
 import { Simulator, type SimMarket } from './simulator.js';
@@ -32,6 +33,17 @@ function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket
   return out;
 }
 
+interface SimulatorRun {
+  model: ReadModel;
+  ingest: Ingest;
+  outside: OutsideFeeds;
+  /** Where the simulator connects as a publisher: its markets are stale if its ticks stop. */
+  freshness: Pick<Freshness, 'connect'>;
+  intervalMs: number;
+  lifecycleMs: number;
+  log: Logger;
+}
+
 /**
  * Publishes simulated odds, and moves markets through their lifecycle,
  * through the ingest path, as an external publisher would. Only the demo data
@@ -39,31 +51,38 @@ function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket
  * whether or not it has odds yet, and one another publisher feeds (`outside`)
  * is left to it; either leaves its event's lifecycle alone too.
  */
-interface SimulatorRun {
-  model: ReadModel;
-  ingest: Ingest;
-  outside: OutsideFeeds;
-  /** The simulator as a publisher: its markets are stale if its ticks stop. */
-  feeder: Feeder;
-  intervalMs: number;
-  lifecycleMs: number;
-  log: Logger;
-}
+export class DemoSimulator implements Component {
+  readonly name = 'simulator';
+  private running: { sim: Simulator; life: MatchDay; feeder: Feeder } | undefined;
 
-export function startSimulator({ model, ingest, outside, feeder, intervalMs, lifecycleMs, log }: SimulatorRun): { stop(): void } {
-  const demo = demoMarketIds();
-  const ours = (mid: string) => demo.has(mid) && !outside.has(mid);
-  const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
-  const sim = new Simulator({
-    intervalMs,
-    markets: () => simMarkets(model, ours),
-    alive: () => feeder.heard(),
-    publish: (images) => {
-      ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
-    },
-  });
-  sim.start();
-  life.start();
-  log.info('odds simulator started', { intervalMs, lifecycleMs });
-  return { stop: () => { sim.stop(); life.stop(); feeder.close(); } };
+  constructor(private readonly o: SimulatorRun) {}
+
+  start(): void {
+    const { model, ingest, outside, intervalMs, lifecycleMs, log } = this.o;
+    const feeder = this.o.freshness.connect();
+    const demo = demoMarketIds();
+    const ours = (mid: string) => demo.has(mid) && !outside.has(mid);
+    const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
+    const sim = new Simulator({
+      intervalMs,
+      markets: () => simMarkets(model, ours),
+      alive: () => feeder.heard(),
+      publish: (images) => {
+        ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+      },
+    });
+    sim.start();
+    life.start();
+    this.running = { sim, life, feeder };
+    log.info('odds simulator started', { intervalMs, lifecycleMs });
+  }
+
+  stop(): void {
+    if (!this.running) return;
+    const { sim, life, feeder } = this.running;
+    this.running = undefined;
+    sim.stop();
+    life.stop();
+    feeder.close();
+  }
 }

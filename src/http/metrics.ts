@@ -3,15 +3,19 @@ import { errors } from '../errors.js';
 import { registerProbes } from './rest.js';
 import type { Router } from './router.js';
 
-interface MetricsDeps {
-  /** The Prometheus exposition (one render shared by the scrapes that come together) and its content type. */
+/** The Prometheus exposition (one render shared by the scrapes that come together) and its content type. */
+export interface Exposition {
   exposition(): Promise<Buffer>;
-  contentType: string;
+  readonly contentType: string;
+}
+
+interface MetricsDeps {
+  metrics: Exposition;
   /** The bearer token a scrape must show; undefined: none. */
   token: string | undefined;
   notReady(): string | undefined;
-  /** Where the metrics listener is, for the public port's pointer to it: its port once bound. */
-  port(): number | undefined;
+  /** Where the metrics listener is, for the public port's pointer to it: its port once bound, 0 before. */
+  listening: { readonly metricsPort: number };
 }
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
@@ -30,12 +34,12 @@ const bearer = (header: string): string => (/^bearer +/i.test(header) ? header.r
  */
 export function registerMetrics(publicRouter: Router, metricsRouter: Router, deps: MetricsDeps): void {
   publicRouter.get('/metrics', () => {
-    throw errors.metricsElsewhere(String(deps.port() ?? 'not listening'));
+    throw errors.metricsElsewhere(String(deps.listening.metricsPort || 'not listening'));
   });
   const want = deps.token === undefined ? undefined : digest(deps.token);
   metricsRouter.getAsync('/metrics', async (req) => {
     if (want && !timingSafeEqual(digest(bearer(req.getHeader('authorization'))), want)) throw errors.metricsToken();
-    return { body: await deps.exposition(), type: deps.contentType };
+    return { body: await deps.metrics.exposition(), type: deps.metrics.contentType };
   });
   registerProbes(metricsRouter, deps.notReady);
   metricsRouter.fallbacks([]);

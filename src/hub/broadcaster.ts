@@ -27,8 +27,6 @@ export interface BroadcasterDeps {
   states: MarketStates;
   metrics: OddsMetrics;
   log: Logger;
-  /** The feed status's one owner (relay/feed-monitor.ts): read when a socket opens, and it calls `feedChanged`. */
-  feed: { readonly status: FeedStatus };
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;
 }
@@ -46,6 +44,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
   private readonly conflator: Conflator;
   /** Images queued for this turn of the loop (see publish-batch.ts). */
   private readonly batch: PublishBatch;
+  /** As its one owner (relay/feed-monitor.ts) last told it, through `feedChanged`: what a socket opening now is told. */
+  private feed: FeedStatus = 'OK';
 
   constructor(private readonly deps: BroadcasterDeps) {
     this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
@@ -125,6 +125,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
 
   /** The feed status changed (its owner calls this once per change): every socket is told. */
   feedChanged(status: FeedStatus): void {
+    this.feed = status;
     this.deps.log.info('feed status', { status });
     const msg = { op: 'feed', status } as const;
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg));
@@ -133,8 +134,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
   /** A socket the hub opened: on the feed topic, told the feed status unless it is OK. */
   opened(s: Session): void {
     s.conn.subscribe(FEED_TOPIC[s.format]);
-    const status = this.deps.feed.status;
-    if (status !== 'OK') this.send(s, { op: 'feed', status });
+    if (this.feed !== 'OK') this.send(s, { op: 'feed', status: this.feed });
   }
 
   closed(s: Session): void {

@@ -2,6 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type pg from 'pg';
 
 interface ServiceGauges {
+  /** Its connections are gauged, and each idle client it loses counted. */
   pool: pg.Pool;
   modelSize(): { sports: number; events: number; markets: number; results: number };
   /** The uWebSockets.js build loaded (http/uws.ts): 20.57 or 20.30. */
@@ -58,11 +59,16 @@ export class ServiceMetrics {
       },
     });
     this.pgErrors = new Counter({ name: 'odds_pg_errors_total', help: 'Postgres errors, by kind (idle client lost, unavailable, refresh)', labelNames: ['kind'], registers });
+    g.pool.on('error', () => this.pgErrors.inc({ kind: 'idle_client_lost' }));
     this.renders = new Counter({ name: 'odds_metrics_renders_total', help: 'Renders of the /metrics exposition: scrapes within METRICS_CACHE_MS of one, or while it is made, share it', registers });
     this.refreshLag = new Histogram({
       name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving, or this pod committing a write, to the read model reflecting it', registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
   }
 
   /**

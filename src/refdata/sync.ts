@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import { errors } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { Component } from '../lib/component.js';
 import type { ModelChange, ReadModel } from './model.js';
 
 const RETRY_MS = 1000;
 
-interface SyncObserver {
+/** Told what each reload did: what changed, how late, or that it failed. */
+export interface SyncObserver {
   /** What a reload changed, targeted or full. */
   changes?(changes: ModelChange[]): void;
   /** Seconds from the first NOTIFY of a batch to the model reflecting it. */
@@ -29,7 +31,8 @@ interface Waiter {
  * an older answer never overwrites a newer one: a NOTIFY arriving late, a full
  * reload, and this pod's own writes (show) all go through the one queue.
  */
-export class ModelSync {
+export class ModelSync implements Component {
+  readonly name = 'read model';
   private pending = new Set<string>();
   private full = false;
   private running = false;
@@ -48,8 +51,8 @@ export class ModelSync {
     private readonly observer: SyncObserver = {},
   ) {}
 
-  /** Resolves once the model has been fully loaded at least once. */
-  whenLoaded(): Promise<void> {
+  /** Started after the listener, whose connect asks for the first full load: resolves once the model has been fully loaded. */
+  start(): Promise<void> {
     return this.loadedOnce ? Promise.resolve() : new Promise((ok) => this.waiters.push(ok));
   }
 

@@ -1,10 +1,14 @@
 import type { FeedStatus } from '../odds/messages.js';
+import type { Component } from '../lib/component.js';
+
+/** Told of every change of the feed status, once: the broadcaster, which tells every socket. */
+export interface FeedListener {
+  feedChanged(status: FeedStatus): void;
+}
 
 export interface FeedMonitorOptions {
   /** Silence from publishers after which the feed is STALE. */
   staleMs: number;
-  /** Told of every change, once. */
-  changed(status: FeedStatus): void;
   /** How often silence is checked; a STALE comes at most this late. */
   checkMs?: number;
   now?: () => number;
@@ -15,7 +19,9 @@ export interface FeedMonitorOptions {
  * heard within `staleMs` (here, or on another pod through the bus) and the bus
  * is up; otherwise STALE. A refused batch is not a publisher being heard.
  */
-export class FeedMonitor {
+export class FeedMonitor implements Component {
+  readonly name = 'feed monitor';
+  private readonly listeners: FeedListener[] = [];
   private lastHeard: number;
   private down = false;
   private current: FeedStatus = 'OK';
@@ -29,6 +35,11 @@ export class FeedMonitor {
 
   get status(): FeedStatus {
     return this.current;
+  }
+
+  /** Registered before the first change: the status starts OK, which every listener assumes. */
+  listen(listener: FeedListener): void {
+    this.listeners.push(listener);
   }
 
   start(): void {
@@ -57,6 +68,6 @@ export class FeedMonitor {
     const status: FeedStatus = this.down || this.now() - this.lastHeard > this.opts.staleMs ? 'STALE' : 'OK';
     if (status === this.current) return;
     this.current = status;
-    this.opts.changed(status);
+    for (const l of this.listeners) l.feedChanged(status);
   }
 }

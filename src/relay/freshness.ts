@@ -1,5 +1,8 @@
 import type { FreshnessMessage, PublisherStaleReason, StaleReason } from '../odds/messages.js';
-import type { FreshnessHandler, SourceFreshness, SourceReason } from '../bus/types.js';
+import type { Bus, FreshnessHandler, SourceFreshness, SourceReason } from '../bus/types.js';
+import type { Book } from '../odds/book.js';
+import type { ReadModel } from '../refdata/model.js';
+import type { Component } from '../lib/component.js';
 
 /** The liveness interval a publisher connection may declare (`/ingest?live=`), in ms; REST keys and the simulator take the default. */
 export const LIVENESS = { min: 1000, max: 60000, default: 5000 } as const;
@@ -67,15 +70,40 @@ interface Entry {
   shared: SourceReason | undefined | null;
 }
 
-export interface FreshnessDeps {
-  /** Told of every market whose state changed, once per change (the broadcaster's state path). */
-  changed(msg: FreshnessMessage): void;
-  /** Tells other pods the state of markets this pod's publishers feed (the bus; nothing with one process). */
-  share(states: SourceFreshness[]): void;
-  /** Whether a market exists here (the read model, or an image in the book): other pods' reports of others are dropped. */
+/** Told of every market whose state changed, once per change: the broadcaster's state path, to the market's subscribers. */
+export interface FreshnessListener {
+  publishState(msg: FreshnessMessage): void;
+}
+
+/** The markets this pod knows of. */
+export interface MarketsHere {
+  /** Whether a market exists here: other pods' reports of others are dropped. */
   known(mid: string): boolean;
   /** Every market with an image here: all of them are stale while the bus is down. */
   held(): Iterable<string>;
+}
+
+/** The markets of the read model, and those with an image in the book. */
+export class KnownMarkets implements MarketsHere {
+  constructor(
+    private readonly model: Pick<ReadModel, 'typeOf'>,
+    private readonly book: Pick<Book, 'get' | 'values'>,
+  ) {}
+
+  known(mid: string): boolean {
+    return this.model.typeOf(mid) !== undefined || this.book.get(mid) !== undefined;
+  }
+
+  *held(): Iterable<string> {
+    for (const e of this.book.values()) yield e.mid;
+  }
+}
+
+export interface FreshnessDeps {
+  listener: FreshnessListener;
+  /** Tells other pods the state of markets this pod's publishers feed (nothing with one process). */
+  bus: Pick<Bus, 'shareFreshness'>;
+  markets: MarketsHere;
   now?: () => number;
 }
 
@@ -86,12 +114,13 @@ const isRemote = (o: Entry['owner']): o is Remote => o !== undefined && !(o inst
  * Its inputs are publishers' liveness (their edges call `heard`, `closed`), what ingest made of
  * each odds and stale item (`fed`, `marked`, `refused`), the bus (`busDown`), and, with several
  * pods, the states other pods report for markets their publishers feed (`reported`) and which
- * pods fell silent (`pod`). Each change of a market goes out once, at once, through `changed`.
+ * pods fell silent (`pod`). Each change of a market goes out once, at once, to its `FreshnessListener`.
  * It holds one entry per market known here that was fed, stale, or held while the bus was down,
  * forgets a market the read model deletes, and one feeder per open publisher connection and per
  * REST key that posted.
  */
-export class Freshness implements FreshnessHandler {
+export class Freshness implements FreshnessHandler, Component {
+  readonly name = 'freshness';
   private readonly entries = new Map<string, Entry>();
   /** Open connections, REST keys and the simulator, checked for silence. */
   private readonly feeders = new Set<Feeder>();
@@ -162,7 +191,7 @@ export class Freshness implements FreshnessHandler {
   busDown(down: boolean): void {
     if (down === this.busIsDown) return;
     this.busIsDown = down;
-    for (const mid of this.deps.held()) this.entry(mid);
+    for (const mid of this.deps.markets.held()) this.entry(mid);
     for (const e of this.entries.values()) this.update(e);
   }
 
@@ -179,7 +208,7 @@ export class Freshness implements FreshnessHandler {
   /** Another pod's publishers feed these markets, in these states: that pod feeds them from now on. */
   reported(pod: string, states: readonly SourceFreshness[]): void {
     for (const s of states) {
-      if (!this.deps.known(s.mid)) continue;
+      if (!this.deps.markets.known(s.mid)) continue;
       const e = this.entry(s.mid);
       if (!isRemote(e.owner) || e.owner.pod !== pod) {
         this.disown(e);
@@ -288,7 +317,7 @@ export class Freshness implements FreshnessHandler {
       e.why = why;
       // A remote report keeps its pod's time when it is what is shown; any other change begins now.
       e.at = isRemote(e.owner) && why === e.owner.why ? e.owner.at : this.now();
-      this.deps.changed(why ? { op: 'freshness', mid: e.mid, live: false, why, at: e.at } : { op: 'freshness', mid: e.mid, live: true, at: e.at });
+      this.deps.listener.publishState(why ? { op: 'freshness', mid: e.mid, live: false, why, at: e.at } : { op: 'freshness', mid: e.mid, live: true, at: e.at });
     }
     if (e.owner instanceof Feeder && source !== e.shared) {
       e.shared = source;
@@ -303,7 +332,7 @@ export class Freshness implements FreshnessHandler {
       queueMicrotask(() => {
         const states = [...this.pending!.values()];
         this.pending = undefined;
-        if (states.length) this.deps.share(states);
+        if (states.length) this.deps.bus.shareFreshness(states);
       });
     }
     this.pending.set(s.mid, s);

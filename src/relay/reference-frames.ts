@@ -27,6 +27,11 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
   return before ? before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned : !unsettled(after);
 }
 
+/** Told of each market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
+export interface NewMarkets {
+  appeared(mid: string, eid: number, si: number): void;
+}
+
 /**
  * Turns committed reference changes into frames for subscribers: `market`
  * when state moves, `result` when a result appears or changes, and, once a
@@ -35,8 +40,14 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
  * it replaced), so every pod tells its own sockets and nothing is silent.
  */
-export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: number, si: number) => void): (changes: ModelChange[]) => void {
-  return (changes) => {
+export class ReferenceFrames {
+  constructor(
+    private readonly bc: Broadcaster,
+    private readonly filters: NewMarkets,
+  ) {}
+
+  changed(changes: readonly ModelChange[]): void {
+    const { bc, filters } = this;
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
@@ -47,9 +58,9 @@ export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: nu
         marketFrames(bc, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
         if (!c.after.concluded) {
-          if (!c.before) appeared(id, eventId, sportId);
+          if (!c.before) filters.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
-            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) appeared(n.id, eventId, sportId);
+            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) filters.appeared(n.id, eventId, sportId);
           }
         }
         if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
@@ -60,5 +71,5 @@ export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: nu
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.
     if (concluded.length) bc.detachEverywhere(concluded);
-  };
+  }
 }

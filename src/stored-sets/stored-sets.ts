@@ -5,7 +5,7 @@ import { notice } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Hub, SessionWatcher } from '../hub/hub.js';
 import { variant, type Session } from '../hub/session.js';
-import type { Bus, ClientOp } from '../bus/types.js';
+import type { Bus, ClientHandler, ClientOp } from '../bus/types.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
@@ -34,7 +34,7 @@ const BATCH = 1000;
  * through the bus. Postgres changes first, so a refused or failed change
  * leaves sockets as they were.
  */
-export class StoredSets implements SessionWatcher {
+export class StoredSets implements SessionWatcher, ClientHandler {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
   private pending = new Map<string, { mids: Promise<string[]>; ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
@@ -45,18 +45,18 @@ export class StoredSets implements SessionWatcher {
 
   async subscribe(client: string, mids: readonly string[]): Promise<void> {
     await this.db(addMarkets(this.deps.pool, client, mids, this.deps.maxStored));
-    this.apply('attach', client, [...mids]);
+    this.client('attach', client, [...mids]);
     this.deps.bus.publishClient('attach', client, mids);
   }
 
   async unsubscribe(client: string, mids: readonly string[]): Promise<void> {
     await this.db(removeMarkets(this.deps.pool, client, mids));
-    this.apply('detach', client, [...mids]);
+    this.client('detach', client, [...mids]);
     this.deps.bus.publishClient('detach', client, mids);
   }
 
-  /** A change made on this pod or another: this pod's sockets of the client follow it. */
-  apply(op: ClientOp, client: string, mids: string[]): void {
+  /** A change made on this pod or another (the bus's `ClientHandler`): this pod's sockets of the client follow it. */
+  client(op: ClientOp, client: string, mids: string[]): void {
     this.cache.delete(client);
     for (const s of this.deps.hub.clientSessions(client)) {
       if (this.loading.has(s)) this.loading.set(s, true);

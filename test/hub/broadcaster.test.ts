@@ -72,7 +72,7 @@ function setup() {
   const states = new MarketStates();
   const metrics = new OddsMetrics(new Registry());
   const log = createLogger('error', false, () => undefined);
-  const bc = new Broadcaster({ topics, hub, book, states, metrics, log, feed: { status: 'OK' } });
+  const bc = new Broadcaster({ topics, hub, book, states, metrics, log });
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }, metrics, log });
   hub.watch(bc);
   let id = 0;

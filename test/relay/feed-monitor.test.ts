@@ -8,7 +8,8 @@ import { Client, image } from '../helpers/ws.js';
 function monitor(staleMs = 1000) {
   let now = 0;
   const changes: FeedStatus[] = [];
-  const m = new FeedMonitor({ staleMs, changed: (s) => changes.push(s), now: () => now });
+  const m = new FeedMonitor({ staleMs, now: () => now });
+  m.listen({ feedChanged: (s) => changes.push(s) });
   return { m, changes, advance: (ms: number) => { now += ms; m.evaluate(); } };
 }
 

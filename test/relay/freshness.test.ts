@@ -19,10 +19,9 @@ function tracker(held: string[] = []) {
   const told: FreshnessMessage[] = [];
   const shared: SourceFreshness[][] = [];
   const f = new Freshness({
-    changed: (msg) => told.push(msg),
-    share: (states) => shared.push(states),
-    known: (mid) => /^1\.\d$/.test(mid),
-    held: () => held,
+    listener: { publishState: (msg) => told.push(msg) },
+    bus: { shareFreshness: (states) => shared.push([...states]) },
+    markets: { known: (mid) => /^1\.\d$/.test(mid), held: () => held },
     now: () => now,
   });
   const advance = (ms: number) => {

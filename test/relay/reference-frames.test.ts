@@ -1,5 +1,5 @@
 import t from 'tap';
-import { referenceFrames } from '../../src/relay/reference-frames.js';
+import { ReferenceFrames } from '../../src/relay/reference-frames.js';
 import type { Broadcaster } from '../../src/hub/broadcaster.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 import type { Market, MarketResult } from '../../src/refdata/types.js';
@@ -13,7 +13,8 @@ function recorder() {
     forgetState: (mid: string) => calls.push(['forget', mid]),
     detachEverywhere: (mids: string[]) => calls.push(['detach', mids]),
   } as unknown as Broadcaster;
-  return { calls, appeared, frames: referenceFrames(bc, (...a) => appeared.push(a)) };
+  const frames = new ReferenceFrames(bc, { appeared: (mid, eid, si) => void appeared.push([mid, eid, si]) });
+  return { calls, appeared, frames: (changes: Parameters<ReferenceFrames['changed']>[0]) => frames.changed(changes) };
 }
 
 const market = (over: Partial<Market> = {}): Market =>
