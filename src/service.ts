@@ -20,6 +20,8 @@ import { Freshness } from './relay/freshness.js';
 import { referenceFrames } from './relay/reference-frames.js';
 import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
+import { KeyQueues } from './ingest/lane.js';
+import { LoopDelay } from './lib/loop-delay.js';
 import { validateOdds } from './ingest/validate-odds.js';
 import { OutsideFeeds } from './ingest/outside.js';
 import { createApp } from './http/app.js';
@@ -92,7 +94,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     held: () => [...book.values()].map((e) => e.mid),
   });
   new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
-  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
+  const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
+  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, (keyId) => hub.revoke(keyId, () => authMetrics.revokedCloses.inc()), failedKeys);
   const storedSets = new StoredSets({
@@ -104,6 +107,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   hub.watch(bc);
   hub.watch(sweeper);
   hub.watch(storedSets);
+  bc.watchSends(sweeper);
   const hosts = new HostPolicy(config.allowedHosts);
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
@@ -158,6 +162,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerIngest(app, router, {
     ingest, freshness, auth, hub, gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
+    maxQueuedBytes: config.ingestQueueBytes, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
   registerDocs(router);
   registerWeb(app, hosts);
@@ -176,6 +181,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       },
       started: () => {
         sweeper.start();
+        loop.start();
         monitor.start();
         freshness.start();
         return config.simulator
@@ -186,6 +192,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       publishers: () => hub.drainPublishers(),
       closeSockets: () => {
         sweeper.stop();
+        loop.stop();
         monitor.stop();
         freshness.stop();
         bc.stop();
