@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { decodeServerProto } from '../../src/odds/codec.js';
 import { variant } from '../../src/hub/session.js';
 import { rig } from './fakes.js';
@@ -138,4 +139,44 @@ t.test('freshness: to every variant at once; after a subscribe\'s image only whi
   const after = open();
   bc.attach(after.s, ['m'], variant('json'));
   t.same(after.conn.messages().map((m) => m.op), ['odds'], 'live again: a subscribe gets the image alone');
+});
+
+/** Waits for a condition the fakes' timers make true, failing with `what` past the bound. */
+async function until(t: Test, ok: () => boolean, what: string, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  t.pass(what);
+}
+
+t.test('sockets asking a hundred different intervals share the few variants of their presets: one encoding per frame', async (t) => {
+  const { topics, bc, open, put, publish } = setup();
+  publish(put('m', 2, undefined, 10));
+  const socks = Array.from({ length: 100 }, (_, i) => {
+    const x = open('proto');
+    bc.attach(x.s, ['m'], variant('proto', 0, 100 + i, true));
+    return x;
+  });
+  topics.published.length = 0;
+  publish(put('m', 2.1, undefined, 10));
+  publish(put('m', 2.2, undefined, 10));
+  await until(t, () => socks.every((x) => x.conn.frames.length === 2), 'every socket\'s conflated frame');
+  t.same(new Set(topics.published.map((p) => p.topic)), new Set(['p0.100d/m', 'p0.200d/m']), 'two presets, two topics, for 100 intervals');
+  t.equal(topics.published.length, 2, 'one publish each');
+  t.match(decodeServerProto(socks[99].conn.frames[1] as Uint8Array), { op: 'delta', seq: 3, from: 1 }, 'a delta from the image each holds');
+});
+
+t.test('a conflated delta is encoded once per base: variants holding the same image share the very same bytes', async (t) => {
+  const { bc, open, put, publish } = setup();
+  publish(put('m', 2, undefined, 10));
+  const fast = open('proto');
+  const slow = open('proto');
+  bc.attach(fast.s, ['m'], variant('proto', 0, 100, true));
+  bc.attach(slow.s, ['m'], variant('proto', 0, 200, true));
+  publish(put('m', 2.1, undefined, 10));
+  await until(t, () => fast.conn.frames.length === 2 && slow.conn.frames.length === 2, 'both intervals\' frames');
+  t.equal(fast.conn.frames[1], slow.conn.frames[1], 'one encoding of the delta from seq 1 to seq 2, not one per interval');
+  t.match(decodeServerProto(slow.conn.frames[1] as Uint8Array), { op: 'delta', seq: 2, from: 1 });
 });

@@ -65,8 +65,12 @@ export class FakeConn implements Conn {
   }
 }
 
-export const img = (mid: string, price: number): OddsImage => ({
-  mid, ts: 1, st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 1], [price - 0.01, 2]], l: [[price + 0.01, 3]] }],
+/** An image whose first runner is at `price`; the others, if any, never move (so a delta is smaller than the image). */
+export const img = (mid: string, price: number, runners = 1): OddsImage => ({
+  mid, ts: 1, st: 'OPEN', ip: true, r: Array.from({ length: runners }, (_, i) => {
+    const p = i === 0 ? price : 3 + i;
+    return { rid: i + 1, st: 'ACTIVE', b: [[p, 1], [p - 0.01, 2]], l: [[p + 0.01, 3]] };
+  }),
 });
 
 let nextId = 0;
@@ -95,7 +99,7 @@ export function rig(limits: SweepLimits = { slowBytes: 1000, maxBytes: 1_000_000
     };
     return { s, conn };
   };
-  const put = (mid: string, price: number): BookEntry => book.put('e', book.next(mid, 'e'), Date.now(), img(mid, price))!;
+  const put = (mid: string, price: number, pt = Date.now(), runners = 1): BookEntry => book.put('e', book.next(mid, 'e'), pt, img(mid, price, runners))!;
   /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
   const publish = (entry: BookEntry) => {
     bc.publish(entry);
