@@ -76,7 +76,7 @@ export type FilterKind = 'events' | 'sports';
  * A subscriber socket and the one owner of its state: what it takes, its
  * filters, whether it is behind, when it was last sent a frame, and so which
  * uWS topics it is on. It is on `topicOf(v, mid)` for each market it takes,
- * exactly while it is not behind and not closed; every change goes through
+ * exactly while it is not behind and not closing; every change goes through
  * `sync`, so the topics never drift from what it holds. The hub indexes
  * sessions, the broadcaster sends through them, the sweep decides when one
  * falls behind or catches up; none of them writes a session's fields.
@@ -86,6 +86,8 @@ export class Session {
   private readonly filters: Record<FilterKind, Map<number, Variant>> = { events: new Map(), sports: new Map() };
   private behind: (Lag & { lost: Set<string> }) | undefined;
   private lastSend = Date.now();
+  /** Set when the server closes it: off its topics, so no frame follows its close frame. */
+  private ending = false;
   private ended = false;
 
   constructor(
@@ -200,7 +202,9 @@ export class Session {
   }
 
   end(code: number, reason: string): void {
-    if (!this.ended) this.conn.end(code, reason);
+    if (this.ended || this.ending) return;
+    this.resync(() => (this.ending = true));
+    this.conn.end(code, reason);
   }
 
   /** uWS closed it: from now on nothing is sent and no topic changes (uWS throws on a closed socket). */
@@ -211,7 +215,7 @@ export class Session {
   /** The topic it should be on for a market, derived from what it takes and whether it is behind. */
   private topic(mid: string): string | undefined {
     const v = this.subs.get(mid);
-    return v && !this.behind ? topicOf(v, mid) : undefined;
+    return v && !this.behind && !this.ending ? topicOf(v, mid) : undefined;
   }
 
   /** The one place its uWS topics change: from the topic it was on for `mid` to the one it should be on now. */

@@ -84,6 +84,16 @@ t.test('closed, it sends nothing and changes no topic (uWS throws on a closed so
   t.equal(conn.closedWith, undefined, 'no second close');
 });
 
+t.test('closed by the server, it leaves its topics first: no frame may follow its close frame', async (t) => {
+  const { topics, conn, s } = open();
+  s.take('a', variant('json'));
+  s.end(4008, 'slow consumer');
+  t.same(topics.of(conn), [], 'off every market topic');
+  t.equal(conn.closedWith, 4008);
+  s.take('b', variant('json'));
+  t.same(topics.of(conn), [], 'and joins none while its close completes');
+});
+
 t.test('a send is noted as its last frame, for heartbeats', async (t) => {
   const { conn, s } = open();
   const before = s.lastSendAt;
