@@ -9,6 +9,7 @@ import { PublisherBatches, type Ingest, type IngestResult, type PublisherKey } f
 import { Lane, type Batch, type KeyQueues } from '../ingest/lane.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
+import { peekId } from './peek.js';
 import type { Router } from './router.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 
@@ -118,8 +119,11 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       };
       let batch: Batch;
       try {
-        // The message buffer is only valid during this callback: decode it now.
-        batch = decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
+        // The message buffer is only valid during this callback: decode it now, unless the lane
+        // is full, when it is refused unread (by its id, peeked) in its place.
+        batch = state.lane!.full(data.byteLength)
+          ? { id: isBinary ? 0 : peekId(data, false), data: undefined, bytes: data.byteLength }
+          : decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
       } catch (err) {
         return reply(refusal(0, known(err, log, 'ingest')));
       }

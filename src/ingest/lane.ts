@@ -102,6 +102,15 @@ export class Lane<B extends Batch = Batch> {
     });
   }
 
+  /**
+   * Whether a batch of `bytes` would be refused for this connection's bounds now: the socket
+   * then answers it without decoding it, so a publisher past its bound costs no memory.
+   */
+  full(bytes: number): boolean {
+    const inFlight = this.queue.length + (this.running ? 1 : 0);
+    return this.closing !== undefined || inFlight >= this.limits.maxInFlight || (this.bytes > 0 && this.bytes + bytes > this.limits.maxBytes);
+  }
+
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
   close(): Promise<void> {
     this.closing ??= errors.shuttingDown();
