@@ -20,7 +20,7 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { startEmbedded } from '../src/db/embedded.js';
 import { createLogger } from '../src/log.js';
-import { envList, envNumber, envNumbers } from './lib/common.js';
+import { envList, envNumber, envNumbers } from './lib/env.js';
 import { startNats } from './lib/nats.js';
 import { crossPodLag, type LagRow } from './cluster-lag.js';
 

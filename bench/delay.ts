@@ -17,7 +17,14 @@
  * replay per server), DELAY_WARMUP (2 s of replay first, not counted).
  */
 import WebSocket from 'ws';
-import { Histogram, Noise, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, runMain, sleep, waitQuiet, writeResults, type Server } from './lib/common.js';
+import { pinLoadGenerator } from './lib/cores.js';
+import { envNumber } from './lib/env.js';
+import { machine } from './lib/proc.js';
+import { Noise, waitQuiet } from './lib/quiet.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain, sleep } from './lib/run.js';
+import { type Server } from './lib/server.js';
+import { Histogram } from './lib/statistics.js';
 import { prepareDatabase } from './lib/data.js';
 import { startUnderTest } from './fanout/rig.js';
 import { Ingest } from './scale/market.js';

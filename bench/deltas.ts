@@ -17,7 +17,12 @@
 import WebSocket from 'ws';
 import { Book, FORMATS, type Format, type Frame } from '../src/odds/book.js';
 import type { OddsImage } from '../src/odds/messages.js';
-import { cpuMicros, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, runMain, sleep, startServer, writeResults } from './lib/common.js';
+import { pinLoadGenerator } from './lib/cores.js';
+import { envNumber } from './lib/env.js';
+import { cpuMicros, machine } from './lib/proc.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain, sleep } from './lib/run.js';
+import { startServer } from './lib/server.js';
 import { prepareDatabase } from './lib/data.js';
 import { LadderMarket, postIngest, publishChanges } from './lib/ladders.js';
 

@@ -23,10 +23,14 @@ import { WebSocketServer } from 'ws';
 import { Burst } from '../test/exchange/esa-burst.js';
 import { APP_KEY, EsaServer, SESSION, TEST_CA_FILE } from '../test/exchange/esa-server.js';
 import { matchOdds, writeRecording } from '../test/exchange/fixtures.js';
-import { cpuMicros, DIST, envNumber, envNumbers, fmt, log, machine, mdTable, runMain, writeResults } from './lib/common.js';
+import { envNumber, envNumbers } from './lib/env.js';
+import { DIST } from './lib/paths.js';
+import { cpuMicros, machine } from './lib/proc.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain } from './lib/run.js';
 
 const SETTINGS = Object.freeze({
-  rates: envNumbers('BENCH_RATES', [25_000, 50_000, 100_000]),
+  rates: Object.freeze(envNumbers('BENCH_RATES', [25_000, 50_000, 100_000])),
   seconds: envNumber('BENCH_SECONDS', 10),
   markets: envNumber('BENCH_MARKETS', 500),
   dayMarkets: envNumber('BENCH_DAY_MARKETS', 200),

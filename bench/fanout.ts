@@ -15,7 +15,11 @@
  * phases: fanout/run.ts; the report: fanout/report.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { fmt, log, machine, pinLoadGenerator, runMain, startServer, writeResults, type Pinning } from './lib/common.js';
+import { pinLoadGenerator, type Pinning } from './lib/cores.js';
+import { machine } from './lib/proc.js';
+import { fmt, writeResults } from './lib/report.js';
+import { log, runMain } from './lib/run.js';
+import { startServer } from './lib/server.js';
 import { fanoutMarkets, prepareDatabase, seed, type Database } from './lib/data.js';
 import type { Market } from './fanout/publisher.js';
 import { commonHeld, report } from './fanout/report.js';

@@ -18,7 +18,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DIST, RESULTS, fmt, log, machine, mdTable, runMain, writeResults } from './lib/common.js';
+import { DIST, RESULTS } from './lib/paths.js';
+import { machine } from './lib/proc.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, runMain } from './lib/run.js';
 import { prepareDatabase } from './lib/data.js';
 
 const REST_DEFAULTS: Record<string, string> = {
@@ -49,6 +52,127 @@ function run(script: string, env: NodeJS.ProcessEnv): Promise<void> {
 const readJson = (name: string): any => JSON.parse(readFileSync(join(RESULTS, `${name}.json`), 'utf8'));
 const x = (v: number, suffix = 'x') => (Number.isFinite(v) ? `${v.toFixed(1)}${suffix}` : '–');
 const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(0)}%` : '–');
+/** A ratio to a run's best held rate; the JSON keeps one no paced step held as null. */
+const held = (v: number | null) => (v !== null && Number.isFinite(v) ? `${v.toFixed(2)}x` : '–');
+
+/** The headline table as it is built: a row per measure, and notes on what went wrong. */
+interface Table {
+  rows: string[][];
+  notes: string[];
+}
+
+/** REST: req/s and CPU per request of each route, against each other server. */
+function restRows(rest: any, { rows, notes }: Table): void {
+  for (const route of rest.settings.routes as string[]) {
+    const r = rest.summary[route];
+    const what = `REST \`${route}\` (${route.endsWith('-miss') ? 'cache miss' : route === 'health' ? 'no data' : 'cached'})`;
+    rows.push([`${what}: req/s`, fmt(r.service.reqPerSec), x(r.xBaseline), x(r.xFastify), pct(r.ofCeiling)]);
+    rows.push([`${what}: CPU µs/request`, r.service.cpuUsPerReq.toFixed(1), x(r.cpuXBaseline), x(r.cpuXFastify), pct(r.cpuOfCeiling)]);
+    for (const [peer, same] of Object.entries(r.identical as Record<string, string>)) {
+      if (!same.startsWith('10/10')) notes.push(`${peer} did not answer \`${route}\` with the service's bytes: ${same}`);
+    }
+  }
+}
+
+/** Fan-out ramps: the highest rate held and the CPU per delivery, at one rate and each at its own best. */
+function rampRows(fanout: any, { rows }: Table): void {
+  type Ratio = {
+    sockets: number; format: string; vs: string; present: boolean; referenceRate: number; heldRatio: number; cpuRatio: number; cpuAtMaxRatio: number; serviceCpuNs: number;
+  };
+  const ratios = fanout.ratios as Ratio[];
+  const held = (impl: string, format: string, n: number) => fanout.results.find((r: any) => r.impl === impl && r.format === format && r.sockets === n)?.maxHeld;
+  for (const n of fanout.settings.sockets as number[]) {
+    for (const format of [...new Set(ratios.filter((r) => r.sockets === n && r.present).map((r) => r.format))]) {
+      const of = (vs: string) => ratios.find((r) => r.sockets === n && r.format === format && r.vs === vs && r.present);
+      const any = ratios.find((r) => r.sockets === n && r.format === format)!;
+      const m = held('service', format, n);
+      const what = `fan-out ${format}, ${fmt(n)} sockets`;
+      rows.push([`${what}: max held deliveries/s`, m ? fmt(m.deliveriesPerSec) : 'none', x(of('baseline')?.heldRatio ?? NaN), x(of('socketio')?.heldRatio ?? NaN), pct(of('ceiling')?.heldRatio ?? NaN)]);
+      rows.push([`${what}: CPU ns/delivery at ${fmt(any.referenceRate)}/s`, fmt(any.serviceCpuNs), x(of('baseline')?.cpuRatio ?? NaN), x(of('socketio')?.cpuRatio ?? NaN), pct(of('ceiling')?.cpuRatio ?? NaN)]);
+      rows.push([`${what}: CPU ns/delivery, each at its max held`, m ? fmt(m.cpuNsPerDelivery) : '–', x(of('baseline')?.cpuAtMaxRatio ?? NaN), x(of('socketio')?.cpuAtMaxRatio ?? NaN), pct(of('ceiling')?.cpuAtMaxRatio ?? NaN)]);
+    }
+  }
+}
+
+/** The firehose: deliveries/s against each server's, as a share of its own best held rate, and the newest-image check. */
+function firehoseRows(fanout: any, { rows, notes }: Table): void {
+  type Firehose = {
+    sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number | null; framesPerWrite: number | null; acksPerSec: number; refused: number;
+    ackMeanMs: number; newestStale: number; newestChecked: number; closedSockets: number;
+  };
+  const firehoses = (fanout.firehoses ?? []) as Firehose[];
+  for (const n of [...new Set(firehoses.map((f) => f.sockets))]) {
+    for (const format of [...new Set(firehoses.filter((f) => f.sockets === n).map((f) => f.format))]) {
+      const of = (impl: string) => firehoses.find((f) => f.sockets === n && f.format === format && f.impl === impl);
+      const s = of('service');
+      if (!s) continue;
+      const vs = (impl: string) => (of(impl) ? s.deliveriesPerSec / of(impl)!.deliveriesPerSec : NaN);
+      const what = `fan-out firehose ${format}, ${fmt(n)} sockets`;
+      rows.push([`${what}: deliveries/s`, fmt(s.deliveriesPerSec), x(vs('baseline')), x(vs('socketio')), pct(vs('ceiling'))]);
+      rows.push([`${what}: of its own best held rate (target ≥ 0.9x for the service)`, held(s.ofBestHeld),
+        ...['baseline', 'socketio', 'ceiling'].map((impl) => (of(impl) ? `${held(of(impl)!.ofBestHeld)} (its own)` : '–'))]);
+      rows.push([`${what}: frames per write system call · acks/s (refused) · mean ack delay · newest image`,
+        `${s.framesPerWrite === null ? '–' : s.framesPerWrite.toFixed(1)} · ${fmt(s.acksPerSec)} (${fmt(s.refused)}) · ${s.ackMeanMs.toFixed(0)} ms · ` +
+          (s.newestStale || s.closedSockets ? `${fmt(s.newestStale)} of ${fmt(s.newestChecked)} stale, ${fmt(s.closedSockets)} sockets closed` : 'newest everywhere'), '', '', '']);
+      for (const impl of ['baseline', 'socketio', 'ceiling']) {
+        const o = of(impl);
+        if (o && (o.newestStale || o.closedSockets)) notes.push(`in the firehose at ${fmt(n)} sockets, ${impl} left ${fmt(o.newestStale)} of ${fmt(o.newestChecked)} (socket, market) pairs on an old image (${fmt(o.closedSockets)} sockets closed)`);
+      }
+    }
+  }
+}
+
+/** Mixed subscriptions against plain ones, CPU per frame delivered. */
+function mixedRows(fanout: any, { rows, notes }: Table): void {
+  type Mixed = { sockets: number; cpuRatio: number; refused: number; plain: { cpuNsPerDelivery: number; deliveriesPerSec: number }; mixed: { cpuNsPerDelivery: number; deliveriesPerSec: number } };
+  for (const m of (fanout.mixed ?? []) as Mixed[]) {
+    rows.push([`mixed subscriptions, ${fmt(m.sockets)} sockets: CPU ns per frame delivered, mixed ÷ plain (target ≤ 1.3x)`,
+      `${fmt(m.mixed.cpuNsPerDelivery)} ÷ ${fmt(m.plain.cpuNsPerDelivery)} = ${m.cpuRatio.toFixed(2)}x (${fmt(m.mixed.deliveriesPerSec)} and ${fmt(m.plain.deliveriesPerSec)} deliveries/s)`, '', '', '']);
+    if (m.refused) notes.push(`the service refused ${m.refused} mixed subscribe requests`);
+  }
+}
+
+/** Bytes and CPU per delivery of each encoding. */
+function bandwidthRows(fanout: any, { rows }: Table): void {
+  type Band = { sockets: number; format: string; referenceRate: number; maxHeld: number | null; bytesPerDelivery: number; cpuNsPerDelivery: number };
+  const bands = fanout.bandwidth as Band[];
+  const encoding: Record<string, string> = { json: 'JSON', proto: 'protobuf', deflate: 'JSON + permessage-deflate' };
+  for (const b of bands) {
+    const json = bands.find((j) => j.sockets === b.sockets && j.format === 'json');
+    const versus = json && b.format !== 'json'
+      ? ` (${pct(b.bytesPerDelivery / json.bytesPerDelivery)} of JSON's bytes, ${x(b.cpuNsPerDelivery / json.cpuNsPerDelivery)} its CPU)` : '';
+    rows.push([`bandwidth, ${encoding[b.format]}, ${fmt(b.sockets)} sockets: bytes · CPU ns per delivery at ${fmt(b.referenceRate)}/s`,
+      `${b.bytesPerDelivery.toFixed(0)} B · ${fmt(b.cpuNsPerDelivery)} ns${versus}`, '', '', '']);
+  }
+}
+
+/** Deltas against images: bytes per change and CPU per delivery. */
+function deltaRows({ rows }: Table): void {
+  type DeltaBytes = { runners: number; format: string; depth: number; ratio: number };
+  type DeltaCpu = { format: string; delta: boolean; cpuNsPerDelivery: number };
+  const deltas = readJson('deltas') as { bytes: DeltaBytes[]; cpu: DeltaCpu[] };
+  const encodings: Record<string, string> = { json: 'JSON', proto: 'protobuf' };
+  for (const format of ['json', 'proto']) {
+    for (const depth of [10, 3]) {
+      const shapes = deltas.bytes.filter((b) => b.format === format && b.depth === depth).map((b) => `${b.ratio.toFixed(3)}x (${b.runners} runners)`);
+      rows.push([`deltas, ${encodings[format]}, depth ${depth}: bytes per change, delta ÷ image (target ≤ ${depth === 10 ? '0.15' : '0.25'}x)`, shapes.join(' · '), '', '', '']);
+    }
+    const of = (delta: boolean) => deltas.cpu.find((c) => c.format === format && c.delta === delta)!;
+    rows.push([`deltas, ${encodings[format]}: server CPU ns per delivery, deltas ÷ images at one rate (target ≤ 1x)`,
+      `${fmt(of(true).cpuNsPerDelivery)} ÷ ${fmt(of(false).cpuNsPerDelivery)} = ${(of(true).cpuNsPerDelivery / of(false).cpuNsPerDelivery).toFixed(2)}x`, '', '', '']);
+  }
+}
+
+/** Exchange-to-socket delay, the service against the ceiling. */
+function delayRow({ rows }: Table): void {
+  type DelayRow = { impl: string; fromSource: { p50: number; p99: number; max: number } };
+  const delay = readJson('delay') as { settings: { sockets: number }; shape: { changesPerSecond: number }; rows: DelayRow[]; adds: { p50: number; p99: number } };
+  const at = (impl: string) => delay.rows.find((r) => r.impl === impl)!.fromSource;
+  const ms = (r: { p50: number; p99: number; max: number }) => `${r.p50.toFixed(1)} · ${r.p99.toFixed(1)} · ${r.max.toFixed(1)} ms`;
+  rows.push([`exchange-to-socket delay, ${fmt(delay.settings.sockets)} subscribers, a recorded-shape market at its pace (${delay.shape.changesPerSecond} changes/s): p50 · p99 · max`,
+    ms(at('service')), '', '', `ceiling ${ms(at('ceiling'))}; the service adds ${delay.adds.p50.toFixed(1)} ms at p50, ${delay.adds.p99.toFixed(1)} ms at p99`]);
+
+}
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -74,103 +198,19 @@ async function main(): Promise<void> {
 
   const rest = readJson(restEnv.BENCH_RESULTS_NAME!);
   const fanout = readJson(fanoutEnv.BENCH_RESULTS_NAME!);
-  const rows: string[][] = [];
-  const notes: string[] = [];
-
-  for (const route of rest.settings.routes as string[]) {
-    const r = rest.summary[route];
-    const what = `REST \`${route}\` (${route.endsWith('-miss') ? 'cache miss' : route === 'health' ? 'no data' : 'cached'})`;
-    rows.push([`${what}: req/s`, fmt(r.service.reqPerSec), x(r.xBaseline), x(r.xFastify), pct(r.ofCeiling)]);
-    rows.push([`${what}: CPU µs/request`, r.service.cpuUsPerReq.toFixed(1), x(r.cpuXBaseline), x(r.cpuXFastify), pct(r.cpuOfCeiling)]);
-    for (const [peer, same] of Object.entries(r.identical as Record<string, string>)) {
-      if (!same.startsWith('10/10')) notes.push(`${peer} did not answer \`${route}\` with the service's bytes: ${same}`);
-    }
-  }
-
-  type Ratio = {
-    sockets: number; format: string; vs: string; present: boolean; referenceRate: number; heldRatio: number; cpuRatio: number; cpuAtMaxRatio: number; serviceCpuNs: number;
-  };
-  const ratios = fanout.ratios as Ratio[];
-  const held = (impl: string, format: string, n: number) => fanout.results.find((r: any) => r.impl === impl && r.format === format && r.sockets === n)?.maxHeld;
-  for (const n of fanout.settings.sockets as number[]) {
-    for (const format of [...new Set(ratios.filter((r) => r.sockets === n && r.present).map((r) => r.format))]) {
-      const of = (vs: string) => ratios.find((r) => r.sockets === n && r.format === format && r.vs === vs && r.present);
-      const any = ratios.find((r) => r.sockets === n && r.format === format)!;
-      const m = held('service', format, n);
-      const what = `fan-out ${format}, ${fmt(n)} sockets`;
-      rows.push([`${what}: max held deliveries/s`, m ? fmt(m.deliveriesPerSec) : 'none', x(of('baseline')?.heldRatio ?? NaN), x(of('socketio')?.heldRatio ?? NaN), pct(of('ceiling')?.heldRatio ?? NaN)]);
-      rows.push([`${what}: CPU ns/delivery at ${fmt(any.referenceRate)}/s`, fmt(any.serviceCpuNs), x(of('baseline')?.cpuRatio ?? NaN), x(of('socketio')?.cpuRatio ?? NaN), pct(of('ceiling')?.cpuRatio ?? NaN)]);
-      rows.push([`${what}: CPU ns/delivery, each at its max held`, m ? fmt(m.cpuNsPerDelivery) : '–', x(of('baseline')?.cpuAtMaxRatio ?? NaN), x(of('socketio')?.cpuAtMaxRatio ?? NaN), pct(of('ceiling')?.cpuAtMaxRatio ?? NaN)]);
-    }
-  }
-
-  type Firehose = {
-    sockets: number; impl: string; format: string; deliveriesPerSec: number; ofBestHeld: number; framesPerWrite: number | null; acksPerSec: number; refused: number;
-    ackMeanMs: number; newestStale: number; newestChecked: number; closedSockets: number;
-  };
-  const firehoses = (fanout.firehoses ?? []) as Firehose[];
-  for (const n of [...new Set(firehoses.map((f) => f.sockets))]) {
-    for (const format of [...new Set(firehoses.filter((f) => f.sockets === n).map((f) => f.format))]) {
-      const of = (impl: string) => firehoses.find((f) => f.sockets === n && f.format === format && f.impl === impl);
-      const s = of('service');
-      if (!s) continue;
-      const vs = (impl: string) => (of(impl) ? s.deliveriesPerSec / of(impl)!.deliveriesPerSec : NaN);
-      const what = `fan-out firehose ${format}, ${fmt(n)} sockets`;
-      rows.push([`${what}: deliveries/s`, fmt(s.deliveriesPerSec), x(vs('baseline')), x(vs('socketio')), pct(vs('ceiling'))]);
-      rows.push([`${what}: of its own best held rate (target ≥ 0.9x for the service)`, `${s.ofBestHeld.toFixed(2)}x`,
-        ...['baseline', 'socketio', 'ceiling'].map((impl) => (of(impl) ? `${of(impl)!.ofBestHeld.toFixed(2)}x (its own)` : '–'))]);
-      rows.push([`${what}: frames per write system call · acks/s (refused) · mean ack delay · newest image`,
-        `${s.framesPerWrite === null ? '–' : s.framesPerWrite.toFixed(1)} · ${fmt(s.acksPerSec)} (${fmt(s.refused)}) · ${s.ackMeanMs.toFixed(0)} ms · ` +
-          (s.newestStale || s.closedSockets ? `${fmt(s.newestStale)} of ${fmt(s.newestChecked)} stale, ${fmt(s.closedSockets)} sockets closed` : 'newest everywhere'), '', '', '']);
-      for (const impl of ['baseline', 'socketio', 'ceiling']) {
-        const o = of(impl);
-        if (o && (o.newestStale || o.closedSockets)) notes.push(`in the firehose at ${fmt(n)} sockets, ${impl} left ${fmt(o.newestStale)} of ${fmt(o.newestChecked)} (socket, market) pairs on an old image (${fmt(o.closedSockets)} sockets closed)`);
-      }
-    }
-  }
-
-  type Mixed = { sockets: number; cpuRatio: number; refused: number; plain: { cpuNsPerDelivery: number; deliveriesPerSec: number }; mixed: { cpuNsPerDelivery: number; deliveriesPerSec: number } };
-  for (const m of (fanout.mixed ?? []) as Mixed[]) {
-    rows.push([`mixed subscriptions, ${fmt(m.sockets)} sockets: CPU ns per frame delivered, mixed ÷ plain (target ≤ 1.3x)`,
-      `${fmt(m.mixed.cpuNsPerDelivery)} ÷ ${fmt(m.plain.cpuNsPerDelivery)} = ${m.cpuRatio.toFixed(2)}x (${fmt(m.mixed.deliveriesPerSec)} and ${fmt(m.plain.deliveriesPerSec)} deliveries/s)`, '', '', '']);
-    if (m.refused) notes.push(`the service refused ${m.refused} mixed subscribe requests`);
-  }
-
-  type Band = { sockets: number; format: string; referenceRate: number; maxHeld: number | null; bytesPerDelivery: number; cpuNsPerDelivery: number };
-  const bands = fanout.bandwidth as Band[];
-  const encoding: Record<string, string> = { json: 'JSON', proto: 'protobuf', deflate: 'JSON + permessage-deflate' };
-  for (const b of bands) {
-    const json = bands.find((j) => j.sockets === b.sockets && j.format === 'json');
-    const versus = json && b.format !== 'json'
-      ? ` (${pct(b.bytesPerDelivery / json.bytesPerDelivery)} of JSON's bytes, ${x(b.cpuNsPerDelivery / json.cpuNsPerDelivery)} its CPU)` : '';
-    rows.push([`bandwidth, ${encoding[b.format]}, ${fmt(b.sockets)} sockets: bytes · CPU ns per delivery at ${fmt(b.referenceRate)}/s`,
-      `${b.bytesPerDelivery.toFixed(0)} B · ${fmt(b.cpuNsPerDelivery)} ns${versus}`, '', '', '']);
-  }
-
-  type DeltaBytes = { runners: number; format: string; depth: number; ratio: number };
-  type DeltaCpu = { format: string; delta: boolean; cpuNsPerDelivery: number };
-  const deltas = readJson('deltas') as { bytes: DeltaBytes[]; cpu: DeltaCpu[] };
-  const encodings: Record<string, string> = { json: 'JSON', proto: 'protobuf' };
-  for (const format of ['json', 'proto']) {
-    for (const depth of [10, 3]) {
-      const shapes = deltas.bytes.filter((b) => b.format === format && b.depth === depth).map((b) => `${b.ratio.toFixed(3)}x (${b.runners} runners)`);
-      rows.push([`deltas, ${encodings[format]}, depth ${depth}: bytes per change, delta ÷ image (target ≤ ${depth === 10 ? '0.15' : '0.25'}x)`, shapes.join(' · '), '', '', '']);
-    }
-    const of = (delta: boolean) => deltas.cpu.find((c) => c.format === format && c.delta === delta)!;
-    rows.push([`deltas, ${encodings[format]}: server CPU ns per delivery, deltas ÷ images at one rate (target ≤ 1x)`,
-      `${fmt(of(true).cpuNsPerDelivery)} ÷ ${fmt(of(false).cpuNsPerDelivery)} = ${(of(true).cpuNsPerDelivery / of(false).cpuNsPerDelivery).toFixed(2)}x`, '', '', '']);
-  }
-
-  type DelayRow = { impl: string; fromSource: { p50: number; p99: number; max: number } };
-  const delay = readJson('delay') as { settings: { sockets: number }; shape: { changesPerSecond: number }; rows: DelayRow[]; adds: { p50: number; p99: number } };
-  const at = (impl: string) => delay.rows.find((r) => r.impl === impl)!.fromSource;
-  const ms = (r: { p50: number; p99: number; max: number }) => `${r.p50.toFixed(1)} · ${r.p99.toFixed(1)} · ${r.max.toFixed(1)} ms`;
-  rows.push([`exchange-to-socket delay, ${fmt(delay.settings.sockets)} subscribers, a recorded-shape market at its pace (${delay.shape.changesPerSecond} changes/s): p50 · p99 · max`,
-    ms(at('service')), '', '', `ceiling ${ms(at('ceiling'))}; the service adds ${delay.adds.p50.toFixed(1)} ms at p50, ${delay.adds.p99.toFixed(1)} ms at p99`]);
+  const table: Table = { rows: [], notes: [] };
+  restRows(rest, table);
+  rampRows(fanout, table);
+  firehoseRows(fanout, table);
+  mixedRows(fanout, table);
+  bandwidthRows(fanout, table);
+  deltaRows(table);
+  delayRow(table);
+  const { rows, notes } = table;
 
   const host = machine();
   const elapsed = (Date.now() - started) / 1000;
-  const table = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
+  const ratios = mdTable(['measure', 'service', 'vs baseline (node:http / ws)', 'vs peer (fastify / Socket.IO)', 'vs ceiling (bare uWS)'], rows);
   const md = [
     '## Headline ratios (npm run bench)',
     '',
@@ -185,7 +225,7 @@ async function main(): Promise<void> {
       'subscriptions, same sockets and publish rate. Absolute figures drift on a shared machine; the ratios are the result.',
     ...notes.map((n) => `Note: ${n}.`),
     '',
-    table,
+    ratios,
     '',
     `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/deltas.md\` and \`bench/results/delay.md\`.`,
   ].join('\n');

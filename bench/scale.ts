@@ -11,7 +11,7 @@
  * clients' network going away in silence (scale/storm.ts) and every socket resuming on the same
  * pod with `since` while it still holds the dead ones, and the pod restarted
  * (a new one on the same database and bus, then SIGTERM to the old one) with every socket resuming
- * on the new one. Pod on core 0, load on core 1 (bench/lib/common.ts).
+ * on the new one. Pod on core 0, load on core 1 (bench/lib/cores.ts).
  *
  * A process may open 20,000 files on this machine, so a pod of more than 18,000 sockets is several
  * service processes (scale/pod.ts), all on core 0, joined by a NATS server of the run's own on
@@ -19,7 +19,7 @@
  * measured (scale/bus.ts), and from it and the largest N's costs a table of pods and NATS for
  * 100,000 to 5,000,000 subscribers is written (scale/capacity.ts).
  *
- * Settings (env): BENCH_SOCKETS (10000,25000,50000; a multiple of 40), SCALE_RATE (first step and
+ * Settings (env; read once in scale/settings.ts): BENCH_SOCKETS (10000,25000,50000; a multiple of 40), SCALE_RATE (first step and
  * the storms' feed, updates/s over all markets: 500,000 / N, at most 100), SCALE_STEPS (6),
  * SCALE_SECONDS (2 per step), BENCH_DELTA (off; on adds `delta: true` to every subscribe), SCALE_SHARDS (service processes per pod: 1 up to 10,000, else ceil(2N / 18,000): a silent storm leaves each its dead sockets beside the live ones),
  * SCALE_WORKERS (client processes, at least 4 and at most 18,000 sockets each, a multiple of the
@@ -29,9 +29,13 @@
  * longest wait for other jobs to quiet before a step), BENCH_ATTEMPTS (3: a step that failed while
  * others used over 25% of a core is measured again).
  */
-import {
-  Histogram, Noise, cpuMicros, envFlag, envList, envNumber, fmt, log, machine, mdTable, pinLoadGenerator, rssBytes, sleep, startServer, waitQuiet, writeResults, type Pinning,
-} from './lib/common.js';
+import { pinLoadGenerator, type Pinning } from './lib/cores.js';
+import { cpuMicros, machine, rssBytes } from './lib/proc.js';
+import { Noise, waitQuiet } from './lib/quiet.js';
+import { fmt, mdTable, writeResults } from './lib/report.js';
+import { log, sleep } from './lib/run.js';
+import { startServer } from './lib/server.js';
+import { Histogram } from './lib/statistics.js';
 import { prepareDatabase } from './lib/data.js';
 import { startNats, type Nats } from './lib/nats.js';
 import { Child } from './fanout/child.js';
@@ -41,28 +45,12 @@ import { EVENTS, Feed, Ingest, MARKETS, image, newestSeqs, post, publish, refere
 import { Pod } from './scale/pod.js';
 import { recordedRate, recordedShape } from './scale/rhythm.js';
 import { storm, type StormResult } from './scale/storm.js';
-import { Workers, workerCount } from './scale/workers.js';
+import { SETTINGS, rateFor, shardsFor, workerCount } from './scale/settings.js';
+import { Workers } from './scale/workers.js';
 
-const SOCKETS = envList('BENCH_SOCKETS', ['10000', '25000', '50000']).map(Number);
-/** The first step's rate at N: about 12,500 deliveries/s (each update reaches N / 40 sockets), at most 100 updates/s. */
-const rateFor = (n: number) => envNumber('SCALE_RATE', Math.min(100, 500_000 / n));
-const STEPS = Math.round(envNumber('SCALE_STEPS', 6));
-const SECONDS = envNumber('SCALE_SECONDS', 2);
-const DELTA = envFlag('BENCH_DELTA', false);
-const SOCKETIO = envFlag('SCALE_SOCKETIO', true);
 const P99_MS = 50;
-const ATTEMPTS = Math.round(envNumber('BENCH_ATTEMPTS', 3));
-const QUIET_MS = envNumber('BENCH_QUIET_MS', 10_000);
-const BUS = envFlag('SCALE_BUS', true);
-/**
- * In the silent storm a process holds its live sockets and as many dead ones until its idle
- * timeout, within its 20,000 files: one process up to 10,000 (the two just fit, as measured);
- * beyond, at most 18,000 a process, since at 50,000 over 5 processes (20,000 each with their own
- * files) a process ran out and left new handshakes unanswered for 12 s until dead ones were reaped.
- */
-const shardsFor = (n: number) => Math.round(envNumber('SCALE_SHARDS', n <= 10_000 ? 1 : Math.ceil((2 * n) / 18_000)));
 
-const requestOf = (eid: number) => [{ mids: MARKETS.filter((m) => m.eid === eid).map((m) => m.mid), eids: [eid], ...(DELTA ? { delta: true } : {}) }];
+const requestOf = (eid: number) => [{ mids: MARKETS.filter((m) => m.eid === eid).map((m) => m.mid), eids: [eid], ...(SETTINGS.delta ? { delta: true } : {}) }];
 
 interface Step {
   rate: number;
@@ -86,17 +74,17 @@ interface Target {
   nats?: Nats;
 }
 
-/** One rate for SECONDS: deliveries counted against what the feed sent, CPU, bytes and the sampled latency. */
+/** One rate for SCALE_SECONDS: deliveries counted against what the feed sent, CPU, bytes and the sampled latency. */
 async function step(server: Target, to: Ingest, w: Workers, sampler: Child, rate: number, perEvent: number, tick: { n: number }): Promise<Step> {
   const ours = () => [...server.pids, ...(server.nats ? [server.nats.pid] : []), sampler.proc.pid!, ...w.pids];
-  await waitQuiet(ours, 25, QUIET_MS);
+  await waitQuiet(ours, 25, SETTINGS.quietMs);
   const noise = new Noise(ours);
   await sampler.ask({ type: 'reset' }, 'reset');
   const c0 = await w.counts();
   const cpu0 = server.cpuMicros();
   const nats0 = server.nats ? cpuMicros(server.nats.pid) : 0;
   const t0 = Date.now();
-  const sent = await publish(to, rate, SECONDS, tick);
+  const sent = await publish(to, rate, SETTINGS.seconds, tick);
   const wall = (Date.now() - t0) / 1000;
   const cpu = server.cpuMicros() - cpu0;
   const nats = server.nats ? cpuMicros(server.nats.pid) - nats0 : 0;
@@ -117,10 +105,10 @@ async function ramp(name: string, at: (rate: number) => Promise<Step>, first: nu
   const ok = (s: Step) => s.complete >= 0.999 && s.lost === 0 && s.p99 <= P99_MS;
   // A first step warms the server (JIT, GC after connecting) and is not counted.
   await at(first);
-  for (let k = 0, rate = first; k < STEPS; k++, rate *= 2) {
+  for (let k = 0, rate = first; k < SETTINGS.steps; k++, rate *= 2) {
     let s = await at(rate);
     // A step that failed while other jobs used the machine says nothing: measured again.
-    for (let a = 1; a < ATTEMPTS && !ok(s) && s.noisePct > 25; a++) s = await at(rate);
+    for (let a = 1; a < SETTINGS.attempts && !ok(s) && s.noisePct > 25; a++) s = await at(rate);
     steps.push(s);
     log(`${name}: ${fmt(s.rate)} updates/s: ${fmt(s.deliveriesPerS)} deliveries/s (${fmt(100 * s.complete, 1)}%), p99 ${fmt(s.p99, 1)} ms, ${fmt(s.cpuNsPerDelivery)} ns CPU each, others ${fmt(s.noisePct)}% of a core`);
     if (!ok(s)) break;
@@ -228,15 +216,15 @@ async function runOne(n: number, dbUrl: string, pinning: Pinning, nats: Nats | u
 
 const db = await prepareDatabase();
 const pinning = pinLoadGenerator();
-const needsNats = BUS || SOCKETS.some((n) => shardsFor(n) > 1);
+const needsNats = SETTINGS.bus || SETTINGS.sockets.some((n) => shardsFor(n) > 1);
 const nats = needsNats ? await startNats(pinning) : undefined;
 const rows: Row[] = [];
 let bus: BusCost | undefined;
 try {
-  if (BUS) bus = await busCost(db.url, pinning, nats!);
-  for (const n of SOCKETS) {
+  if (SETTINGS.bus) bus = await busCost(db.url, pinning, nats!);
+  for (const n of SETTINGS.sockets) {
     const row = await runOne(n, db.url, pinning, nats);
-    if (SOCKETIO && n <= 18_000) row.socketio = await runPeer(n, db.url).catch((err) => (log(`socketio ${n}: ${(err as Error).message}`), undefined));
+    if (SETTINGS.socketio && n <= 18_000) row.socketio = await runPeer(n, db.url).catch((err) => (log(`socketio ${n}: ${(err as Error).message}`), undefined));
     rows.push(row);
   }
 } finally {
@@ -253,7 +241,7 @@ const perMarket = recordedRate(EVENTS.length) / MARKETS.length;
 // first step that delivered every frame, late or not: CPU per delivery is as good a measure there.
 const costed = rows.map((r) => ({ r, s: r.held ?? r.steps.find((x) => x.complete >= 0.999) })).filter((x) => x.s).at(-1);
 const md = [
-  `# bench:scale (${DELTA ? 'delta' : 'images'}), ${new Date().toISOString()}`, '',
+  `# bench:scale (${SETTINGS.delta ? 'delta' : 'images'}), ${new Date().toISOString()}`, '',
   `Changes paced as the exchange adapter's recordings (test/exchange/fixtures.ts) space them: ${fmt(perMarket, 2)} a second per market at their own pace, ` +
     `gaps p10 ${fmt(shape.gapMsP10 as number)} · p50 ${fmt(shape.gapMsP50 as number)} · p90 ${fmt(shape.gapMsP90 as number)} ms, ${fmt(100 * (shape.gapsUnder50ms as number), 1)}% under 50 ms, ` +
     `${fmt(shape.levelsP50 as number)} levels moved per change at p50 (${fmt(shape.levelsP90 as number)} at p90), ${fmt(100 * (shape.messagesMovingTwoMarkets as number))}% of messages moving two markets at once; scaled to each step's rate.`, '',
@@ -283,13 +271,13 @@ const md = [
     ['sockets', 'connect + subscribe all', 'KiB RSS / socket', 'max held deliveries/s', 'CPU ns / delivery', 'p50 · p99 at half', 'service ÷ Socket.IO, held rate'],
     rows.map((r) => {
       const p = r.socketio;
-      const why = !SOCKETIO ? 'not run (SCALE_SOCKETIO=off)' : r.sockets > 18_000 ? 'not run: one process, and one holds at most 18,000 here' : 'did not connect all (see log)';
+      const why = !SETTINGS.socketio ? 'not run (SCALE_SOCKETIO=off)' : r.sockets > 18_000 ? 'not run: one process, and one holds at most 18,000 here' : 'did not connect all (see log)';
       if (!p) return [fmt(r.sockets), why, '–', '–', '–', '–', '–'];
       return [fmt(r.sockets), `${fmt(p.connectMs)} ms (${fmt(p.connected)})`, fmt(p.kibPerSocket, 2), fmt(p.held?.deliveriesPerS ?? NaN), fmt(p.held?.cpuNsPerDelivery ?? NaN),
         p.half ? `${fmt(p.half.p50, 1)} · ${fmt(p.half.p99, 1)} ms` : '–', p.held && r.held ? `${fmt(r.held.deliveriesPerS / p.held.deliveriesPerS, 1)}x` : 'held no step'];
     }),
   ),
 ].join('\n');
-const out = writeResults('scale', { machine: machine(), delta: DELTA, pinning: pinning.note, recorded: { perMarket, ...shape }, bus, rows }, md);
+const out = writeResults('scale', { machine: machine(), delta: SETTINGS.delta, pinning: pinning.note, recorded: { perMarket, ...shape }, bus, rows }, md);
 console.log(md);
 log(`results: ${out.md}`);

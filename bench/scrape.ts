@@ -13,7 +13,7 @@ import { mkdtemp, chmod, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { envNumber } from './lib/common.js';
+import { envNumber } from './lib/env.js';
 
 /** Every setting (env), read once; the header lists them with their defaults. */
 const SETTINGS = Object.freeze({

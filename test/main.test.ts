@@ -6,6 +6,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
+import { waitFor } from './helpers/wait.js';
 import { glibcVersion } from '../src/http/uws.js';
 import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
@@ -116,7 +117,7 @@ t.test('the socket cap: unset, derived from the open-file limit and said once at
   // The check runs before the database is reached: the start line after it is enough, then it stops.
   const start = async (env: Record<string, string>, openFiles?: number) => {
     const svc = await run({ ...env, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false, [], openFiles);
-    for (let i = 0; i < 300 && !svc.output().includes('"msg":"starting"'); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => svc.output().includes('"msg":"starting"'), () => `the start line:\n${svc.output()}`, 60_000, 50);
     svc.child.kill('SIGTERM');
     await svc.exited;
     return svc.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string } & Record<string, unknown>);
@@ -223,7 +224,8 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
     }
   };
   const loops = Array.from({ length: 4 }, loop);
-  await new Promise((r) => setTimeout(r, 300));
+  // Load under way, however slow the machine: SIGTERM arrives with requests in flight.
+  await waitFor(() => served >= 20 || failures.length > 0, 'REST requests served before SIGTERM', 60_000, 5);
   svc.child.kill('SIGTERM');
   const code = await svc.exited;
   stop = true;
@@ -270,11 +272,9 @@ t.test('with a socket open: it is held through the drain delay, then gets 1001, 
 
 t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting', async (t) => {
   const svc = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '200' }, false);
-  let url = '';
-  for (let i = 0; i < 100 && !url; i++) {
-    url = /"msg":"listening; starting","url":"([^"]+)"/.exec(svc.output())?.[1] ?? '';
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const listening = () => /"msg":"listening; starting","url":"([^"]+)"/.exec(svc.output())?.[1] ?? '';
+  await waitFor(() => listening() !== '', () => `the listening line before the database answered:\n${svc.output()}`, 60_000, 50);
+  const url = listening();
   t.ok(url, 'listening before the database answered');
   t.same((await http(url, '/health')).body, { message: 'Server is running' });
   const ready = await http<{ status: number; message: string }>(url, '/ready');

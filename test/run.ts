@@ -1,21 +1,68 @@
 /**
- * `npm test`: runs tap against a real Postgres. With DATABASE_URL set (CI, a
- * developer's server) that one is used; otherwise an embedded server is
- * started for the run and stopped after it. Each test file makes its own
- * database on it, so files run in parallel without seeing each other.
+ * `npm test`: runs the compiled test files against a real Postgres. With DATABASE_URL set (CI, a
+ * developer's server) that one is used; otherwise an embedded server is started for the run and
+ * stopped after it. Each test file makes its own database on it, so files run in parallel without
+ * seeing each other; the migrations are applied once per run to a template those databases copy.
+ *
+ *   node dist/test/run.js [--jobs=N] [--timeout=SECONDS] [--verbose] [file or folder ...]
+ *
+ * Files are `dist/test/...test.js` or their `test/...test.ts` sources (run compiled); folders run
+ * every test file under them; none runs the whole suite.
  */
-import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
+import pg from 'pg';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js';
+import { migrate } from '../src/db/migrate.js';
 import { noBuildMessage, uwsBuild } from '../src/http/uws.js';
+import { TEMPLATE_ENV, withDatabase } from './helpers/db.js';
+import { findTestFiles, readDurations, runFiles, writeDurations } from './runner.js';
+
+const ROOT = resolve(new URL('../..', import.meta.url).pathname);
+const DIST_TEST = join(ROOT, 'dist', 'test');
+// This checkout's own record first: the committed one orders a fresh clone's first run.
+const DURATIONS = join(ROOT, '.data', 'test-durations.json');
+const SEED_DURATIONS = join(ROOT, 'test', 'durations.json');
+/** The image replay sets 10 minutes for itself on a shared machine; no file runs longer. */
+const HARD_STOP_MS = 10 * 60_000;
+
+interface Args { jobs: number; timeoutS: number; verbose: boolean; paths: string[] }
+
+function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { jobs: 2, timeoutS: 180, verbose: false, paths: [] };
+  for (const a of argv) {
+    const m = /^--(jobs|timeout)=(\d+)$/.exec(a);
+    if (m && Number(m[2]) > 0) args[m[1] === 'jobs' ? 'jobs' : 'timeoutS'] = Number(m[2]);
+    else if (a === '--verbose' || a === '-v') args.verbose = true;
+    else if (a.startsWith('-')) throw new UsageError(`unknown ${a}; the options are --jobs=N, --timeout=SECONDS and --verbose`);
+    else args.paths.push(compiled(a));
+  }
+  return args;
+}
+
+/** `test/x.test.ts` runs as `dist/test/x.test.js`; anything else is taken as given. */
+function compiled(path: string): string {
+  const rel = relative(ROOT, resolve(path));
+  return rel === 'test' || rel.startsWith('test/') ? join(ROOT, 'dist', rel.replace(/\.ts$/, '.js')) : path;
+}
+
+class UsageError extends Error {}
 
 // Every server test would fail alike: say it once, before a database is started for nothing.
 if (!uwsBuild.native) {
   process.stderr.write(`npm test: cannot run: ${noBuildMessage()}\n`);
   process.exit(1);
+}
+let args: Args;
+let files: string[];
+try {
+  args = parseArgs(process.argv.slice(2));
+  files = findTestFiles(args.paths.length ? args.paths : [DIST_TEST]);
+} catch (err) {
+  process.stderr.write(`npm test: ${(err as Error).message}\n`);
+  process.exit(2);
 }
 const log = createLogger('info', true, (l) => process.stderr.write(l));
 let embedded: EmbeddedServer | undefined;
@@ -31,14 +78,47 @@ if (!process.env.DATABASE_URL) {
     process.exit(1);
   }
 }
-const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL || embedded!.url };
-const tap = spawn('npx', ['tap', ...process.argv.slice(2)], { stdio: 'inherit', env });
-const forward = (sig: NodeJS.Signals) => tap.kill(sig);
-process.on('SIGINT', forward);
-process.on('SIGTERM', forward);
-const code = await new Promise<number>((ok) => tap.on('exit', (c, sig) => ok(c ?? (sig ? 1 : 0))));
-if (embedded) {
-  await embedded.stop();
-  await rm(dir, { recursive: true, force: true });
+const admin = process.env.DATABASE_URL || embedded!.url;
+const template = `odds_template_${process.pid}`;
+let code = 1;
+try {
+  await makeTemplate(admin, template);
+  const durations = readDurations([DURATIONS, SEED_DURATIONS]);
+  const result = await runFiles({
+    root: ROOT, files, jobs: args.jobs, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
+    env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template },
+    write: (text) => process.stdout.write(text),
+  });
+  writeDurations(DURATIONS, durations, result.files, ROOT);
+  code = result.ok ? 0 : 1;
+} catch (err) {
+  process.stderr.write(`npm test: ${(err as Error).message}\n`);
+} finally {
+  if (embedded) {
+    await embedded.stop();
+    await rm(dir, { recursive: true, force: true });
+  } else {
+    await dropDatabase(admin, template).catch(() => undefined);
+  }
 }
 process.exit(code);
+
+/** The migrated schema, once for the run: each test's database is a copy of it (helpers/db.ts). */
+async function makeTemplate(url: string, name: string): Promise<void> {
+  await dropDatabase(url, name);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const pool = new pg.Pool({ connectionString: withDatabase(url, name), max: 1 });
+  await migrate(pool, createLogger('error', false, (l) => process.stderr.write(l)));
+  // No session may stay on a template while it is copied.
+  await pool.end();
+}
+
+async function dropDatabase(url: string, name: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await c.end();
+}

@@ -8,7 +8,8 @@
  * recordings space messages 0.1 to 3 s apart, a pre-play pace). The same recording every run.
  */
 import { seeded } from '../../src/lib/random.js';
-import { Translator, type OutItem } from '../../src/exchange/translate.js';
+import { Translator } from '../../src/exchange/translate.js';
+import type { IngestItemInput } from '../../src/odds/messages.js';
 import { matchOdds } from '../../test/exchange/fixtures.js';
 
 const STEPS = 6000;
@@ -18,13 +19,13 @@ export interface Change {
   /** Recorded time since the change before. */
   gapMs: number;
   /** What the publisher sends for it: the market's image, and any reference item the message carried. */
-  items: OutItem[];
+  items: IngestItemInput[];
 }
 
 export interface Recording {
   mid: string;
   /** What a fresh service needs before the replay starts: the sport, league, event and market as the recording left them. */
-  reference: OutItem[];
+  reference: IngestItemInput[];
   /** From the kick-off on. */
   changes: Change[];
 }
@@ -40,7 +41,7 @@ function gap(rand: () => number): number {
 export function recording(): Recording {
   const rand = seeded(SEED);
   const translator = new Translator();
-  const reference: OutItem[] = [];
+  const reference: IngestItemInput[] = [];
   const changes: Change[] = [];
   for (const [i, message] of matchOdds(STEPS, SEED).entries()) {
     const { items, problems } = translator.translate(message, `message ${i}`);

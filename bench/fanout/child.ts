@@ -5,7 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { join } from 'node:path';
-import { DIST } from '../lib/common.js';
+import { DIST } from '../lib/paths.js';
 
 export class Child {
   private waiting: { type: string; ok: (m: any) => void }[] = [];

@@ -4,8 +4,9 @@
  * question (read cycle, more subscribe requests, tracking, the newest check).
  */
 import type { Child } from './child.js';
+import { askNewest } from './newest.js';
 import type { Newest, Subscribe } from './raw-client.js';
-import type { Histogram } from '../lib/common.js';
+import type { Histogram } from '../lib/statistics.js';
 
 export interface SamplerStats {
   frames: number;
@@ -77,11 +78,7 @@ export class Clients {
 
   /** Whether every socket's last frame of each of its markets carries the newest `seq`. */
   async newest(expected: Record<string, number>): Promise<Newest> {
-    const all = await Promise.all(this.children.map((c) => c.ask<Newest>({ type: 'newest', expected }, 'newest')));
-    return {
-      checked: all.reduce((a, n) => a + n.checked, 0), stale: all.reduce((a, n) => a + n.stale, 0),
-      closedSockets: all.reduce((a, n) => a + n.closedSockets, 0), example: all.find((n) => n.example)?.example,
-    };
+    return askNewest(this.children, expected);
   }
 
   async close(): Promise<void> {

@@ -3,7 +3,9 @@
  * read at the cycle of the best held rate, the publisher pipelines batches as large as the paced
  * publisher's at that rate, and what is delivered is set against that rate.
  */
-import { cpuMicros, fmt, log } from '../lib/common.js';
+import { cpuMicros } from '../lib/proc.js';
+import { fmt } from '../lib/report.js';
+import { log } from '../lib/run.js';
 import { perfAvailable, perfRecord, perfSummary } from '../lib/perf.js';
 import { Inspector, summarise, type ProfileSummary } from '../lib/profile.js';
 import { firehose, type FirehoseResult } from './firehose.js';

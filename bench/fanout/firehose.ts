@@ -8,7 +8,10 @@
  * markets carries the newest `seq` the server accepted: a server may skip frames for a socket
  * that cannot keep up, but it must not leave it on an old image once the feed plateaus.
  */
-import { Histogram, Noise, coreBusyPct, coreTimes, cpuMicros, rssBytes, sleep } from '../lib/common.js';
+import { coreBusyPct, coreTimes, cpuMicros, rssBytes } from '../lib/proc.js';
+import { Noise } from '../lib/quiet.js';
+import { sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import { perfAvailable, perfCountSends } from '../lib/perf.js';
 import { loadCpu, type Clients, type Counts } from './clients.js';
 import type { Publisher } from './publisher.js';

@@ -2,7 +2,8 @@
  * The mixed-subscriptions phase (the mechanics are mixed.ts): the sockets measured with their
  * plain subscriptions, then re-subscribed mixed and measured again at the same publish rate.
  */
-import { fmt, log } from '../lib/common.js';
+import { fmt } from '../lib/report.js';
+import { log } from '../lib/run.js';
 import { measureWindow, mixedRequests, type WindowResult } from './mixed.js';
 import { untilAcked, type Rig } from './rig.js';
 import { MIXED_WARM_SECONDS, settings } from './settings.js';

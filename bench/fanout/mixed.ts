@@ -9,7 +9,10 @@
  * times. Conflated sockets get fewer frames by design, so CPU is divided by the frames actually
  * delivered, not by what plain subscriptions would have received.
  */
-import { Histogram, Noise, coreBusyPct, coreTimes, cpuMicros, sleep } from '../lib/common.js';
+import { coreBusyPct, coreTimes, cpuMicros } from '../lib/proc.js';
+import { Noise } from '../lib/quiet.js';
+import { sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import type { Clients } from './clients.js';
 import type { Publisher } from './publisher.js';
 import type { Subscribe } from './raw-client.js';

@@ -1,3 +1,5 @@
+import type { Child } from './child.js';
+
 /** What a newest check found: (socket, market) pairs checked, those whose last frame was not the newest, and sockets closed. */
 export interface Newest {
   checked: number;
@@ -33,4 +35,13 @@ export function newest(sockets: Iterable<Held>, expected: Record<string, number>
     }
   }
   return out;
+}
+
+/** The newest check across client processes, each asked for its sockets, the findings summed. */
+export async function askNewest(children: readonly Child[], expected: Record<string, number>): Promise<Newest> {
+  const all = await Promise.all(children.map((c) => c.ask<Newest>({ type: 'newest', expected }, 'newest')));
+  return {
+    checked: all.reduce((a, n) => a + n.checked, 0), stale: all.reduce((a, n) => a + n.stale, 0),
+    closedSockets: all.reduce((a, n) => a + n.closedSockets, 0), example: all.find((n) => n.example)?.example,
+  };
 }

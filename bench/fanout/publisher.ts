@@ -7,7 +7,8 @@
  * every server numbers each market's updates from 1 in its own epoch.
  */
 import WebSocket from 'ws';
-import { Histogram, sleep } from '../lib/common.js';
+import { sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 
 export interface Market {
   mid: string;

@@ -29,6 +29,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { newest } from './newest.js';
 import { clientFrame, mode, newState, onRead, resumeTimes, setCycle, tally, type State } from './raw-frames.js';
 import { eachLimit } from '../../src/lib/serial.js';
+import { Outcomes } from './outcomes.js';
 
 /** One subscribe request: its markets and, if asked, ladder depth and conflation interval. */
 export interface Subscribe {
@@ -87,22 +88,14 @@ function subscribeFrames(requests: Subscribe[]): Buffer {
 
 async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
   mode.binary = c.protocol === 'odds.v1.proto';
-  let ok = 0;
-  let failed = 0;
+  const outcomes = new Outcomes();
   const one = (i: number) => new Promise<void>((done) => {
     const key = randomBytes(16).toString('base64');
     const subscribe = subscribeFrames(c.sockets[i]);
-    let settled = false;
-    const finish = (good: boolean) => {
-      if (settled) return;
-      settled = true;
-      if (good) ok++;
-      else failed++;
-      done();
-    };
+    const outcome = outcomes.socket(done);
     const timed = c.held !== undefined;
     const state = newState(undefined as unknown as net.Socket, c.sockets[i].length, [...new Set(c.sockets[i].flatMap((r) => r.mids))], c.held?.[i], (ms) => {
-      settled = true;
+      outcome.settled = true;
       setTimeout(() => void one(i).then(done), ms);
     }, timed);
     const connecting = performance.now();
@@ -115,7 +108,7 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
         callback: (n: number, buf: Uint8Array) => onRead(state, n, buf as Buffer, () => {
           requestsOf.set(state, c.sockets[i].map(({ since: _, ...q }) => q));
           sock.write(subscribe);
-          finish(true);
+          outcome.finish(true);
         }),
       },
     } as net.NetConnectOpts);
@@ -132,23 +125,23 @@ async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
       );
     });
     sock.on('error', (err) => {
-      if (!settled) process.stderr.write(`raw client: ${err.message}\n`);
-      finish(false);
+      if (!outcome.settled) process.stderr.write(`raw client: ${err.message}\n`);
+      outcome.finish(false);
     });
     sock.on('close', () => {
       if (!state.closed) {
         state.closed = true;
         tally.closed++;
       }
-      finish(false);
+      outcome.finish(false);
     });
-    setTimeout(() => finish(false), 30_000).unref();
+    setTimeout(() => outcome.finish(false), 30_000).unref();
     sockets.push(state);
   });
   // A storm's reconnects spread over `spreadMs`, each at a random moment, as clients' own jitter spreads them.
   if (c.spreadMs) await Promise.all([...c.sockets.keys()].map((i) => new Promise<void>((r) => setTimeout(r, Math.random() * c.spreadMs!)).then(() => one(i))));
   else await eachLimit(c.sockets.keys(), c.concurrency, one);
-  return { ok, failed };
+  return { ok: outcomes.ok, failed: outcomes.failed };
 }
 
 /** How late this process's event loop ran during the last resume: what its sockets' timings owe to the client itself. */

@@ -5,7 +5,10 @@
  * measures with.
  */
 import { Inspector } from '../lib/profile.js';
-import { cpuMicros, log, rssBytes, sleep, startServer, type Pinning, type Server } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { cpuMicros, rssBytes } from '../lib/proc.js';
+import { log, sleep } from '../lib/run.js';
+import { startServer, type Server } from '../lib/server.js';
 import { Child } from './child.js';
 import { Clients } from './clients.js';
 import { plainRequests } from './mixed.js';

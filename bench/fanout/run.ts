@@ -4,7 +4,8 @@
  * up, then either the ramp (and the firehose after it), one profiled step, or mixed
  * subscriptions.
  */
-import { sleep, type Pinning } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { sleep } from '../lib/run.js';
 import { Inspector, type ProfileSummary } from '../lib/profile.js';
 import type { Clients } from './clients.js';
 import { firehoseRun, type FirehoseRun } from './firehose-run.js';

@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { io } from 'socket.io-client';
 import { decodeServerProto } from '../../src/odds/codec.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
-import { Histogram } from '../lib/common.js';
+import { Histogram } from '../lib/statistics.js';
 import type { Subscribe } from './raw-client.js';
 import { newest } from './newest.js';
 

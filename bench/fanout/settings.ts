@@ -38,7 +38,7 @@
  * Shared with the other benchmarks (lib/): DATABASE_URL, BENCH_DB, BENCH_QUIET_MS, BENCH_PERF,
  * BENCH_VERBOSE.
  */
-import { envFlag, envList, envNumber, envNumbers } from '../lib/common.js';
+import { deepFreeze, envFlag, envList, envNumber, envNumbers } from '../lib/env.js';
 
 export const IMPLS = ['service', 'baseline', 'socketio', 'ceiling'] as const;
 export type Impl = (typeof IMPLS)[number];
@@ -101,11 +101,6 @@ function read() {
     },
     resultsName: process.env.BENCH_RESULTS_NAME || 'fanout',
   };
-}
-
-function deepFreeze<T extends object>(o: T): Readonly<T> {
-  for (const v of Object.values(o)) if (v && typeof v === 'object') deepFreeze(v);
-  return Object.freeze(o);
 }
 
 export const settings = deepFreeze(read());

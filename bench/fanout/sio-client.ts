@@ -15,6 +15,7 @@ import * as parser from 'socket.io-parser';
 import type { Subscribe } from './raw-client.js';
 import { newest } from './newest.js';
 import { eachLimit } from '../../src/lib/serial.js';
+import { Outcomes } from './outcomes.js';
 
 interface Connect {
   type: 'connect';
@@ -57,42 +58,34 @@ class CountingDecoder extends parser.Decoder {
 const countingParser = { protocol: parser.protocol, PacketType: parser.PacketType, Encoder: parser.Encoder, Decoder: CountingDecoder };
 
 async function connectAll(c: Connect): Promise<{ ok: number; failed: number }> {
-  let ok = 0;
-  let failed = 0;
+  const outcomes = new Outcomes();
   const one = (i: number) => new Promise<void>((done) => {
     const socket = io(`http://${c.host}:${c.port}`, {
       transports: ['websocket'], forceNew: true, reconnection: false, timeout: 30_000, parser: countingParser,
       localAddress: c.localAddresses[i % c.localAddresses.length],
     } as Parameters<typeof io>[1]);
-    let settled = false;
-    const finish = (good: boolean) => {
-      if (settled) return;
-      settled = true;
-      if (good) ok++;
-      else failed++;
-      done();
-    };
+    const outcome = outcomes.socket(done);
     const mids = [...new Set(c.sockets[i].flatMap((r) => r.mids))];
     const entry = { socket, mids, decoder: (socket.io as unknown as { decoder: CountingDecoder }).decoder, closed: false };
     socket.on('connect', () => {
       socket.emit('subscribe', { id: 1, mids }, (ack: { status: number }) => {
         if (ack.status === 1) acks++;
       });
-      finish(true);
+      outcome.finish(true);
     });
     socket.on('connect_error', (err) => {
       process.stderr.write(`socket.io client: ${err.message}\n`);
-      finish(false);
+      outcome.finish(false);
     });
     socket.on('disconnect', () => {
       closed++;
       entry.closed = true;
-      finish(false);
+      outcome.finish(false);
     });
     sockets.push(entry);
   });
   await eachLimit(c.sockets.keys(), c.concurrency, one);
-  return { ok, failed };
+  return { ok: outcomes.ok, failed: outcomes.failed };
 }
 
 process.on('message', (m: Command) => {

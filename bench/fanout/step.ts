@@ -4,10 +4,14 @@
  * held, then the geometric middle and half the highest held). Other processes' CPU is watched
  * through every measurement; a disturbed one is measured again.
  */
-import { Histogram, Noise, coreBusyPct, coreTimes, cpuMicros, fmt, log, sleep, waitQuiet } from '../lib/common.js';
+import { coreBusyPct, coreTimes, cpuMicros } from '../lib/proc.js';
+import { Noise, waitQuiet } from '../lib/quiet.js';
+import { fmt } from '../lib/report.js';
+import { log, sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import { perfAvailable, perfCountSends, perfRecord, perfSummary } from '../lib/perf.js';
 import { summarise, type Inspector, type ProfileSummary } from '../lib/profile.js';
-import { loadCpu } from './clients.js';
+import { loadCpu, type Clients, type Counts } from './clients.js';
 import type { Rig } from './rig.js';
 import { FOREIGN_LIMIT, settings } from './settings.js';
 
@@ -84,6 +88,33 @@ export async function warmUp(rig: Rig): Promise<void> {
   await rig.publisher.idle();
 }
 
+/** Behind at the deadline: late or lost? Waits (up to 10 s) for the backlog to clear, then counts again. */
+async function countAfterBacklog(clients: Clients, c0: Counts, c1: Counts, expected: number, cycleMs: number): Promise<number> {
+  let final = c1.odds - c0.odds + c1.sampler.frames;
+  if (final >= expected) return final;
+  const until = performance.now() + 10_000;
+  for (let prev = -1; final !== prev && performance.now() < until;) {
+    prev = final;
+    await sleep(Math.max(300, 2 * cycleMs));
+    const c2 = await clients.counts();
+    final = c2.odds - c0.odds + c2.sampler.frames;
+  }
+  return final;
+}
+
+/** A step is held when no frame was lost, late, out of order or refused, and the sampled p99 is under the bound. */
+function judge(st: Step, lastRefusal: string): void {
+  const why: string[] = [];
+  if (!(st.p99 < settings.p99Limit)) why.push(`p99 ${st.p99.toFixed(1)} ms`);
+  if (st.lost) why.push(`${fmt(st.lost)} frames lost`);
+  if (st.late) why.push(`${fmt(st.late)} frames over 2 s late`);
+  if (st.sampledLost || st.conflated || st.reordered) why.push(`sampled: ${st.sampledLost} lost, ${st.conflated} conflated, ${st.reordered} reordered`);
+  if (st.closed) why.push(`${st.closed} sockets closed`);
+  if (st.refused) why.push(`${st.refused} batches refused (${lastRefusal})`);
+  st.pass = why.length === 0;
+  st.why = why.join('; ');
+}
+
 /** Publishes for `seconds`, then waits for every frame to arrive (or 2 s past the last update), and judges the step. */
 export async function measureStep(rig: Rig, targetPerSec: number, seconds: number, profile?: Inspector): Promise<ProfiledStep> {
   const { impl, format, n, server, publisher, clients, layout: lay } = rig;
@@ -126,17 +157,7 @@ export async function measureStep(rig: Rig, targetPerSec: number, seconds: numbe
   const cores = coreBusyPct(cores0, coreTimes());
   const foreignPct = noise.foreignPct();
   await publisher.idle();
-  // Behind at the deadline: late or lost? Wait for the backlog to clear, then count again.
-  let final = c1.odds - c0.odds + c1.sampler.frames;
-  if (final < expectedRaw + expectedSampled) {
-    const until = performance.now() + 10_000;
-    for (let prev = -1; final !== prev && performance.now() < until;) {
-      prev = final;
-      await sleep(Math.max(300, 2 * cycleMs));
-      const c2 = await clients.counts();
-      final = c2.odds - c0.odds + c2.sampler.frames;
-    }
-  }
+  const final = await countAfterBacklog(clients, c0, c1, expectedRaw + expectedSampled, cycleMs);
   const clientCpu = loadCpu(process.cpuUsage(self0), c0, c1);
   const hist = Histogram.from(c1.sampler.fromTs);
   const ptHist = Histogram.from(c1.sampler.fromPt);
@@ -153,15 +174,7 @@ export async function measureStep(rig: Rig, targetPerSec: number, seconds: numbe
     serverBusyPct: cpu / wall / 1e4, clientBusyPct: clientCpu / wall / 1e4,
     core0Pct: cores[0] ?? NaN, core1Pct: cores[1] ?? NaN, foreignPct, cycleMs, pass: false, why: '',
   };
-  const why: string[] = [];
-  if (!(st.p99 < settings.p99Limit)) why.push(`p99 ${st.p99.toFixed(1)} ms`);
-  if (st.lost) why.push(`${fmt(st.lost)} frames lost`);
-  if (st.late) why.push(`${fmt(st.late)} frames over 2 s late`);
-  if (st.sampledLost || st.conflated || st.reordered) why.push(`sampled: ${st.sampledLost} lost, ${st.conflated} conflated, ${st.reordered} reordered`);
-  if (st.closed) why.push(`${st.closed} sockets closed`);
-  if (st.refused) why.push(`${st.refused} batches refused (${publisher.lastRefusal})`);
-  st.pass = why.length === 0;
-  st.why = why.join('; ');
+  judge(st, publisher.lastRefusal);
   if (prof) {
     st.profile = summarise(prof, name, `${fmt(n)} sockets (${format}), ${fmt(rate)} updates/s, ` +
       `${fmt(st.deliveriesPerSec)} deliveries/s, ${st.cpuNsPerDelivery.toFixed(0)} ns CPU/delivery (profilers on)`, cpu);

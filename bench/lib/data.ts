@@ -9,7 +9,9 @@ import pg from 'pg';
 import { join } from 'node:path';
 import { startEmbedded } from '../../src/db/embedded.js';
 import { createLogger } from '../../src/log.js';
-import { ROOT, log } from './common.js';
+import { ROOT } from './paths.js';
+import { log } from './run.js';
+import { SHARED } from './settings.js';
 
 export interface Database {
   /** The benchmark database, for the service and the baseline. */
@@ -26,7 +28,6 @@ function withDatabase(url: string, name: string): string {
 }
 
 async function recreate(adminUrl: string, name: string): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`BENCH_DB must be a plain lower-case name, got ${name}`);
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -39,7 +40,7 @@ async function recreate(adminUrl: string, name: string): Promise<void> {
 
 /** Drops and creates the benchmark database, so every run starts from the same data. */
 export async function prepareDatabase(): Promise<Database> {
-  const name = process.env.BENCH_DB || 'bench';
+  const name = SHARED.database;
   const external = process.env.DATABASE_URL;
   if (external) {
     const u = new URL(external);

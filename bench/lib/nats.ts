@@ -11,7 +11,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/db/embedded.js';
-import { sleep, type Pinning } from './common.js';
+import { type Pinning } from './cores.js';
+import { sleep } from './run.js';
 
 export const NATS_BINARY = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
 

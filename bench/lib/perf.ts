@@ -6,7 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { RESULTS, ROOT, envFlag } from './common.js';
+import { RESULTS, ROOT } from './paths.js';
+import { SHARED } from './settings.js';
 
 export interface PerfSummary {
   file: string;
@@ -18,7 +19,7 @@ export interface PerfSummary {
 }
 
 export function perfAvailable(): boolean {
-  if (!envFlag('BENCH_PERF', true)) return false;
+  if (!SHARED.perf) return false;
   if (spawnSync('perf', ['--version'], { stdio: 'ignore' }).status !== 0) return false;
   if (process.getuid?.() === 0) return true;
   try {

@@ -6,7 +6,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import WebSocket from 'ws';
-import { RESULTS, ROOT } from './common.js';
+import { RESULTS, ROOT } from './paths.js';
 import { perfMarkdown, type PerfSummary } from './perf.js';
 
 interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber: number }

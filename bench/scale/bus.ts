@@ -8,13 +8,14 @@
  * bus; the NATS server's at 2 and at 3 shards splits into a part per image and a part per pod it
  * fans out to. Everything on the server core, the NATS server too.
  */
-import { Noise, cpuMicros, envNumber, log, sleep, waitQuiet, type Pinning } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { cpuMicros } from '../lib/proc.js';
+import { Noise, waitQuiet } from '../lib/quiet.js';
+import { log, sleep } from '../lib/run.js';
 import type { Nats } from '../lib/nats.js';
 import { Ingest, MARKETS, image, post, publish, reference } from './market.js';
 import { Pod } from './pod.js';
-
-const RATE = envNumber('SCALE_BUS_RATE', 1000);
-const SECONDS = envNumber('SCALE_BUS_SECONDS', 3);
+import { SETTINGS } from './settings.js';
 
 export interface BusCost {
   /** Images a second the feed sent (mean of the three). */
@@ -48,13 +49,13 @@ async function probe(dbUrl: string, pinning: Pinning, shards: number, nats: Nats
     const to = await Ingest.open(pod.url);
     const ours = () => [...pod.pids, ...(nats ? [nats.pid] : [])];
     // Warm-up: the JIT and the first messages over the bus are no part of the cost.
-    await publish(to, RATE, 1, tick);
+    await publish(to, SETTINGS.busRate, 1, tick);
     await waitQuiet(ours, 25, 10_000);
     const noise = new Noise(ours);
     const cpu0 = pod.pids.map(cpuMicros);
     const nats0 = nats ? cpuMicros(nats.pid) : 0;
     const t0 = Date.now();
-    const sent = await publish(to, RATE, SECONDS, tick);
+    const sent = await publish(to, SETTINGS.busRate, SETTINGS.busSeconds, tick);
     const rate = sent / ((Date.now() - t0) / 1000);
     await sleep(300);
     const perShardNs = pod.pids.map((pid, i) => ((cpuMicros(pid) - cpu0[i]) * 1000) / sent);

@@ -3,7 +3,7 @@
  * subscribers, from what this run measured (RSS per socket and CPU per delivery at the largest N,
  * the bus's cost per image) and the assumptions printed under the table.
  */
-import { fmt, mdTable } from '../lib/common.js';
+import { fmt, mdTable } from '../lib/report.js';
 import type { BusCost } from './bus.js';
 
 /** What one pod costs, as measured. */

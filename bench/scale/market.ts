@@ -4,7 +4,7 @@
  * much each market changes drawn from the exchange adapter's recordings (rhythm.ts).
  */
 import WebSocket from 'ws';
-import { sleep } from '../lib/common.js';
+import { sleep } from '../lib/run.js';
 import { Rhythm } from './rhythm.js';
 
 export const SI = 301;

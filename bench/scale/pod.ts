@@ -6,9 +6,12 @@
  * CPU is reported apart), the feed reaches one shard's `/ingest` and the bus carries each image to
  * the others, as it does between pods. Its CPU and RSS are the sums over its shards.
  */
-import { cpuMicros, rssBytes, startServer, type Pinning, type Server } from '../lib/common.js';
+import { type Pinning } from '../lib/cores.js';
+import { cpuMicros, rssBytes } from '../lib/proc.js';
+import { startServer, type Server } from '../lib/server.js';
+import { SETTINGS } from './settings.js';
 
-const PROFILE = process.env.SCALE_PROFILE;
+const PROFILE = SETTINGS.profileDir;
 
 /** Where shards meet: a NATS server and a subject prefix of this run's own. */
 export interface PodBus {

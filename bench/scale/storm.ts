@@ -10,7 +10,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
-import { cpuMicros, sleep } from '../lib/common.js';
+import { cpuMicros } from '../lib/proc.js';
+import { sleep } from '../lib/run.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
 import type { Pod } from './pod.js';

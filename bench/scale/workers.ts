@@ -6,8 +6,10 @@
  * server; the others on loopback.
  */
 import { Child } from '../fanout/child.js';
+import { askNewest } from '../fanout/newest.js';
 import type { Newest, Subscribe } from '../fanout/raw-client.js';
-import { Histogram, envNumber, log, sleep } from '../lib/common.js';
+import { log, sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
 import { Netns, type NetPath } from '../lib/netns.js';
 
 /**
@@ -26,16 +28,6 @@ function namespace(): Netns | undefined {
     log(`no network namespace (${(err as Error).message.split('\n')[0]}): clients on loopback, where a cut is heard at once`);
     return undefined;
   }
-}
-
-/**
- * SCALE_WORKERS, by default at least 4 and enough that none holds more than 18,000 sockets (a
- * process may open 20,000 files here), rounded up to a multiple of the shards so each shard gets
- * as many workers as the others.
- */
-export function workerCount(n: number, shards: number): number {
-  const want = Math.round(envNumber('SCALE_WORKERS', Math.max(4, Math.ceil(n / 18_000))));
-  return shards * Math.ceil(want / shards);
 }
 
 export interface RawCounts {
@@ -137,11 +129,7 @@ export class Workers {
   }
 
   async newest(expected: Record<string, number>): Promise<Newest> {
-    const all = await Promise.all(this.children.map((c) => c.ask<Newest>({ type: 'newest', expected }, 'newest')));
-    return {
-      checked: all.reduce((a, x) => a + x.checked, 0), stale: all.reduce((a, x) => a + x.stale, 0),
-      closedSockets: all.reduce((a, x) => a + x.closedSockets, 0), example: all.find((x) => x.example)?.example,
-    };
+    return askNewest(this.children, expected);
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { ROOT } from '../lib/common.js';
+import { ROOT } from '../lib/paths.js';
 import { log, sleep } from './util.js';
 import { freePort } from '../../src/db/embedded.js';
 

@@ -4,7 +4,8 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
-export { rssBytes, sleep } from '../lib/common.js';
+export { rssBytes } from '../lib/proc.js';
+export { sleep } from '../lib/run.js';
 
 export const MB = 1024 * 1024;
 

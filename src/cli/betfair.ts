@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import type { Catalogue } from '../exchange/catalogue.js';
 import { Ledger } from '../exchange/ledger.js';
 import { DEFAULT_HOST, DEFAULT_PORT, ExchangeStream, type ExchangeStreamOptions } from '../exchange/live/client.js';
-import { Forwarder } from '../exchange/live/forward.js';
+import { Forwarder, REFRESH_MS } from '../exchange/live/forward.js';
 import { CONFLATE_MS, HEARTBEAT_MS, type MarketFilter } from '../exchange/live/protocol.js';
 import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher } from '../exchange/publisher.js';
@@ -22,10 +22,13 @@ import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from '
 import { loadCatalogue, printSummary } from './replay.js';
 import { runsAsTool } from './fresh.js';
 
+/** A resubscription sends a fresh image of every market: not more than once a second, and not left for hours. */
+const REFRESH_BOUNDS = { min: 1000, max: 600_000 } as const;
+
 const USAGE = `usage: npm run betfair -- (--markets IDS | --event-types IDS [--market-types TYPES])
                           [--app-key KEY | --app-key-file FILE] [--session TOKEN | --session-file FILE]
                           [--host ${DEFAULT_HOST}] [--port ${DEFAULT_PORT}] [--ca FILE] [--heartbeat MS] [--conflate MS]
-                          [--url URL] [--key KEY | --key-file FILE] [--catalogue FILE] [--queue-bytes N]
+                          [--url URL] [--key KEY | --key-file FILE] [--catalogue FILE] [--queue-bytes N] [--refresh MS]
   --app-key       Betfair application key (enabled for streaming); or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE
   --session       Betfair session token (from a login); or --session-file, BETFAIR_SESSION, BETFAIR_SESSION_FILE
   --markets       market IDs, comma-separated, e.g. 1.230000001,1.230000002
@@ -38,13 +41,14 @@ const USAGE = `usage: npm run betfair -- (--markets IDS | --event-types IDS [--m
   --url           the service's publisher socket (default ws://127.0.0.1:8080/ingest)
   --key           API key with the publisher role (needed with AUTH=on); or --key-file, ODDS_INGEST_KEY, ODDS_INGEST_KEY_FILE
   --catalogue     a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks
-  --queue-bytes   bytes waiting for the service before the stream is paused (default ${OUTBOX_DEFAULTS.maxBytes})`;
+  --queue-bytes   bytes waiting for the service before the stream is paused (default ${OUTBOX_DEFAULTS.maxBytes})
+  --refresh       ms a market whose change could not be applied waits for a fresh image before the subscription is asked for one, ${REFRESH_BOUNDS.min} to ${REFRESH_BOUNDS.max} (default ${REFRESH_MS})`;
 
 /** More than the exchange lets one connection subscribe to; keeps a pasted list from being unbounded. */
 const MAX_FILTER_ENTRIES = 1000;
 const NAMES = [
   'app-key', 'app-key-file', 'session', 'session-file', 'markets', 'event-types', 'market-types', 'host', 'port', 'ca', 'heartbeat', 'conflate',
-  'url', 'key', 'key-file', 'catalogue', 'queue-bytes',
+  'url', 'key', 'key-file', 'catalogue', 'queue-bytes', 'refresh',
 ];
 /** The queue's bounds: room for one batch at least, and no more than a pod's memory should hold. */
 const QUEUE_BYTES = { min: 64 * 1024, max: 1024 * 1024 * 1024 } as const;
@@ -62,6 +66,7 @@ interface BetfairArgs {
   key?: string;
   catalogue?: string;
   queueBytes: number;
+  refreshMs: number;
 }
 
 function list(value: string | undefined, option: string, ok: (s: string) => boolean, rule: string): string[] | undefined {
@@ -107,6 +112,7 @@ export function parseArgs(argv: string[]): BetfairArgs | 'help' {
     key: secret(o, 'key', 'ODDS_INGEST_KEY'),
     catalogue: o.catalogue,
     queueBytes: wholeNumber(o['queue-bytes'], '--queue-bytes', QUEUE_BYTES.min, QUEUE_BYTES.max) ?? OUTBOX_DEFAULTS.maxBytes,
+    refreshMs: wholeNumber(o.refresh, '--refresh', REFRESH_BOUNDS.min, REFRESH_BOUNDS.max) ?? REFRESH_MS,
   };
 }
 
@@ -138,9 +144,11 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     return refuseStart('betfair', USAGE, err);
   }
+  const stream = new ExchangeStream(opts.stream);
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key, liveMs: OUTBOX_DEFAULTS.liveMs });
+    // Heartbeats only while the exchange's data comes as it should: silence then tells the service its markets are stale.
+    publisher = await Publisher.connect({ url: args.url, key: args.key, source: stream });
   } catch (err) {
     say((err as Error).message);
     return 1;
@@ -152,7 +160,6 @@ async function main(argv: string[]): Promise<number> {
   };
   const ledger = new Ledger();
   const translator = new Translator({ catalogue: opts.catalogue, ledger });
-  const stream = new ExchangeStream(opts.stream);
   let pauses = 0;
   const outbox = new Outbox({
     publisher, translator, ledger, problem, maxBytes: args.queueBytes,
@@ -165,9 +172,7 @@ async function main(argv: string[]): Promise<number> {
       }
     },
   });
-  // Heartbeats only while the exchange's data flows: silence then tells the service its markets are stale.
-  outbox.alive = false;
-  const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe() });
+  const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe(), refreshMs: args.refreshMs });
   const where = `${args.host}:${args.port}`;
   let reconnects = 0;
   let everSubscribed = false;
@@ -179,13 +184,11 @@ async function main(argv: string[]): Promise<number> {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
     stream.on('subscribed', ({ resumed }) => {
       everSubscribed = true;
-      outbox.alive = true;
       say(resumed ? 'subscription resumed from the last clk' : 'subscribed');
     });
     stream.on('change', (msg) => forwarder.push(msg, `the change with clk ${msg.clk ?? '(none)'}`));
     stream.on('health', (status) => say(status === null ? 'the exchange says its data is current again' : `the exchange says its data is late or incomplete (status ${status})`));
     stream.on('reconnecting', (reason, delayMs) => {
-      outbox.alive = false;
       // Failing before ever subscribing is most likely a wrong host, port or CA: say so rather than retry forever.
       if (!everSubscribed && !reason.refusal) {
         failed = true;
@@ -215,14 +218,13 @@ async function main(argv: string[]): Promise<number> {
   let code = await done;
   forwarder.stop();
   await outbox.flush().catch(() => (code = 1));
-  outbox.stop();
   closing = true;
   await publisher.close();
   const s = forwarder.stats;
   printSummary(
     `${s.messages} messages, ${s.changes} market changes, ${translator.marketsSeen} markets`,
     ledger,
-    `${s.problems} problems, ${outbox.stats.batches} batches, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
+    `${s.problems} problems, ${outbox.stats.batches} batches, ${publisher.heartbeats} heartbeats, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
     performance.now() - started,
   );
   return code;

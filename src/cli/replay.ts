@@ -10,7 +10,7 @@ import { Catalogue } from '../exchange/catalogue.js';
 import { expand, READ_LIMITS } from '../exchange/files.js';
 import { Ledger } from '../exchange/ledger.js';
 import { DEFAULT_MAX_OPEN } from '../exchange/merge.js';
-import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
+import { Outbox } from '../exchange/outbox.js';
 import { Publisher, PublishError } from '../exchange/publisher.js';
 import { newStats, replay, type ReplayStats } from '../exchange/replay.js';
 import { Translator } from '../exchange/translate.js';
@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<number> {
   };
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key, liveMs: OUTBOX_DEFAULTS.liveMs });
+    publisher = await Publisher.connect({ url: args.url, key: args.key });
   } catch (err) {
     process.stderr.write(`replay: ${(err as Error).message}\n`);
     return 1;
@@ -169,7 +169,6 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${tty ? '\n' : ''}replay: stopped: the service's socket failed: ${err.message}\n`);
   } finally {
     clearInterval(progress);
-    outbox.stop();
     await publisher.close();
   }
   if (tty && !failed) process.stderr.write('\n');

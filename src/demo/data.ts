@@ -6,7 +6,7 @@
  * means something on soccer. Start times are relative to `now` so the set never goes stale; the
  * match day (match-day.ts) then runs the day on from there.
  */
-import type { Sport, League, Runner } from '../refdata/types.js';
+import type { WireLeague, WireRunner, WireSport } from '../refdata/wire.js';
 import {
   type DemoItem, type MarketItem, type ResultItem,
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
@@ -19,7 +19,7 @@ type State = 'live' | 'done' | 'soon';
 
 const HOUR = 3_600_000;
 
-const SPORTS: Sport[] = [
+const SPORTS: WireSport[] = [
   { si: 4, na: 'Cricket', a: true },
   { si: 1, na: 'Soccer', a: true },
   { si: 2, na: 'Tennis', a: true },
@@ -28,7 +28,7 @@ const SPORTS: Sport[] = [
   { si: 99, na: 'Kabaddi', a: false },
 ];
 
-const LEAGUES: League[] = [
+const LEAGUES: WireLeague[] = [
   { li: 4001, si: 4, na: 'ICC T20 World Cup' },
   { li: 4002, si: 4, na: 'Indian Premier League' },
   { li: 4003, si: 4, na: 'Big Bash League' },
@@ -40,10 +40,10 @@ const LEAGUES: League[] = [
   { li: 7002, si: 7, na: 'Cheltenham Festival' },
 ];
 
-const horses = (field: string): Runner[] => field.split(', ').map((na) => rn(0, na));
+const horses = (field: string): WireRunner[] => field.split(', ').map((na) => rn(0, na));
 
 /** Each fixture slot's first fixture: its two sides, or a race's field. */
-const FIRST: Readonly<Record<number, Runner[]>> = {
+const FIRST: Readonly<Record<number, WireRunner[]>> = {
   30000004: [RCB, KKR],
   30000006: [rn(123, 'Perth Scorchers'), rn(124, 'Brisbane Heat')],
   30000007: [rn(115, 'Delhi Capitals'), rn(116, 'Rajasthan Royals')],

@@ -6,7 +6,7 @@
  * keeps its size however long the demo runs. Rosters keep runner IDs stable
  * per team, player and race slot.
  */
-import type { Runner } from '../refdata/types.js';
+import type { WireRunner } from '../refdata/wire.js';
 import { type MarketItem, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
 
 /** One a sport: cricket, soccer, tennis, horse racing. */
@@ -42,7 +42,7 @@ export const SLOTS: readonly Slot[] = [
   slot(30000032, 7001), slot(30000034, 7002),
 ];
 
-const ROSTERS: Readonly<Record<number, readonly Runner[]>> = {
+const ROSTERS: Readonly<Record<number, readonly WireRunner[]>> = {
   4002: [MI, CSK, RCB, KKR, rn(115, 'Delhi Capitals'), rn(116, 'Rajasthan Royals'), rn(117, 'Sunrisers Hyderabad'), rn(118, 'Gujarat Titans')],
   4003: [SIX, STA, rn(123, 'Perth Scorchers'), rn(124, 'Brisbane Heat'), rn(125, 'Adelaide Strikers'), rn(126, 'Hobart Hurricanes')],
   1001: [
@@ -90,7 +90,7 @@ const untilStart = (m: MarketItem): MarketItem => ({ ...m, s: false });
  * sessions of the first innings; soccer match odds and two goal lines; tennis match, first set and the
  * games line; a race's win and place markets over `sides`' names.
  */
-export function fixtureMarkets(s: Slot, sides: readonly Runner[]): MarketItem[] {
+export function fixtureMarkets(s: Slot, sides: readonly WireRunner[]): MarketItem[] {
   const [a, b] = sides;
   switch (s.si) {
     case 4:
@@ -112,7 +112,7 @@ export function fixtureMarkets(s: Slot, sides: readonly Runner[]): MarketItem[] 
 
 interface Fixture {
   readonly na: string;
-  readonly sides: readonly Runner[];
+  readonly sides: readonly WireRunner[];
 }
 
 /** A slot's next fixture, drawn from its league: two sides, or a race with six to eight runners. */

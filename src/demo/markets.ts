@@ -3,19 +3,20 @@
  * of fixture trades, with stable runner IDs, and the item types they build. The set itself is in
  * data.ts.
  */
-import type { Sport, League, Event, Market, MarketResult, MarketType, Runner } from '../refdata/types.js';
+import type { MarketType } from '../refdata/types.js';
+import type { WireEvent, WireLeague, WireMarket, WireResult, WireRunner, WireSport } from '../refdata/wire.js';
 
 /** The demo set's items, in the shapes ingest reads; the fields ingest derives are left out. */
 export type DemoItem =
-  | ({ kind: 'sport' } & Sport)
-  | ({ kind: 'league' } & League)
-  | ({ kind: 'event' } & Omit<Event, 'le'>) // le is derived from the league's name
-  | ({ kind: 'market' } & Omit<Market, 'si'>) // si is derived from the event's sport
-  | ({ kind: 'result' } & Omit<MarketResult, 'mt'>); // mt is derived from the market's type
+  | ({ kind: 'sport' } & WireSport)
+  | ({ kind: 'league' } & WireLeague)
+  | ({ kind: 'event' } & Omit<WireEvent, 'le'>) // le is derived from the league's name
+  | ({ kind: 'market' } & Omit<WireMarket, 'si'>) // si is derived from the event's sport
+  | ({ kind: 'result' } & Omit<WireResult, 'mt'>); // mt is derived from the market's type
 
 export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
 export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
-type MarketExtra = Partial<Omit<Market, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
+type MarketExtra = Partial<Omit<WireMarket, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 /**
  * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
@@ -26,7 +27,7 @@ export function mid(eid: number, n: number): string {
 }
 
 // Runner IDs are stable per team or player so a client can follow one across markets.
-export const rn = (rid: number, na: string): Runner => ({ rid, na });
+export const rn = (rid: number, na: string): WireRunner => ({ rid, na });
 export const YES = rn(9001, 'Yes');
 export const NO = rn(9002, 'No');
 export const DRAW = rn(9000, 'The Draw');
@@ -51,7 +52,7 @@ const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): Mark
   market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
 
 /** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
-function playerRace(eid: number, n: number, na: string, pairs: Runner[][], extra: MarketExtra = {}): MarketItem {
+function playerRace(eid: number, n: number, na: string, pairs: WireRunner[][], extra: MarketExtra = {}): MarketItem {
   const id = mid(eid, n);
   const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
   return market(eid, n, 'player-race', na, { m, ...extra });
@@ -63,7 +64,7 @@ export function closed(m: MarketItem): MarketItem {
 }
 
 /** Match odds (n 1) and bookmaker (n 2): what every cricket fixture trades. */
-export function cricketCore(eid: number, a: Runner, b: Runner, extra: MarketExtra = {}): MarketItem[] {
+export function cricketCore(eid: number, a: WireRunner, b: WireRunner, extra: MarketExtra = {}): MarketItem[] {
   return [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [a, b], ...extra }),
     market(eid, 2, 'bookmaker', 'Bookmaker', { r: [a, b] }),
@@ -107,7 +108,7 @@ export function everyCricketType(eid: number): MarketItem[] {
 }
 
 /** Match odds with the draw (n 1), then one over/under market per goal line (n 2...). */
-export function soccer(eid: number, home: Runner, away: Runner, lines: number[]): MarketItem[] {
+export function soccer(eid: number, home: WireRunner, away: WireRunner, lines: number[]): MarketItem[] {
   return [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [home, away, DRAW] }),
     ...lines.map((g, i) => market(eid, i + 2, 'goals', `Over/Under ${g} Goals`, {
@@ -117,7 +118,7 @@ export function soccer(eid: number, home: Runner, away: Runner, lines: number[])
 }
 
 /** Match odds (n 1) and set 1 winner (n 2); the games line (n 3) only trades in play. */
-export function tennis(eid: number, p1: Runner, p2: Runner, live = false): MarketItem[] {
+export function tennis(eid: number, p1: WireRunner, p2: WireRunner, live = false): MarketItem[] {
   const ms = [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [p1, p2] }),
     market(eid, 2, 'match-odd', 'Set 1 Winner', { r: [p1, p2] }),
@@ -131,7 +132,7 @@ export function race(eid: number, field: string): MarketItem[] {
   return [market(eid, 1, 'winner-market', 'Win', { r }), market(eid, 2, 'winner-market', 'To Be Placed', { r })];
 }
 
-export function result(id: string, res: string, extra: Partial<Pick<MarketResult, 'rt' | 'ia'>> = {}): ResultItem {
+export function result(id: string, res: string, extra: Partial<Pick<WireResult, 'rt' | 'ia'>> = {}): ResultItem {
   return { kind: 'result', mid: id, res, rt: false, ia: false, ...extra };
 }
 

@@ -82,19 +82,19 @@ export class MatchDay {
     const { model } = this.opts;
     const now = this.now();
     const theirs = this.fedEvents();
-    const markets = [...model.allMarkets()].filter((m) => !theirs.has(m.eid));
-    const of = (eid: number) => markets.filter((m) => m.eid === eid);
+    const markets = [...model.allMarkets()].filter((m) => !theirs.has(m.eventId));
+    const of = (eid: number) => markets.filter((m) => m.eventId === eid);
     const ours = (eid: number) => (theirs.has(eid) ? undefined : model.event(eid));
-    const live = new Set([...FEATURED, ...SLOTS.map((s) => s.eid)].filter((eid) => ours(eid)?.ip && !ours(eid)?.go));
-    const batch: Item[] = markets.filter((m) => live.has(m.eid) && !m.go && !m.s).map((m) => ({ kind: 'market', mid: m.mid, s: true }));
+    const live = new Set([...FEATURED, ...SLOTS.map((s) => s.eid)].filter((eid) => ours(eid)?.inPlay && !ours(eid)?.concluded));
+    const batch: Item[] = markets.filter((m) => live.has(m.eventId) && !m.concluded && !m.isActive).map((m) => ({ kind: 'market', mid: m.id, s: true }));
     for (const eid of FEATURED) if (!live.has(eid) && ours(eid)) batch.push(...revive(eid));
     for (const slot of SLOTS) {
       const e = ours(slot.eid);
       if (e) batch.push(...this.advance(slot, e, of(slot.eid), now));
     }
     const touched = new Set(batch.map((i) => i.mid));
-    const steady = markets.filter((m) => live.has(m.eid) && m.s && !m.go && !touched.has(m.mid));
-    if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].mid, s: false });
+    const steady = markets.filter((m) => live.has(m.eventId) && m.isActive && !m.concluded && !touched.has(m.id));
+    if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].id, s: false });
     if (batch.length) await this.opts.ingest.accept(batch, { from: 'simulator' });
     return batch;
   }
@@ -104,31 +104,31 @@ export class MatchDay {
     const fed = this.opts.theirs;
     const theirs = new Set<number>();
     if (!fed) return theirs;
-    for (const m of this.opts.model.allMarkets()) if (fed(m.mid) || (m.m ?? []).some((n) => fed(n.mid))) theirs.add(m.eid);
+    for (const m of this.opts.model.allMarkets()) if (fed(m.id) || (m.nested ?? []).some((n) => fed(n.id))) theirs.add(m.eventId);
     return theirs;
   }
 
   /** What is due for one slot's fixture at `now`. */
   private advance(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
     const timing = TIMING[slot.si];
-    const start = Date.parse(e.st);
+    const start = Date.parse(e.startTime);
     const end = start + timing.inPlay * MINUTE;
-    const story = storyOf(e.eid, e.st, slot.si);
-    const open = markets.filter((m) => !m.go);
-    if (!e.ip && !e.go) {
-      return now < start ? [] : [{ kind: 'event', eid: e.eid, ip: true }, ...open.filter((m) => !m.s).map((m) => ({ kind: 'market', mid: m.mid, s: true }))];
+    const story = storyOf(e.id, e.startTime, slot.si);
+    const open = markets.filter((m) => !m.concluded);
+    if (!e.inPlay && !e.concluded) {
+      return now < start ? [] : [{ kind: 'event', eid: e.id, ip: true }, ...open.filter((m) => !m.isActive).map((m) => ({ kind: 'market', mid: m.id, s: true }))];
     }
-    if (!e.go) {
+    if (!e.concluded) {
       const played = (now - start) / (end - start);
       if (story.abandonAt !== undefined && played >= story.abandonAt) return conclude(e, open, () => [{ res: 'Abandoned', ia: true }]);
-      if (now >= end) return conclude(e, open, (m) => settle(m, e.st, story));
-      const due = open.filter((m) => m.ty === 'session' && played >= ((overs(m.na) ?? Infinity) / 20) * INNINGS_SHARE);
-      return due.flatMap((m) => [{ kind: 'market', mid: m.mid, s: false, go: true }, ...settle(m, e.st, story)]);
+      if (now >= end) return conclude(e, open, (m) => settle(m, e.startTime, story));
+      const due = open.filter((m) => m.type === 'session' && played >= ((overs(m.name) ?? Infinity) / 20) * INNINGS_SHARE);
+      return due.flatMap((m) => [{ kind: 'market', mid: m.id, s: false, go: true }, ...settle(m, e.startTime, story)]);
     }
     if (now >= end + timing.rest * MINUTE) return relist(slot, e, markets, now);
-    const odds = markets.find((m) => m.mid === mid(e.eid, 1));
-    if (story.recall && story.abandonAt === undefined && odds && !odds.rt && now >= end + RECALL_AFTER_MIN * MINUTE) {
-      return [{ kind: 'market', mid: odds.mid, rt: true }, { kind: 'result', mid: odds.mid, rt: true }];
+    const odds = markets.find((m) => m.id === mid(e.id, 1));
+    if (story.recall && story.abandonAt === undefined && odds && !odds.recalled && now >= end + RECALL_AFTER_MIN * MINUTE) {
+      return [{ kind: 'market', mid: odds.id, rt: true }, { kind: 'result', mid: odds.id, rt: true }];
     }
     return [];
   }
@@ -137,8 +137,8 @@ export class MatchDay {
 /** Ends a fixture: every open market closes with its result. */
 function conclude(e: Event, open: Market[], results: (m: Market) => Item[]): Item[] {
   return [
-    { kind: 'event', eid: e.eid, ip: false, go: true },
-    ...open.flatMap((m) => [{ kind: 'market', mid: m.mid, s: false, go: true }, ...results(m).map((r) => ({ kind: 'result', mid: r.mid ?? m.mid, rt: false, ia: false, ...r }))]),
+    { kind: 'event', eid: e.id, ip: false, go: true },
+    ...open.flatMap((m) => [{ kind: 'market', mid: m.id, s: false, go: true }, ...results(m).map((r) => ({ kind: 'result', mid: r.mid ?? m.id, rt: false, ia: false, ...r }))]),
   ];
 }
 
@@ -148,17 +148,17 @@ function conclude(e: Event, open: Market[], results: (m: Market) => Item[]): Ite
  * the same fixture. Markets the new fixture does not have stay concluded.
  */
 function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
-  const random = seeded(seedOf(`${e.eid}|${e.st}|next`));
+  const random = seeded(seedOf(`${e.id}|${e.startTime}|next`));
   const fixture = drawFixture(slot, random);
   const [lo, hi] = TIMING[slot.si].lead;
   const st = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
   const fresh = fixtureMarkets(slot, fixture.sides).map((m) => ({ ...m, rt: false, if: null }));
-  const mids = new Set(fresh.map((m) => m.mid));
+  const mids = new Set(fresh.map((item) => item.mid));
   return [
-    { kind: 'event', eid: e.eid, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.eid) : null },
+    { kind: 'event', eid: e.id, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.id) : null },
     ...fresh,
     ...fresh.map((m) => ({ kind: 'result', mid: m.mid, res: '', rt: false, ia: false })),
-    ...markets.filter((m) => !mids.has(m.mid) && !m.go).map((m) => ({ kind: 'market', mid: m.mid, s: false, go: true })),
+    ...markets.filter((m) => !mids.has(m.id) && !m.concluded).map((m) => ({ kind: 'market', mid: m.id, s: false, go: true })),
   ];
 }
 

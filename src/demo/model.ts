@@ -10,8 +10,8 @@ import { DRAW, NO, YES } from './markets.js';
 
 /** What one market asks, as the model needs it: its type, its name and its runners in order. */
 export interface Question {
-  readonly ty: MarketType;
-  readonly na: string;
+  readonly type: MarketType;
+  readonly name: string;
   readonly rids: readonly number[];
 }
 
@@ -60,19 +60,19 @@ export class FixtureModel {
    */
   fair(q: Question): number[] {
     const rids = q.rids;
-    if (q.ty === 'tied-match' || q.ty === 'completed-match') {
-      const yes = q.ty === 'tied-match' ? this.tie : 1 - this.tie;
+    if (q.type === 'tied-match' || q.type === 'completed-match') {
+      const yes = q.type === 'tied-match' ? this.tie : 1 - this.tie;
       return rids.map((rid) => (rid === YES.rid ? yes : rid === NO.rid ? 1 - yes : 0));
     }
-    if (q.ty === 'goals') {
+    if (q.type === 'goals') {
       // Runners: Over, then Under.
-      const over = 1 - poissonAtMost(Math.floor(lineOf(q.na)), Math.exp(this.goals.now));
+      const over = 1 - poissonAtMost(Math.floor(lineOf(q.name)), Math.exp(this.goals.now));
       return [over, 1 - over];
     }
     if (rids.includes(DRAW.rid)) return this.soccer(rids);
-    if (q.na === 'To Be Placed') return placeChances(this.win(rids), placesFor(rids.length));
+    if (q.name === 'To Be Placed') return placeChances(this.win(rids), placesFor(rids.length));
     const win = this.win(rids);
-    return q.na === 'Set 1 Winner' && win.length === 2 ? [setChance(win[0]), 1 - setChance(win[0])] : win;
+    return q.name === 'Set 1 Winner' && win.length === 2 ? [setChance(win[0]), 1 - setChance(win[0])] : win;
   }
 
   private win(rids: readonly number[]): number[] {

@@ -84,12 +84,12 @@ export function openingLine(ty: MarketType, na: string): readonly [number, numbe
 }
 
 function runs(m: Market, random: () => number): string {
-  if (m.ty === 'ball-by-ball') {
+  if (m.type === 'ball-by-ball') {
     let r = random();
     for (const [value, p] of BALL_RUNS) if ((r -= p) < 0) return String(value);
     return '0';
   }
-  const [lo, hi] = lineRange(m.ty, m.na) ?? [0, 100];
+  const [lo, hi] = lineRange(m.type, m.name) ?? [0, 100];
   return String(lo + Math.floor(random() * (hi - lo + 1)));
 }
 
@@ -98,13 +98,13 @@ function outcome(m: Market, rids: number[], s: Story, random: () => number): { r
   const winner = rids.includes(DRAW)
     ? (s.goals[0] > s.goals[1] ? rids[0] : s.goals[1] > s.goals[0] ? rids[1] : DRAW)
     : rids[s.winner % Math.max(1, rids.length)];
-  switch (m.ty) {
+  switch (m.type) {
     case 'bookmaker':
     case 'bookmaker2':
     case 'winner-market':
       return { res: String(winner) };
     case 'match-odd':
-      return { res: String(m.na === 'Match Odds' ? winner : rids[Math.floor(random() * rids.length)]) };
+      return { res: String(m.name === 'Match Odds' ? winner : rids[Math.floor(random() * rids.length)]) };
     case 'completed-match':
       return { res: s.tie ? NO : YES };
     case 'tied-match':
@@ -112,7 +112,7 @@ function outcome(m: Market, rids: number[], s: Story, random: () => number): { r
     case 'super-over':
       return s.tie ? { res: String(winner) } : { res: 'No super over', ia: true };
     case 'goals': {
-      const line = Number(/([\d.]+) Goals/.exec(m.na)?.[1] ?? 2.5);
+      const line = Number(/([\d.]+) Goals/.exec(m.name)?.[1] ?? 2.5);
       return { res: String(s.goals[0] + s.goals[1] > line ? rids[0] : rids[1]) };
     }
     case 'odd-even':
@@ -128,8 +128,8 @@ function outcome(m: Market, rids: number[], s: Story, random: () => number): { r
 
 /** The result items settling `m` (each head-to-head of a player race) in the story of its fixture. */
 export function settle(m: Market, st: string, s: Story): Item[] {
-  const random = seeded(seedOf(`${m.mid}|${st}`));
-  const parts = m.m ? m.m.map((n) => ({ mid: n.mid, rids: n.r.map((r) => r.rid) })) : [{ mid: m.mid, rids: (m.r ?? []).map((r) => r.rid) }];
+  const random = seeded(seedOf(`${m.id}|${st}`));
+  const parts = m.nested ? m.nested.map((n) => ({ mid: n.id, rids: n.runners.map((r) => r.id) })) : [{ mid: m.id, rids: (m.runners ?? []).map((r) => r.id) }];
   return parts.map((p) => {
     const o = outcome(m, p.rids, s, random);
     return { kind: 'result', mid: p.mid, res: o.res, rt: false, ia: o.ia ?? false };

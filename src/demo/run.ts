@@ -17,14 +17,16 @@ import { openingLine } from './outcomes.js';
 function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket[] {
   const out: SimMarket[] = [];
   for (const m of model.allMarkets()) {
-    const event = model.event(m.eid);
-    const inPlay = event?.ip ?? false;
-    const closed = m.go || (event?.go ?? false);
-    const fixture = { eid: m.eid, st: event?.st ?? '' };
-    if (m.m) {
-      for (const n of m.m) if (ours(n.mid)) out.push({ ...fixture, mid: n.mid, na: m.na, ty: m.ty, inPlay, active: m.s && n.s, closed: closed || n.go, rids: n.r.map((r) => r.rid) });
-    } else if (ours(m.mid)) {
-      out.push({ ...fixture, mid: m.mid, na: m.na, ty: m.ty, inPlay, active: m.s, closed, rids: (m.r ?? []).map((r) => r.rid), line: openingLine(m.ty, m.na) });
+    const event = model.event(m.eventId);
+    const inPlay = event?.inPlay ?? false;
+    const closed = m.concluded || (event?.concluded ?? false);
+    const fixture = { eventId: m.eventId, startTime: event?.startTime ?? '' };
+    if (m.nested) {
+      for (const n of m.nested) {
+        if (ours(n.id)) out.push({ ...fixture, mid: n.id, name: m.name, type: m.type, inPlay, active: m.isActive && n.isActive, closed: closed || n.concluded, rids: n.runners.map((r) => r.id) });
+      }
+    } else if (ours(m.id)) {
+      out.push({ ...fixture, mid: m.id, name: m.name, type: m.type, inPlay, active: m.isActive, closed, rids: (m.runners ?? []).map((r) => r.id), line: openingLine(m.type, m.name) });
     }
   }
   return out;

@@ -11,12 +11,12 @@ import { FixtureModel } from './model.js';
 import { LINE_RID, MARGIN, Quoter, type Prices } from './quote.js';
 
 export interface SimMarket {
-  mid: string; ty: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
+  mid: string; type: MarketType; inPlay: boolean; active: boolean; closed: boolean; rids: number[];
   /** Its name, which says what a market of its type asks ("Set 1 Winner", "Over/Under 2.5 Goals"). */
-  na: string;
+  name: string;
   /** Its event, and the event's start: together they name the fixture whose model prices it. */
-  eid: number;
-  st: string;
+  eventId: number;
+  startTime: string;
   /** Where a line market opens, [min, max]; its type's usual range when absent. */
   line?: readonly [number, number];
 }
@@ -51,8 +51,8 @@ const P_SUSPEND = 1 / 50;
 const P_BALL_RUNNING = 1 / 8;
 
 interface Book extends Prices {
-  st: MarketStatus | null; // null until the first image
-  ip: boolean;
+  status: MarketStatus | null; // null until the first image
+  inPlay: boolean;
   hold: number; // ticks left in a SUSPENDED or BALL_RUNNING pause
   /** Last published ladders, republished unchanged while paused. */
   r: RunnerOdds[];
@@ -108,10 +108,10 @@ export class Simulator {
       const m = all[(this.cursor + k) % all.length];
       const book = this.bookFor(m);
       if (book && this.advance(m, book, this.fixtureOf(m))) {
-        const image: OddsImage = { mid: m.mid, ts, st: book.st as MarketStatus, ip: m.inPlay, r: book.r };
+        const image: OddsImage = { mid: m.mid, ts, st: book.status as MarketStatus, ip: m.inPlay, r: book.r };
         if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
         out.push(image);
-        book.ip = m.inPlay;
+        book.inPlay = m.inPlay;
       }
     }
     this.cursor = n ? (this.cursor + n) % all.length : 0;
@@ -121,14 +121,14 @@ export class Simulator {
 
   /** A market with neither runners nor a line type (a player-race parent) has no book. */
   private bookFor(m: SimMarket): Book | undefined {
-    const opening = m.rids.length || !isLineType(m.ty) ? undefined : m.line ?? LINE_START[m.ty];
+    const opening = m.rids.length || !isLineType(m.type) ? undefined : m.line ?? LINE_START[m.type];
     if (!m.rids.length && !opening) return undefined;
     const book = this.books.get(m.mid);
     // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
-    if (book && sameRids(book.rids, m.rids) && !(book.st === 'CLOSED' && !m.closed)) return book;
+    if (book && sameRids(book.rids, m.rids) && !(book.status === 'CLOSED' && !m.closed)) return book;
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {
-      st: null, ip: m.inPlay, hold: 0, rids: [...m.rids], model: undefined, version: 0,
+      status: null, inPlay: m.inPlay, hold: 0, rids: [...m.rids], model: undefined, version: 0,
       line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
@@ -140,7 +140,7 @@ export class Simulator {
    * a market did before, and every open market of the fixture then quotes from where it moved to.
    */
   private fixtureOf(m: SimMarket): FixtureModel {
-    const key = `${m.eid} ${m.st}`;
+    const key = `${m.eventId} ${m.startTime}`;
     let f = this.fixtures.get(key);
     if (!f) {
       f = { model: new FixtureModel(this.random), tick: this.ticks };
@@ -154,37 +154,37 @@ export class Simulator {
 
   /** Moves the book one tick; true when its image changed and must be published. */
   private advance(m: SimMarket, book: Book, model: FixtureModel): boolean {
-    if (book.st === 'CLOSED') return false;
+    if (book.status === 'CLOSED') return false;
     if (m.closed) {
-      book.st = 'CLOSED';
+      book.status = 'CLOSED';
       book.r = (book.rids.length ? book.rids : [LINE_RID]).map((rid) => ({ rid, st: 'ACTIVE', b: [], l: [] }));
       return true;
     }
     if (!m.active) {
-      const unchanged = book.st === 'SUSPENDED' && book.ip === m.inPlay;
+      const unchanged = book.status === 'SUSPENDED' && book.inPlay === m.inPlay;
       if (!book.r.length) book.r = this.quote(m, book, model, false);
-      book.st = 'SUSPENDED';
+      book.status = 'SUSPENDED';
       book.hold = 0; // inactive is no timed pause: it lasts until the market is active again
       return !unchanged;
     }
     if (book.hold > 0 && --book.hold > 0) return false;
-    const wasOpen = book.st === 'OPEN';
+    const wasOpen = book.status === 'OPEN';
     if (wasOpen && m.inPlay && this.quoter.chance(P_SUSPEND)) return this.pause(book, 'SUSPENDED', 2, 5);
-    if (wasOpen && m.inPlay && BALL_TYPES.has(m.ty) && this.quoter.chance(P_BALL_RUNNING)) {
+    if (wasOpen && m.inPlay && BALL_TYPES.has(m.type) && this.quoter.chance(P_BALL_RUNNING)) {
       return this.pause(book, 'BALL_RUNNING', 1, 2);
     }
-    const unchanged = wasOpen && book.ip === m.inPlay;
+    const unchanged = wasOpen && book.inPlay === m.inPlay;
     // A runner market quotes again when its fixture moved; a line moves by itself.
     const moves = book.rids.length ? book.model !== model || book.version !== model.version : this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch);
     if (unchanged && !moves) return false;
-    book.r = this.quote(m, book, model, book.st === 'BALL_RUNNING');
-    book.st = 'OPEN';
+    book.r = this.quote(m, book, model, book.status === 'BALL_RUNNING');
+    book.status = 'OPEN';
     return true;
   }
 
   /** Pauses for minTicks..maxTicks; the ladders stay in the image, untradeable. */
-  private pause(book: Book, st: MarketStatus, minTicks: number, maxTicks: number): true {
-    book.st = st;
+  private pause(book: Book, status: MarketStatus, minTicks: number, maxTicks: number): true {
+    book.status = status;
     book.hold = this.quoter.int(minTicks, maxTicks);
     return true;
   }
@@ -193,14 +193,14 @@ export class Simulator {
     if (!book.rids.length) return [this.quoter.line(book, afterBall)];
     book.model = model;
     book.version = model.version;
-    return this.quoter.runners(book, model.fair({ ty: m.ty, na: m.na, rids: book.rids }), MARGIN[m.ty] ?? 0);
+    return this.quoter.runners(book, model.fair({ type: m.type, name: m.name, rids: book.rids }), MARGIN[m.type] ?? 0);
   }
 
   /** Drops books of markets and models of fixtures no longer listed, so a long-running demo does not grow. */
   private prune(all: SimMarket[]): void {
     const listed = new Set(all.map((m) => m.mid));
     for (const mid of this.books.keys()) if (!listed.has(mid)) this.books.delete(mid);
-    const fixtures = new Set(all.map((m) => `${m.eid} ${m.st}`));
+    const fixtures = new Set(all.map((m) => `${m.eventId} ${m.startTime}`));
     for (const key of this.fixtures.keys()) if (!fixtures.has(key)) this.fixtures.delete(key);
   }
 }

@@ -12,23 +12,18 @@
  * Past `maxBytes` queued the outbox says it is full (`pressure(true)`): the live adapter stops
  * reading the exchange's socket, so the exchange conflates for it; under half of it, room again.
  * Each ack is accounted by market in the ledger: images published, items the service refused
- * (one by one from the ack's `refused`, or a whole batch). While `alive`, a heartbeat (an empty
- * batch) goes out when nothing else did for `heartbeatMs`, so the service keeps this
- * publisher's markets live.
+ * (one by one from the ack's `refused`, or a whole batch). Heartbeats are the publisher's own.
  */
 import { Fifo } from '../lib/fifo.js';
 import { Batcher } from './batch.js';
 import type { Ledger } from './ledger.js';
 import { PublishError, type Ack, type Publisher } from './publisher.js';
-import type { OutItem, Translator } from './translate.js';
+import type { IngestItemInput } from '../odds/messages.js';
+import type { Translator } from './translate.js';
 
 export const OUTBOX_DEFAULTS = {
   /** Bytes queued before the outbox is full. */
   maxBytes: 8 * 1024 * 1024,
-  /** The connection's liveness interval asked of the service (`/ingest?live=`): its default. */
-  liveMs: 5000,
-  /** Under half the liveness interval: a heartbeat comes well inside two of them. */
-  heartbeatMs: 2000,
 } as const;
 
 /** What a market's slot is counted as before it is rendered: about a three-runner image. */
@@ -56,45 +51,36 @@ interface OutboxOptions {
   ledger: Ledger;
   problem: (text: string) => void;
   maxBytes?: number;
-  heartbeatMs?: number;
   /** Told true when the outbox fills, false when it has room again. */
   pressure?: (full: boolean) => void;
 }
 
 export interface OutboxStats {
   batches: number;
-  heartbeats: number;
   /** Times the outbox filled. */
   fulls: number;
   /** The most bytes queued at once. */
   peakBytes: number;
 }
 
-function encode(item: OutItem): Encoded {
+function encode(item: IngestItemInput): Encoded {
   const mid = typeof item.mid === 'string' ? item.mid : undefined;
   return { json: JSON.stringify(item), feed: item.kind === 'odds' || item.kind === 'stale', kind: item.kind, mid };
 }
 
 export class Outbox {
-  readonly stats: OutboxStats = { batches: 0, heartbeats: 0, fulls: 0, peakBytes: 0 };
-  /** Whether heartbeats go out: the live adapter clears it while its exchange stream is down. */
-  alive = true;
+  readonly stats: OutboxStats = { batches: 0, fulls: 0, peakBytes: 0 };
   private readonly queue = new Fifo<Entry>();
   private readonly slots = new Map<string, Entry>();
   private bytes = 0;
   private full = false;
   private pumping = false;
   private waiters: (() => void)[] = [];
-  private lastSent = Date.now();
   private readonly maxBytes: number;
-  private readonly heartbeatMs: number;
-  private readonly timer: NodeJS.Timeout;
   private failure: PublishError | undefined;
 
   constructor(private readonly opts: OutboxOptions) {
     this.maxBytes = opts.maxBytes ?? OUTBOX_DEFAULTS.maxBytes;
-    this.heartbeatMs = opts.heartbeatMs ?? OUTBOX_DEFAULTS.heartbeatMs;
-    this.timer = setInterval(() => this.beat(), Math.max(50, this.heartbeatMs / 4));
   }
 
   get queuedBytes(): number {
@@ -105,7 +91,7 @@ export class Outbox {
     return this.full;
   }
 
-  push(item: OutItem): void {
+  push(item: IngestItemInput): void {
     const encoded = encode(item);
     if (!encoded.feed && encoded.mid !== undefined) this.slots.delete(encoded.mid);
     this.enqueue({ item: encoded, bytes: encoded.json.length });
@@ -129,10 +115,6 @@ export class Outbox {
     while (this.queue.size && !this.failure) await new Promise<void>((ok) => this.waiters.push(ok));
     if (this.failure) throw this.failure;
     await this.opts.publisher.flush();
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
   }
 
   private enqueue(entry: Entry): void {
@@ -195,7 +177,6 @@ export class Outbox {
 
   private send(batch: Encoded[]): void {
     this.stats.batches++;
-    this.lastSent = Date.now();
     this.opts.publisher.sendEncoded(batch.map((e) => e.json)).then((ack) => this.account(batch, ack), () => undefined);
   }
 
@@ -211,7 +192,7 @@ export class Outbox {
       const r = refused.get(i);
       if (r) {
         problem(`the service refused ${e.kind} of ${e.mid ?? '(no market)'}: ${r.message}`);
-        ledger.record(r.mid ?? e.mid ?? '(no market)', 'refused', r.message);
+        ledger.record(r.mid || e.mid || '(no market)', 'refused', r.message);
       } else if (e.kind === 'odds') {
         ledger.record(e.mid!, 'published');
       }
@@ -224,14 +205,6 @@ export class Outbox {
       this.opts.pressure?.(false);
     }
     this.wake();
-  }
-
-  private beat(): void {
-    const { publisher } = this.opts;
-    if (!this.alive || this.failure || this.queue.size || publisher.failed || Date.now() - this.lastSent < this.heartbeatMs) return;
-    this.lastSent = Date.now();
-    this.stats.heartbeats++;
-    publisher.heartbeat().catch(() => undefined);
   }
 
   private wake(): void {

@@ -25,7 +25,7 @@
  */
 import { checkPrices, pricingOf } from '../ingest/prices.js';
 import { validateOdds } from '../ingest/validate-odds.js';
-import type { IngestItemInput } from '../odds/messages.js';
+import type { IngestItemInput, PublisherStaleReason, StaleIngestItem } from '../odds/messages.js';
 import type { Catalogue } from './catalogue.js';
 import { changeMid, checkChange, checkMessage } from './check.js';
 import { ExchangeBook } from './exchange-book.js';
@@ -37,11 +37,6 @@ import type { MarketChange, MarketDefinition, RunnerDefinition } from './stream.
 const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
 const DEFAULT_MAX_MARKETS = 50_000;
-
-export type StaleWhy = 'late' | 'unreliable';
-/** Marks a market stale without a new image (the service's `stale` ingest item). */
-export type StaleItem = Record<string, unknown> & { kind: 'stale'; mid: string; why: StaleWhy };
-export type OutItem = IngestItemInput | StaleItem;
 
 /** A reference item, or a market whose state the service must be told (`render` it). */
 export type Step = { item: IngestItemInput } | { mid: string };
@@ -60,7 +55,7 @@ interface Applied {
 }
 
 interface Translation {
-  items: OutItem[];
+  items: IngestItemInput[];
   problems: string[];
   /** Odds images among the items. */
   images: number;
@@ -69,7 +64,7 @@ interface Translation {
 type Fields = Record<string, unknown>;
 
 /** What the service was last told of a market. */
-type Told = 'nothing' | 'image' | 'late image' | StaleWhy;
+type Told = 'nothing' | 'image' | 'late image' | PublisherStaleReason;
 
 interface MarketState {
   def: MarketDefinition;
@@ -127,7 +122,7 @@ export class Translator {
   /** Applies one message and renders what it moved at once: every image in the order the exchange published it. */
   translate(raw: unknown, where: string): Translation {
     const { steps, problems } = this.apply(raw, where);
-    const items: OutItem[] = [];
+    const items: IngestItemInput[] = [];
     let images = 0;
     for (const step of steps) {
       const item = 'item' in step ? step.item : this.render(step.mid);
@@ -183,7 +178,7 @@ export class Translator {
    * unreliable, its image breaks the service's price rules, or the data is late with no new
    * image; undefined when the service was told that already.
    */
-  render(mid: string): OutItem | undefined {
+  render(mid: string): IngestItemInput | undefined {
     const s = this.markets.get(mid);
     if (!s) return undefined;
     if (s.broken !== undefined) return this.stale(mid, s, 'unreliable');
@@ -203,7 +198,7 @@ export class Translator {
     return image;
   }
 
-  private stale(mid: string, s: MarketState, why: StaleWhy): StaleItem | undefined {
+  private stale(mid: string, s: MarketState, why: PublisherStaleReason): StaleIngestItem | undefined {
     if (s.told === why) return undefined;
     s.told = why;
     return { kind: 'stale', mid, why };

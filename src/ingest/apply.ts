@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Runner } from '../refdata/types.js';
-import { REQUIRED, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem } from './items.js';
+import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem } from './items.js';
 
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
 export class ApplyError extends Error {}
@@ -10,8 +10,9 @@ type Client = Pick<pg.PoolClient, 'query'>;
 type Columns = Record<string, unknown>;
 
 /**
- * One row an item writes. Table and column names come from this file only;
- * every value travels as a parameter.
+ * One row an item writes. Table and column names come from this file only
+ * (the columns keep the wire's short names: this is where the domain's names
+ * meet them); every value travels as a parameter.
  */
 interface Target {
   table: string;
@@ -84,7 +85,7 @@ async function update(db: Client, t: Target, set: Columns, missing: string[]): P
  * its keys; rid order makes them lock the rows in the same order.
  */
 async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promise<void> {
-  const rids = runners.map((r) => r.rid);
+  const rids = runners.map((r) => r.id);
   await db.query('DELETE FROM runners WHERE mid = $1 AND NOT (rid = ANY($2::bigint[]))', [mid, rids]);
   if (!runners.length) return;
   await db.query(
@@ -92,65 +93,69 @@ async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promi
      SELECT $1, rid, pos, na FROM unnest($2::bigint[], $3::int[], $4::text[]) AS given (rid, pos, na) ORDER BY rid
      ON CONFLICT (mid, rid) DO UPDATE SET pos = EXCLUDED.pos, na = EXCLUDED.na
       WHERE (runners.pos, runners.na) IS DISTINCT FROM (EXCLUDED.pos, EXCLUDED.na)`,
-    [mid, rids, runners.map((_, i) => i), runners.map((r) => r.na)],
+    [mid, rids, runners.map((_, i) => i), runners.map((r) => r.name)],
   );
 }
 
-const info = (o: { if?: unknown }): Columns => ('if' in o ? { has_if: true, info: o.if === null ? null : JSON.stringify(o.if) } : {});
+const info = (o: { info?: unknown }): Columns => (o.info !== undefined ? { has_if: true, info: o.info === null ? null : JSON.stringify(o.info) } : {});
 
 async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise<Outcome> {
-  if (e.le !== undefined) {
-    const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.eid])).rows[0];
-    const li = e.li ?? current?.li;
+  if (e.leagueName !== undefined) {
+    const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.id])).rows[0];
+    const li = e.leagueId ?? current?.li;
     if (li === undefined) throw new ApplyError('le needs li to name its league');
     keys?.add(`league:${li}`);
     // An event renames its league but never moves it to another sport.
-    await upsert(db, { table: 'leagues', key: ['li', li], given: { na: e.le }, createOnly: { si: e.si ?? current?.si }, required: ['si'], name: `league ${li}` });
+    await upsert(db, { table: 'leagues', key: ['li', li], given: { na: e.leagueName }, createOnly: { si: e.sportId ?? current?.si }, required: ['si'], name: `league ${li}` });
   }
-  const given = { na: e.na, st: e.st, go: e.go, ip: e.ip, si: e.si, li: e.li, tv: e.tv };
-  return upsert(db, { table: 'events', key: ['eid', e.eid], given, required: REQUIRED.event });
+  const given = { na: e.name, st: e.startTime, go: e.concluded, ip: e.inPlay, si: e.sportId, li: e.leagueId, tv: e.liveTv };
+  return upsert(db, { table: 'events', key: ['eid', e.id], given, required: REQUIRED.event });
 }
 
 async function applyNested(db: Client, parent: string, eid: number, list: NestedItem[]): Promise<void> {
-  await db.query('DELETE FROM markets WHERE parent_mid = $1 AND NOT (mid = ANY($2))', [parent, list.map((n) => n.mid)]);
+  await db.query('DELETE FROM markets WHERE parent_mid = $1 AND NOT (mid = ANY($2))', [parent, list.map((n) => n.id)]);
   for (const [pos, n] of list.entries()) {
     await upsert(db, {
-      table: 'markets', key: ['mid', n.mid], given: { parent_mid: parent, pos, eid, s: n.s, go: n.go, ...info(n) }, required: [],
-      guard: { column: 'parent_mid', value: parent, refusal: `m[${pos}].mid ${n.mid} is already another market` },
+      table: 'markets', key: ['mid', n.id], given: { parent_mid: parent, pos, eid, s: n.isActive, go: n.concluded, ...info(n) }, required: [],
+      guard: { column: 'parent_mid', value: parent, refusal: `m[${pos}].mid ${n.id} is already another market` },
     });
-    await replaceRunners(db, n.mid, n.r);
+    await replaceRunners(db, n.id, n.runners);
   }
 }
 
 async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
-  const given = { eid: m.eid, na: m.na, ty: m.ty, s: m.s, go: m.go, rt: m.rt, di: m.di, bl: m.bl, ...info(m), ...(m.r ? { has_r: true } : {}) };
+  const given = {
+    eid: m.eventId, na: m.name, ty: m.type, s: m.isActive, go: m.concluded, rt: m.recalled, di: m.displayOrder, bl: m.ball,
+    ...info(m), ...(m.runners ? { has_r: true } : {}),
+  };
   const outcome = await upsert(db, {
-    table: 'markets', key: ['mid', m.mid], given, required: REQUIRED.market,
-    guard: { column: 'parent_mid', value: null, refusal: `mid ${m.mid} is already a nested market` },
+    table: 'markets', key: ['mid', m.id], given, required: REQUIRED.market,
+    guard: { column: 'parent_mid', value: null, refusal: `mid ${m.id} is already a nested market` },
   });
   const row = (await db.query<{ eid: number; si: number; ty: string }>(
-    'SELECT m.eid, e.si, m.ty FROM markets m JOIN events e ON e.eid = m.eid WHERE m.mid = $1', [m.mid])).rows[0];
-  if (m.si !== undefined && m.si !== row.si) throw new ApplyError(`si ${m.si} is not the sport of event ${row.eid} (${row.si})`);
-  if (row.ty === 'player-race' && m.r) throw new ApplyError('r is not allowed on a player-race market: its runners go inside m');
-  if (row.ty !== 'player-race' && m.m) throw new ApplyError('m is only allowed on a player-race market');
-  if (m.r) await replaceRunners(db, m.mid, m.r);
-  if (m.m) await applyNested(db, m.mid, row.eid, m.m);
+    'SELECT m.eid, e.si, m.ty FROM markets m JOIN events e ON e.eid = m.eid WHERE m.mid = $1', [m.id])).rows[0];
+  if (m.sportId !== undefined && m.sportId !== row.si) throw new ApplyError(`si ${m.sportId} is not the sport of event ${row.eid} (${row.si})`);
+  if (row.ty === 'player-race' && m.runners) throw new ApplyError('r is not allowed on a player-race market: its runners go inside m');
+  if (row.ty !== 'player-race' && m.nested) throw new ApplyError('m is only allowed on a player-race market');
+  if (m.runners) await replaceRunners(db, m.id, m.runners);
+  if (m.nested) await applyNested(db, m.id, row.eid, m.nested);
   // A new type keeps the presence rules: a player-race holds no runners of its own, any other type no nested markets.
-  if (m.ty !== undefined && row.ty === 'player-race') {
-    await db.query('UPDATE markets SET has_r = false WHERE mid = $1 AND has_r', [m.mid]);
-    await db.query('DELETE FROM runners WHERE mid = $1', [m.mid]);
-  } else if (m.ty !== undefined && !m.m) {
-    await db.query('DELETE FROM markets WHERE parent_mid = $1', [m.mid]);
+  if (m.type !== undefined && row.ty === 'player-race') {
+    await db.query('UPDATE markets SET has_r = false WHERE mid = $1 AND has_r', [m.id]);
+    await db.query('DELETE FROM runners WHERE mid = $1', [m.id]);
+  } else if (m.type !== undefined && !m.nested) {
+    await db.query('DELETE FROM markets WHERE parent_mid = $1', [m.id]);
   }
   return outcome;
 }
 
 async function applyResult(db: Client, r: ResultItem): Promise<Outcome> {
   const market = (await db.query<{ mt: string }>(
-    'SELECT coalesce(m.ty, p.ty) AS mt FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1', [r.mid])).rows[0];
-  if (!market) throw new ApplyError(`market ${r.mid} does not exist`);
-  if (r.mt !== undefined && r.mt !== market.mt) throw new ApplyError(`mt ${r.mt} is not the type of market ${r.mid} (${market.mt})`);
-  return upsert(db, { table: 'results', key: ['mid', r.mid], given: { res: r.res, rt: r.rt, ia: r.ia }, required: REQUIRED.result });
+    'SELECT coalesce(m.ty, p.ty) AS mt FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1', [r.marketId])).rows[0];
+  if (!market) throw new ApplyError(`market ${r.marketId} does not exist`);
+  if (r.marketType !== undefined && r.marketType !== market.mt) throw new ApplyError(`mt ${r.marketType} is not the type of market ${r.marketId} (${market.mt})`);
+  const given = { res: r.outcome, rt: r.recalled, ia: r.abandoned };
+  return upsert(db, { table: 'results', key: ['mid', r.marketId], given, required: REQUIRED.result });
 }
 
 /** Why Postgres refused a row, in words a publisher can act on. */
@@ -164,8 +169,7 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
 }
 
 /** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5`. */
-const modelKey = (item: ReferenceItem): string =>
-  `${item.kind}:${item.kind === 'sport' ? item.si : item.kind === 'league' ? item.li : item.kind === 'event' ? item.eid : item.mid}`;
+const modelKey = (item: ReferenceItem): string => `${item.kind}:${itemId(item)}`;
 
 /**
  * Applies one item inside the caller's transaction, adding to `keys` the read
@@ -177,8 +181,8 @@ export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<stri
   keys?.add(modelKey(item));
   try {
     switch (item.kind) {
-      case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.si], given: { na: item.na, a: item.a }, required: REQUIRED.sport });
-      case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.li], given: { si: item.si, na: item.na }, required: REQUIRED.league });
+      case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.id], given: { na: item.name, a: item.active }, required: REQUIRED.sport });
+      case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.id], given: { si: item.sportId, na: item.name }, required: REQUIRED.league });
       case 'event': return await applyEvent(db, item, keys);
       case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);

@@ -187,10 +187,10 @@ export class Ingest {
       const m = checked.item;
       if (m.kind === 'market') {
         // A partial market item changes only what it carries: the rest is as the model holds it.
-        const ty = m.ty !== undefined ? m.ty : this.deps.model.typeOf(m.mid);
-        const runners = m.r !== undefined ? m.r.length > 0 : (this.deps.model.hasRunners(m.mid) ?? false);
-        if (ty !== undefined) created.set(m.mid, pricingOf(ty, runners));
-        for (const n of m.m ?? []) created.set(n.mid, 'runner');
+        const type = m.type !== undefined ? m.type : this.deps.model.typeOf(m.id);
+        const runners = m.runners !== undefined ? m.runners.length > 0 : (this.deps.model.hasRunners(m.id) ?? false);
+        if (type !== undefined) created.set(m.id, pricingOf(type, runners));
+        for (const n of m.nested ?? []) created.set(n.id, 'runner');
       }
       reference.push([i, m]);
     }

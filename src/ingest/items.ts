@@ -1,25 +1,32 @@
 import type { MarketType, Runner } from '../refdata/types.js';
 
 /**
- * Ingest speaks the REST vocabulary plus a `kind`. Every key but the ID is
- * optional: a partial item changes only what it carries, and creating a row
- * needs the keys listed in REQUIRED.
+ * A publisher's reference item once validated: what it changes, by domain
+ * name (validate.ts reads the wire keys, apply.ts writes the columns). Every
+ * field but the ID is optional: a partial item changes only what it carries,
+ * and creating a row needs the columns listed in REQUIRED.
  */
-interface SportItem { kind: 'sport'; si: number; na?: string; a?: boolean }
-interface LeagueItem { kind: 'league'; li: number; si?: number; na?: string }
+interface SportItem { kind: 'sport'; id: number; name?: string; active?: boolean }
+interface LeagueItem { kind: 'league'; id: number; sportId?: number; name?: string }
 export interface EventItem {
-  kind: 'event'; eid: number; na?: string; le?: string; st?: string; go?: boolean; ip?: boolean;
-  si?: number; li?: number; tv?: string | null;
+  kind: 'event'; id: number; name?: string; leagueName?: string; startTime?: string; concluded?: boolean; inPlay?: boolean;
+  sportId?: number; leagueId?: number; liveTv?: string | null;
 }
-export interface NestedItem { mid: string; s: boolean; go: boolean; r: Runner[]; if?: unknown }
+export interface NestedItem { id: string; isActive: boolean; concluded: boolean; runners: Runner[]; info?: unknown }
 export interface MarketItem {
-  kind: 'market'; mid: string; eid?: number; na?: string; si?: number; s?: boolean; go?: boolean;
-  ty?: MarketType; rt?: boolean; if?: unknown; di?: number | null; bl?: number | null; r?: Runner[]; m?: NestedItem[];
+  kind: 'market'; id: string; eventId?: number; name?: string; sportId?: number; isActive?: boolean; concluded?: boolean;
+  type?: MarketType; recalled?: boolean; info?: unknown;
+  /** null clears it. */
+  displayOrder?: number | null;
+  /** null clears it. */
+  ball?: number | null;
+  runners?: Runner[]; nested?: NestedItem[];
 }
-export interface ResultItem { kind: 'result'; mid: string; res?: string; rt?: boolean; ia?: boolean; mt?: MarketType }
+export interface ResultItem { kind: 'result'; marketId: string; outcome?: string; recalled?: boolean; abandoned?: boolean; marketType?: MarketType }
 
 export type ReferenceItem = SportItem | LeagueItem | EventItem | MarketItem | ResultItem;
 
+/** The columns, named as the wire names them, that creating a row needs: a refusal lists those missing. */
 export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
   sport: ['na'],
   league: ['si', 'na'],
@@ -28,7 +35,10 @@ export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
   result: [],
 };
 
-/** How an item names itself in an error: `item 3 (market 1.234)`. */
+/** The ID an item names its row by: a market's for a result. */
+export const itemId = (item: ReferenceItem): string | number => (item.kind === 'result' ? item.marketId : item.id);
+
+/** How an item, as the publisher sent it, names itself in an error: `item 3 (market 1.234)`. */
 export function describe(index: number, item: { kind?: unknown } & Record<string, unknown>): string {
   const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' ? 'eid' : 'mid';
   const id = item[idKey];
@@ -36,3 +46,6 @@ export function describe(index: number, item: { kind?: unknown } & Record<string
     ? `item ${index} (${item.kind} ${id})`
     : `item ${index}`;
 }
+
+/** The same, for an item already validated. */
+export const describeItem = (index: number, item: ReferenceItem): string => `item ${index} (${item.kind} ${itemId(item)})`;

@@ -1,12 +1,13 @@
 import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
 import { INGEST_LIMITS } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
-import type { NestedItem, ReferenceItem } from './items.js';
+import type { MarketItem, NestedItem, ReferenceItem } from './items.js';
 
 /**
- * Checks the shape of each reference item and returns it typed, or the first
- * problem as text naming the field. Whether referenced rows exist is left to
- * the transaction, which sees the database as it is.
+ * Checks the shape of each reference item, as the publisher sent it with the
+ * wire's keys, and returns it typed with the domain's names, or the first
+ * problem as text naming the field (by its wire key). Whether referenced rows
+ * exist is left to the transaction, which sees the database as it is.
  */
 type Obj = Record<string, unknown>;
 const MAX_TEXT = 500;
@@ -71,9 +72,9 @@ function runners(v: unknown, key: string): Runner[] {
   const seen = new Set<number>();
   return (v as unknown[]).map((r, i) => {
     if (!r || typeof r !== 'object' || Array.isArray(r)) fail(`${key}[${i}]`, 'must be an object {rid, na}');
-    const runner = { rid: id((r as Obj).rid, `${key}[${i}].rid`), na: name((r as Obj).na, `${key}[${i}].na`) };
-    if (seen.has(runner.rid)) fail(`${key}[${i}].rid`, `repeats runner ${runner.rid}`);
-    seen.add(runner.rid);
+    const runner = { id: id((r as Obj).rid, `${key}[${i}].rid`), name: name((r as Obj).na, `${key}[${i}].na`) };
+    if (seen.has(runner.id)) fail(`${key}[${i}].rid`, `repeats runner ${runner.id}`);
+    seen.add(runner.id);
     return runner;
   });
 }
@@ -84,8 +85,8 @@ function nested(v: unknown, key: string): NestedItem[] {
     const at = `${key}[${i}]`;
     if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');
     const o = n as Obj;
-    const item: NestedItem = { mid: mid(o.mid, `${at}.mid`), s: flag(o.s, `${at}.s`), go: flag(o.go, `${at}.go`), r: runners(o.r, `${at}.r`) };
-    if ('if' in o) item.if = info(o.if, `${at}.if`);
+    const item: NestedItem = { id: mid(o.mid, `${at}.mid`), isActive: flag(o.s, `${at}.s`), concluded: flag(o.go, `${at}.go`), runners: runners(o.r, `${at}.r`) };
+    if ('if' in o) item.info = info(o.if, `${at}.if`);
     return item;
   });
 }
@@ -93,29 +94,32 @@ function nested(v: unknown, key: string): NestedItem[] {
 function validateOne(o: Obj): ReferenceItem {
   switch (o.kind) {
     case 'sport':
-      return { kind: 'sport', si: id(o.si, 'si'), na: opt(o, 'na', name), a: opt(o, 'a', flag) };
+      return { kind: 'sport', id: id(o.si, 'si'), name: opt(o, 'na', name), active: opt(o, 'a', flag) };
     case 'league':
-      return { kind: 'league', li: id(o.li, 'li'), si: opt(o, 'si', id), na: opt(o, 'na', name) };
+      return { kind: 'league', id: id(o.li, 'li'), sportId: opt(o, 'si', id), name: opt(o, 'na', name) };
     case 'event':
       return {
-        kind: 'event', eid: id(o.eid, 'eid'), na: opt(o, 'na', name), le: opt(o, 'le', name), st: opt(o, 'st', isoTime),
-        go: opt(o, 'go', flag), ip: opt(o, 'ip', flag), si: opt(o, 'si', id), li: opt(o, 'li', id), tv: opt(o, 'tv', nullable(text(MAX_TV))),
+        kind: 'event', id: id(o.eid, 'eid'), name: opt(o, 'na', name), leagueName: opt(o, 'le', name), startTime: opt(o, 'st', isoTime),
+        concluded: opt(o, 'go', flag), inPlay: opt(o, 'ip', flag), sportId: opt(o, 'si', id), leagueId: opt(o, 'li', id), liveTv: opt(o, 'tv', nullable(text(MAX_TV))),
       };
     case 'market': {
-      const m = {
-        kind: 'market' as const, mid: mid(o.mid, 'mid'), eid: opt(o, 'eid', id), na: opt(o, 'na', name), si: opt(o, 'si', id),
-        s: opt(o, 's', flag), go: opt(o, 'go', flag), ty: opt(o, 'ty', type), rt: opt(o, 'rt', flag),
-        di: opt(o, 'di', nullable(integer)), bl: opt(o, 'bl', nullable(float)), r: opt(o, 'r', runners), m: opt(o, 'm', nested),
-        ...('if' in o ? { if: info(o.if, 'if') } : {}),
+      const m: MarketItem = {
+        kind: 'market', id: mid(o.mid, 'mid'), eventId: opt(o, 'eid', id), name: opt(o, 'na', name), sportId: opt(o, 'si', id),
+        isActive: opt(o, 's', flag), concluded: opt(o, 'go', flag), type: opt(o, 'ty', type), recalled: opt(o, 'rt', flag),
+        displayOrder: opt(o, 'di', nullable(integer)), ball: opt(o, 'bl', nullable(float)), runners: opt(o, 'r', runners), nested: opt(o, 'm', nested),
+        ...('if' in o ? { info: info(o.if, 'if') } : {}),
       };
-      if (m.ty === 'player-race' && m.r) fail('r', 'is not allowed on a player-race market: its runners go inside m');
-      if (m.ty !== undefined && m.ty !== 'player-race' && m.m) fail('m', 'is only allowed on a player-race market');
-      if (m.ty !== undefined && m.ty !== 'ball-by-ball' && m.bl != null) fail('bl', 'is only allowed on a ball-by-ball market');
-      if (m.m?.some((n) => n.mid === m.mid)) fail('m', 'must not contain the market itself');
+      if (m.type === 'player-race' && m.runners) fail('r', 'is not allowed on a player-race market: its runners go inside m');
+      if (m.type !== undefined && m.type !== 'player-race' && m.nested) fail('m', 'is only allowed on a player-race market');
+      if (m.type !== undefined && m.type !== 'ball-by-ball' && m.ball != null) fail('bl', 'is only allowed on a ball-by-ball market');
+      if (m.nested?.some((n) => n.id === m.id)) fail('m', 'must not contain the market itself');
       return m;
     }
     case 'result':
-      return { kind: 'result', mid: mid(o.mid, 'mid'), res: opt(o, 'res', text(200)), rt: opt(o, 'rt', flag), ia: opt(o, 'ia', flag), mt: opt(o, 'mt', type) };
+      return {
+        kind: 'result', marketId: mid(o.mid, 'mid'), outcome: opt(o, 'res', text(200)), recalled: opt(o, 'rt', flag),
+        abandoned: opt(o, 'ia', flag), marketType: opt(o, 'mt', type),
+      };
     default:
       return fail('kind', 'must be one of sport, league, event, market, result, odds');
   }

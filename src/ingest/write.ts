@@ -3,7 +3,7 @@ import { ServiceError, errors, known } from '../errors.js';
 import { asDatabaseError, inTransaction } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { ApplyError, applyItem, type Outcome } from './apply.js';
-import { describe, type ReferenceItem } from './items.js';
+import { describeItem, type ReferenceItem } from './items.js';
 import { retry } from '../lib/retry.js';
 
 /**
@@ -50,7 +50,7 @@ export async function writeReference(pool: pg.Pool, items: readonly (readonly [n
         try {
           out.push(await applyItem(client, item, keys));
         } catch (err) {
-          if (err instanceof ApplyError) throw errors.badItem(describe(i, item as never), err.message);
+          if (err instanceof ApplyError) throw errors.badItem(describeItem(i, item), err.message);
           throw err;
         }
       }

@@ -199,10 +199,10 @@ export type ServerMessage =
   | FreshnessMessage
   | NoticeMessage;
 
-/** The heartbeat silence a socket may ask for with `?hb=`, in ms. */
 /** Limits on one ingest item: far above any real market, low enough that one item cannot eat the heap. */
 export const INGEST_LIMITS = { runners: 500, levels: 10, nested: 100 } as const;
 
+/** The heartbeat silence a socket may ask for with `?hb=`, in ms. */
 export const HEARTBEAT = { min: 500, max: 30000, default: 5000 } as const;
 
 /** A heartbeat written as text, or undefined unless it is a whole number of ms within HEARTBEAT. */
@@ -251,3 +251,6 @@ type IngestKind = (typeof INGEST_KINDS)[number];
  * publisher sent (a partial event or market changes only those).
  */
 export type IngestItemInput = Record<string, unknown> & { kind: IngestKind };
+
+/** A publisher's word that a market is stale without a new image: the `stale` ingest item. */
+export type StaleIngestItem = { kind: 'stale'; mid: string; why: PublisherStaleReason };

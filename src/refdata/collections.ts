@@ -1,12 +1,16 @@
 import type { Event, Market, MarketResult, MarketType, Sport } from './types.js';
+import { eventToWire, marketToWire, resultToWire, sportToWire } from './wire.js';
 
 export interface Entry<T> {
   readonly value: T;
-  /** The element serialised once, when it changed, not per request. */
+  /** The element in its REST form, translated and serialised once, when it changed, not per request. */
   readonly json: string;
 }
 
-export const entry = <T>(value: T): Entry<T> => ({ value, json: JSON.stringify(value) });
+const entryOf = <T>(toWire: (value: T) => object) => (value: T): Entry<T> => ({ value, json: JSON.stringify(toWire(value)) });
+export const eventEntry = entryOf(eventToWire);
+export const marketEntry = entryOf(marketToWire);
+export const resultEntry = entryOf(resultToWire);
 
 /** Bytes of their own, outside Node's shared 8 KiB pool, of which one long-lived slice would keep all. */
 function bytes(json: string): Buffer {
@@ -17,9 +21,9 @@ function bytes(json: string): Buffer {
 const EMPTY = bytes('[]');
 
 const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
-  a.value.st < b.value.st ? -1 : a.value.st > b.value.st ? 1 : a.value.eid - b.value.eid;
+  a.value.startTime < b.value.startTime ? -1 : a.value.startTime > b.value.startTime ? 1 : a.value.id - b.value.id;
 const byDisplayThenId = (a: Entry<Market>, b: Entry<Market>): number =>
-  (a.value.di ?? -1) - (b.value.di ?? -1) || (a.value.mid < b.value.mid ? -1 : a.value.mid > b.value.mid ? 1 : 0);
+  (a.value.displayOrder ?? -1) - (b.value.displayOrder ?? -1) || (a.value.id < b.value.id ? -1 : a.value.id > b.value.id ? 1 : 0);
 
 function addTo<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
   let set = index.get(key);
@@ -54,7 +58,7 @@ export class Collections {
   }
 
   sportsJson(): Buffer {
-    return (this.sportsBody ??= bytes('[' + [...this.sports.values()].sort((a, b) => a.si - b.si).map((s) => JSON.stringify(s)).join(',') + ']'));
+    return (this.sportsBody ??= bytes('[' + [...this.sports.values()].sort((a, b) => a.id - b.id).map((s) => JSON.stringify(sportToWire(s))).join(',') + ']'));
   }
 
   /** The JSON array of a sport's events: kept bytes, or with `leagues` a string of only theirs (not kept). */
@@ -63,7 +67,7 @@ export class Collections {
     if (!eids?.size) return EMPTY;
     let sorted = this.sortedBySport.get(si);
     if (!sorted) this.sortedBySport.set(si, (sorted = [...eids].map((eid) => this.events.get(eid)!).sort(byStartThenId)));
-    if (leagues) return '[' + sorted.filter((e) => leagues.has(e.value.li)).map((e) => e.json).join(',') + ']';
+    if (leagues) return '[' + sorted.filter((e) => leagues.has(e.value.leagueId)).map((e) => e.json).join(',') + ']';
     let body = this.eventsBody.get(si);
     if (!body) this.eventsBody.set(si, (body = bytes('[' + sorted.map((e) => e.json).join(',') + ']')));
     return body;
@@ -89,7 +93,7 @@ export class Collections {
     const out: string[] = [];
     for (const mid of this.marketsByEvent.get(eid) ?? []) {
       out.push(mid);
-      for (const n of this.markets.get(mid)?.value.m ?? []) out.push(n.mid);
+      for (const n of this.markets.get(mid)?.value.nested ?? []) out.push(n.id);
     }
     return out;
   }
@@ -102,27 +106,27 @@ export class Collections {
   /** Whether a market, top-level or nested, has concluded (a nested one also when its player-race has). */
   concluded(mid: string): boolean {
     const parent = this.nestedParent.get(mid);
-    if (parent === undefined) return this.markets.get(mid)?.value.go ?? false;
+    if (parent === undefined) return this.markets.get(mid)?.value.concluded ?? false;
     const p = this.markets.get(parent)?.value;
-    return (p?.go ?? false) || (p?.m?.find((n) => n.mid === mid)?.go ?? false);
+    return (p?.concluded ?? false) || (p?.nested?.find((n) => n.id === mid)?.concluded ?? false);
   }
 
   /** A market's type: null for a market nested in a player-race (it has none of its own), undefined when unknown. */
   typeOf(mid: string): MarketType | null | undefined {
-    return this.nestedParent.has(mid) ? null : this.markets.get(mid)?.value.ty;
+    return this.nestedParent.has(mid) ? null : this.markets.get(mid)?.value.type;
   }
 
   /** Whether a known market lists runners of its own (a nested market always does); undefined when unknown. */
   hasRunners(mid: string): boolean | undefined {
     if (this.nestedParent.has(mid)) return true;
     const m = this.markets.get(mid)?.value;
-    return m && (m.r?.length ?? 0) > 0;
+    return m && (m.runners?.length ?? 0) > 0;
   }
 
   /** The name of a market's sport (a nested market's: its player race's), or undefined when the market is unknown. */
   sportOf(mid: string): string | undefined {
     const m = this.markets.get(this.nestedParent.get(mid) ?? mid)?.value;
-    return m && (this.sports.get(m.si)?.na ?? String(m.si));
+    return m && (this.sports.get(m.sportId)?.name ?? String(m.sportId));
   }
 
   event(eid: number): Event | undefined {
@@ -142,28 +146,28 @@ export class Collections {
   }
 
   protected putEvent(e: Event): void {
-    this.events.set(e.eid, entry(e));
-    addTo(this.eventsBySport, e.si, e.eid);
-    this.sortedBySport.delete(e.si);
-    this.eventsBody.delete(e.si);
+    this.events.set(e.id, eventEntry(e));
+    addTo(this.eventsBySport, e.sportId, e.id);
+    this.sortedBySport.delete(e.sportId);
+    this.eventsBody.delete(e.sportId);
   }
 
   protected dropEvent(e: Event): void {
-    this.events.delete(e.eid);
-    this.eventsBySport.get(e.si)?.delete(e.eid);
-    this.sortedBySport.delete(e.si);
-    this.eventsBody.delete(e.si);
+    this.events.delete(e.id);
+    this.eventsBySport.get(e.sportId)?.delete(e.id);
+    this.sortedBySport.delete(e.sportId);
+    this.eventsBody.delete(e.sportId);
   }
 
   protected putMarket(m: Market): void {
-    this.markets.set(m.mid, entry(m));
-    addTo(this.marketsByEvent, m.eid, m.mid);
-    this.marketsBody.delete(m.eid);
+    this.markets.set(m.id, marketEntry(m));
+    addTo(this.marketsByEvent, m.eventId, m.id);
+    this.marketsBody.delete(m.eventId);
   }
 
   protected dropMarket(m: Market): void {
-    this.markets.delete(m.mid);
-    this.marketsByEvent.get(m.eid)?.delete(m.mid);
-    this.marketsBody.delete(m.eid);
+    this.markets.delete(m.id);
+    this.marketsByEvent.get(m.eventId)?.delete(m.id);
+    this.marketsBody.delete(m.eventId);
   }
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { loadEvents, loadMarkets, loadNestedParents, loadResults, loadSports } from './queries.js';
 import type { Market, MarketResult } from './types.js';
-import { Collections, entry, type Entry } from './collections.js';
+import { Collections, resultEntry, type Entry } from './collections.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -10,7 +10,7 @@ export type ModelChange =
   | { kind: 'market'; before?: Market; after?: Market }
   | { kind: 'result'; before?: MarketResult; after?: MarketResult };
 
-const withNested = (m: Market | undefined): string[] => (m ? [m.mid, ...(m.m ?? []).map((n) => n.mid)] : []);
+const withNested = (m: Market | undefined): string[] => (m ? [m.id, ...(m.nested ?? []).map((n) => n.id)] : []);
 
 /** Markets (nested ones too) the changes removed from the model. */
 export function goneMarkets(changes: readonly ModelChange[]): string[] {
@@ -23,7 +23,7 @@ export function goneMarkets(changes: readonly ModelChange[]): string[] {
   return gone;
 }
 
-/** What differs between two generations of one kind of element, by their serialised form. */
+/** What differs between two generations of one kind of element, by their serialised (REST) form. */
 function diff<T>(kind: ModelChange['kind'], before: Map<string, Entry<T>>, after: Map<string, Entry<T>>): ModelChange[] {
   const out: ModelChange[] = [];
   for (const [id, e] of after) {
@@ -50,10 +50,10 @@ export class ReadModel extends Collections {
       loadSports(db), loadEvents(db), loadMarkets(db), loadResults(db), loadNestedParents(db),
     ]);
     const fresh = new ReadModel();
-    for (const s of sports) fresh.sports.set(s.si, s);
+    for (const s of sports) fresh.sports.set(s.id, s);
     for (const e of events) fresh.putEvent(e);
     for (const m of markets) fresh.putMarket(m);
-    for (const r of results) fresh.results.set(r.mid, entry(r));
+    for (const r of results) fresh.results.set(r.marketId, resultEntry(r));
     fresh.nestedParent = new Map(nested);
     const changes = [...diff('market', this.markets, fresh.markets), ...diff('result', this.results, fresh.results)];
     const next = this.generation + 1;
@@ -76,18 +76,18 @@ export class ReadModel extends Collections {
     }
     if (ids.sport.size) await this.refreshSports(db, [...ids.sport]);
     if (ids.league.size) {
-      // A league's name is its events' `le`.
-      for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.eid);
+      // A league's name is its events' leagueName.
+      for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.id);
     }
     if (ids.event.size) await this.refreshEvents(db, [...ids.event], ids.market);
     if (ids.market.size) await this.refreshMarkets(db, [...ids.market], ids.result, changes);
     if (ids.result.size) {
       const mids = [...ids.result];
-      const found = new Map((await loadResults(db, mids)).map((r) => [r.mid, r]));
+      const found = new Map((await loadResults(db, mids)).map((r) => [r.marketId, r]));
       for (const mid of mids) {
         const before = this.results.get(mid)?.value;
         const after = found.get(mid);
-        if (after) this.results.set(mid, entry(after));
+        if (after) this.results.set(mid, resultEntry(after));
         else this.results.delete(mid);
         // A market without a result before or after (a nested market gone with its parent's type) changed nothing here.
         if (before || after) changes.push({ kind: 'result', before, after });
@@ -98,7 +98,7 @@ export class ReadModel extends Collections {
   }
 
   private async refreshSports(db: Queryable, sis: number[]): Promise<void> {
-    const found = new Map((await loadSports(db, sis)).map((s) => [s.si, s]));
+    const found = new Map((await loadSports(db, sis)).map((s) => [s.id, s]));
     for (const si of sis) {
       const s = found.get(si);
       if (s) this.sports.set(si, s);
@@ -108,21 +108,21 @@ export class ReadModel extends Collections {
   }
 
   private async refreshEvents(db: Queryable, eids: number[], marketsToReload: Set<string>): Promise<void> {
-    const found = new Map((await loadEvents(db, { eids })).map((e) => [e.eid, e]));
+    const found = new Map((await loadEvents(db, { eids })).map((e) => [e.id, e]));
     for (const eid of eids) {
       const before = this.events.get(eid)?.value;
       const after = found.get(eid);
       if (before) this.dropEvent(before);
       if (after) this.putEvent(after);
       // Markets carry their event's sport, so a moved event moves its markets.
-      if (before && after && before.si !== after.si) for (const mid of this.marketsByEvent.get(eid) ?? []) marketsToReload.add(mid);
+      if (before && after && before.sportId !== after.sportId) for (const mid of this.marketsByEvent.get(eid) ?? []) marketsToReload.add(mid);
     }
   }
 
   private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>, changes: ModelChange[]): Promise<void> {
     // Both reads first, then one synchronous swap: readers never see a nested market missing.
     const [markets, nested] = await Promise.all([loadMarkets(db, { mids }), loadNestedParents(db, mids)]);
-    const found = new Map(markets.map((m) => [m.mid, m]));
+    const found = new Map(markets.map((m) => [m.id, m]));
     const reloading = new Set(mids);
     for (const [child, parent] of this.nestedParent) {
       if (!reloading.has(parent)) continue;

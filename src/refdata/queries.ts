@@ -2,9 +2,10 @@ import type pg from 'pg';
 import type { Event, Market, MarketResult, MarketType, NestedMarket, Runner, Sport } from './types.js';
 
 /**
- * Loads rows in their wire shapes. Each loader takes an optional ID filter so
- * one query serves both the full load at start and the targeted reloads that
- * follow a NOTIFY.
+ * Loads rows as domain objects: the columns keep the wire's short names, and
+ * this file is where they become readable ones. Each loader takes an optional
+ * ID filter so one query serves both the full load at start and the targeted
+ * reloads that follow a NOTIFY.
  */
 type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -13,8 +14,8 @@ function filter(column: string, ids: readonly (string | number)[] | undefined, j
 }
 
 export async function loadSports(db: Queryable, ids?: number[]): Promise<Sport[]> {
-  const { rows } = await db.query<Sport>(`SELECT si, na, a FROM sports${filter('si', ids)} ORDER BY si`, ids ? [ids] : []);
-  return rows.map((r) => ({ si: r.si, na: r.na, a: r.a }));
+  const { rows } = await db.query<{ si: number; na: string; a: boolean }>(`SELECT si, na, a FROM sports${filter('si', ids)} ORDER BY si`, ids ? [ids] : []);
+  return rows.map((r) => ({ id: r.si, name: r.na, active: r.a }));
 }
 
 interface EventRow { eid: number; na: string; le: string; st: Date; go: boolean; ip: boolean; si: number; li: number; tv: string | null }
@@ -28,18 +29,18 @@ export async function loadEvents(db: Queryable, by?: { eids?: number[]; lis?: nu
     ids ? [ids] : [],
   );
   return rows.map((r) => ({
-    eid: r.eid, na: r.na, le: r.le, st: r.st.toISOString(), go: r.go, ip: r.ip, si: r.si, li: r.li, tv: r.tv,
+    id: r.eid, name: r.na, leagueName: r.le, startTime: r.st.toISOString(), concluded: r.go, inPlay: r.ip, sportId: r.si, leagueId: r.li, liveTv: r.tv,
   }));
 }
 
 interface MarketRow {
   mid: string; eid: number; na: string; si: number; s: boolean; go: boolean; ty: MarketType; rt: boolean;
   has_if: boolean; info: unknown; di: number | null; bl: number | null; has_r: boolean;
-  runners: Runner[]; nested: (NestedMarket & { has_if: boolean })[] | null;
+  runners: Runner[]; nested: NestedMarket[] | null;
 }
 
 const RUNNERS = (alias: string): string =>
-  `(SELECT coalesce(json_agg(json_build_object('rid', r.rid, 'na', r.na) ORDER BY r.pos), '[]')
+  `(SELECT coalesce(json_agg(json_build_object('id', r.rid, 'name', r.na) ORDER BY r.pos), '[]')
       FROM runners r WHERE r.mid = ${alias}.mid)`;
 
 /** Top-level markets with their runners and nested markets, by market ID or by event ID. */
@@ -49,7 +50,7 @@ export async function loadMarkets(db: Queryable, by?: { mids?: string[]; eids?: 
   const { rows } = await db.query<MarketRow>(
     `SELECT m.mid, m.eid, m.na, e.si, m.s, m.go, m.ty, m.rt, m.has_if, m.info, m.di, m.bl, m.has_r,
             ${RUNNERS('m')} AS runners,
-            (SELECT json_agg(json_build_object('mid', n.mid, 's', n.s, 'go', n.go, 'r', ${RUNNERS('n')}, 'if', n.info)
+            (SELECT json_agg(json_build_object('id', n.mid, 'isActive', n.s, 'concluded', n.go, 'runners', ${RUNNERS('n')}, 'info', n.info)
                              ORDER BY n.pos, n.mid)
                FROM markets n WHERE n.parent_mid = m.mid) AS nested
        FROM markets m JOIN events e ON e.eid = m.eid
@@ -60,26 +61,26 @@ export async function loadMarkets(db: Queryable, by?: { mids?: string[]; eids?: 
 }
 
 function toMarket(r: MarketRow): Market {
-  const m: Market = { mid: r.mid, eid: r.eid, na: r.na, si: r.si, s: r.s, go: r.go, ty: r.ty, rt: r.rt };
-  if (r.has_if) m.if = r.info;
-  if (r.di !== null) m.di = r.di;
-  if (r.bl !== null) m.bl = r.bl;
-  if (r.has_r) m.r = r.runners;
-  if (r.ty === 'player-race') m.m = r.nested ?? [];
+  const m: Market = { id: r.mid, eventId: r.eid, name: r.na, sportId: r.si, isActive: r.s, concluded: r.go, type: r.ty, recalled: r.rt };
+  if (r.has_if) m.info = r.info;
+  if (r.di !== null) m.displayOrder = r.di;
+  if (r.bl !== null) m.ball = r.bl;
+  if (r.has_r) m.runners = r.runners;
+  if (r.ty === 'player-race') m.nested = r.nested ?? [];
   return m;
 }
 
 /** Results of top-level and nested markets; a market with no result row answers the unsettled default. */
 export async function loadResults(db: Queryable, mids?: string[]): Promise<MarketResult[]> {
   const { rows } = await db.query<MarketResult>(
-    `SELECT m.mid, coalesce(m.ty, p.ty) AS mt, coalesce(r.res, '') AS res,
-            coalesce(r.rt, false) AS rt, coalesce(r.ia, false) AS ia
+    `SELECT m.mid AS "marketId", coalesce(m.ty, p.ty) AS "marketType", coalesce(r.res, '') AS outcome,
+            coalesce(r.rt, false) AS recalled, coalesce(r.ia, false) AS abandoned
        FROM markets m
        LEFT JOIN markets p ON p.mid = m.parent_mid
        LEFT JOIN results r ON r.mid = m.mid${filter('m.mid', mids)}`,
     mids ? [mids] : [],
   );
-  return rows.map((r) => ({ mid: r.mid, mt: r.mt, res: r.res, rt: r.rt, ia: r.ia }));
+  return rows;
 }
 
 /** Nested market ID to its player-race parent, so a runner change of a nested market reloads the parent. */

@@ -1,20 +1,30 @@
 import type { ModelChange } from '../refdata/model.js';
-import type { Market, MarketResult } from '../refdata/types.js';
+import type { Market, MarketResult, NestedMarket } from '../refdata/types.js';
+import type { MarketStateMessage, ResultMessage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 
+/** The frames' wire keys are the REST keys of the market and the result (docs/protocol.md). */
+const stateFrame = (mid: string, state: Pick<Market, 'isActive' | 'concluded' | 'recalled'>): MarketStateMessage =>
+  ({ op: 'market', mid, s: state.isActive, go: state.concluded, rt: state.recalled });
+
+const resultFrame = (r: MarketResult): ResultMessage =>
+  ({ op: 'result', mid: r.marketId, mt: r.marketType, res: r.outcome, rt: r.recalled, ia: r.abandoned });
+
+const stateMoved = (before: Market | NestedMarket | undefined, after: Market | NestedMarket): boolean =>
+  !before || before.isActive !== after.isActive || before.concluded !== after.concluded;
+
 function marketFrames(bc: Broadcaster, before: Market | undefined, after: Market): void {
-  if (!before || before.s !== after.s || before.go !== after.go || before.rt !== after.rt) {
-    bc.publishState({ op: 'market', mid: after.mid, s: after.s, go: after.go, rt: after.rt });
-  }
-  for (const n of after.m ?? []) {
-    const old = before?.m?.find((x) => x.mid === n.mid);
-    if (!old || old.s !== n.s || old.go !== n.go) bc.publishState({ op: 'market', mid: n.mid, s: n.s, go: n.go, rt: after.rt });
+  if (stateMoved(before, after) || before!.recalled !== after.recalled) bc.publishState(stateFrame(after.id, after));
+  for (const n of after.nested ?? []) {
+    // A nested market is recalled with its player race.
+    if (stateMoved(before?.nested?.find((x) => x.id === n.id), n)) bc.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
   }
 }
 
-function resultFrame(bc: Broadcaster, before: MarketResult | undefined, after: MarketResult): void {
-  const unchanged = before ? before.res === after.res && before.rt === after.rt && before.ia === after.ia : after.res === '' && !after.rt && !after.ia;
-  if (!unchanged) bc.publishState({ op: 'result', mid: after.mid, mt: after.mt, res: after.res, rt: after.rt, ia: after.ia });
+const unsettled = (r: MarketResult): boolean => r.outcome === '' && !r.recalled && !r.abandoned;
+
+function resultChanged(before: MarketResult | undefined, after: MarketResult): boolean {
+  return before ? before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned : !unsettled(after);
 }
 
 /**
@@ -30,20 +40,22 @@ export function referenceFrames(bc: Broadcaster, appeared: (mid: string, eid: nu
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
-        if (c.after) resultFrame(bc, c.before, c.after);
-        else bc.forgetState(c.before!.mid);
+        if (c.after && resultChanged(c.before, c.after)) bc.publishState(resultFrame(c.after));
+        else if (!c.after) bc.forgetState(c.before!.marketId);
       } else if (c.after) {
-        const { mid, eid, si } = c.after;
+        const { id, eventId, sportId } = c.after;
         marketFrames(bc, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
-        if (!c.after.go) {
-          if (!c.before) appeared(mid, eid, si);
-          for (const n of c.after.m ?? []) if (!n.go && !c.before?.m?.some((x) => x.mid === n.mid)) appeared(n.mid, eid, si);
+        if (!c.after.concluded) {
+          if (!c.before) appeared(id, eventId, sportId);
+          for (const n of c.after.nested ?? []) {
+            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) appeared(n.id, eventId, sportId);
+          }
         }
-        if (c.after.go && !c.before?.go) concluded.push(mid, ...(c.after.m ?? []).map((n) => n.mid));
+        if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
       } else if (c.before) {
-        bc.forgetState(c.before.mid);
-        for (const n of c.before.m ?? []) bc.forgetState(n.mid);
+        bc.forgetState(c.before.id);
+        for (const n of c.before.nested ?? []) bc.forgetState(n.id);
       }
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.

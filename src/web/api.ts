@@ -1,4 +1,4 @@
-import type { Event, Market, MarketResult, Sport } from '../refdata/types.js';
+import type { WireEvent as Event, WireMarket as Market, WireResult as MarketResult, WireSport as Sport } from '../refdata/wire.js';
 import { retry } from '../lib/retry.js';
 import { MAX_IDS } from '../refdata/ids.js';
 

@@ -1,6 +1,6 @@
 import type { MarketBook, ReceiptDelay } from '../client/index.js';
 import type { MarketStateMessage, OddsMessage, ResultMessage } from '../odds/messages.js';
-import type { Market, MarketResult, Runner } from '../refdata/types.js';
+import type { WireMarket as Market, WireResult as MarketResult, WireRunner as Runner } from '../refdata/wire.js';
 import type { MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';
 import { BookView } from './ladder.js';

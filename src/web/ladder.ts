@@ -1,6 +1,6 @@
 import type { ReceiptDelay } from '../client/index.js';
 import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
-import type { Runner } from '../refdata/types.js';
+import type { WireRunner as Runner } from '../refdata/wire.js';
 import { formatVolume } from '../client/format.js';
 import type { FreshnessReason, MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';

@@ -4,7 +4,7 @@
  * page's `?key=` as the REST header and the socket's `key` parameter.
  */
 import { OddsClient } from '../client/index.js';
-import type { Event, Sport } from '../refdata/types.js';
+import type { WireEvent as Event, WireSport as Sport } from '../refdata/wire.js';
 import { Api } from './api.js';
 import { Board } from './board.js';
 import { Delay } from './delay.js';

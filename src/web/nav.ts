@@ -1,4 +1,4 @@
-import type { Event, Sport } from '../refdata/types.js';
+import type { WireEvent as Event, WireSport as Sport } from '../refdata/wire.js';
 import { h } from './dom.js';
 
 const when = new Intl.DateTimeFormat(undefined, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' });

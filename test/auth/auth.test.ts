@@ -1,7 +1,7 @@
 import t from 'tap';
 import { connect } from 'node:net';
 import { spawn } from 'node:child_process';
-import { http, startTestService } from '../helpers/service.js';
+import { http, keyLive, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { createKey } from '../../src/auth/keys.js';
@@ -15,13 +15,7 @@ const bob = await key('bob', 'subscriber');
 const feeder = await key('feeder', 'publisher');
 const root = await key('ops', 'admin');
 /** Keys made through the pool are live on this pod once NOTIFY has been applied. */
-async function live(token: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if ((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } })).status !== 401) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-await live(root);
+await keyLive(svc.url, root);
 const as = (token: string | undefined, path: string, init: RequestInit = {}) =>
   http<Reply>(svc.url, path, { ...init, headers: { ...(init.headers as Record<string, string>), ...(token ? { 'x-api-key': token } : {}) } });
 const post = (token: string | undefined, path: string, body: unknown) =>
@@ -87,7 +81,7 @@ t.test('subscribe and unsubscribe touch only the caller\'s own set and sockets',
 
 t.test('a revoked key stops working within seconds, and its sockets are closed with 4003', async (t) => {
   const doomed = (await createKey(svc.pool, 'carol', 'subscriber'));
-  await live(doomed.token);
+  await keyLive(svc.url, doomed.token);
   const c = await Client.connect(svc.url, { query: `key=${doomed.token}` });
   const cli = spawn(process.execPath, [new URL('../../src/cli/key.js', import.meta.url).pathname, 'revoke', doomed.id], { env: { ...process.env, DATABASE_URL: svc.databaseUrl } });
   let out = '';
@@ -101,13 +95,9 @@ t.test('a revoked key stops working within seconds, and its sockets are closed w
 t.test('the per-key REST rate answers 429 with Retry-After, and is counted', async (t) => {
   const slow = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '5' });
   const k = (await createKey(slow.pool, 'dave', 'subscriber')).token;
-  let r = await http<Reply>(slow.url, '/api/v1/sports', { headers: { 'x-api-key': k } });
   // The key reaches the service by NOTIFY: wait until it is known before spending its allowance.
-  for (let i = 0; i < 50 && r.status === 401; i++) {
-    await new Promise((res) => setTimeout(res, 20));
-    r = await http<Reply>(slow.url, '/api/v1/sports', { headers: { 'x-api-key': k } });
-  }
-  t.equal(r.status, 200, 'the new key works');
+  await keyLive(slow.url, k);
+  t.equal((await http<Reply>(slow.url, '/api/v1/sports', { headers: { 'x-api-key': k } })).status, 200, 'the new key works');
   const answers = await Promise.all(Array.from({ length: 20 }, () => http<Reply>(slow.url, '/api/v1/sports', { headers: { 'x-api-key': k } })));
   const limited = answers.filter((a) => a.status === 429);
   t.ok(limited.length >= 10, `${limited.length} of 20 limited`);
@@ -120,7 +110,8 @@ t.test('sockets per key and in total are bounded at the handshake', async (t) =>
   const small = await startTestService(t, { AUTH: 'on', WS_MAX_SOCKETS_PER_KEY: '2', WS_MAX_SOCKETS: '3' });
   const k1 = (await createKey(small.pool, 'erin', 'subscriber')).token;
   const k2 = (await createKey(small.pool, 'frank', 'subscriber')).token;
-  await new Promise((r) => setTimeout(r, 200));
+  await keyLive(small.url, k1);
+  await keyLive(small.url, k2);
   const open = [await Client.connect(small.url, { query: `key=${k1}` }), await Client.connect(small.url, { query: `key=${k1}` })];
   t.teardown(() => open.forEach((c) => c.close()));
   await t.rejects(Client.connect(small.url, { query: `key=${k1}` }), /upgrade refused: 429/, 'a third for the same key');

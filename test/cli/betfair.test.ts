@@ -1,6 +1,5 @@
-import t, { type Test } from 'tap';
-import { spawn, type ChildProcessByStdio, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import t from 'tap';
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from '../../src/cli/betfair.js';
@@ -11,31 +10,22 @@ import { freePort } from '../helpers/net.js';
 import { startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
-import { runTool, tempDir } from './processes.js';
+import { running, runTool, tempDir } from './processes.js';
 import { Burst } from '../exchange/esa-burst.js';
 import { findRoot } from '../k8s/root.js';
 
 const CLI = new URL('../../src/cli/betfair.js', import.meta.url).pathname;
 const SUMMARY = new RegExp('^\\d+ messages, (?<changes>\\d+) market changes, (?<markets>\\d+) markets, (?<sent>\\d+) images sent: (?<published>\\d+) published, '
-  + '(?<refused>\\d+) refused by the service; (?<withheld>\\d+) withheld, (?<unapplied>\\d+) changes not applied, (?<problems>\\d+) problems, \\d+ batches, '
+  + '(?<refused>\\d+) refused by the service; (?<withheld>\\d+) withheld, (?<unapplied>\\d+) changes not applied, (?<problems>\\d+) problems, \\d+ batches, (?<heartbeats>\\d+) heartbeats, '
   + '(?<reconnects>\\d+) reconnects, \\d+ resubscriptions, (?<pauses>\\d+) pauses, peak memory (?<peak>\\d+) MiB, \\d+\\.\\d\\d s$', 'm');
 const BASE = ['--app-key', APP_KEY, '--session', SESSION, '--markets', MARKET_ID];
-
-/** A tool started in its own process: its output so far, its exit, and a SIGKILL when the test ends. */
-function running(t: Test, child: ChildProcessWithoutNullStreams | ChildProcessByStdio<null, Readable, Readable>) {
-  const run = { child, stdout: '', stderr: '', exited: new Promise<number | null>((ok) => child.on('close', (code) => ok(code))) };
-  child.stdout.setEncoding('utf8').on('data', (s: string) => (run.stdout += s));
-  child.stderr.setEncoding('utf8').on('data', (s: string) => (run.stderr += s));
-  t.teardown(() => child.kill('SIGKILL'));
-  return run;
-}
 
 t.test('arguments', async (t) => {
   t.test('the filter, the stream server and the service', async (t) => {
     t.same(parseArgs([...BASE, '--market-types', 'MATCH_ODDS', '--host', '127.0.0.1', '--port', '8443', '--heartbeat', '1000', '--conflate', '0', '--key', 'k']), {
       appKey: APP_KEY, session: SESSION, filter: { marketIds: [MARKET_ID], marketTypes: ['MATCH_ODDS'] },
       host: '127.0.0.1', port: 8443, ca: undefined, heartbeatMs: 1000, conflateMs: 0,
-      url: 'ws://127.0.0.1:8080/ingest', key: 'k', catalogue: undefined, queueBytes: 8 * 1024 * 1024,
+      url: 'ws://127.0.0.1:8080/ingest', key: 'k', catalogue: undefined, queueBytes: 8 * 1024 * 1024, refreshMs: 10_000,
     });
   });
   t.test('credentials from files and variables, so none shows in the process list', async (t) => {
@@ -57,6 +47,7 @@ t.test('arguments', async (t) => {
     [['--app-key', 'a', '--session', 's'], /give --markets or --event-types/],
     [['--session', 's', '--markets', MARKET_ID], /--app-key \(or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE\) is required/],
     [[...BASE, '--queue-bytes', '100'], /--queue-bytes must be a whole number from 65536/],
+    [[...BASE, '--refresh', '10'], /--refresh must be a whole number from 1000 to 600000, got 10/],
     [[...BASE.slice(0, 4), '--markets', '1.2,abc'], /--markets takes market IDs like 1\.230000001, got "abc"/],
     [[...BASE, '--event-types', '0'], /--event-types takes positive integer IDs, got "0"/],
     [[...BASE, '--market-types', 'match odds'], /--market-types takes market type codes/],

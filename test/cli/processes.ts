@@ -2,11 +2,12 @@
  * The compiled entry points run as a user runs them, each in its own process:
  * `npm start` (dist/src/main.js) and the command-line tools.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Test } from 'tap';
 
 export const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
@@ -69,6 +70,15 @@ export function runTool(script: string, args: string[], env: Record<string, stri
     clearTimeout(guard);
     ok({ code, stdout, stderr });
   }));
+}
+
+/** A tool started in its own process: its output so far, its exit, and a SIGKILL when the test ends. */
+export function running(t: Test, child: ChildProcessWithoutNullStreams | ChildProcessByStdio<null, Readable, Readable>) {
+  const run = { child, stdout: '', stderr: '', exited: new Promise<number | null>((ok) => child.on('close', (code) => ok(code))) };
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (run.stdout += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (run.stderr += s));
+  t.teardown(() => child.kill('SIGKILL'));
+  return run;
 }
 
 /** A temporary folder the `postgres` user can enter (the embedded server runs as it when tests run as root). */

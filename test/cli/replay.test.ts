@@ -8,7 +8,7 @@ import { UsageError } from '../../src/cli/args.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 import { BZIP2, hasBzip2, lines, matchOdds, race, tennis, writeRecording } from '../exchange/fixtures.js';
-import { expectedImages, type ExpectedImage } from '../exchange/reference-book.js';
+import { expectedImages, seen } from '../exchange/reference-book.js';
 import { http, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
@@ -51,14 +51,6 @@ t.test('a missing file or a bad catalogue: exit 2 with the usage, nothing sent',
   t.equal(c.code, 2);
   t.match(c.stderr, `replay: --catalogue ${join(dir, 'catalogue.json')}: entry 0: marketId must be a market ID`);
 });
-
-/** What a frame says, in the keys the reference computes: `ltp` and `tv` only where the frame carries them. */
-function seen(f: OddsMessage): ExpectedImage {
-  const out: ExpectedImage = { mid: f.mid, ts: f.ts, st: f.st, ip: f.ip, r: f.r.map((x) => ({
-    rid: x.rid, st: x.st, b: x.b, l: x.l, ...(x.ltp === undefined ? {} : { ltp: x.ltp }), ...(x.tv === undefined ? {} : { tv: x.tv }),
-  })) };
-  return f.tv === undefined ? out : { ...out, tv: f.tv };
-}
 
 t.test('against the real service', async (t) => {
   const svc = await startTestService(t, { DEMO_DATA: 'off' });

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
 import { formatFrame, formatFreshness, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
-import { http, startTestService } from '../helpers/service.js';
+import { http, keyLive, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
@@ -13,16 +13,20 @@ const ODDS_LINE = new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} ${MID.replace('.', 
 
 interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
+/** Long enough for a CLI to start and see its first frames on a loaded machine; only a broken one takes it. */
+const BOUND_MS = 60_000;
+
 /**
  * Runs the compiled CLI. With `until`, sends SIGINT once stdout (or, with `on: 'stderr'`, stderr)
- * matches it, as a user watching the feed would; a hard kill after 15 s keeps a broken CLI from
- * hanging the suite.
+ * matches it, as a user watching the feed would. A CLI that neither shows it nor exits within
+ * BOUND_MS is killed and fails the test, saying what it was waiting for and what it printed.
  */
 function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout', env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: undefined, URL: undefined, ...env } });
   let stdout = '';
   let stderr = '';
   let interrupted = false;
+  let hung = false;
   const check = () => {
     if (until && !interrupted && until.test(on === 'stdout' ? stdout : stderr)) {
       interrupted = true;
@@ -37,10 +41,15 @@ function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout',
     stderr += s;
     check();
   });
-  const guard = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  return new Promise((resolve) => child.on('close', (code, signal) => {
+  const guard = setTimeout(() => {
+    hung = true;
+    child.kill('SIGKILL');
+  }, BOUND_MS);
+  return new Promise((resolve, reject) => child.on('close', (code, signal) => {
     clearTimeout(guard);
-    resolve({ code, signal, stdout, stderr });
+    if (!hung) return resolve({ code, signal, stdout, stderr });
+    const waited = interrupted ? 'to exit after SIGINT' : until ? `for ${until} on ${on}` : 'to exit';
+    reject(new Error(`watch ${args.join(' ')}: waited ${BOUND_MS / 1000} s ${waited}; stdout: ${stdout || '(none)'}; stderr: ${stderr || '(none)'}`));
   }));
 }
 
@@ -106,10 +115,7 @@ t.test('with AUTH=on', async (t) => {
   const svc = await startTestService(t, { AUTH: 'on', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '50' });
   const wsUrl = svc.url.replace(/^http/, 'ws') + '/ws';
   const { token } = await createKey(svc.pool, 'watcher', 'subscriber');
-  // The key is live on the service once its NOTIFY has been applied.
-  for (let i = 0; i < 100 && (await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } })).status === 401; i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await keyLive(svc.url, token);
 
   t.test('--key: the subscribe is acked and odds lines follow', async (t) => {
     const r = await run(['--url', wsUrl, '--key', token, MID], ODDS_LINE);

@@ -26,6 +26,7 @@ const VALID: ServerMessage[] = [
   { op: 'unsubscribed', mids: ['1.1', '1.2'] },
   { op: 'feed', status: 'STALE' },
   { op: 'hb', ts: 1700000000123 },
+  { op: 'freshness', mid: '1.234', live: false, why: 'late', at: 1700000000456 },
 ];
 
 /** Values of the wrong type or out of range for any key. */
@@ -45,8 +46,9 @@ t.test('every key the client reads, missing or of the wrong type, drops the fram
       for (const wrong of WRONG) {
         const bad = { ...msg, [key]: wrong };
         const read = check(bad);
-        // Some wrong values are fine for some keys (absent for an optional one, '' for a message text).
-        if ('msg' in read) {
+        // Some wrong values are fine for some keys (absent for an optional one, '' for a message text);
+        // a frame may still be dropped for how its keys go together (tested below).
+        if ('msg' in read || FRAMES[msg.op].keys[key].ok(wrong)) {
           t.ok(FRAMES[msg.op].keys[key].ok(wrong), `${msg.op}.${key} = ${JSON.stringify(wrong)} passes only where its rule allows it`);
           continue;
         }
@@ -54,6 +56,14 @@ t.test('every key the client reads, missing or of the wrong type, drops the fram
       }
     }
   }
+});
+
+t.test('freshness: a stale market says why, a live one does not', async (t) => {
+  const stale = VALID.find((m) => m.op === 'freshness')!;
+  t.same(check({ ...stale, live: true, why: undefined }), { msg: { ...stale, live: true, why: undefined } });
+  t.same(check({ ...stale, why: undefined }), { error: 'freshness frame dropped: a stale market must say why' });
+  t.same(check({ ...stale, live: true }), { error: 'freshness frame dropped: a live market has no why' });
+  t.match(check({ ...stale, why: 'tired' }), { error: /^freshness frame dropped: why must be / });
 });
 
 t.test('nested shapes: runners, ladders and delta changes are checked to the last number', async (t) => {

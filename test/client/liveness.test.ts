@@ -8,7 +8,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { WebSocketServer } from 'ws';
-import { http, startTestService } from '../helpers/service.js';
+import { keyLive, startTestService } from '../helpers/service.js';
 import { createKey, revokeKey } from '../../src/auth/keys.js';
 import { next, startClient, until, wsUrl } from './helpers.js';
 
@@ -62,9 +62,7 @@ t.test('a quiet connection to the live service stays up on its heartbeats', asyn
 t.test('AUTH=on: the key goes in the query; without one the client keeps trying; a revoked key ends it', async (t) => {
   const svc = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '0' });
   const { id, token } = await createKey(svc.pool, 'acme', 'subscriber');
-  // The key is live on the service once its NOTIFY has been applied.
-  const live = () => http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } }).then((r) => r.status === 200);
-  for (let i = 0; i < 100 && !(await live()); i++) await new Promise((r) => setTimeout(r, 20));
+  await keyLive(svc.url, token);
   const keyed = startClient(t, { url: wsUrl(svc.url), key: token }).client;
   t.match(await keyed.subscribe({ mids: ['1.200001001'] }), { status: 1 }, 'a subscriber key is let in');
 

@@ -6,6 +6,7 @@ import { MatchDay } from '../../src/demo/match-day.js';
 import { SLOTS } from '../../src/demo/fixtures.js';
 import { createLogger } from '../../src/log.js';
 import type { Market } from '../../src/refdata/types.js';
+import { eventToWire, marketToWire } from '../../src/refdata/wire.js';
 import { incoherent } from './coherence.js';
 
 /**
@@ -25,18 +26,19 @@ const SETTLED = ['1.200002001', '1.200003001', '1.200005001'];
 const STEP_MS = 2 * 60_000;
 const DAY_STEPS = (24 * 60 * 60_000) / STEP_MS;
 
-const market = (mid: string): Market | undefined => [...svc.model.allMarkets()].find((m) => m.mid === mid);
+const market = (mid: string): Market | undefined => [...svc.model.allMarkets()].find((m) => m.id === mid);
 const result = (mid: string): Obj | undefined => {
   const json = svc.model.resultJson(mid);
   return json === undefined ? undefined : (JSON.parse(json) as Obj);
 };
 
-/** Whether the read model holds every key of every item of the batch. */
+/** Whether the read model holds every key of every item of the batch, as REST answers it. */
 function reflected(batch: Obj[]): boolean {
-  const markets = new Map([...svc.model.allMarkets()].map((m) => [m.mid, m as unknown as Obj]));
+  const markets = new Map([...svc.model.allMarkets()].map((m) => [m.id, marketToWire(m) as unknown as Obj]));
   return batch.every((item) => {
     const { kind, ...keys } = item;
-    const held = kind === 'event' ? (svc.model.event(item.eid as number) as unknown as Obj) : kind === 'market' ? markets.get(item.mid as string) : result(item.mid as string);
+    const event = kind === 'event' ? svc.model.event(item.eid as number) : undefined;
+    const held = kind === 'event' ? (event && (eventToWire(event) as unknown as Obj)) : kind === 'market' ? markets.get(item.mid as string) : result(item.mid as string);
     return held !== undefined && Object.entries(keys).every(([k, v]) => ['r', 'if'].includes(k) || (k === 'st' ? Date.parse(held[k] as string) === Date.parse(v as string) : held[k] === v));
   });
 }
@@ -50,28 +52,28 @@ t.test('a simulated day: every sport always has an in-play event with open marke
   const seen = { kickOffs: 0, conclusions: 0, relisted: new Set<string>(), sessionsMidMatch: 0, suspended: 0, resumed: 0 };
   for (let step = 0; step < DAY_STEPS; step++) {
     clock += STEP_MS;
-    const before = new Map([...svc.model.allMarkets()].map((m) => [m.mid, m]));
+    const before = new Map([...svc.model.allMarkets()].map((m) => [m.id, m]));
     const batch = await life.step();
     await eventually(async () => reflected(batch), Boolean, 10_000, 5);
     const at = `at ${new Date(clock).toISOString()}`;
     for (const [si, name] of Object.entries(SPORTS)) {
-      const live = svc.model.allEvents().filter((e) => e.si === Number(si) && e.ip && !e.go);
-      const open = [...svc.model.allMarkets()].some((m) => live.some((e) => e.eid === m.eid) && m.s && !m.go);
+      const live = svc.model.allEvents().filter((e) => e.sportId === Number(si) && e.inPlay && !e.concluded);
+      const open = [...svc.model.allMarkets()].some((m) => live.some((e) => e.id === m.eventId) && m.isActive && !m.concluded);
       if (!open) problems.push(`${at}: no ${name} event in play with an open market`);
     }
-    for (const eid of LIVE_EVENTS) if (!svc.model.event(eid)?.ip || svc.model.event(eid)?.go) problems.push(`${at}: event ${eid} not in play`);
-    for (const mid of LIVE_MARKETS) if (market(mid)?.go !== false) problems.push(`${at}: market ${mid} concluded`);
+    for (const eid of LIVE_EVENTS) if (!svc.model.event(eid)?.inPlay || svc.model.event(eid)?.concluded) problems.push(`${at}: event ${eid} not in play`);
+    for (const mid of LIVE_MARKETS) if (market(mid)?.concluded !== false) problems.push(`${at}: market ${mid} concluded`);
     const results = new Map(batch.filter((i) => i.kind === 'result').map((i) => [i.mid as string, i]));
     for (const e of batch.filter((i) => i.kind === 'event')) {
       if (e.ip === true) seen.kickOffs++;
       if (e.go === true) {
         seen.conclusions++;
-        const markets = [...before.values()].filter((m) => m.eid === e.eid && !m.go);
+        const markets = [...before.values()].filter((m) => m.eventId === e.eid && !m.concluded);
         problems.push(...incoherent(markets, results).map((p) => `${at}: event ${e.eid}: ${p}`));
       }
       if (typeof e.na === 'string') seen.relisted.add(`${e.eid} ${e.na}`);
     }
-    const midMatch = batch.filter((i) => i.kind === 'result' && i.res !== '' && before.get(i.mid as string)?.ty === 'session' && !batch.some((x) => x.kind === 'event' && x.go === true && x.eid === before.get(i.mid as string)?.eid));
+    const midMatch = batch.filter((i) => i.kind === 'result' && i.res !== '' && before.get(i.mid as string)?.type === 'session' && !batch.some((x) => x.kind === 'event' && x.go === true && x.eid === before.get(i.mid as string)?.eventId));
     for (const r of midMatch) {
       seen.sessionsMidMatch++;
       problems.push(...incoherent([before.get(r.mid as string)!], results).map((p) => `${at}: ${p}`));
@@ -98,11 +100,11 @@ t.test('a featured event found concluded (data from an earlier version) is put b
     { kind: 'market', mid, s: false, go: true },
     { kind: 'result', mid, res: '9011', rt: false, ia: false },
   ]);
-  await eventually(async () => svc.model.event(30000011)?.go, Boolean);
+  await eventually(async () => svc.model.event(30000011)?.concluded, Boolean);
   const batch = await life.step();
   await eventually(async () => reflected(batch), Boolean);
-  t.match(svc.model.event(30000011), { ip: true, go: false });
-  t.match(market(mid), { s: true, go: false });
+  t.match(svc.model.event(30000011), { inPlay: true, concluded: false });
+  t.match(market(mid), { isActive: true, concluded: false });
   t.match(result(mid), { res: '', rt: false, ia: false });
 });
 
@@ -111,8 +113,8 @@ t.test('markets another publisher feeds, and their events, are left alone', asyn
   const markets = [...svc.model.allMarkets()];
   // A featured event and every other fixture slot; one market each is enough to make the whole event theirs.
   const theirs = new Set([30000011, ...SLOTS.filter((_, i) => i % 2 === 0).map((s) => s.eid)]);
-  const fed = new Set(markets.filter((m) => theirs.has(m.eid)).flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]));
-  const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eid === eid)!.mid));
+  const fed = new Set(markets.filter((m) => theirs.has(m.eventId)).flatMap((m) => [m.id, ...(m.nested ?? []).map((n) => n.id)]));
+  const claimed = new Set([...theirs].map((eid) => markets.find((m) => m.eventId === eid)!.id));
   const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(12), now: () => clock, theirs: (mid) => claimed.has(mid) });
   const items: Obj[] = [];
   for (let step = 0; step < DAY_STEPS / 4; step++) {

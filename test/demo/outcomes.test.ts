@@ -3,6 +3,7 @@ import { demoItems } from '../../src/demo/data.js';
 import type { MarketItem } from '../../src/demo/markets.js';
 import { settle, storyOf } from '../../src/demo/outcomes.js';
 import type { Market } from '../../src/refdata/types.js';
+import type { WireRunner } from '../../src/refdata/wire.js';
 import { incoherent } from './coherence.js';
 
 /**
@@ -11,11 +12,17 @@ import { incoherent } from './coherence.js';
  * (four goal lines), each concluded under 400 different start times.
  */
 const items = demoItems(new Date('2026-06-01T12:00:00Z'));
+const runners = (r: WireRunner[]) => r.map((x) => ({ id: x.rid, name: x.na }));
+/** The demo's market items as the read model would hold them once ingested. */
 const marketsOf = (eid: number, si: number): Market[] =>
-  items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid).map((m) => ({ ...m, si }) as Market);
+  items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid).map((m) => ({
+    id: m.mid, eventId: m.eid, name: m.na, sportId: si, isActive: m.s, concluded: m.go, type: m.ty, recalled: m.rt,
+    ...(m.r ? { runners: runners(m.r) } : {}),
+    ...(m.m ? { nested: m.m.map((n) => ({ id: n.mid, isActive: n.s, concluded: n.go, runners: runners(n.r), info: n.if })) } : {}),
+  }));
 
 function conclude(eid: number, si: number, n: number) {
-  const markets = marketsOf(eid, si).filter((m) => !m.go);
+  const markets = marketsOf(eid, si).filter((m) => !m.concluded);
   return Array.from({ length: n }, (_, k) => {
     const st = new Date(Date.UTC(2026, 0, 1) + k * 3_600_000).toISOString();
     const story = storyOf(eid, st, si);
@@ -29,7 +36,7 @@ t.test('the featured cricket match: whatever the story, its results agree (ties 
   t.same(runs.flatMap((r) => r.bad.map((b) => `${r.st}: ${b}`)).slice(0, 10), []);
   t.ok(runs.some((r) => r.story.tie), 'some matches were tied');
   t.ok(runs.some((r) => !r.story.tie), 'most were not');
-  const balls = new Set(runs.flatMap((r) => r.markets.filter((m) => m.ty === 'ball-by-ball').map((m) => r.results.get(m.mid)!.res)));
+  const balls = new Set(runs.flatMap((r) => r.markets.filter((m) => m.type === 'ball-by-ball').map((m) => r.results.get(m.id)!.res)));
   t.ok(['0', '1', '4'].every((x) => balls.has(x)), `balls went for ${[...balls].sort().join(', ')}`);
 });
 

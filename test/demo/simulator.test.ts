@@ -11,8 +11,8 @@ import { OVERROUND, SAME_OUTCOME_BAND, priceProblems } from './coherence.js';
 
 let fixtures = 0;
 /** A market of a fixture of its own unless `extra` names one. */
-const mk = (mid: string, ty: SimMarket['ty'], extra: Partial<SimMarket> = {}): SimMarket =>
-  ({ mid, ty, na: mid, eid: ++fixtures, st: '', inPlay: true, active: true, closed: false, rids: [], ...extra });
+const mk = (mid: string, type: SimMarket['type'], extra: Partial<SimMarket> = {}): SimMarket =>
+  ({ mid, type, name: mid, eventId: ++fixtures, startTime: '', inPlay: true, active: true, closed: false, rids: [], ...extra });
 
 const RUNNER_MARKETS: SimMarket[] = [
   mk('mo', 'match-odd', { rids: [101, 102] }),
@@ -109,7 +109,7 @@ t.test('every image of every market type passes its price rule, whatever the see
       const m = markets.find((x) => x.mid === mid)!;
       for (const img of imgs) {
         images++;
-        const bad = checkPrices(img, pricingOf(m.ty, m.rids.length > 0));
+        const bad = checkPrices(img, pricingOf(m.type, m.rids.length > 0));
         if (bad) t.fail(`seed ${seed} ${mid}: ${bad}`);
       }
     }
@@ -226,7 +226,7 @@ function demoMarkets(now: Date): SimMarket[] {
   return items.flatMap((i) => {
     if (i.kind !== 'market') return [];
     const e = events.get(i.eid)!;
-    const of = { na: i.na, ty: i.ty, eid: i.eid, st: e.st, inPlay: e.ip };
+    const of = { name: i.na, type: i.ty, eventId: i.eid, startTime: e.st, inPlay: e.ip };
     return [
       { ...of, mid: i.mid, active: i.s, closed: i.go, rids: (i.r ?? []).map((r) => r.rid) },
       ...(i.m ?? []).map((n) => ({ ...of, mid: n.mid, active: n.s, closed: n.go, rids: n.r.map((r) => r.rid) })),
@@ -237,7 +237,7 @@ function demoMarkets(now: Date): SimMarket[] {
 t.test('the first tick over the demo data set prices every market that has a book', async (t) => {
   const markets = demoMarkets(new Date());
   const images = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(6) }).tick();
-  const priced = markets.filter((m) => m.rids.length || m.ty !== 'player-race');
+  const priced = markets.filter((m) => m.rids.length || m.type !== 'player-race');
   t.equal(images.length, priced.length);
   for (const img of images) {
     const m = priced.find((x) => x.mid === img.mid)!;
@@ -304,21 +304,21 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
   // play; the newest quotes of every fixture are checked each ten ticks.
   const day = Date.parse('2026-06-01T00:00:00Z');
   const markets = demoMarkets(new Date(day));
-  const eids = [...new Set(markets.map((m) => m.eid))];
+  const eids = [...new Set(markets.map((m) => m.eventId))];
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(11), now: () => 42 });
   const quotes = new Map<string, OddsImage>();
   const problems: string[] = [];
   let checked = 0;
   for (let hour = 0; hour < 24; hour++) {
     for (const m of markets) {
-      if (SLOTS.some((s) => s.eid === m.eid)) m.st = new Date(day + hour * 3_600_000).toISOString();
-      m.inPlay = (hour + m.eid) % 3 !== 0;
+      if (SLOTS.some((s) => s.eid === m.eventId)) m.startTime = new Date(day + hour * 3_600_000).toISOString();
+      m.inPlay = (hour + m.eventId) % 3 !== 0;
     }
     for (let tick = 0; tick < 60; tick++) {
       for (const image of sim.tick()) quotes.set(image.mid, image);
       if (tick % 10 !== 9) continue;
       for (const eid of eids) {
-        const own = markets.filter((m) => m.eid === eid && !m.closed);
+        const own = markets.filter((m) => m.eventId === eid && !m.closed);
         problems.push(...priceProblems(own, quotes).map((p) => `hour ${hour}, event ${eid}: ${p}`));
         checked += own.filter((m) => quotes.get(m.mid)?.st === 'OPEN' && m.rids.length).length;
       }
@@ -334,7 +334,7 @@ t.test('prices a betting screen would show: the tied match long, completed short
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(12), now: () => 42 });
   const quotes = new Map<string, OddsImage>();
   for (let i = 0; i < 20; i++) for (const image of sim.tick()) quotes.set(image.mid, image);
-  const best = (na: string, eid: number, rid: number) => quotes.get(markets.find((m) => m.eid === eid && m.na === na)!.mid)!.r.find((r) => r.rid === rid)!.b[0]![0];
+  const best = (na: string, eid: number, rid: number) => quotes.get(markets.find((m) => m.eventId === eid && m.name === na)!.mid)!.r.find((r) => r.rid === rid)!.b[0]![0];
   t.ok(best('Tied Match', 30000001, 9001) >= 20, `a tie at ${best('Tied Match', 30000001, 9001)}`);
   t.ok(best('Completed Match', 30000001, 9001) <= 1.05, `completed at ${best('Completed Match', 30000001, 9001)}`);
   t.ok(best('Over/Under 0.5 Goals', 30000011, 9011) < best('Over/Under 2.5 Goals', 30000011, 9011), 'over 0.5 goals the shorter');

@@ -13,8 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createKey } from '../../src/auth/keys.js';
 import { adminUrl, freshDatabase, sqlClient } from '../helpers/db.js';
-import { http, startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/wait.js';
+import { http, keyLive, startTestService, type TestService } from '../helpers/service.js';
 
 const run = promisify(execFile);
 
@@ -46,7 +45,7 @@ const subscribe = (svc: TestService, key: string, mids: string[]) => http<{ stat
 t.test('a dump of a live service restored into an empty database: the same data, keys and stored sets are served', { skip }, async (t) => {
   const original = await startTestService(t, { AUTH: 'on' });
   const { token } = await createKey(original.pool, 'backoffice', 'subscriber');
-  await eventually(async () => (await get(original, '/api/v1/sports', token)).status, (s) => s === 200);
+  await keyLive(original.url, token);
   t.equal((await subscribe(original, token, ['1.200001001'])).status, 200, 'a stored set of one market');
 
   const dir = await mkdtemp(join(tmpdir(), 'odds-backup-'));

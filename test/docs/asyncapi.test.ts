@@ -11,6 +11,7 @@ import protobuf from 'protobufjs';
 import { parse as parseYaml } from 'yaml';
 import WebSocket from 'ws';
 import { postJson, startTestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { Client, image, withTraded } from '../helpers/ws.js';
 import { CLOSE } from '../../src/errors.js';
 import { SUBPROTOCOLS } from '../../src/http/upgrade.js';
@@ -124,7 +125,7 @@ for (const format of ['json', 'proto'] as const) {
     t.same(errorsOf('IngestBatch', { data: partly }), [], 'stale items as the document describes them');
     const bad = [{ kind: 'market', mid: 'not a market id' }];
     for (const [id, data] of [[7, batch.data], [8, partly], [9, []], [10, bad]] as const) ws.send(format === 'json' ? JSON.stringify({ id, data }) : encodeIngestProto([...data]));
-    for (let i = 0; i < 400 && acks.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => acks.length >= 4, () => `four acks, got ${JSON.stringify(acks)}`);
     t.match(acks, [
       { op: 'ack', status: 1, message: 'Ingested 2 items' },
       { op: 'ack', status: 1, message: 'Ingested 2 items; refused 1', refused: [{ i: 0, mid: 'nope' }] },

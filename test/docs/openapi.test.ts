@@ -6,7 +6,7 @@ import t from 'tap';
 import { request as httpRequest } from 'node:http';
 import { createServer, connect, type Socket } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { http, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
+import { http, keyLive, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
 import { image, withTraded } from '../helpers/ws.js';
@@ -195,7 +195,7 @@ t.test('AUTH=on: 401 and 403 on every data route and socket handshake; probes an
   const secured = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000', WS_MAX_SOCKETS_PER_KEY: '1', METRICS_TOKEN: 'metrics-token-0123456789' });
   const reader = (await createKey(secured.pool, 'acme', 'subscriber')).token;
   const publisher = (await createKey(secured.pool, 'feed', 'publisher')).token;
-  for (let i = 0; i < 100 && (await http(secured.url, '/api/v1/sports', { headers: { 'x-api-key': publisher } })).status === 401; i++) await new Promise((r) => setTimeout(r, 20));
+  await keyLive(secured.url, publisher);
   const as = (key: string | undefined, method: string, url: string, body?: unknown) => http(secured.url, url, {
     method, headers: { ...(key ? { 'x-api-key': key } : {}), ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
   });

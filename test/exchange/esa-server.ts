@@ -25,13 +25,17 @@ export type Request = Record<string, any>;
 export interface Plan {
   /** Answer the authentication with this FAILURE (and close) instead of checking it. */
   refuseAuth?: { errorCode: string; errorMessage: string };
-  /** What to send once the subscription is accepted; nothing more when absent. */
+  /** What to send once the subscription is accepted (each subscription, a resubscription too); nothing more when absent. */
   play?(conn: EsaConnection, subscription: Request): void;
+  /** Accept the connection and then say nothing at all, not even the greeting: a hung server. */
+  hang?: boolean;
 }
 
 export class EsaConnection {
   readonly requests: Request[] = [];
   readonly closed: Promise<void>;
+  /** HEARTBEAT changes sent by `beat`. */
+  beats = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private lastClk: string | undefined;
   private muted = false;
@@ -81,7 +85,11 @@ export class EsaConnection {
   /** HEARTBEAT changes every `ms`, carrying the last clk sent, until the connection closes. */
   beat(ms: number): void {
     clearInterval(this.heartbeat);
-    this.heartbeat = setInterval(() => this.send({ op: 'mcm', id: 2, clk: this.lastClk, pt: Date.now(), ct: 'HEARTBEAT' }), ms);
+    this.heartbeat = setInterval(() => {
+      if (this.muted) return;
+      this.beats++;
+      this.send({ op: 'mcm', id: 2, clk: this.lastClk, pt: Date.now(), ct: 'HEARTBEAT' });
+    }, ms);
   }
 
   /** Closes after everything written so far has reached the client, as a server going away does. */
@@ -127,6 +135,7 @@ export class EsaServer {
     const plan = this.plans[Math.min(conn.index, this.plans.length - 1)];
     this.connections.push(conn);
     for (const w of this.waiters.splice(0)) w();
+    if (plan.hang) return conn.mute();
     let buffered = '';
     socket.setEncoding('utf8').on('data', (text: string) => {
       buffered += text;

@@ -1,42 +1,14 @@
 import t from 'tap';
 import { Ledger } from '../../src/exchange/ledger.js';
-import { Translator, type OutItem } from '../../src/exchange/translate.js';
-import { matchOdds } from './fixtures.js';
-import { TROUBLED, troubledLines, type Expect } from './real-forms.js';
+import { Translator } from '../../src/exchange/translate.js';
+import type { IngestItemInput } from '../../src/odds/messages.js';
+import { TROUBLED, troubledDay } from './real-forms.js';
 import { expectedImages } from './reference-book.js';
 
 type Obj = Record<string, unknown>;
-const START = Date.UTC(2026, 4, 1, 12, 0, 0);
-const HEALTHY = 12;
-
-/** The troubled market's lines among the messages of many healthy markets, in publish-time order. */
-function day() {
-  const healthy = Array.from({ length: HEALTHY }, (_, i) => matchOdds(80, 100 + i, `1.26000${String(i).padStart(4, '0')}`));
-  const troubled = troubledLines(START);
-  const all: { text: string; key: number; expect?: Expect }[] = [];
-  let key = START;
-  /** While the exchange flags its data late, every message of the stream carries the flag. */
-  const late = { from: Infinity, to: Infinity };
-  for (const [text, expect] of troubled) {
-    const msg = JSON.parse(text) as { pt?: number; status?: number };
-    if (msg.pt !== undefined) key = msg.pt;
-    if (msg.status && late.from === Infinity) late.from = key;
-    if (!msg.status && late.from < Infinity && late.to === Infinity) late.to = key;
-    all.push({ text, key, expect });
-  }
-  for (const messages of healthy) {
-    for (const m of messages) {
-      const pt = m.pt as number;
-      all.push({ text: JSON.stringify(pt > late.from && pt < late.to ? { ...m, status: 503 } : m), key: pt });
-    }
-  }
-  // A stable sort: lines without a time keep their place after the line before them.
-  all.sort((a, b) => a.key - b.key);
-  return { healthy, all };
-}
 
 /** What a message's items tell of the market: its image, a stale mark, nothing, or several (never wanted). */
-function of(items: OutItem[], mid: string): string {
+function of(items: IngestItemInput[], mid: string): string {
   const mine = items.filter((i) => i.mid === mid && (i.kind === 'odds' || i.kind === 'stale'));
   if (mine.length > 1) return `${mine.length} items`;
   const [i] = mine;
@@ -45,7 +17,7 @@ function of(items: OutItem[], mid: string): string {
 }
 
 t.test('the real forms read; a bad value costs only its market, and only until its next good image', async (t) => {
-  const { healthy, all } = day();
+  const { healthy, all } = troubledDay();
   const ledger = new Ledger();
   const tr = new Translator({ ledger });
   const got = new Map<string, Obj[]>();

@@ -8,6 +8,8 @@
  * be applied, and the `img: true` that mends it. `expect` says what each line must yield for the
  * market: its image (`image`, `late image`), a stale mark, or nothing.
  */
+import { matchOdds } from './fixtures.js';
+
 export const TROUBLED = '1.250000001';
 export const TROUBLED_EVENT = '35000001';
 const [A, B, C] = [61001, 61002, 61003];
@@ -22,6 +24,9 @@ const DEF = `{"bspMarket":true,"turnInPlayEnabled":true,"persistenceEnabled":tru
   + `{"adjustmentFactor":12.0,"status":"REMOVED","sortPriority":3,"removalDate":"2026-05-01T09:12:00.000Z","id":${C},"name":"Late Post","bsp":"NaN"}],`
   + `"regulators":["MR_INT"],"venue":"Ludlow","countryCode":"GB","discountAllowed":true,"timezone":"Europe/London","openDate":"2026-05-01T15:30:00.000Z",`
   + `"version":4001,"priceLadderDefinition":{"type":"CLASSIC"},"raceType":"Flat","name":"1m2f Hcap","eventName":"Ludlow 1st May","newKeyNobodyKnows":{"x":[1,2]}}`;
+
+/** When the troubled market's day starts: its first line is a second later. */
+export const START = Date.UTC(2026, 4, 1, 12, 0, 0);
 
 /** [line, what it yields for the market], `pt` rising a second a line from `start`. */
 export function troubledLines(start: number): [string, Expect][] {
@@ -55,4 +60,30 @@ export function troubledLines(start: number): [string, Expect][] {
     [`{"op":"mcm","id":2,"clk":"AAh0","pt":${(pt += 1000)},"ct":"HEARTBEAT"}`, 'image'],
     [mcm(rc(`{"atb":[[3.0,33.0]],"spn":"NaN","id":${A}}`)), 'image'],
   ];
+}
+
+/** The troubled market's lines among the messages of many healthy markets, in publish-time order. */
+export function troubledDay(steps = 80, markets = 12) {
+  const healthy = Array.from({ length: markets }, (_, i) => matchOdds(steps, 100 + i, `1.26000${String(i).padStart(4, '0')}`));
+  const troubled = troubledLines(START);
+  const all: { text: string; key: number; expect?: Expect }[] = [];
+  let key = START;
+  /** While the exchange flags its data late, every message of the stream carries the flag. */
+  const late = { from: Infinity, to: Infinity };
+  for (const [text, expect] of troubled) {
+    const msg = JSON.parse(text) as { pt?: number; status?: number };
+    if (msg.pt !== undefined) key = msg.pt;
+    if (msg.status && late.from === Infinity) late.from = key;
+    if (!msg.status && late.from < Infinity && late.to === Infinity) late.to = key;
+    all.push({ text, key, expect });
+  }
+  for (const messages of healthy) {
+    for (const m of messages) {
+      const pt = m.pt as number;
+      all.push({ text: JSON.stringify(pt > late.from && pt < late.to ? { ...m, status: 503 } : m), key: pt });
+    }
+  }
+  // A stable sort: lines without a time keep their place after the line before them.
+  all.sort((a, b) => a.key - b.key);
+  return { healthy, all };
 }

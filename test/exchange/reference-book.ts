@@ -3,6 +3,8 @@
  * price ladders, arrays indexed by position for the positional ones, the rules written out again
  * from the exchange's description, so a mistake in the adapter's book is not repeated here.
  */
+import type { OddsMessage } from '../../src/odds/messages.js';
+
 type Level = [number, number];
 // The file is parsed JSON of a known shape; the reference reads it as loosely as a script would.
 type Obj = Record<string, any>;
@@ -18,6 +20,14 @@ interface MarketRef { def: Obj; runners: Record<number, RunnerRef>; tv?: number;
 export interface ExpectedImage {
   mid: string; ts: number; st: string; ip: boolean; tv?: number;
   r: { rid: number; st: string; b: Level[]; l: Level[]; ltp?: number; tv?: number }[];
+}
+
+/** What a subscriber's odds frame says, in the keys the reference computes: `ltp` and `tv` only where the frame carries them. */
+export function seen(f: OddsMessage): ExpectedImage {
+  const out: ExpectedImage = { mid: f.mid, ts: f.ts, st: f.st, ip: f.ip, r: f.r.map((x) => ({
+    rid: x.rid, st: x.st, b: x.b, l: x.l, ...(x.ltp === undefined ? {} : { ltp: x.ltp }), ...(x.tv === undefined ? {} : { tv: x.tv }),
+  })) };
+  return f.tv === undefined ? out : { ...out, tv: f.tv };
 }
 
 const cents = (n: number) => Math.round(n * 100) / 100;

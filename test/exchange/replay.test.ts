@@ -23,7 +23,6 @@ t.test('at a speed N, the replay takes at least the recording\'s span divided by
   const ledger = new Ledger();
   const translator = new Translator({ ledger });
   const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p) });
-  t.teardown(() => outbox.stop());
   await replay({ files: [file], order: 'time', maxOpen: 8, speed: 8, translator, outbox, stats, problem: (p) => problems.push(p) });
   const took = performance.now() - started;
   t.ok(took >= span / 8 - 5, `${Math.round(took)} ms for ${span} ms of recording at 8 times`);

@@ -3,7 +3,8 @@ import { request } from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type Service } from '../../src/service.js';
-import { freshDatabase } from './db.js';
+import { migratedDatabase } from './db.js';
+import { waitFor } from './wait.js';
 
 export interface TestService extends Service {
   readonly databaseUrl: string;
@@ -16,13 +17,13 @@ const metricsUrls = new Map<string, string>();
 export const metricsUrlOf = (url: string): string => metricsUrls.get(url) ?? url;
 
 /**
- * The real service, in this process, on a free port, over a fresh database
+ * The real service, in this process, on a free port, over a fresh migrated database
  * seeded with the demo data unless told otherwise. Stopped when the test ends.
  * Every scrape renders afresh (METRICS_CACHE_MS=0), so a scrape right after
  * an action sees it.
  */
 export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
-  const url = databaseUrl ?? (await freshDatabase(t));
+  const url = databaseUrl ?? (await migratedDatabase(t));
   const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', METRICS_CACHE_MS: '0', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
   const service = await startService(config, url, log);
@@ -86,4 +87,13 @@ export function raw<T = unknown>(base: string, path: string, init: RawInit = {})
 
 export function postJson<T = unknown>(base: string, path: string, body: unknown): Promise<Reply<T>> {
   return http<T>(base, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+/**
+ * A key made through the pool is live on the service once its NOTIFY has been applied: waits for
+ * that. Until then the key is wrong (401), and past the wrong-key burst throttled (429).
+ */
+export function keyLive(base: string, token: string, ms = 30_000): Promise<void> {
+  const known = async () => ![401, 429].includes((await http(base, '/api/v1/sports', { headers: { 'x-api-key': token } })).status);
+  return waitFor(known, `the new key ${token.split("_")[1]} served by ${base}`, ms, 50);
 }

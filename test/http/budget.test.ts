@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKey } from '../../src/auth/keys.js';
 import { CLOSE } from '../../src/errors.js';
-import { http, startTestService } from '../helpers/service.js';
+import { http, keyLive, startTestService } from '../helpers/service.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { eventually } from '../helpers/wait.js';
 import { Client, image } from '../helpers/ws.js';
@@ -18,7 +18,7 @@ const svc = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '10000' });
 
 async function liveKey(client: string): Promise<string> {
   const { token } = await createKey(svc.pool, client, 'subscriber');
-  await eventually(() => http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 200);
+  await keyLive(svc.url, token);
   return token;
 }
 
@@ -27,6 +27,7 @@ async function pricedMarkets(): Promise<string[]> {
   const { rows } = await svc.pool.query<{ mid: string; rids: string[] }>(
     'SELECT mid, array_agg(rid::text ORDER BY pos) AS rids FROM runners GROUP BY mid ORDER BY mid LIMIT 50');
   const publisher = await createKey(svc.pool, 'pricer', 'publisher');
+  await keyLive(svc.url, publisher.token);
   const post = () => http(svc.url, '/api/v1/ingest', {
     method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publisher.token },
     body: JSON.stringify({ data: rows.map((r) => image(r.mid, 2, r.rids.map(Number))) }),
@@ -98,7 +99,7 @@ t.test('a flood from one key (4 sockets, 64 KiB subscribes, past every limit) do
 t.test('the key\'s message budget holds across its sockets: a fresh socket gets no more', async (t) => {
   const small = await startTestService(t, { AUTH: 'on', WS_KEY_MESSAGES_PER_SECOND: '1', WS_MESSAGES_PER_SECOND: '50' });
   const { token } = await createKey(small.pool, 'frugal', 'subscriber');
-  await eventually(() => http(small.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 200);
+  await keyLive(small.url, token);
   const a = await Client.connect(small.url, { query: `key=${token}` });
   const b = await Client.connect(small.url, { query: `key=${token}` });
   t.teardown(() => { a.close(); b.close(); });
@@ -114,7 +115,7 @@ t.test('the key\'s message budget holds across its sockets: a fresh socket gets 
 t.test('a socket that goes on sending while refused is closed with 4029', async (t) => {
   const small = await startTestService(t, { AUTH: 'on', WS_MESSAGES_PER_SECOND: '1' });
   const { token } = await createKey(small.pool, 'pushy', 'subscriber');
-  await eventually(() => http(small.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 200);
+  await keyLive(small.url, token);
   const c = await Client.connect(small.url, { query: `key=${token}` });
   for (let i = 0; i < 150; i++) c.send({ op: 'ping' });
   t.same(await c.closed, CLOSE.RATE);

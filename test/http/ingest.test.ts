@@ -2,15 +2,14 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { createKey } from '../../src/auth/keys.js';
 import { odds as pb } from '../../src/odds/gen/odds.js';
-import { http, startTestService } from '../helpers/service.js';
-import { eventually } from '../helpers/wait.js';
+import { http, keyLive, startTestService } from '../helpers/service.js';
 import { image } from '../helpers/ws.js';
 import { Publisher } from '../faults/publisher-socket.js';
 
 /** The publishers' routes with keys in force: how a key is given, and what a body may hold before it is decoded. */
 const svc = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000' });
 const { token } = await createKey(svc.pool, 'feeder', 'publisher');
-await eventually(() => http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': token } }), (r) => r.status === 403);
+await keyLive(svc.url, token);
 const M = '1.200001001';
 
 t.test('a protobuf IngestBatch of 520,000 empty runners is refused by its count, before it is decoded', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
 import { http, postJson, startTestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { Client, image } from '../helpers/ws.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
@@ -192,7 +193,7 @@ t.test('the /ingest socket takes batches and acks each, echoing its id', async (
   pub.send(JSON.stringify({ id: 7, data: [image(M1, 9)] }));
   pub.send(JSON.stringify({ id: 8, data: [image('nope.1')] }));
   pub.send('not json');
-  while (acks.length < 3) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(() => acks.length >= 3, () => `three acks on the ingest socket, got ${JSON.stringify(acks)}`);
   // Acks carry the batch id; a batch that needs a database look-up may be answered after a later one.
   const byId = (id: number) => acks.find((a) => a.id === id)!;
   t.same(byId(7), { op: 'ack', id: 7, status: 1, message: 'Ingested 1 item' });

@@ -40,14 +40,14 @@ t.test('markets leave the set when they leave the read model, nested ones includ
   const feeds = new OutsideFeeds();
   for (const mid of ['p', 'p.1', 'p.2', 'q', 'keep']) feeds.claim(mid);
   const race = (...nested: string[]): Market => ({
-    mid: 'p', eid: 1, na: 'Race', si: 1, s: true, go: false, ty: 'player-race', rt: false,
-    m: nested.map((n) => ({ mid: n, s: true, go: false, r: [], if: null })),
+    id: 'p', eventId: 1, name: 'Race', sportId: 1, isActive: true, concluded: false, type: 'player-race', recalled: false,
+    nested: nested.map((n) => ({ id: n, isActive: true, concluded: false, runners: [], info: null })),
   });
-  const q: Market = { mid: 'q', eid: 1, na: 'Q', si: 1, s: true, go: false, ty: 'match-odd', rt: false };
+  const q: Market = { id: 'q', eventId: 1, name: 'Q', sportId: 1, isActive: true, concluded: false, type: 'match-odd', recalled: false };
   feeds.forgetGone([
     { kind: 'market', before: race('p.1', 'p.2'), after: race('p.1') },
     { kind: 'market', before: q },
-    { kind: 'result', before: { mid: 'keep', mt: 'match-odd', res: '', rt: false, ia: false } },
+    { kind: 'result', before: { marketId: 'keep', marketType: 'match-odd', outcome: '', recalled: false, abandoned: false } },
   ]);
   t.same(['p', 'p.1', 'p.2', 'q', 'keep'].filter((m) => feeds.has(m)), ['p', 'p.1', 'keep']);
 });

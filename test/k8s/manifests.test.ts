@@ -52,6 +52,8 @@ const POSTGRES_POD = { [NAME_LABEL]: 'postgresql' };
 const DNS_POD = { 'k8s-app': 'kube-dns' };
 const INGRESS_CONTROLLER = { namespace: 'ingress-nginx', pod: { [NAME_LABEL]: 'ingress-nginx' } };
 const PROMETHEUS = { namespace: 'monitoring', pod: { [NAME_LABEL]: 'prometheus' } };
+/** The live Betfair adapter's pods (k8s/betfair-adapter.yaml), in the service's namespace. */
+const BETFAIR_ADAPTER = { namespace: undefined, pod: { [NAME_LABEL]: 'odds-betfair' } };
 const NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 type Doc = Record<string, unknown>;
@@ -514,14 +516,17 @@ function policySelectorProblems(m: Manifests): string[] {
   return p;
 }
 
-/** Into the pods: the public port from the Ingress controller, the metrics port from Prometheus, nothing else. */
+/**
+ * Into the pods: the public port from the Ingress controller and from the Betfair adapter (a
+ * publisher on /ingest, in the same namespace), the metrics port from Prometheus, nothing else.
+ */
 function ingressPolicyProblems(m: Manifests): string[] {
   const policy = m.ingressPolicy;
   const p: string[] = [];
   if (JSON.stringify(policy.spec?.policyTypes) !== JSON.stringify(['Ingress'])) p.push('odds-service-ingress must have policyTypes [Ingress]');
   const want = [
-    { name: 'http', port: resolvePort(container(m), 'http'), peer: INGRESS_CONTROLLER, who: 'the Ingress controller' },
-    { name: 'metrics', port: resolvePort(container(m), 'metrics'), peer: PROMETHEUS, who: 'Prometheus' },
+    { name: 'http', port: resolvePort(container(m), 'http'), peers: [{ ...INGRESS_CONTROLLER, who: 'the Ingress controller' }, { ...BETFAIR_ADAPTER, who: 'the Betfair adapter' }] },
+    { name: 'metrics', port: resolvePort(container(m), 'metrics'), peers: [{ ...PROMETHEUS, who: 'Prometheus' }] },
   ];
   const rules = policy.spec?.ingress ?? [];
   for (const [i, r] of rules.entries()) {
@@ -530,12 +535,17 @@ function ingressPolicyProblems(m: Manifests): string[] {
     for (const port of r.ports ?? []) {
       const w = want.find((x) => x.port === policyPort(m, port));
       if (!w) { p.push(`ingress[${i}] opens port ${String(port.port)}, which is neither http nor metrics`); continue; }
-      for (const f of r.from ?? []) if (!isPeer(f, w.peer.pod, w.peer.namespace)) p.push(`ingress[${i}] lets ${JSON.stringify(f)} reach port ${w.name}`);
+      for (const f of r.from ?? []) if (!w.peers.some((peer) => isPeer(f, peer.pod, peer.namespace))) p.push(`ingress[${i}] lets ${JSON.stringify(f)} reach port ${w.name}`);
     }
   }
   for (const w of want) {
-    const covered = rules.some((r) => (r.ports ?? []).some((x) => policyPort(m, x) === w.port) && (r.from ?? []).some((f) => isPeer(f, w.peer.pod, w.peer.namespace)));
-    if (!covered) p.push(`odds-service-ingress must let ${w.who} reach port ${w.name}`);
+    for (const peer of w.peers) {
+      const covered = rules.some((r) => (r.ports ?? []).some((x) => policyPort(m, x) === w.port) && (r.from ?? []).some((f) => isPeer(f, peer.pod, peer.namespace)));
+      if (!covered) p.push(`odds-service-ingress must let ${peer.who} reach port ${w.name}`);
+    }
+  }
+  if (!labelsMatch(BETFAIR_ADAPTER.pod, m.adapter.spec?.template.metadata?.labels)) {
+    p.push(`the Betfair adapter's pods must carry ${NAME_LABEL}: ${BETFAIR_ADAPTER.pod[NAME_LABEL]}, which odds-service-ingress admits`);
   }
   return p;
 }
@@ -811,7 +821,7 @@ t.test('every NetworkPolicy selects this service\'s pods and no other workload\'
   t.same(real.policies.map((x) => x.metadata?.name).sort(), ['odds-service-egress', 'odds-service-ingress']);
 });
 
-t.test('only the Ingress controller reaches the public port, and only Prometheus the metrics port', async (t) => {
+t.test('only the Ingress controller and the Betfair adapter reach the public port, and only Prometheus the metrics port', async (t) => {
   t.same(ingressPolicyProblems(real), []);
 });
 
@@ -991,6 +1001,22 @@ t.test('the checks reject broken manifests', async (t) => {
     t.not(ingressPolicyProblems(swapped).length, 0);
     const open = broken((m) => { m.ingressPolicy.spec!.ingress!.push({ ports: [{ protocol: 'TCP', port: 'metrics' }] }); });
     t.match(ingressPolicyProblems(open).join('\n'), /admits every source/);
+  });
+
+  t.test('the Betfair adapter shut out of the public port, let into the metrics port, or relabelled', async (t) => {
+    const shut = broken((m) => {
+      for (const r of m.ingressPolicy.spec!.ingress!) r.from = r.from!.filter((f) => f.podSelector?.matchLabels?.[NAME_LABEL] !== 'odds-betfair');
+    });
+    t.match(ingressPolicyProblems(shut), ['odds-service-ingress must let the Betfair adapter reach port http']);
+    const metrics = broken((m) => { m.ingressPolicy.spec!.ingress![1]!.from!.push({ podSelector: { matchLabels: { [NAME_LABEL]: 'odds-betfair' } } }); });
+    t.match(ingressPolicyProblems(metrics), [/^ingress\[1\] lets .*odds-betfair.* reach port metrics$/]);
+    const otherNamespace = broken((m) => {
+      const peer = m.ingressPolicy.spec!.ingress![0]!.from!.find((f) => f.podSelector?.matchLabels?.[NAME_LABEL] === 'odds-betfair')!;
+      peer.namespaceSelector = {};
+    });
+    t.not(ingressPolicyProblems(otherNamespace).length, 0, 'odds-betfair pods of every namespace');
+    const relabelled = broken((m) => { m.adapter.spec!.template.metadata!.labels![NAME_LABEL] = 'betfair'; });
+    t.match(ingressPolicyProblems(relabelled), [/the Betfair adapter's pods must carry app\.kubernetes\.io\/name: odds-betfair/]);
   });
 
   t.test('egress to anywhere, or to another port', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { http, postJson, startTestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client, image } from '../helpers/ws.js';
 import { parseMetrics, scrape, value } from '../helpers/metrics.js';
@@ -83,7 +84,7 @@ t.test('sockets, subscriptions, ingest and frames are counted', async (t) => {
   t.equal(d('odds_ingest_to_publish_seconds_count'), 1);
   a.close();
   await a.closed;
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor(async () => value(await scrape(svc.url), 'odds_ws_connections', 'format="json"') === 1, 'the closed socket leaving odds_ws_connections');
   const closed = await scrape(svc.url);
   t.equal(value(closed, 'odds_ws_connections', 'format="json"'), 1);
   t.equal(value(closed, 'odds_ws_subscriptions'), 2, 'a closed socket\'s subscriptions are gone');
@@ -114,7 +115,7 @@ t.test('read model size, refresh lag and the Postgres pool', async (t) => {
   t.ok(value(before, 'odds_pg_pool_connections', 'state="total"') >= 1);
   const c = await sqlClient(t, svc.databaseUrl);
   await c.query(`UPDATE sports SET na = 'Tennis (metrics)' WHERE si = 2`);
-  for (let i = 0; i < 100 && !(await http(svc.url, '/api/v1/sports')).text.includes('metrics)'); i++) await new Promise((r) => setTimeout(r, 20));
+  await waitFor(async () => (await http(svc.url, '/api/v1/sports')).text.includes('metrics)'), 'the renamed sport served');
   const after = await scrape(svc.url);
   t.ok(value(after, 'odds_read_model_refresh_lag_seconds_count') > value(before, 'odds_read_model_refresh_lag_seconds_count'));
 });

@@ -8,10 +8,10 @@
 import t from 'tap';
 import { mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/wait.js';
+import { http, keyLive, postJson, startTestService, type TestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
-import { isLineType, type Market } from '../../src/refdata/types.js';
+import { isLineType } from '../../src/refdata/types.js';
+import type { WireMarket as Market } from '../../src/refdata/wire.js';
 import { lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
@@ -350,7 +350,7 @@ if (!hasChromium()) {
     const secured = await startTestService(t, { AUTH: 'on' });
     const key = (await createKey(secured.pool, 'viewer', 'subscriber')).token;
     // A key made through the pool works once the service has had its NOTIFY.
-    await eventually(() => http(secured.url, '/api/v1/sports', { headers: { 'x-api-key': key } }), (r) => r.status === 200);
+    await keyLive(secured.url, key);
     const { page, sockets } = await open(t, browser, `${secured.url}/?key=${key}`);
     await page.waitForSelector('#conn[data-state=live]');
     await page.waitForSelector('#sports button');

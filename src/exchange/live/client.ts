@@ -10,7 +10,8 @@
  *
  * `pause()` stops reading the socket while the reader cannot keep up (the
  * exchange then conflates for this client); the silence watchdog does not count
- * that time. `resubscribe()` asks for a fresh image of every market on the same
+ * that time. `current` says whether the exchange is heard as it should be (a
+ * Source for the publisher's heartbeats). `resubscribe()` asks for a fresh image of every market on the same
  * connection: a new subscription replaces the old and starts with a SUB_IMAGE.
  */
 import { EventEmitter } from 'node:events';
@@ -37,8 +38,10 @@ const LIMITS = {
   /** Silence allowed while connecting, authenticating and subscribing. */
   handshakeMs: 15_000,
 } as const;
-/** Quiet for this many heartbeat intervals means the connection is dead; at two, a heartbeat request asks. */
+/** Quiet for this many heartbeat intervals means the connection is dead. */
 const SILENT_BEATS = 3;
+/** Quiet for this many, a heartbeat request asks whether it still lives, and the data is no longer taken as current. */
+const ASK_BEATS = 2;
 /** A segmented change still not whole after this many heartbeat intervals of reading (and at least the handshake's allowance) never will be. */
 const SEGMENT_BEATS = 6;
 const AUTH_ID = 1;
@@ -121,6 +124,15 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
 
   get paused(): boolean {
     return this.pausedAt !== undefined;
+  }
+
+  /**
+   * Whether what was handed on is the exchange's current data: subscribed, and heard from within
+   * two heartbeat intervals (past that a heartbeat is asked for, at three the connection is given
+   * up). Paused, the silence is the reader's own, not the exchange's.
+   */
+  get current(): boolean {
+    return this.phase === 'live' && (this.pausedAt !== undefined || Date.now() - this.lastHeard <= this.heartbeatMs * ASK_BEATS);
   }
 
   /** Stops reading the exchange's socket until resume(). */
@@ -249,7 +261,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     }
     if (quiet > this.heartbeatMs * SILENT_BEATS) {
       this.connection?.close(new StreamError('SILENT', `the stream sent nothing for ${quiet} ms (heartbeat ${this.heartbeatMs} ms)`));
-    } else if (quiet > this.heartbeatMs * 2 && !this.asked) {
+    } else if (quiet > this.heartbeatMs * ASK_BEATS && !this.asked) {
       this.asked = true;
       this.connection?.send(heartbeat(this.nextId++));
     }

@@ -2,7 +2,7 @@
  * The live adapter's hand-over, over a fake of the service's /ingest protocol (a WebSocket server
  * that acks when the test says, as the service would): a busy market's changes merged while the
  * service is behind, the outbox bounded in bytes and saying when it fills, acks accounted by
- * market, heartbeats while idle, and a market whose book broke asked afresh.
+ * market, and a market whose book broke asked afresh.
  */
 import t, { type Test } from 'tap';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -47,17 +47,17 @@ async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
 
 const change = (m: object) => m as unknown as MarketChangeMessage;
 
-async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?: number; heartbeatMs?: number; refreshMs?: number } = {}) {
+async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?: number; refreshMs?: number } = {}) {
   const publisher = await Publisher.connect({ url, window: opts.window ?? 1 });
   t.teardown(() => publisher.close());
   const ledger = new Ledger();
   const translator = new Translator({ ledger });
   const problems: string[] = [];
   const pressure: boolean[] = [];
-  const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p), maxBytes: opts.maxBytes, heartbeatMs: opts.heartbeatMs ?? 60_000, pressure: (f) => pressure.push(f) });
+  const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p), maxBytes: opts.maxBytes, pressure: (f) => pressure.push(f) });
   const refreshes: number[] = [];
   const forwarder = new Forwarder({ translator, outbox, problem: (p) => problems.push(p), refresh: () => refreshes.push(Date.now()) > 0, refreshMs: opts.refreshMs });
-  t.teardown(() => { outbox.stop(); forwarder.stop(); });
+  t.teardown(() => forwarder.stop());
   return { publisher, ledger, translator, outbox, forwarder, problems, pressure, refreshes };
 }
 
@@ -124,17 +124,6 @@ t.test('acks are accounted by market: refused items one by one, a batch refused 
   t.match(a.ledger.get('1.2'), { published: 0, refused: 1, why: 'item 1 (odds 1.2): market 1.2 is not known' });
   t.match(a.ledger.get('1.3'), { refused: 1, why: 'item 0 (sport 99): na must be text' });
   t.match(a.problems, [/refused odds of 1\.2: item 1/, /refused a batch of 2 items: item 0 \(sport 99\)/]);
-});
-
-t.test('heartbeats: an empty batch while nothing else goes out, only while alive', async (t) => {
-  const svc = await fakeService(t, () => ({ status: 1, message: 'Ingested 0 items' }));
-  const a = await adapter(t, svc.url, { heartbeatMs: 100 });
-  a.outbox.alive = false;
-  await new Promise((ok) => setTimeout(ok, 300));
-  t.equal(svc.received.length, 0, 'none while not alive');
-  a.outbox.alive = true;
-  await eventually(async () => svc.received.length, (n) => n >= 2);
-  t.same(svc.received.slice(0, 2).map((b) => b.data), [[], []]);
 });
 
 t.test('a market whose change cannot be applied: stale at once, the subscription asked afresh after the wait, live at the fresh image', async (t) => {

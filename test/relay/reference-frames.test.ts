@@ -1,0 +1,75 @@
+import t from 'tap';
+import { referenceFrames } from '../../src/relay/reference-frames.js';
+import type { Broadcaster } from '../../src/hub/broadcaster.js';
+import type { ServerMessage } from '../../src/odds/messages.js';
+import type { Market, MarketResult } from '../../src/refdata/types.js';
+
+/** What the broadcaster was asked to do, in order. */
+function recorder() {
+  const calls: unknown[] = [];
+  const appeared: [string, number, number][] = [];
+  const bc = {
+    publishState: (msg: ServerMessage) => calls.push(msg),
+    forgetState: (mid: string) => calls.push(['forget', mid]),
+    detachEverywhere: (mids: string[]) => calls.push(['detach', mids]),
+  } as unknown as Broadcaster;
+  return { calls, appeared, frames: referenceFrames(bc, (...a) => appeared.push(a)) };
+}
+
+const market = (over: Partial<Market> = {}): Market =>
+  ({ id: '1.1', eventId: 7, name: 'Match Odds', sportId: 4, isActive: true, concluded: false, type: 'match-odd', recalled: false, ...over });
+const race = (over: Partial<Market> = {}, nested = [{ isActive: true, concluded: false }]): Market => market({
+  id: '1.2', type: 'player-race', ...over,
+  nested: nested.map((n, i) => ({ id: `1.2.${i + 1}`, runners: [], info: null, ...n })),
+});
+const result = (over: Partial<MarketResult> = {}): MarketResult =>
+  ({ marketId: '1.1', marketType: 'match-odd', outcome: '', recalled: false, abandoned: false, ...over });
+
+t.test('a new market: its state with the REST keys, and the sockets whose filters cover it are told', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'market', after: race() }]);
+  t.same(r.calls, [
+    { op: 'market', mid: '1.2', s: true, go: false, rt: false },
+    { op: 'market', mid: '1.2.1', s: true, go: false, rt: false },
+  ]);
+  t.same(r.appeared, [['1.2', 7, 4], ['1.2.1', 7, 4]]);
+});
+
+t.test('a market frame only when active, concluded or recalled moves; a nested market carries its race\'s recall', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'market', before: market(), after: market({ name: 'renamed' }) }]);
+  t.same(r.calls, [], 'a new name is no state');
+  r.frames([{ kind: 'market', before: race(), after: race({ recalled: true }) }]);
+  t.same(r.calls, [{ op: 'market', mid: '1.2', s: true, go: false, rt: true }], 'the recall, once: the nested market did not move');
+  r.calls.length = 0;
+  r.frames([{ kind: 'market', before: race({ recalled: true }), after: race({ recalled: true }, [{ isActive: false, concluded: false }]) }]);
+  t.same(r.calls, [{ op: 'market', mid: '1.2.1', s: false, go: false, rt: true }]);
+  t.same(r.appeared, []);
+});
+
+t.test('a result frame when a result appears or changes, never for a new unsettled one', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'result', after: result() }]);
+  t.same(r.calls, []);
+  r.frames([{ kind: 'result', before: result(), after: result({ outcome: '101', abandoned: true }) }]);
+  r.frames([{ kind: 'result', before: result({ outcome: '101', abandoned: true }), after: result({ outcome: '101', abandoned: true }) }]);
+  r.frames([{ kind: 'result', before: result() }]);
+  t.same(r.calls, [{ op: 'result', mid: '1.1', mt: 'match-odd', res: '101', rt: false, ia: true }, ['forget', '1.1']]);
+});
+
+t.test('a market that concludes is detached, nested markets with it, after every frame of the batch', async (t) => {
+  const r = recorder();
+  r.frames([
+    { kind: 'market', before: race(), after: race({ concluded: true }) },
+    { kind: 'result', before: result({ marketId: '1.2.1' }), after: result({ marketId: '1.2.1', outcome: '5' }) },
+  ]);
+  t.same(r.calls.at(-1), ['detach', ['1.2', '1.2.1']]);
+  t.equal(r.calls.length, 3, 'the state, the result, then the detach');
+  t.same(r.appeared, [], 'a concluded market reaches no filter');
+});
+
+t.test('a market gone from the model is forgotten, nested ones too', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'market', before: race() }]);
+  t.same(r.calls, [['forget', '1.2'], ['forget', '1.2.1']]);
+});

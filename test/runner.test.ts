@@ -1,0 +1,51 @@
+import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { byDuration, closingCounts, findTestFiles, runFiles } from './runner.js';
+
+/** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
+const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+/** The pids of the process the passing fixture leaves running (Linux /proc). */
+function strays(): number[] {
+  return readdirSync('/proc').filter((n) => /^\d+$/.test(n)).filter((n) => {
+    try {
+      return readFileSync(`/proc/${n}/cmdline`, 'utf8') === `${process.execPath}\0-e\0setInterval(() => {}, 1000)\0`;
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+t.test('the run speaks TAP: one line a passing file, the failing ones in full, failures named at the end, the counts CI reads', async (t) => {
+  let out = '';
+  const files = findTestFiles([FIXTURES]);
+  t.same(files.map((f) => f.slice(FIXTURES.length)), ['dies.test.js', 'fails.test.js', 'hangs.test.js', 'passes.test.js']);
+  const result = await runFiles({
+    root: ROOT, files, jobs: 4, timeoutMs: 1_000, hardStopMs: 3_000, verbose: false, durations: {}, env: process.env, write: (s) => (out += s),
+  });
+  t.notOk(result.ok);
+  const name = (f: string) => `dist/test/fixtures/runner/${f}.test.js`;
+  t.match(out, /^TAP version 14\n1\.\.4\n/);
+  t.match(out, new RegExp(`^ok \\d - ${name('passes')} # time=[\\d.]+s$`, 'm'), 'a passing file: one line');
+  t.notMatch(out, `# Subtest: ${name('passes')}`, 'and nothing more');
+  t.same(strays(), [], 'what a file left running is stopped once it ends');
+  t.match(out, new RegExp(`^# Subtest: ${name('fails')}\\n[\\s\\S]*one is not two[\\s\\S]*# said on stderr[\\s\\S]*^not ok \\d - ${name('fails')}`, 'm'), 'a failing file: its TAP and its stderr');
+  t.match(out, `reason: exit 3`, 'a file that died says how');
+  t.match(out, `reason: stopped after 3 s`, 'a file that never ends is stopped, named');
+  t.match(out, new RegExp(`# failed 3 of 4 files:\\n#   ${name('dies')} \\(exit 3\\)\\n#   ${name('fails')} \\(exit 1\\)\\n#   ${name('hangs')} \\(stopped after 3 s\\)\\n`));
+  t.same(result.counts, { total: 7, pass: 3, fail: 3, skip: 1, todo: 0 }, 'the files\' own counts, plus one failure for each file that died without one');
+  t.match(out, /^# \{ total: 7, pass: 3, fail: 3, skip: 1, todo: 0 \}\n# time=[\d.]+s\n$/m);
+});
+
+t.test('longest first by the record; a file with no record before all', async (t) => {
+  const root = '/r';
+  const files = ['a', 'b', 'c', 'd'].map((n) => join(root, n));
+  t.same(byDuration(files, root, { a: 1, b: 30, d: 2 }).map((f) => f.slice(3)), ['c', 'b', 'd', 'a']);
+});
+
+t.test('the closing count is the last root summary line', async (t) => {
+  t.same(closingCounts('    # { total: 9, pass: 9 }\n# { total: 3, pass: 2, fail: 1 }\n# time=1ms\n'), { total: 3, pass: 2, fail: 1, skip: 0, todo: 0 });
+  t.equal(closingCounts('Bail out!\n'), undefined);
+});

@@ -1,0 +1,189 @@
+/**
+ * Runs compiled test files as plain Node processes, a few at a time, longest first, and speaks TAP:
+ * a passing file is one `ok` line, a failing one shows its own TAP and what it wrote to stderr.
+ * No coverage instrumentation and no loaders: what runs is what `npm start` runs. The closing
+ * `# { total, pass, fail, skip }` sums the files' own assertion counts (CI reads it); a file that
+ * dies or times out without its count adds one failure.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+export interface RunnerOptions {
+  /** The folder paths are shown relative to and children run in. */
+  readonly root: string;
+  readonly files: readonly string[];
+  readonly jobs: number;
+  /**
+   * tap's timeout in each file (TAP_TIMEOUT), which names the subtest that hung; a file may set a
+   * longer one of its own (t.setTimeout).
+   */
+  readonly timeoutMs: number;
+  /** Past this (or timeoutMs, if longer) the runner stops the file and all it started and fails it by name: what tap cannot stop. */
+  readonly hardStopMs: number;
+  readonly env: NodeJS.ProcessEnv;
+  /** Seconds each file took before, by path from `root`: the longest start first. */
+  readonly durations: Readonly<Record<string, number>>;
+  readonly verbose: boolean;
+  readonly write: (text: string) => void;
+}
+
+export interface Counts { total: number; pass: number; fail: number; skip: number; todo: number }
+
+export interface FileResult {
+  readonly file: string;
+  readonly ok: boolean;
+  /** Why it failed, when its own TAP does not say: exit code, signal or timeout. */
+  readonly reason?: string;
+  readonly seconds: number;
+  readonly counts: Counts;
+}
+
+export interface RunResult {
+  readonly ok: boolean;
+  readonly files: readonly FileResult[];
+  readonly counts: Counts;
+}
+
+const KILL_GRACE_MS = 5_000;
+/** After a file's process ends, how long what it started may go on writing to its output. */
+const STRAY_GRACE_MS = 1_000;
+
+/** Every `*.test.js` under the given files or folders (fixtures excluded), sorted. */
+export function findTestFiles(paths: readonly string[]): string[] {
+  const found = new Set<string>();
+  const walk = (path: string): void => {
+    if (statSync(path).isDirectory()) {
+      for (const name of readdirSync(path)) if (name !== 'fixtures' && name !== 'node_modules') walk(join(path, name));
+    } else if (path.endsWith('.test.js')) found.add(resolve(path));
+  };
+  for (const p of paths) {
+    if (!existsSync(p)) throw new Error(`no such test file or folder: ${p}`);
+    walk(p);
+  }
+  return [...found].sort();
+}
+
+/** Longest recorded first; a file with no record first of all, since it may be long. */
+export function byDuration(files: readonly string[], root: string, durations: Readonly<Record<string, number>>): string[] {
+  const seconds = (f: string) => durations[relative(root, f)] ?? Infinity;
+  return [...files].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
+}
+
+export async function runFiles(o: RunnerOptions): Promise<RunResult> {
+  const started = Date.now();
+  const queue = byDuration(o.files, o.root, o.durations);
+  const results: FileResult[] = [];
+  const running = new Set<ChildProcess>();
+  const stopAll = () => { for (const c of running) killGroup(c, 'SIGTERM'); };
+  process.on('SIGINT', stopAll);
+  process.on('SIGTERM', stopAll);
+  o.write(`TAP version 14\n1..${queue.length}\n`);
+  const worker = async (): Promise<void> => {
+    for (let file = queue.shift(); file; file = queue.shift()) {
+      const r = await runOne(file, o, running);
+      results.push(r);
+      report(r, results.length, o);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, o.jobs) }, worker));
+  process.off('SIGINT', stopAll);
+  process.off('SIGTERM', stopAll);
+  const counts = results.reduce((sum, r) => add(sum, r.counts), zero());
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length) {
+    o.write(`# failed ${failed.length} of ${results.length} files:\n`);
+    for (const r of failed) o.write(`#   ${relative(o.root, r.file)}${r.reason ? ` (${r.reason})` : ''}\n`);
+  }
+  o.write(`# { total: ${counts.total}, pass: ${counts.pass}, fail: ${counts.fail}, skip: ${counts.skip}, todo: ${counts.todo} }\n# time=${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+  return { ok: failed.length === 0, files: results, counts };
+}
+
+interface Output { stdout: string; stderr: string }
+
+function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Promise<FileResult & Output> {
+  const started = Date.now();
+  const env = { ...o.env, TAP_TIMEOUT: String(Math.ceil(o.timeoutMs / 1000)) };
+  // Its own process group, so a timeout also stops what the file started (services, Postgres).
+  const child = spawn(process.execPath, [file], { cwd: o.root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  running.add(child);
+  const out: Output = { stdout: '', stderr: '' };
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (out.stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (out.stderr += s));
+  let timedOut = false;
+  const stopMs = Math.max(o.timeoutMs, o.hardStopMs);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(child, 'SIGTERM');
+    setTimeout(() => killGroup(child, 'SIGKILL'), KILL_GRACE_MS).unref();
+  }, stopMs);
+  // What the file left running would hold its output open, or outlive it: stopped once it ends.
+  const strays = () => killGroup(child, 'SIGKILL');
+  child.on('exit', () => setTimeout(strays, STRAY_GRACE_MS).unref());
+  return new Promise((done) => child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    strays();
+    running.delete(child);
+    const seconds = (Date.now() - started) / 1000;
+    const own = closingCounts(out.stdout);
+    const reason = timedOut ? `stopped after ${Math.round(stopMs / 1000)} s`
+      : signal ? `killed by ${signal}`
+      : code !== 0 ? `exit ${code}`
+      : !own ? 'no TAP summary' : undefined;
+    const ok = reason === undefined && own!.fail === 0;
+    const counts = own ?? zero();
+    // A death without a count of its own still counts, once, so CI's sum cannot read as clean.
+    if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
+    done({ file, ok, reason: ok ? undefined : reason, seconds, counts, ...out });
+  }));
+}
+
+function report(r: FileResult & Output, n: number, o: RunnerOptions): void {
+  const name = relative(o.root, r.file);
+  const line = `${r.ok ? 'ok' : 'not ok'} ${n} - ${name} # time=${r.seconds.toFixed(1)}s\n`;
+  if (r.ok && !o.verbose) return o.write(line);
+  const body = r.stdout + (r.ok ? '' : r.stderr ? `# stderr:\n${r.stderr.split('\n').map((l) => `# ${l}`).join('\n')}\n` : '');
+  const diag = r.reason ? `  ---\n  file: ${name}\n  reason: ${r.reason}\n  ...\n` : '';
+  o.write(`# Subtest: ${name}\n${indent(body)}${line}${diag}`);
+}
+
+const indent = (text: string) => text.split('\n').filter((l, i, all) => l || i < all.length - 1).map((l) => `    ${l}\n`).join('');
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** The root `# { total: N, pass: N, ... }` line tap prints last. */
+export function closingCounts(tap: string): Counts | undefined {
+  const line = tap.split('\n').reverse().find((l) => l.startsWith('# { total:'));
+  if (!line) return undefined;
+  const n = (key: string) => Number(new RegExp(`${key}: (\\d+)`).exec(line)?.[1] ?? 0);
+  return { total: n('total'), pass: n('pass'), fail: n('fail'), skip: n('skip'), todo: n('todo') };
+}
+
+const zero = (): Counts => ({ total: 0, pass: 0, fail: 0, skip: 0, todo: 0 });
+const add = (a: Counts, b: Counts): Counts => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, skip: a.skip + b.skip, todo: a.todo + b.todo });
+
+/** Durations recorded by earlier runs: this checkout's own, else the committed ones. */
+export function readDurations(paths: readonly string[]): Record<string, number> {
+  for (const p of paths) {
+    try {
+      return JSON.parse(readFileSync(p, 'utf8')) as Record<string, number>;
+    } catch {
+      // none there yet
+    }
+  }
+  return {};
+}
+
+/** This run's times over the record, so the next run orders by them. */
+export function writeDurations(path: string, before: Readonly<Record<string, number>>, results: readonly FileResult[], root: string): void {
+  const next: Record<string, number> = { ...before };
+  for (const r of results) next[relative(root, r.file)] = Math.round(r.seconds * 10) / 10;
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, JSON.stringify(Object.fromEntries(Object.entries(next).sort()), null, 1) + '\n');
+}
