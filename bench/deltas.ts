@@ -24,7 +24,7 @@ import { fmt, mdTable, writeResults } from './lib/report.js';
 import { log, runMain, sleep } from './lib/run.js';
 import { startServer } from './lib/server.js';
 import { prepareDatabase } from './lib/data.js';
-import { LadderMarket } from './lib/ladders.js';
+import { LadderMarket, postIngest, publishChanges } from './lib/ladders.js';
 
 /** Every setting (env), read once; the header lists them with their defaults. */
 const SETTINGS = Object.freeze({
@@ -69,11 +69,6 @@ function bytesPerChange(runners: number): BytesRow[] {
 
 interface CpuRow { format: Format; delta: boolean; delivered: number; deliveriesPerSec: number; bytesPerDelivery: number; cpuNsPerDelivery: number }
 
-async function post(url: string, data: Record<string, unknown>[]): Promise<void> {
-  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data }) });
-  if (r.status !== 200) throw new Error(`ingest refused: ${await r.text()}`);
-}
-
 /** Server CPU per frame received, images then deltas, in one format. */
 async function cpuPerDelivery(url: string, pid: number, format: Format, markets: LadderMarket[]): Promise<CpuRow[]> {
   const mids = markets.map((m) => m.mid);
@@ -93,15 +88,7 @@ async function cpuPerDelivery(url: string, pid: number, format: Format, markets:
       const request = JSON.stringify({ op: 'subscribe', id: 1, mids, ...(delta ? { delta: true } : {}) });
       // Protobuf sockets may send JSON requests only as text; the service reads requests by frame type.
       for (const ws of sockets) ws.send(request, { binary: false });
-      const publish = async (seconds: number) => {
-        const end = performance.now() + seconds * 1000;
-        const perBatch = Math.max(1, Math.round(SETTINGS.rate / 50));
-        for (let k = 0; performance.now() < end; k++) {
-          const at = performance.now();
-          await post(url, Array.from({ length: perBatch }, (_, j) => markets[(k * perBatch + j) % markets.length].next()));
-          await sleep(Math.max(0, 20 - (performance.now() - at)));
-        }
-      };
+      const publish = (seconds: number) => publishChanges(url, markets, SETTINGS.rate, seconds);
       await publish(1);
       const [f0, b0, c0, w0] = [frames, bytes, cpuMicros(pid), performance.now()];
       await publish(SETTINGS.seconds);
@@ -127,8 +114,8 @@ async function main(): Promise<void> {
   const cpu: CpuRow[] = [];
   try {
     const markets = Array.from({ length: 10 }, (_, i) => new LadderMarket(`bench.d.${i}`, SHAPES[i % 2], i + 1));
-    await post(server.url, markets.map((m) => m.market()));
-    await post(server.url, markets.map((m) => m.next()));
+    await postIngest(server.url, markets.map((m) => m.market()));
+    await postIngest(server.url, markets.map((m) => m.next()));
     for (const format of FORMATS) {
       log(`deltas: CPU per delivery, ${format}`);
       cpu.push(...(await cpuPerDelivery(server.url, server.pid, format, markets)));

@@ -83,6 +83,12 @@ export interface Config {
   readonly clientMaxMarkets: number;
   /** Batches one `/ingest` connection may have in flight. */
   readonly ingestMaxInFlight: number;
+  /** Bytes of batches one `/ingest` connection may have queued and not yet answered. */
+  readonly ingestQueueBytes: number;
+  /** The same across all of one API key's connections and REST posts. */
+  readonly ingestKeyQueueBytes: number;
+  /** The process's event-loop delay past which publishers' acks wait for it to pass. */
+  readonly ingestMaxLoopDelayMs: number;
   /** How often the LISTEN connection is pinged to find it half-open. */
   readonly pgListenPingMs: number;
   readonly wsMaxMessageBytes: number;
@@ -345,6 +351,9 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     wsMaxMarkets: int(env, 'WS_MAX_MARKETS', 2000, 1, 100000),
     clientMaxMarkets: int(env, 'CLIENT_MAX_MARKETS', 2000, 1, 100000),
     ingestMaxInFlight: int(env, 'INGEST_MAX_IN_FLIGHT', 128, 1, 100000),
+    ingestQueueBytes: int(env, 'INGEST_QUEUE_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    ingestKeyQueueBytes: int(env, 'INGEST_KEY_QUEUE_BYTES', 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
+    ingestMaxLoopDelayMs: int(env, 'INGEST_MAX_LOOP_DELAY_MS', 200, 10, 60000),
     pgListenPingMs: int(env, 'PG_LISTEN_PING_MS', 10000, 200, 60000),
     wsMaxMessageBytes,
     wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),

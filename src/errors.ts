@@ -34,6 +34,9 @@ export const errors = {
   /** A publisher that pipelines past its bound of unanswered batches. */
   batchesInFlight: (max: number) =>
     new ServiceError('LIMIT', `${max} batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)`),
+  /** A publisher's batches not yet answered would pass the bytes its connection or its key may queue. */
+  ingestQueueFull: (scope: 'connection' | 'key', queued: number, max: number) =>
+    new ServiceError('LIMIT', `${queued} bytes of batches are already queued on this ${scope === 'key' ? 'API key' : 'connection'} (the limit is ${max}); wait for their acks before sending more (this batch was not applied)`),
   keyMissing: () => new ServiceError('UNAUTHORIZED', 'an API key is required: send it in the x-api-key header'),
   keyUnknown: () => new ServiceError('UNAUTHORIZED', 'the API key is not valid or was revoked'),
   /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */

@@ -20,6 +20,8 @@ import { Freshness, KnownMarkets } from './relay/freshness.js';
 import { ReferenceFrames } from './relay/reference-frames.js';
 import { StoredSets } from './stored-sets/stored-sets.js';
 import { Ingest } from './ingest/ingest.js';
+import { KeyQueues } from './ingest/lane.js';
+import { LoopDelay } from './lib/loop-delay.js';
 import { validateOdds } from './ingest/validate-odds.js';
 import { OutsideFeeds } from './ingest/outside.js';
 import { createApp } from './http/app.js';
@@ -93,7 +95,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
   new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
-  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, sweeper] });
+  const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
+  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
   const storedSets = new StoredSets({
@@ -105,6 +108,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   hub.watch(bc);
   hub.watch(sweeper);
   hub.watch(storedSets);
+  bc.watchSends(sweeper);
   const hosts = new HostPolicy(config.allowedHosts);
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
@@ -138,6 +142,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerIngest(app, router, {
     ingest, freshness, auth, hub, gate: readiness.gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
+    maxQueuedBytes: config.ingestQueueBytes, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
   registerDocs(router);
   registerWeb(app, hosts);
@@ -157,6 +162,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     freshness,
     monitor,
     new Named('sweep', sweeper),
+    loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator
       ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })]

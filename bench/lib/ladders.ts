@@ -50,3 +50,20 @@ export class LadderMarket {
     };
   }
 }
+
+/** One ingest batch over REST; throws unless it is applied. */
+export async function postIngest(url: string, data: Record<string, unknown>[]): Promise<void> {
+  const r = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data }) });
+  if (r.status !== 200) throw new Error(`ingest refused: ${await r.text()}`);
+}
+
+/** Publishes `rate` changes a second across `markets` for `seconds`, in batches every 20 ms. */
+export async function publishChanges(url: string, markets: readonly LadderMarket[], rate: number, seconds: number): Promise<void> {
+  const end = performance.now() + seconds * 1000;
+  const perBatch = Math.max(1, Math.round(rate / 50));
+  for (let k = 0; performance.now() < end; k++) {
+    const at = performance.now();
+    await postIngest(url, Array.from({ length: perBatch }, (_, j) => markets[(k * perBatch + j) % markets.length].next()));
+    await new Promise((r) => setTimeout(r, Math.max(0, 20 - (performance.now() - at))));
+  }
+}

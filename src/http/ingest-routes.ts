@@ -5,32 +5,28 @@ import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
-import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
-import { Lane, type Outcome } from '../ingest/lane.js';
+import { PublisherBatches, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
+import { Lane, type Batch, type KeyQueues } from '../ingest/lane.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
+import { peekId } from './peek.js';
 import type { Router } from './router.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 
 const JSON_TYPE = 'application/json';
 const PROTO_TYPE = 'application/x-protobuf';
 
-interface Batch {
-  id: number;
-  data: unknown;
-}
-
 /** A batch in either format: `{"id"?, "data": [...]}` as JSON, or an IngestBatch as protobuf (counted before it is decoded). */
 function decodeBatch(bytes: Uint8Array, binary: boolean, maxItems: number): Batch {
   if (binary) {
     const decoded = decodeIngestProto(bytes, maxItems);
     if ('error' in decoded) throw errors.badBody(decoded.error);
-    return { id: 0, data: decoded.data };
+    return { id: 0, data: decoded.data, bytes: bytes.byteLength };
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
   const { id, data } = body as { id?: unknown; data?: unknown };
-  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, data };
+  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, data, bytes: bytes.byteLength };
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -66,8 +62,11 @@ export interface IngestRoutesDeps extends UpgradeDeps {
   /** Items per batch: a protobuf batch is counted against it before it is decoded. */
   maxItems: number;
   maxBodyBytes: number;
-  /** Batches one `/ingest` connection may have in flight. */
+  /** Batches one `/ingest` connection may have in flight, and their bytes. */
   maxInFlight: number;
+  maxQueuedBytes: number;
+  /** Bytes each key has queued, across its connections and posts. */
+  keyQueues: KeyQueues;
 }
 
 /**
@@ -87,7 +86,13 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     const feeder = deps.freshness.rest(who.keyId);
     feeder.heard();
     const batch = decodeBatch(body, type === PROTO_TYPE, deps.maxItems);
-    return JSON.stringify(answer(await ingest.accept(batch.data, { key: keyOf(who.keyId), feeder })));
+    const full = deps.keyQueues.take(who.keyId, batch.bytes);
+    if (full) throw full;
+    try {
+      return JSON.stringify(answer(await ingest.accept(batch.data, { key: keyOf(who.keyId), feeder })));
+    } finally {
+      deps.keyQueues.give(who.keyId, batch.bytes);
+    }
   }, 'publisher');
 
   app.ws<PublisherData>('/ingest', {
@@ -100,7 +105,8 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     open: (ws) => {
       const state = ws.getUserData();
       const feeder = (state.feeder = deps.freshness.connect(state.liveMs));
-      const lane = (state.lane = new Lane((data) => ingest.accept(data, { key: state.key, feeder }), deps.maxInFlight));
+      const batches = new PublisherBatches(ingest, { key: state.key, feeder });
+      const lane = (state.lane = new Lane(batches, { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes }, deps.keyQueues, state.keyId));
       state.publisher = { keyId: state.keyId, conn: ws, closed: false, revoke: () => lane.revoke(errors.keyRevoked()), drain: () => lane.close() };
       deps.hub.open(state.publisher);
     },
@@ -113,15 +119,18 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       };
       let batch: Batch;
       try {
-        // The message buffer is only valid during this callback: decode it now.
-        batch = decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
+        // The message buffer is only valid during this callback: decode it now, unless the lane
+        // is full, when it is refused unread (by its id, peeked) in its place.
+        batch = state.lane!.full(data.byteLength)
+          ? { id: isBinary ? 0 : peekId(data, false), data: undefined, bytes: data.byteLength }
+          : decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
       } catch (err) {
         return reply(refusal(0, known(err, log, 'ingest')));
       }
-      state.lane!.submit(batch.data, (o: Outcome) => {
-        if ('ok' in o) reply({ op: 'ack', id: batch.id, ...answer(o.ok) });
-        else reply(refusal(batch.id, known(o.err, log, 'ingest')));
-      });
+      state.lane!.submit(batch).then(
+        (result) => reply({ op: 'ack', id: batch.id, ...answer(result) }),
+        (err: unknown) => reply(refusal(batch.id, known(err, log, 'ingest'))),
+      );
     },
     close: (ws) => {
       const state = ws.getUserData();

@@ -5,19 +5,22 @@ import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
-import type { Hub, SessionWatcher } from './hub.js';
+import type { Hub, SessionWatcher, Taken } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
 import type { MarketStates, StateMessage } from './states.js';
 
 /** Images queued for sockets past which a publisher's next batch waits for them to go out. */
 const BACKLOG = 1000;
 
-/** What the broadcaster sent since the sweep last asked: those sockets may hold buffered data. */
-export interface Sent {
-  /** Markets published to. */
-  markets: Set<string>;
-  /** Sockets sent a frame directly. */
-  sockets: Set<Session>;
+/**
+ * Told what the broadcaster sent, as it sends it: those sockets may now hold buffered data, and
+ * the sweep looks at them on its next pass.
+ */
+export interface SendWatcher {
+  /** A frame went to this socket directly. */
+  sentTo(s: Session): void;
+  /** Frames went to every socket that takes this market. */
+  publishedTo(mid: string): void;
 }
 
 export interface BroadcasterDeps {
@@ -32,34 +35,53 @@ export interface BroadcasterDeps {
 }
 
 /**
- * Fan-out of the book to sockets. Each market has one uWS topic per variant
- * that someone takes (format, depth, conflation); an update is encoded once
- * per variant and published, so nothing is built per subscriber. Sockets that
- * fall behind are taken off their topics by the sweep (sweep.ts) and catch up
- * when they drain. The only writer of `MarketStates`.
+ * Fan-out of the book to sockets: it only encodes and publishes. Each market
+ * has one uWS topic per variant that someone takes (format, depth, conflation
+ * preset); an update is encoded once per variant and published, so nothing is
+ * built per subscriber. It drains two queues of its own: the publish batch,
+ * once per turn of the loop, and the conflator, once per interval. Which
+ * topics a socket is on is the session's to keep (session.ts); when a socket
+ * falls behind and catches up is the sweep's to decide (sweep.ts), told here
+ * what was sent. The only writer of `MarketStates`.
  */
 export class Broadcaster implements Pressure, SessionWatcher {
-  /** Since the sweep last asked (`takeSent`). */
-  private sent: Sent = { markets: new Set(), sockets: new Set() };
-  private readonly conflator: Conflator;
-  /** Images queued for this turn of the loop (see publish-batch.ts). */
-  private readonly batch: PublishBatch;
+  private readonly conflator = new Conflator();
+  /** One timer per conflation interval in use. */
+  private readonly timers = new Map<number, NodeJS.Timeout>();
+  /** Images queued for this turn of the loop (see publish-batch.ts), drained by `flush`. */
+  private readonly batch = new PublishBatch();
+  private scheduled: NodeJS.Immediate | undefined;
+  private waiters: (() => void)[] = [];
+  /**
+   * Per conflated delta variant of a market, the image its topic's sockets hold: the next delta
+   * starts from it (none: the next frame is an image). Keyed by the hub's entry for the variant,
+   * so it goes when the last socket leaves the variant.
+   */
+  private readonly bases = new WeakMap<Taken, BookEntry>();
+  private readonly watchers: SendWatcher[] = [];
+  /** Set at shutdown: an image published after it (a batch still applying) must start no timer. */
+  private stopped = false;
   /** As its one owner (relay/feed-monitor.ts) last told it, through `feedChanged`: what a socket opening now is told. */
   private feed: FeedStatus = 'OK';
 
-  constructor(private readonly deps: BroadcasterDeps) {
-    this.conflator = new Conflator((mid, conflate, thinned) => this.publishConflated(mid, conflate, thinned));
-    this.batch = new PublishBatch((entry) => this.publishNow(entry));
+  constructor(private readonly deps: BroadcasterDeps) {}
+
+  /** Told of every frame sent from now on. */
+  watchSends(w: SendWatcher): void {
+    this.watchers.push(w);
   }
 
   /** A newer image: to every live variant within this turn of the loop, to conflated ones at the end of their interval. */
   publish(entry: BookEntry): void {
-    this.batch.add(entry);
+    if (this.batch.add(entry)) this.scheduled = setImmediate(() => this.flush());
   }
 
   /** Hands queued images to uWS now, before a frame that must come after them. */
   flush(): void {
-    this.batch.flush();
+    clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    for (const entry of this.batch.take()) this.publishNow(entry);
+    for (const ok of this.waiters.splice(0)) ok();
   }
 
   /** More images wait to be written than a turn of the loop should carry. */
@@ -69,25 +91,36 @@ export class Broadcaster implements Pressure, SessionWatcher {
 
   /** Resolves once every image queued so far has been handed to uWS. */
   eased(): Promise<void> {
-    return this.batch.flushed();
-  }
-
-  /** What was sent since the last call; the sweep asks on each pass, and looks at those sockets. */
-  takeSent(): Sent {
-    const sent = this.sent;
-    this.sent = { markets: new Set(), sockets: new Set() };
-    return sent;
+    return this.batch.size ? new Promise((ok) => this.waiters.push(ok)) : Promise.resolve();
   }
 
   private publishNow(entry: BookEntry): void {
     const subs = this.deps.hub.market(entry.mid);
     for (const { variant: v } of subs?.variants.values() ?? []) {
-      if (v.conflate) this.conflator.mark(entry.mid, v.conflate);
+      if (v.conflate) this.mark(entry.mid, v.conflate);
       else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth));
     }
     // Every live subscriber now holds this entry: the one before it is needed no more.
     entry.prev = undefined;
-    if (subs) this.sent.markets.add(entry.mid);
+    if (subs) this.published(entry.mid);
+  }
+
+  private mark(mid: string, conflate: number, updates = 1): void {
+    if (this.stopped || !this.conflator.mark(mid, conflate, updates) || this.timers.has(conflate)) return;
+    // Unref'd: a conflation timer never keeps a stopping process alive.
+    this.timers.set(conflate, setInterval(() => this.conflated(conflate), conflate).unref());
+  }
+
+  /** The end of a conflation interval: each market marked in it, once to every variant of the interval. */
+  private conflated(conflate: number): void {
+    const due = this.conflator.take(conflate);
+    if (!due) {
+      clearInterval(this.timers.get(conflate));
+      this.timers.delete(conflate);
+      return;
+    }
+    // More than one update in the interval means some were held back: the frame says so.
+    for (const [mid, updates] of due) this.publishConflated(mid, conflate, updates > 1);
   }
 
   /**
@@ -98,13 +131,13 @@ export class Broadcaster implements Pressure, SessionWatcher {
   joined(mid: string, v: Variant, entry: BookEntry | undefined): void {
     if (!v.delta || !v.conflate || !entry) return;
     const taken = this.deps.hub.market(mid)?.variants.get(v.key);
-    if (!taken || taken.sent === entry) return;
+    if (!taken || this.bases.get(taken) === entry) return;
     if (taken.count === 1) {
-      taken.sent = entry;
+      this.bases.set(taken, entry);
       return;
     }
-    taken.sent = undefined;
-    this.conflator.mark(mid, v.conflate, 0);
+    this.bases.delete(taken);
+    this.mark(mid, v.conflate, 0);
   }
 
   /** A `market`, `result` or `freshness` frame: to every subscriber of the market at once, whatever its variant. */
@@ -115,7 +148,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
     for (const { variant: v } of subs.variants.values()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
-    this.sent.markets.add(msg.mid);
+    this.published(msg.mid);
   }
 
   /** The read model deleted a market: its last `market` and `result` frames are needed no more. */
@@ -133,12 +166,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
 
   /** A socket the hub opened: on the feed topic, told the feed status unless it is OK. */
   opened(s: Session): void {
-    s.conn.subscribe(FEED_TOPIC[s.format]);
+    s.joinFeed();
     if (this.feed !== 'OK') this.send(s, { op: 'feed', status: this.feed });
-  }
-
-  closed(s: Session): void {
-    this.sent.sockets.delete(s);
   }
 
   send(s: Session, msg: ServerMessage): void {
@@ -147,9 +176,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
 
   sendFrame(s: Session, frame: Frame): void {
     if (s.closed) return;
-    s.conn.send(frame, s.binary, this.deps.compress === true);
-    s.lastSendAt = Date.now();
-    this.sent.sockets.add(s);
+    s.send(frame, this.deps.compress === true);
+    for (const w of this.watchers) w.sentTo(s);
     this.deps.metrics.delivered[s.format]++;
   }
 
@@ -165,16 +193,9 @@ export class Broadcaster implements Pressure, SessionWatcher {
     if (s.closed) return;
     // Queued images reach the topics first, so this socket gets each market's newest once, directly.
     this.flush();
-    s.conn.cork(() => {
+    s.cork(() => {
       for (const mid of mids) {
-        const before = s.subs.get(mid);
-        if (this.deps.hub.take(s, mid, v)) {
-          s.regainedWhileBehind(mid);
-          if (!s.lag) {
-            if (before) s.conn.unsubscribe(topicOf(before, mid));
-            s.conn.subscribe(topicOf(v, mid));
-          }
-        }
+        this.deps.hub.take(s, mid, v);
         const entry = this.deps.book.get(mid);
         if (entry && !s.lag) {
           if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
@@ -190,12 +211,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
   detach(s: Session, mids: Iterable<string>): string[] {
     const had: string[] = [];
     if (s.closed) return had;
-    for (const mid of mids) {
-      const v = s.subs.get(mid);
-      if (!v || !this.deps.hub.drop(s, mid)) continue;
-      had.push(mid);
-      if (!s.lag) s.conn.unsubscribe(topicOf(v, mid));
-    }
+    for (const mid of mids) if (this.deps.hub.drop(s, mid)) had.push(mid);
     return had;
   }
 
@@ -237,15 +253,22 @@ export class Broadcaster implements Pressure, SessionWatcher {
       const v = taken.variant;
       if (v.conflate !== conflate) continue;
       if (v.delta) {
-        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.sent));
-        taken.sent = entry;
+        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, this.bases.get(taken)));
+        this.bases.set(taken, entry);
       } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
     }
-    this.sent.markets.add(mid);
+    this.published(mid);
+  }
+
+  private published(mid: string): void {
+    for (const w of this.watchers) w.publishedTo(mid);
   }
 
   stop(): void {
-    this.batch.stop();
-    this.conflator.stop();
+    this.flush();
+    this.stopped = true;
+    for (const timer of this.timers.values()) clearInterval(timer);
+    this.timers.clear();
+    this.conflator.clear();
   }
 }

@@ -1,6 +1,6 @@
 import { CLOSE, errors, type Close, type ServiceError } from '../errors.js';
-import { FORMATS, type BookEntry, type Format } from '../odds/book.js';
-import { Session, type Variant } from './session.js';
+import { FORMATS, type Format } from '../odds/book.js';
+import { Session, type FilterKind, type Variant } from './session.js';
 
 /** Anything that can be closed with a code: subscriber and publisher sockets alike. */
 export interface Closable {
@@ -47,23 +47,22 @@ export interface SessionWatcher {
 }
 
 /**
- * One variant of a market that sockets take: how many, and for a conflated delta variant the
- * image its topic's sockets hold (the next delta starts from it; none means the next frame is an
- * image). It lives as long as someone takes the variant, so it cannot outgrow the subscriptions.
+ * One variant of a market that sockets take, and how many take it. The object lives exactly as
+ * long as someone takes the variant, so what others key on it (the broadcaster's delta bases)
+ * cannot outgrow the subscriptions.
  */
 export interface Taken {
   readonly variant: Variant;
-  count: number;
-  sent?: BookEntry;
+  readonly count: number;
 }
 
 /** Who takes one market: the sessions, and each variant taken with how many take it (which topics to publish to). */
 interface MarketSubs {
   readonly sessions: Set<Session>;
-  readonly variants: Map<string, Taken>;
+  readonly variants: Map<string, { readonly variant: Variant; count: number }>;
 }
 
-/** A market's takers as others see them: only the hub's subscribe and drop change who takes a market. */
+/** A market's takers as others see them: only the hub's take and drop change who takes a market. */
 export interface MarketTakers {
   readonly sessions: ReadonlySet<Session>;
   readonly variants: ReadonlyMap<string, Taken>;
@@ -130,7 +129,8 @@ export class Hub {
 
   /** A socket closed (uWS's close callback): out of every index, with what it took. */
   close(socket: Session | Publisher): void {
-    socket.closed = true;
+    if (socket instanceof Session) socket.close();
+    else socket.closed = true;
     const keyed = this.byKey.get(socket.keyId);
     keyed?.delete(socket);
     if (keyed?.size === 0) this.byKey.delete(socket.keyId);
@@ -143,22 +143,20 @@ export class Hub {
     const set = this.byClient.get(s.client);
     set?.delete(s);
     if (set?.size === 0) this.byClient.delete(s.client);
-    for (const mid of s.subs.keys()) this.unindex(s, mid);
-    for (const eid of s.events.keys()) this.filter(s, 'events', eid, undefined);
-    for (const si of s.sports.keys()) this.filter(s, 'sports', si, undefined);
+    for (const [mid, v] of s.markets) this.unindex(s, mid, v);
+    for (const kind of ['events', 'sports'] as const) for (const id of [...s.filtersOf(kind).keys()]) this.filter(s, kind, id, undefined);
     for (const w of this.watchers) w.closed?.(s);
   }
 
   /** Sets (or, with no variant, removes) a session's filter on an event or sport. */
-  filter(s: Session, kind: 'events' | 'sports', id: number, v: Variant | undefined): void {
+  filter(s: Session, kind: FilterKind, id: number, v: Variant | undefined): void {
     const index = this.filters[kind];
     let set = index.get(id);
+    s.setFilter(kind, id, v);
     if (v) {
-      s[kind].set(id, v);
       if (!set) index.set(id, (set = new Set()));
       set.add(s);
     } else {
-      s[kind].delete(id);
       set?.delete(s);
       if (set?.size === 0) index.delete(id);
     }
@@ -167,14 +165,15 @@ export class Hub {
   /** Sessions whose filters cover a market of this event and sport, with the variant each asked for. */
   filtered(eid: number, si: number): Map<Session, Variant> {
     const out = new Map<Session, Variant>();
-    for (const s of this.filters.sports.get(si) ?? []) out.set(s, s.sports.get(si)!);
-    for (const s of this.filters.events.get(eid) ?? []) out.set(s, s.events.get(eid)!);
+    for (const s of this.filters.sports.get(si) ?? []) out.set(s, s.filtersOf('sports').get(si)!);
+    for (const s of this.filters.events.get(eid) ?? []) out.set(s, s.filtersOf('events').get(eid)!);
     return out;
   }
 
   /** Closes a socket on the server's initiative; one already closed is left alone (uWS throws on it). */
   end(socket: Session | Publisher, close: Close): void {
-    if (!socket.closed) socket.conn.end(close.code, close.reason);
+    if (socket instanceof Session) socket.end(close.code, close.reason);
+    else if (!socket.closed) socket.conn.end(close.code, close.reason);
   }
 
   /** Closes every socket of a revoked key; a publisher first refuses the batches it has not started. */
@@ -208,9 +207,9 @@ export class Hub {
   admit(s: Session, mids: Iterable<string>, named: ReadonlySet<string> = NONE): { take: string[]; refused?: ServiceError } {
     const take: string[] = [];
     const over: string[] = [];
-    let room = this.limits.markets - s.subs.size;
+    let room = this.limits.markets - s.markets.size;
     for (const mid of mids) {
-      if (s.subs.has(mid)) take.push(mid);
+      if (s.markets.has(mid)) take.push(mid);
       else if (this.deps.concluded(mid) && !named.has(mid)) continue;
       else if (room > 0) {
         room--;
@@ -225,12 +224,11 @@ export class Hub {
     return this.limits.markets;
   }
 
-  /** Records that a session takes a market; false when it already did the same way. */
+  /** A session takes a market (its topics follow in the session); false when it already did the same way. */
   take(s: Session, mid: string, v: Variant): boolean {
-    const held = s.subs.get(mid);
-    if (held?.key === v.key) return false;
-    if (held) this.unindex(s, mid);
-    s.subs.set(mid, v);
+    const held = s.markets.get(mid);
+    if (!s.take(mid, v)) return false;
+    if (held) this.unindex(s, mid, held);
     let m = this.markets.get(mid);
     if (!m) this.markets.set(mid, (m = { sessions: new Set(), variants: new Map() }));
     m.sessions.add(s);
@@ -240,11 +238,11 @@ export class Hub {
     return true;
   }
 
-  /** Records that a session no longer takes a market; false when it did not. */
+  /** A session no longer takes a market; false when it did not. */
   drop(s: Session, mid: string): boolean {
-    if (!s.subs.has(mid)) return false;
-    this.unindex(s, mid);
-    s.subs.delete(mid);
+    const held = s.markets.get(mid);
+    if (!held || !s.drop(mid)) return false;
+    this.unindex(s, mid, held);
     return true;
   }
 
@@ -281,10 +279,9 @@ export class Hub {
     return n;
   }
 
-  private unindex(s: Session, mid: string): void {
+  private unindex(s: Session, mid: string, v: Variant): void {
     const m = this.markets.get(mid);
-    const v = s.subs.get(mid);
-    if (!m || !v) return;
+    if (!m) return;
     m.sessions.delete(s);
     const taken = m.variants.get(v.key);
     if (taken && --taken.count === 0) m.variants.delete(v.key);

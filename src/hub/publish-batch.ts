@@ -1,9 +1,10 @@
 import type { BookEntry } from '../odds/book.js';
 
 /**
- * A stage of the fan-out that a publisher's ack may wait on (the publish
- * queue, the sockets' buffers): asked through these methods, so no caller
- * reads another stage's queues.
+ * A stage that a publisher's ack may wait on while the service cannot keep up
+ * (the publish queue, the event loop): asked through these methods, so no
+ * caller reads another stage's queues. What sockets hold is never one: a
+ * socket that does not read is handled alone (sweep.ts).
  */
 export interface Pressure {
   /** Publishing faster now would only queue more in memory. */
@@ -13,45 +14,31 @@ export interface Pressure {
 }
 
 /**
- * Images are published in batches, once per turn of the event loop, from
- * outside any socket's callback. uWS writes a subscriber's queued frames in
- * one corked write only when no other socket is corked; publishing straight
- * from a publisher's message handler (a corked socket) degraded past
- * saturation to one write per frame. Batched, every socket gets many frames
- * per write, and everything queued in a turn goes out in that turn.
+ * Images waiting to be published, drained by the broadcaster once per turn
+ * of the event loop, from outside any socket's callback. uWS writes a
+ * subscriber's queued frames in one corked write only when no other socket is
+ * corked; publishing straight from a publisher's message handler (a corked
+ * socket) degraded past saturation to one write per frame. Batched, every
+ * socket gets many frames per write, and everything queued in a turn goes out
+ * in that turn.
  */
 export class PublishBatch {
   private queue: BookEntry[] = [];
-  private waiters: (() => void)[] = [];
-  private scheduled: NodeJS.Immediate | undefined;
-
-  constructor(private readonly publish: (entry: BookEntry) => void) {}
 
   get size(): number {
     return this.queue.length;
   }
 
-  add(entry: BookEntry): void {
+  /** Queues an image; true when the queue was empty, so its owner schedules a drain. */
+  add(entry: BookEntry): boolean {
     this.queue.push(entry);
-    this.scheduled ??= setImmediate(() => this.flush());
+    return this.queue.length === 1;
   }
 
-  /** Publishes everything queued, in order; called before anything that must come after it. */
-  flush(): void {
-    clearImmediate(this.scheduled);
-    this.scheduled = undefined;
+  /** Everything queued, in order, leaving the queue empty. */
+  take(): BookEntry[] {
     const queue = this.queue;
     this.queue = [];
-    for (const entry of queue) this.publish(entry);
-    for (const ok of this.waiters.splice(0)) ok();
-  }
-
-  /** Resolves once everything queued so far has been published. */
-  flushed(): Promise<void> {
-    return this.queue.length ? new Promise((ok) => this.waiters.push(ok)) : Promise.resolve();
-  }
-
-  stop(): void {
-    this.flush();
+    return queue;
   }
 }

@@ -43,8 +43,8 @@ export class SocketSubscriptions {
     const { hub, bc, book } = this.deps;
     const { take, refused } = hub.admit(s, this.covered(msg), new Set(msg.mids));
     if (refused) return { refused };
-    const moreFilters = (msg.eids ?? []).filter((eid) => !s.events.has(eid)).length + (msg.sis ?? []).filter((si) => !s.sports.has(si)).length;
-    if (s.events.size + s.sports.size + moreFilters > MAX_FILTERS) {
+    const moreFilters = (msg.eids ?? []).filter((eid) => !s.filtersOf('events').has(eid)).length + (msg.sis ?? []).filter((si) => !s.filtersOf('sports').has(si)).length;
+    if (s.filtersOf('events').size + s.filtersOf('sports').size + moreFilters > MAX_FILTERS) {
       return { refused: errors.socketFilters(moreFilters, MAX_FILTERS) };
     }
     const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0, msg.delta === true);
@@ -79,7 +79,7 @@ export class SocketSubscriptions {
   appeared(mid: string, eid: number, si: number): void {
     const { hub, bc } = this.deps;
     for (const [s, v] of hub.filtered(eid, si)) {
-      if (s.subs.has(mid)) continue;
+      if (s.markets.has(mid)) continue;
       const { take, refused } = hub.admit(s, [mid]);
       if (refused) bc.send(s, notice(refused));
       else bc.attach(s, take, v);

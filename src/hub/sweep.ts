@@ -2,10 +2,9 @@ import { CLOSE } from '../errors.js';
 import type { Book } from '../odds/book.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
-import type { Pressure } from './publish-batch.js';
-import type { Broadcaster } from './broadcaster.js';
+import type { Broadcaster, SendWatcher } from './broadcaster.js';
 import type { Hub, SessionWatcher } from './hub.js';
-import { topicOf, type Session } from './session.js';
+import type { Session } from './session.js';
 import type { MarketStates } from './states.js';
 
 export interface SweepLimits {
@@ -13,7 +12,7 @@ export interface SweepLimits {
   slowBytes: number;
   /** Buffered bytes above which a socket is closed at once. */
   maxBytes: number;
-  /** How long a socket may stay behind before it is closed. */
+  /** How long a socket may stay backed up (over a quarter of `slowBytes`) or behind before it is closed. */
   slowCloseMs: number;
 }
 
@@ -32,23 +31,33 @@ export interface SweepDeps {
 const SWEEP_MS = 100;
 
 /**
- * The periodic pass that keeps sockets honest: backpressure (behind, caught
- * up, or closed) and heartbeats. It touches only sockets that need it: those
- * sent something since the last pass or known to hold buffered data, and
- * those whose heartbeat falls due, kept in buckets by due time. An idle
- * socket costs one look per heartbeat interval.
+ * The periodic pass that decides, socket by socket, when one falls behind,
+ * catches up, is closed, or is owed a heartbeat. It touches only sockets that
+ * need it: those the broadcaster said it sent something to since the last
+ * pass, those known to hold buffered data, and those whose heartbeat falls
+ * due, kept in buckets by due time. An idle socket costs one look per
+ * heartbeat interval.
  *
- * A socket over its soft backpressure limit falls behind: it is taken off its
- * topics, so its frames are skipped and nobody else waits. Once drained it
- * catches up with what changed meanwhile and is back on its topics.
+ * Each socket is handled alone, and never slows a publisher: over its soft
+ * limit it falls behind (off its topics, so its frames are skipped and nobody
+ * else waits) and catches up with what changed once drained; it is closed
+ * (4008) over the hard limit, or once it has stayed backed up, over a quarter
+ * of the soft limit, for `slowCloseMs` without draining, whether or not it
+ * fell further behind: a socket that stops reading must not hold its buffer
+ * for ever.
  */
-export class Sweeper implements Pressure, SessionWatcher {
+export class Sweeper implements SessionWatcher, SendWatcher {
+  /** Sockets holding buffered data or behind at the last pass. */
   private readonly watched = new Set<Session>();
+  /** Since the last pass: sockets sent a frame directly, and markets published to. */
+  private touched = new Set<Session>();
+  private published = new Set<string>();
+  /** When each socket started holding a backlog it has not drained since. */
+  private readonly backedSince = new Map<Session, number>();
   private readonly due = new Map<number, Set<Session>>();
+  /** The bucket that holds each socket until its heartbeat falls due. */
+  private readonly slots = new Map<Session, number>();
   private timer: NodeJS.Timeout | undefined;
-  /** Sockets on their topics found holding a backlog at the last pass. */
-  private backed = 0;
-  private calmWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: SweepDeps) {}
 
@@ -58,21 +67,14 @@ export class Sweeper implements Pressure, SessionWatcher {
 
   stop(): void {
     clearInterval(this.timer);
-    for (const ok of this.calmWaiters.splice(0)) ok();
   }
 
-  /**
-   * Most sockets hold frames they have not read yet: publishing faster would
-   * only queue more in memory and delay every frame. A publisher waits for a
-   * pass that finds them drained (`eased`), so it feels the backpressure as
-   * slower acks.
-   */
-  busy(): boolean {
-    return this.backed * 2 > this.deps.hub.size;
+  sentTo(s: Session): void {
+    this.touched.add(s);
   }
 
-  eased(): Promise<void> {
-    return this.busy() ? new Promise((ok) => this.calmWaiters.push(ok)) : Promise.resolve();
+  publishedTo(mid: string): void {
+    this.published.add(mid);
   }
 
   opened(s: Session, now = Date.now()): void {
@@ -82,20 +84,23 @@ export class Sweeper implements Pressure, SessionWatcher {
   /** A closed socket leaves at once: its session, and what it took, must not wait for its heartbeat to fall due. */
   closed(s: Session): void {
     this.watched.delete(s);
-    const set = this.due.get(s.hbSlot);
+    this.touched.delete(s);
+    this.backedSince.delete(s);
+    const slot = this.slots.get(s);
+    this.slots.delete(s);
+    if (slot === undefined) return;
+    const set = this.due.get(slot);
     set?.delete(s);
-    if (set?.size === 0) this.due.delete(s.hbSlot);
+    if (set?.size === 0) this.due.delete(slot);
   }
 
   /** uWS's drain callback: a socket behind that emptied its buffer catches up at once. */
   drained(s: Session): void {
-    if (s.lag && s.conn.getBufferedAmount() <= this.deps.limits.slowBytes / 4) this.catchUp(s);
+    if (s.lag && s.buffered() <= this.deps.limits.slowBytes / 4) this.catchUp(s);
   }
 
   run(now: number): void {
-    this.backed = 0;
     for (const s of this.candidates()) this.check(s, now);
-    if (!this.busy()) for (const ok of this.calmWaiters.splice(0)) ok();
     const slot = Math.floor(now / SWEEP_MS);
     for (const [at, list] of this.due) {
       if (at > slot) continue;
@@ -106,14 +111,15 @@ export class Sweeper implements Pressure, SessionWatcher {
 
   private candidates(): Set<Session> {
     const out = new Set(this.watched);
-    const { bc, hub } = this.deps;
-    const sent = bc.takeSent();
-    for (const s of sent.sockets) out.add(s);
+    const { hub } = this.deps;
+    for (const s of this.touched) out.add(s);
     let reach = 0;
-    for (const mid of sent.markets) reach += hub.market(mid)?.sessions.size ?? 0;
+    for (const mid of this.published) reach += hub.market(mid)?.sessions.size ?? 0;
     // Under broad load every socket was touched: one pass over all of them is cheaper than over each market's.
     if (reach >= hub.size) for (const s of hub.sessions()) out.add(s);
-    else for (const mid of sent.markets) for (const s of hub.market(mid)?.sessions ?? []) out.add(s);
+    else for (const mid of this.published) for (const s of hub.market(mid)?.sessions ?? []) out.add(s);
+    this.touched = new Set();
+    this.published = new Set();
     return out;
   }
 
@@ -122,35 +128,28 @@ export class Sweeper implements Pressure, SessionWatcher {
       this.watched.delete(s);
       return;
     }
-    const { limits, log, metrics } = this.deps;
-    const buffered = s.conn.getBufferedAmount();
-    if (buffered > limits.maxBytes || (s.lag && now - s.lag.since > limits.slowCloseMs)) {
-      log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, behindMs: s.lag ? now - s.lag.since : 0 });
-      metrics.slowCloses.inc();
-      this.watched.delete(s);
-      this.deps.hub.end(s, CLOSE.SLOW);
+    const { limits } = this.deps;
+    const buffered = s.buffered();
+    const backed = buffered > limits.slowBytes / 4;
+    if (!backed) this.backedSince.delete(s);
+    else if (!this.backedSince.has(s)) this.backedSince.set(s, now);
+    const backedMs = now - (this.backedSince.get(s) ?? now);
+    if (buffered > limits.maxBytes || backedMs > limits.slowCloseMs || (s.lag && now - s.lag.since > limits.slowCloseMs)) {
+      this.close(s, buffered, backedMs);
       return;
     }
-    if (!s.lag && buffered > limits.slowBytes) this.fallBehind(s, now);
-    else if (s.lag && buffered <= limits.slowBytes / 4) this.catchUp(s);
-    if (!s.lag && buffered > limits.slowBytes / 4) this.backed++;
+    if (!s.lag && buffered > limits.slowBytes) s.fallBehind(now, (mid) => this.deps.book.get(mid), this.deps.states.revision);
+    else if (s.lag && !backed) this.catchUp(s);
     if (buffered > 0 || s.lag) this.watched.add(s);
     else this.watched.delete(s);
   }
 
-  /**
-   * Takes a socket off its topics and notes what it had been sent: uWS never
-   * drops frames itself (its limit is off), so everything up to here was
-   * queued for it.
-   */
-  private fallBehind(s: Session, now: number): void {
-    const seqs = new Map<string, { epoch: string; seq: number }>();
-    for (const [mid, v] of s.subs) {
-      s.conn.unsubscribe(topicOf(v, mid));
-      const e = this.deps.book.get(mid);
-      if (e) seqs.set(mid, { epoch: e.epoch, seq: e.seq });
-    }
-    s.lag = { since: now, seqs, stateRev: this.deps.states.revision, lost: new Set() };
+  private close(s: Session, buffered: number, backedMs: number): void {
+    this.deps.log.warn('closing slow consumer', { socket: s.id, client: s.client, buffered, backedMs });
+    this.deps.metrics.slowCloses.inc();
+    this.watched.delete(s);
+    this.backedSince.delete(s);
+    this.deps.hub.end(s, CLOSE.SLOW);
   }
 
   /**
@@ -162,14 +161,13 @@ export class Sweeper implements Pressure, SessionWatcher {
    */
   private catchUp(s: Session): void {
     const { bc, book, states, metrics } = this.deps;
-    const lag = s.lag;
-    if (!lag) return;
+    if (!s.lag) return;
     bc.flush();
-    s.lag = undefined;
-    metrics.resyncs.inc();
-    s.conn.cork(() => {
-      for (const [mid, v] of s.subs) {
-        s.conn.subscribe(topicOf(v, mid));
+    s.cork(() => {
+      const lag = s.catchUp();
+      if (!lag) return;
+      metrics.resyncs.inc();
+      for (const [mid, v] of s.markets) {
         const e = book.get(mid);
         const had = lag.seqs.get(mid);
         if (e && (!had || had.epoch !== e.epoch || had.seq !== e.seq)) {
@@ -188,7 +186,7 @@ export class Sweeper implements Pressure, SessionWatcher {
   /** A heartbeat only after `hb` ms with no frame at all, counting frames from the socket's markets' topics. */
   private heartbeat(s: Session, now: number): void {
     let last = s.lastSendAt;
-    for (const mid of s.subs.keys()) {
+    for (const mid of s.markets.keys()) {
       const pt = this.deps.book.get(mid)?.pt;
       if (pt !== undefined && pt > last) last = pt;
     }
@@ -200,9 +198,10 @@ export class Sweeper implements Pressure, SessionWatcher {
   }
 
   private schedule(s: Session, at: number): void {
-    s.hbSlot = Math.ceil(at / SWEEP_MS);
-    const set = this.due.get(s.hbSlot);
+    const slot = Math.ceil(at / SWEEP_MS);
+    this.slots.set(s, slot);
+    const set = this.due.get(slot);
     if (set) set.add(s);
-    else this.due.set(s.hbSlot, new Set([s]));
+    else this.due.set(slot, new Set([s]));
   }
 }

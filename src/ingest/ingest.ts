@@ -14,6 +14,7 @@ import { pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
 import { OddsItems, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import type { OutsideFeeds, Sender } from './outside.js';
+import type { Batch, BatchRunner } from './lane.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
 export type { PublisherKey };
@@ -28,7 +29,7 @@ export interface IngestResult {
 }
 
 /** Who sent a batch (the simulator yields outside-fed markets), with which key, if any, and as which publisher for freshness. */
-interface SentBy {
+export interface SentBy {
   from?: Sender;
   key?: PublisherKey;
   /** The connection, REST key or simulator: it feeds the markets of its odds and stale items. */
@@ -199,5 +200,14 @@ export class Ingest {
   private modelPricing(mid: string): Pricing | undefined {
     const ty = this.deps.model.typeOf(mid);
     return ty === undefined ? undefined : pricingOf(ty, this.deps.model.hasRunners(mid) ?? false);
+  }
+}
+
+/** One publisher connection's batches into ingest, as its lane runs them: who sends them is the connection's. */
+export class PublisherBatches implements BatchRunner<Batch> {
+  constructor(private readonly ingest: Ingest, private readonly by: SentBy) {}
+
+  run(batch: Batch): Promise<IngestResult> {
+    return this.ingest.accept(batch.data, this.by);
   }
 }

@@ -1,42 +1,114 @@
 import { errors, type ServiceError } from '../errors.js';
 import type { IngestResult } from './ingest.js';
 
-export type Outcome = { ok: IngestResult } | { err: unknown };
+/**
+ * One publisher batch on its way from the socket to ingest: the id its ack
+ * echoes, its items as sent (ingest checks them), and its size on the wire,
+ * which is what the queues count.
+ */
+export interface Batch {
+  readonly id: number;
+  readonly data: unknown;
+  readonly bytes: number;
+}
 
-interface Queued {
-  data: unknown;
-  answer: (outcome: Outcome) => void;
-  /** Refused when it arrived (lane full or closing), answered in its place. */
+/** What runs a lane's batches, one at a time (ingest.ts: `PublisherBatches`). */
+export interface BatchRunner<B extends Batch> {
+  run(batch: B): Promise<IngestResult>;
+}
+
+export interface LaneLimits {
+  /** Batches not yet answered, queued or running, past which a batch is refused. */
+  maxInFlight: number;
+  /** Their bytes, past which a batch is refused (the first one always fits). */
+  maxBytes: number;
+}
+
+/**
+ * Bytes of batches queued, not yet answered, per API key across its `/ingest`
+ * connections and REST posts: a key cannot make the process hold more than
+ * `max` however many connections it opens.
+ */
+export class KeyQueues {
+  private readonly held = new Map<string, number>();
+
+  constructor(private readonly max: number) {}
+
+  /** Counts `bytes` against the key, or says why not (the key's first batch always fits). */
+  take(keyId: string, bytes: number): ServiceError | undefined {
+    const held = this.held.get(keyId) ?? 0;
+    if (held > 0 && held + bytes > this.max) return errors.ingestQueueFull('key', held, this.max);
+    this.held.set(keyId, held + bytes);
+    return undefined;
+  }
+
+  give(keyId: string, bytes: number): void {
+    const held = (this.held.get(keyId) ?? 0) - bytes;
+    if (held > 0) this.held.set(keyId, held);
+    else this.held.delete(keyId);
+  }
+}
+
+interface Queued<B> {
+  /** None when it was refused on arrival: a refusal keeps no items. */
+  batch?: B;
+  bytes: number;
   refusal?: ServiceError;
+  ok: (result: IngestResult) => void;
+  fail: (err: unknown) => void;
 }
 
 /**
  * One publisher connection's batches, taking effect in the order sent: a
  * batch starts only once the one before it is done, whatever each holds (a
- * batch waiting on a transaction is not overtaken by a later odds-only one).
- * Batches in flight are bounded; past the bound a batch is refused (it is
- * not applied) and the publisher is told to wait for its acks.
+ * batch waiting on a transaction is not overtaken by a later odds-only one),
+ * and each `submit` settles in that order. Batches not yet answered are
+ * bounded in count and in bytes, on the connection and on its key; past a
+ * bound a batch is refused (it is not applied) and the publisher is told to
+ * wait for its acks.
  */
-export class Lane {
-  private readonly queue: Queued[] = [];
+export class Lane<B extends Batch = Batch> {
+  private readonly queue: Queued<B>[] = [];
   private running = false;
+  /** Bytes of the batches taken and not yet answered. */
+  private bytes = 0;
   /** Set by close or revoke: batches arriving from now on are refused with it. */
   private closing: ServiceError | undefined;
   /** Set by revoke: batches already queued are refused with it too, never started. */
   private revoked: ServiceError | undefined;
   private idle: (() => void)[] = [];
 
-  constructor(private readonly run: (data: unknown) => Promise<IngestResult>, private readonly max: number) {}
+  constructor(
+    private readonly runner: BatchRunner<B>,
+    private readonly limits: LaneLimits,
+    private readonly keys: KeyQueues,
+    private readonly keyId: string,
+  ) {}
 
-  /** Runs a batch after those before it; `answer` is called once, in order, before the next batch starts. */
-  submit(data: unknown, answer: (outcome: Outcome) => void): void {
+  /** Runs a batch after those before it; resolves with its result, or rejects with why it was refused or failed. */
+  submit(batch: B): Promise<IngestResult> {
     const inFlight = this.queue.length + (this.running ? 1 : 0);
-    const refusal = this.closing ?? (inFlight >= this.max ? errors.batchesInFlight(this.max) : undefined);
+    const refusal = this.refusal(inFlight, batch.bytes);
     // A refusal is answered in its place too, so acks always come back in the order sent; past
     // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
-    if (refusal && inFlight >= 2 * this.max) return answer({ err: refusal });
-    this.queue.push({ data, answer, refusal });
-    void this.pump();
+    if (refusal && inFlight >= 2 * this.limits.maxInFlight) return Promise.reject(refusal);
+    return new Promise((ok, fail) => {
+      if (refusal) this.queue.push({ bytes: 0, refusal, ok, fail });
+      else {
+        this.bytes += batch.bytes;
+        this.queue.push({ batch, bytes: batch.bytes, ok, fail });
+      }
+      void this.pump();
+    });
+  }
+
+  /**
+   * Whether a batch of `bytes` would be refused for this connection's bounds now: the socket
+   * then answers it without decoding it, so a publisher past its bound costs no memory.
+   */
+  full(bytes: number): boolean {
+    const inFlight = this.queue.length + (this.running ? 1 : 0);
+    return this.closing !== undefined || inFlight >= this.limits.maxInFlight || (this.bytes > 0 && this.bytes + bytes > this.limits.maxBytes);
   }
 
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
@@ -55,6 +127,14 @@ export class Lane {
     return this.settled();
   }
 
+  private refusal(inFlight: number, bytes: number): ServiceError | undefined {
+    if (this.closing) return this.closing;
+    const { maxInFlight, maxBytes } = this.limits;
+    if (inFlight >= maxInFlight) return errors.batchesInFlight(maxInFlight);
+    if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
+    return this.keys.take(this.keyId, bytes);
+  }
+
   private settled(): Promise<void> {
     return this.running || this.queue.length ? new Promise((ok) => this.idle.push(ok)) : Promise.resolve();
   }
@@ -62,16 +142,17 @@ export class Lane {
   private async pump(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    for (let b = this.queue.shift(); b; b = this.queue.shift()) {
-      const refusal = b.refusal ?? this.revoked;
-      let outcome: Outcome;
+    for (let q = this.queue.shift(); q; q = this.queue.shift()) {
+      const refusal = q.refusal ?? this.revoked;
       try {
-        if (refusal) throw refusal;
-        outcome = { ok: await this.run(b.data) };
+        if (refusal || !q.batch) throw refusal;
+        q.ok(await this.runner.run(q.batch));
       } catch (err) {
-        outcome = { err };
+        q.fail(err);
+      } finally {
+        this.bytes -= q.bytes;
+        if (q.bytes) this.keys.give(this.keyId, q.bytes);
       }
-      b.answer(outcome);
     }
     this.running = false;
     for (const ok of this.idle.splice(0)) ok();

@@ -41,6 +41,12 @@ export class BookEntry {
   /** Delta frames from `prev`, by variant: the delta itself, or the image frame when that is not smaller. */
   private readonly deltas = new Map<number, Frame>();
   /**
+   * Delta frames from an older image of the epoch (conflation skipped those between), by base seq
+   * and variant: every conflated variant whose sockets hold that base shares one encoding. At most
+   * one per conflated delta topic of the market, and gone with the entry.
+   */
+  private older: Map<string, Frame> | undefined;
+  /**
    * The image before this one in the same epoch, which every live subscriber holds when this one
    * is published. The broadcaster drops the link once it has published this entry, so memory
    * holds one image per market plus those still queued.
@@ -77,13 +83,14 @@ export class BookEntry {
   /**
    * What a delta subscriber at `depth` is sent: the change from `base` (the previous image unless
    * conflation skipped some), or this image when there is no base in this epoch, the runners
-   * differ, or the delta would not be smaller. Cached per variant when the base is `prev`.
+   * differ, or the delta would not be smaller. Cached per variant and base.
    */
   deltaFrame(format: Format, depth = 0, base = this.prev): Frame {
     if (!base || base.epoch !== this.epoch || base.seq >= this.seq) return this.frame(format, 'none', depth);
     const d = depth >= Math.max(this.levels, base.levels) ? 0 : depth;
     const key = variantKey(format, d, 'none');
-    const cached = base === this.prev ? this.deltas.get(key) : undefined;
+    const olderKey = base === this.prev ? undefined : `${base.seq}:${key}`;
+    const cached = olderKey === undefined ? this.deltas.get(key) : this.older?.get(olderKey);
     if (cached !== undefined) return cached;
     const image = this.frame(format, 'none', d);
     const body = diff(cut(base.image, d), cut(this.image, d));
@@ -92,7 +99,8 @@ export class BookEntry {
       const delta = encode(format, this.deltaMessage(base.seq, body));
       if (byteLength(delta) < byteLength(image)) f = delta;
     }
-    if (base === this.prev) this.deltas.set(key, f);
+    if (olderKey === undefined) this.deltas.set(key, f);
+    else (this.older ??= new Map()).set(olderKey, f);
     return f;
   }
 

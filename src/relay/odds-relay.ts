@@ -16,42 +16,52 @@ export interface OddsRelayDeps {
   /** Every market held here is stale while the bus is down. */
   freshness: Pick<Freshness, 'busDown'>;
   metrics: BusMetrics;
-  /** The fan-out stages a publisher's ack waits on while they are busy: the broadcaster's queue, the sweep's view of the sockets. */
+  /** What a publisher's ack waits on while the service cannot keep up: the broadcaster's queue, the event loop's delay. */
   pressure: readonly Pressure[];
 }
 
 /**
- * The odds path, both ways, one update at a time:
+ * The odds path, one update from a publisher's socket to a subscriber's, by the
+ * types it passes through (ten hops, two callbacks: uWS's message handler and
+ * the end of the loop turn):
  *
- * 1. `/ingest` (http/ingest-routes.ts) hands a publisher's batch to `Ingest.accept`
+ * 1. `/ingest` (http/ingest-routes.ts) decodes a message into a `Batch` and
+ *    submits it to the connection's `Lane<Batch>` (ingest/lane.ts), bounded in
+ *    count and bytes; `submit` resolves with the `IngestResult` the ack reports.
+ * 2. The lane runs it, in order, through `PublisherBatches` to `Ingest.accept`
  *    (ingest/ingest.ts), which checks it, commits its reference items, and
- *    calls `OddsRelay.publish` with its odds images.
- * 2. `OddsRelay.publish` gives each image to `Bus.publish` (bus/types.ts),
+ *    calls `OddsRelay.publish` with its accepted `OddsImage`s.
+ * 3. `OddsRelay.publish` gives each image to `Bus.publish` (bus/types.ts),
  *    which numbers it in its market's order (`MemoryBus`, or `NatsBus` with
- *    its `Sequencer` storing it in the stream and sharing it with other pods).
- * 3. The bus hands the numbered image (`Ordered`) to this class as its
+ *    its `Sequencer` storing it in the stream and sharing it with other pods)
+ *    and hands it, as an `Ordered` (epoch, seq), to this class as its
  *    `OddsHandler`: `OddsRelay.odds`. Images other pods numbered arrive the
  *    same way (origin `remote`, or `stored` while syncing).
  * 4. `Book.put` (odds/book.ts) keeps it if it is newer, as a `BookEntry`:
  *    the one write of the book for this update.
- * 5. `Broadcaster.publish` (hub/broadcaster.ts) queues the entry in its
- *    `PublishBatch`; at the end of the loop turn each variant's frame is
- *    encoded once and published to its uWS topic, or marked for the
- *    `Conflator` when the variant is conflated.
- * 6. uWS writes the frame to every subscriber socket on the topic. The
- *    `Sweeper` (hub/sweep.ts) then looks at those sockets (`takeSent`): a
- *    socket backed up falls behind and catches up once drained.
- * 7. Back in step 2, while the broadcaster or the sweeper is `busy()`, the
- *    publisher's ack waits until it has `eased()`.
+ * 5. `Broadcaster.publish` (hub/broadcaster.ts) queues the entry in its own
+ *    `PublishBatch`; at the end of the loop turn it drains the batch, encodes
+ *    one `Frame` per `Variant` taken and publishes it to the variant's uWS
+ *    topic (`Topics.publish`), or queues the market in its own `Conflator`
+ *    when the variant is conflated, drained at the end of the interval.
+ * 6. uWS writes the frame to every `Session` on the topic. The broadcaster
+ *    tells the `Sweeper` (hub/sweep.ts) what it sent (`SendWatcher`); on its
+ *    next pass the sweep decides for each of those sessions alone: backed up,
+ *    it falls behind (`Session.fallBehind`) and catches up once drained
+ *    (`Session.catchUp`); stuck, it is closed.
+ * 7. Back in step 3, while the service itself cannot keep up (the
+ *    broadcaster's queue, or the process's event loop: `LoopDelay`), the
+ *    publisher's ack waits until they have `eased()`. What sockets hold never
+ *    slows a publisher.
  */
 export class OddsRelay implements OddsHandler {
   constructor(private readonly deps: OddsRelayDeps) {}
 
   /**
    * Images of one batch; resolves once each is in the book here (and, with
-   * NATS, in the stream). While more images wait to be written than a turn
-   * of the loop should carry, or most sockets are backed up, it resolves only
-   * once they are out: a publisher sending faster than the sockets can take
+   * NATS, in the stream). While more images wait to be written than a turn of
+   * the loop should carry, or the event loop runs late, it resolves only once
+   * that has eased: a publisher sending faster than the process can publish
    * feels it as slower acks, and frames are never queued without bound.
    */
   publish(images: readonly OddsImage[], pt: number): Promise<unknown> | void {

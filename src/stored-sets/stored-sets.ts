@@ -132,7 +132,7 @@ export class StoredSets implements SessionWatcher, ClientHandler {
 
   /** Adds the markets the hub admits to one socket; the socket is told of any that did not fit. */
   private attach(s: Session, mids: readonly string[]): void {
-    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.subs.has(mid)));
+    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.markets.has(mid)));
     this.deps.bc.attach(s, take, variant(s.format));
     if (refused) this.deps.bc.send(s, notice(refused));
   }

@@ -1,96 +1,11 @@
 import t from 'tap';
-import { Registry } from 'prom-client';
-import { Book, type Frame } from '../../src/odds/book.js';
-import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
-import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
-import { Broadcaster } from '../../src/hub/broadcaster.js';
-import { Hub } from '../../src/hub/hub.js';
-import { Session, variant, type Conn, type Topics } from '../../src/hub/session.js';
-import { MarketStates } from '../../src/hub/states.js';
-import { Sweeper } from '../../src/hub/sweep.js';
-import { OddsMetrics } from '../../src/metrics/odds.js';
-import { createLogger } from '../../src/log.js';
+import type { Test } from 'tap';
+import { decodeServerProto } from '../../src/odds/codec.js';
+import { variant } from '../../src/hub/session.js';
+import { rig } from './fakes.js';
 
-/**
- * The broadcaster without a server: uWS's pub/sub is two methods (Topics) and
- * a socket a handful (Conn), so both are played here by plain objects that
- * record what they were given.
- */
-class FakeTopics implements Topics {
-  readonly subs = new Map<string, Set<FakeConn>>();
-  readonly published: { topic: string; frame: Frame }[] = [];
-  publish(topic: string, frame: Frame): boolean {
-    this.published.push({ topic, frame });
-    for (const c of this.subs.get(topic) ?? []) c.frames.push(frame);
-    return true;
-  }
-  numSubscribers(topic: string): number {
-    return this.subs.get(topic)?.size ?? 0;
-  }
-}
-
-class FakeConn implements Conn {
-  readonly frames: Frame[] = [];
-  buffered = 0;
-  closedWith: number | undefined;
-  constructor(private readonly topics: FakeTopics) {}
-  send(frame: Frame): number {
-    this.frames.push(frame);
-    return 1;
-  }
-  subscribe(topic: string): boolean {
-    let set = this.topics.subs.get(topic);
-    if (!set) this.topics.subs.set(topic, (set = new Set()));
-    set.add(this);
-    return true;
-  }
-  unsubscribe(topic: string): boolean {
-    return this.topics.subs.get(topic)?.delete(this) ?? false;
-  }
-  getBufferedAmount(): number {
-    return this.buffered;
-  }
-  cork(fn: () => void): void {
-    fn();
-  }
-  end(code?: number): void {
-    this.closedWith = code;
-  }
-  messages(): ServerMessage[] {
-    return this.frames.map((f) => (typeof f === 'string' ? decodeServerJson(f) : decodeServerProto(f)));
-  }
-}
-
-const img = (mid: string, price: number): OddsImage => ({
-  mid, ts: 1, st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 1], [price - 0.01, 2]], l: [[price + 0.01, 3]] }],
-});
-
-function setup() {
-  const topics = new FakeTopics();
-  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refused: () => undefined, concluded: () => false });
-  const book = new Book();
-  const states = new MarketStates();
-  const metrics = new OddsMetrics(new Registry());
-  const log = createLogger('error', false, () => undefined);
-  const bc = new Broadcaster({ topics, hub, book, states, metrics, log });
-  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }, metrics, log });
-  hub.watch(bc);
-  let id = 0;
-  const open = (format: 'json' | 'proto' = 'json') => {
-    const conn = new FakeConn(topics);
-    const s = new Session(++id, 'public', 'public', format, 5000, conn);
-    hub.open(s);
-    return { s, conn };
-  };
-  const put = (mid: string, price: number) => book.put('e', book.next(mid, 'e'), Date.now(), img(mid, price))!;
-  /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
-  const publish = (entry: ReturnType<typeof put>) => {
-    bc.publish(entry);
-    bc.flush();
-  };
-  t.teardown(() => bc.stop());
-  return { topics, hub, book, states, metrics, bc, sweeper, open, put, publish };
-}
+/** The broadcaster over fakes of uWS (fakes.ts): it only encodes and publishes, once per variant. */
+const setup = () => rig();
 
 t.test('an update is encoded once per variant and published once per topic, however many sockets take it', async (t) => {
   const { topics, bc, open, put, publish, metrics } = setup();
@@ -224,4 +139,44 @@ t.test('freshness: to every variant at once; after a subscribe\'s image only whi
   const after = open();
   bc.attach(after.s, ['m'], variant('json'));
   t.same(after.conn.messages().map((m) => m.op), ['odds'], 'live again: a subscribe gets the image alone');
+});
+
+/** Waits for a condition the fakes' timers make true, failing with `what` past the bound. */
+async function until(t: Test, ok: () => boolean, what: string, ms = 3000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  t.pass(what);
+}
+
+t.test('sockets asking a hundred different intervals share the few variants of their presets: one encoding per frame', async (t) => {
+  const { topics, bc, open, put, publish } = setup();
+  publish(put('m', 2, undefined, 10));
+  const socks = Array.from({ length: 100 }, (_, i) => {
+    const x = open('proto');
+    bc.attach(x.s, ['m'], variant('proto', 0, 100 + i, true));
+    return x;
+  });
+  topics.published.length = 0;
+  publish(put('m', 2.1, undefined, 10));
+  publish(put('m', 2.2, undefined, 10));
+  await until(t, () => socks.every((x) => x.conn.frames.length === 2), 'every socket\'s conflated frame');
+  t.same(new Set(topics.published.map((p) => p.topic)), new Set(['p0.100d/m', 'p0.200d/m']), 'two presets, two topics, for 100 intervals');
+  t.equal(topics.published.length, 2, 'one publish each');
+  t.match(decodeServerProto(socks[99].conn.frames[1] as Uint8Array), { op: 'delta', seq: 3, from: 1 }, 'a delta from the image each holds');
+});
+
+t.test('a conflated delta is encoded once per base: variants holding the same image share the very same bytes', async (t) => {
+  const { bc, open, put, publish } = setup();
+  publish(put('m', 2, undefined, 10));
+  const fast = open('proto');
+  const slow = open('proto');
+  bc.attach(fast.s, ['m'], variant('proto', 0, 100, true));
+  bc.attach(slow.s, ['m'], variant('proto', 0, 200, true));
+  publish(put('m', 2.1, undefined, 10));
+  await until(t, () => fast.conn.frames.length === 2 && slow.conn.frames.length === 2, 'both intervals\' frames');
+  t.equal(fast.conn.frames[1], slow.conn.frames[1], 'one encoding of the delta from seq 1 to seq 2, not one per interval');
+  t.match(decodeServerProto(slow.conn.frames[1] as Uint8Array), { op: 'delta', seq: 2, from: 1 });
 });

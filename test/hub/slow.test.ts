@@ -16,8 +16,10 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   // 150 runners, about 0.4 MiB), and each round waits for the reading socket,
   // so it falls behind only if it waits on the stopped one, not because a busy
   // machine starved this test's own reader. The stopped socket is sent about
-  // 36 MiB of JSON, far past the kernel's buffers plus the threshold.
-  const svc = await startTestService(t, { WS_SLOW_BYTES: '1048576', WS_MAX_BACKPRESSURE: '268435456', WS_SLOW_CLOSE_MS: '60000' });
+  // 36 MiB of JSON, far past the kernel's buffers plus the threshold. It is never closed here
+  // (WS_SLOW_CLOSE_MS at its most), nor ended as idle for not answering pings while paused
+  // (WS_IDLE_TIMEOUT_S at its most): on a loaded machine the rounds can outlast shorter bounds.
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '1048576', WS_MAX_BACKPRESSURE: '268435456', WS_SLOW_CLOSE_MS: '3600000', WS_IDLE_TIMEOUT_S: '960' });
   const slow = await Client.connect(svc.url);
   const fast = await Client.connect(svc.url, { format: 'proto' });
   t.teardown(() => { slow.close(); fast.close(); });
@@ -59,7 +61,7 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
 });
 
 t.test('a socket that stays behind past the limit is closed with the slow-consumer code', async (t) => {
-  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '262144', WS_SLOW_CLOSE_MS: '300' });
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '262144', WS_SLOW_CLOSE_MS: '300', WS_IDLE_TIMEOUT_S: '960' });
   const slow = await Client.connect(svc.url);
   t.teardown(() => slow.close());
   await slow.request({ op: 'subscribe', mids: [M] });

@@ -1,0 +1,87 @@
+import t from 'tap';
+import WebSocket from 'ws';
+import { postJson, startTestService } from '../helpers/service.js';
+import { Client, image } from '../helpers/ws.js';
+import { eventually } from '../helpers/wait.js';
+import { scrape, value } from '../helpers/metrics.js';
+
+/**
+ * The freeze attack (issue: any subscriber could freeze every publisher of a
+ * pod): sockets that subscribe, let about 100 KB back up (between a quarter of
+ * WS_SLOW_BYTES and WS_SLOW_BYTES, so never behind), unsubscribe and stop
+ * reading, while ten ordinary readers read and one publisher sends an image
+ * every 50 ms. Publishers are slowed only by the service itself, so the
+ * publisher is acked and every reader gets frames in every 2 s of the attack;
+ * the stuck sockets are closed by the server, each alone. Node cannot shrink a socket's receive buffer, but one
+ * that never reads keeps the kernel's small initial window, which is as good.
+ */
+const M = '1.200001007';
+const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
+const ATTACKERS = 11;
+const READERS = 10;
+const ATTACK_MS = 30_000;
+const WINDOW_MS = 2_000;
+const STUCK_MS = 20_000;
+
+t.test('sockets that back up and stop reading freeze neither the publisher nor the readers, and are closed', async (t) => {
+  const svc = await startTestService(t, { WS_SLOW_CLOSE_MS: String(STUCK_MS) });
+  // JSON sockets are the attackers, protobuf ones the readers: the hub lists them apart.
+  const attackers = await Promise.all(Array.from({ length: ATTACKERS }, () => Client.connect(svc.url, { format: 'json' })));
+  const readers = await Promise.all(Array.from({ length: READERS }, () => Client.connect(svc.url, { format: 'proto' })));
+  t.teardown(() => { for (const c of [...attackers, ...readers]) c.close(); });
+  for (const c of [...attackers, ...readers]) t.equal((await c.request({ op: 'subscribe', mids: [M] })).status, 1);
+  const raws = attackers.map((c) => (c.ws as unknown as { _socket: import('node:net').Socket })._socket);
+  for (const raw of raws) raw.pause();
+
+  // Back each attacker up to between a quarter of WS_SLOW_BYTES (64 KiB) and WS_SLOW_BYTES (256 KiB), one frame at a time.
+  const sessions = () => [...svc.hub.sessions()].filter((s) => s.format === 'json');
+  const unsubscribed = new Set<number>();
+  let price = 0;
+  for (const deadline = Date.now() + 60_000; unsubscribed.size < ATTACKERS;) {
+    if (Date.now() > deadline) throw new Error(`only ${unsubscribed.size} of ${ATTACKERS} attackers backed up within 60 s`);
+    t.equal((await postJson(svc.url, '/api/v1/ingest', { data: [image(M, 2 + (price++ % 90) / 100, RUNNERS)] })).status, 200);
+    sessions().forEach((s, i) => {
+      if (unsubscribed.has(i) || s.buffered() < 100_000) return;
+      unsubscribed.add(i);
+      attackers[i].send({ op: 'unsubscribe', mids: [M] });
+    });
+  }
+  await eventually(async () => sessions().filter((s) => s.markets.size === 0).length, (n) => n === ATTACKERS, 10_000);
+  t.comment(`attackers backed up after ${price} images`);
+  const stuck = sessions().map((s) => s.buffered());
+  t.ok(stuck.every((b) => b > 64 * 1024 && b < 256 * 1024), `every attacker backed up but not behind: ${stuck.join(', ')} bytes`);
+
+  const readAt = readers.map(() => [] as number[]);
+  readers.forEach((c, i) => c.ws.on('message', () => readAt[i].push(Date.now())));
+  const pub = new WebSocket(svc.url.replace(/^http/, 'ws') + '/ingest', ['odds.v1.json']);
+  await new Promise((ok, fail) => pub.once('open', ok).once('error', fail));
+  const ackedAt: number[] = [];
+  pub.on('message', (data: Buffer) => {
+    const ack = JSON.parse(data.toString()) as { status: number };
+    if (ack.status === 1) ackedAt.push(Date.now());
+  });
+  const start = Date.now();
+  let id = 0;
+  const sender = setInterval(() => pub.send(JSON.stringify({ id: ++id, data: [image(M, 2 + (price++ % 90) / 100, RUNNERS)] })), 50);
+  const attackerCloses = attackers.map((c) => c.closed);
+  await new Promise((r) => setTimeout(r, ATTACK_MS));
+  clearInterval(sender);
+  pub.close();
+
+  const quiet: string[] = [];
+  for (let w = start; w + WINDOW_MS <= start + ATTACK_MS; w += WINDOW_MS) {
+    const within = (times: number[]) => times.some((at) => at >= w && at < w + WINDOW_MS);
+    if (!within(ackedAt)) quiet.push(`publisher unacked ${w - start}-${w - start + WINDOW_MS} ms`);
+    readAt.forEach((times, i) => within(times) || quiet.push(`reader ${i} without a frame ${w - start}-${w - start + WINDOW_MS} ms`));
+  }
+  t.same(quiet, [], `the publisher was acked and every reader got frames in every ${WINDOW_MS} ms of the attack (${ackedAt.length} acks of ${id} batches)`);
+  // Closed by the server: as a slow consumer (4008) while its backlog sits in the service's buffer
+  // past WS_SLOW_CLOSE_MS, or, once the kernel took that backlog off the service, as a dead peer
+  // that answers no ping (WS_IDLE_TIMEOUT_S, 32 s from when it stopped reading).
+  const left = await eventually(async () => svc.hub.count('json'), (n) => n === 0, 30_000);
+  const slowCloses = value(await scrape(svc.url), 'odds_slow_consumer_closes_total');
+  t.equal(left, 0, `every attacker closed by the server (${slowCloses} as slow consumers, the rest as dead peers)`);
+  for (const raw of raws) raw.resume();
+  await Promise.all(attackerCloses);
+  t.equal(svc.hub.count('proto'), READERS, 'the readers were never closed');
+});

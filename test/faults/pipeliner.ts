@@ -1,0 +1,41 @@
+/**
+ * A publisher pipelining from its own process (so its memory is not the
+ * service's): one `/ingest` connection sends BATCHES batches of just under
+ * 1 MiB each (a league, then images of MID's RUNNERS runners) without waiting for an ack, then prints one JSON line counting
+ * the acks (status 1) and the refusals (status 0, by message) once every
+ * batch is answered. Not a test file itself.
+ */
+import WebSocket from 'ws';
+
+const { URL: base, BATCHES, MID, RUNNERS } = process.env as Record<string, string>;
+const item = (i: number) => ({
+  kind: 'odds', mid: MID, ts: Date.now(), st: 'OPEN', ip: true,
+  r: Array.from({ length: Number(RUNNERS) }, (_, k) => ({ rid: k + 1, st: 'ACTIVE', b: [[2 + (i % 50) / 100, 10], [1.99, 20], [1.98, 30]], l: [[2.5, 11], [2.52, 21], [2.54, 31]] })),
+});
+// A reference item first: its write waits on Postgres, as a real publisher's batches do, while more arrive.
+const data: Record<string, unknown>[] = [{ kind: 'league', li: 990002, si: 1, na: 'Pipelined League' }];
+for (let i = 0; JSON.stringify({ id: 0, data }).length < 1024 * 1024 - 32 * 1024; i++) data.push(item(i));
+const n = Number(BATCHES);
+const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ingest`, ['odds.v1.json'], { generateMask: (m: Buffer) => void m.fill(0) });
+const counts = { acked: 0, refused: {} as Record<string, number>, bytes: 0 };
+let answered = 0;
+const started = Date.now();
+ws.on('open', () => {
+  for (let id = 1; id <= n; id++) {
+    const body = JSON.stringify({ id, data });
+    counts.bytes = body.length;
+    ws.send(body);
+  }
+});
+ws.on('message', (frame: Buffer) => {
+  const ack = JSON.parse(frame.toString()) as { status: number; message: string };
+  if (ack.status === 1) counts.acked++;
+  else {
+    const why = ack.message.replace(/\d+/g, 'N');
+    counts.refused[why] = (counts.refused[why] ?? 0) + 1;
+  }
+  if (++answered === n) {
+    process.stdout.write(JSON.stringify({ ...counts, ms: Date.now() - started }) + '\n');
+    ws.close();
+  }
+});
