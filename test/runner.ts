@@ -75,7 +75,11 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   const queue = byDuration(o.files, o.root, o.durations);
   const results: FileResult[] = [];
   const running = new Set<ChildProcess>();
-  const stopAll = () => { for (const c of running) killGroup(c, 'SIGTERM'); };
+  // Stopped from outside (Ctrl-C, a supervisor): no file starts after this, and those running stop.
+  const stopAll = () => {
+    queue.length = 0;
+    for (const c of running) killGroup(c, 'SIGTERM');
+  };
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);

@@ -55,7 +55,8 @@ async function sentUntilNow(c: Client, from: number): Promise<ServerMessage[]> {
 }
 
 t.test('read your writes: after each subscribe or unsubscribe answer, REST or socket, the set holds it and the pod\'s sockets act on it, 40 of 40', async (t) => {
-  const svc = await startTestService(t);
+  // Each round sends the socket two messages; a quick machine runs rounds faster than the default 50 a second allows.
+  const svc = await startTestService(t, { WS_MESSAGES_PER_SECOND: '1000' });
   const db = await sqlClient(t, svc.databaseUrl);
   const [stored, own] = [live[0], live[1]];
   const viaRest = await Client.connect(svc.url);
