@@ -1,7 +1,7 @@
 import t from 'tap';
 import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import { eventually } from '../helpers/wait.js';
+import { eventually, waitFor } from '../helpers/wait.js';
 import { http, postJson } from '../helpers/service.js';
 import { postgresOn, postmasterPid, startMain, tempDir } from '../cli/processes.js';
 
@@ -22,6 +22,9 @@ t.test('a postmaster killed with SIGKILL is restarted on the same folder, and a 
   t.equal((await postJson(svc.url, '/api/v1/ingest', sport(901))).status, 200, 'a write before the kill');
   const killed = postmasterPid(pgDir);
   process.kill(killed, 'SIGKILL');
+  // The killed postmaster's backends live on for a moment and can still answer on the pool's open
+  // connections: a write is proof of the restart only once the service has said it restarted.
+  await waitFor(() => logged(svc.output()).some((l) => l.msg === 'embedded postgres restarted'), () => `the service never said it restarted Postgres:\n${svc.output().slice(-2000)}`, 30_000, 100);
 
   const write = await eventually(() => postJson<Answer>(svc.url, '/api/v1/ingest', sport(902)), (r) => r.status === 200, 30_000, 250);
   t.equal(write.status, 200, `a write succeeds again: ${write.text}`);
