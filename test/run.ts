@@ -4,12 +4,13 @@
  * stopped after it. Each test file makes its own database on it, so files run in parallel without
  * seeing each other; the migrations are applied once per run to a template those databases copy.
  *
- *   node dist/test/run.js [--jobs=N] [--timeout=SECONDS] [--verbose] [file or folder ...]
+ *   node dist/test/run.js [--jobs=N] [--cores=N] [--timeout=SECONDS] [--verbose] [file or folder ...]
  *
  * Files are `dist/test/...test.js` or their `test/...test.ts` sources (run compiled); folders run
  * every test file under them; none runs the whole suite.
  */
 import { rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import pg from 'pg';
 import { ConfigError, loadConfig } from '../src/config.js';
@@ -28,15 +29,20 @@ const SEED_DURATIONS = join(ROOT, 'test', 'durations.json');
 /** The image replay sets 10 minutes for itself on a shared machine; no file runs longer. */
 const HARD_STOP_MS = 10 * 60_000;
 
-interface Args { jobs: number; timeoutS: number; verbose: boolean; paths: string[] }
+interface Args { jobs: number; cores: number; timeoutS: number; verbose: boolean; paths: string[] }
 
+/**
+ * Most files wait far more than they compute, so four per core run side by side, packed by their
+ * recorded CPU within the machine's cores (runner.ts).
+ */
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { jobs: 2, timeoutS: 180, verbose: false, paths: [] };
+  const cores = availableParallelism();
+  const args: Args = { jobs: 4 * cores, cores, timeoutS: 180, verbose: false, paths: [] };
   for (const a of argv) {
-    const m = /^--(jobs|timeout)=(\d+)$/.exec(a);
-    if (m && Number(m[2]) > 0) args[m[1] === 'jobs' ? 'jobs' : 'timeoutS'] = Number(m[2]);
+    const m = /^--(jobs|cores|timeout)=(\d+)$/.exec(a);
+    if (m && Number(m[2]) > 0) args[m[1] === 'timeout' ? 'timeoutS' : (m[1] as 'jobs' | 'cores')] = Number(m[2]);
     else if (a === '--verbose' || a === '-v') args.verbose = true;
-    else if (a.startsWith('-')) throw new UsageError(`unknown ${a}; the options are --jobs=N, --timeout=SECONDS and --verbose`);
+    else if (a.startsWith('-')) throw new UsageError(`unknown ${a}; the options are --jobs=N, --cores=N, --timeout=SECONDS and --verbose`);
     else args.paths.push(compiled(a));
   }
   return args;
@@ -85,7 +91,7 @@ try {
   await makeTemplate(admin, template);
   const durations = readDurations([DURATIONS, SEED_DURATIONS]);
   const result = await runFiles({
-    root: ROOT, files, jobs: args.jobs, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
+    root: ROOT, files, jobs: args.jobs, cores: args.cores, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
     env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template },
     write: (text) => process.stdout.write(text),
   });

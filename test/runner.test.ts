@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { byDuration, closingCounts, findTestFiles, runFiles } from './runner.js';
+import { byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, writeDurations } from './runner.js';
 
 /** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
@@ -25,12 +25,15 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
   const files = findTestFiles([FIXTURES]);
   t.same(files.map((f) => f.slice(FIXTURES.length)), ['dies.test.js', 'fails.test.js', 'hangs.test.js', 'passes.test.js']);
   const result = await runFiles({
-    root: ROOT, files, jobs: 4, timeoutMs: 1_000, hardStopMs: 3_000, verbose: false, durations: {}, env: process.env, write: (s) => (out += s),
+    root: ROOT, files, jobs: 4, cores: 4, timeoutMs: 1_000, hardStopMs: 3_000, verbose: false, durations: {}, env: process.env, write: (s) => (out += s),
   });
   t.notOk(result.ok);
   const name = (f: string) => `dist/test/fixtures/runner/${f}.test.js`;
   t.match(out, /^TAP version 14\n1\.\.4\n/);
-  t.match(out, new RegExp(`^ok \\d - ${name('passes')} # time=[\\d.]+s$`, 'm'), 'a passing file: one line');
+  t.match(out, new RegExp(`^ok \\d - ${name('passes')} # time=[\\d.]+s cpu=[\\d.]+s$`, 'm'), 'a passing file: one line, with its time and CPU');
+  // Files reaped in the same turn of the loop may share one reading: the sum is exact.
+  const cpu = result.files.reduce((sum, f) => sum + f.cpuSeconds, 0);
+  t.ok(cpu >= 0.4, `the CPU the files spent is counted: ${cpu.toFixed(2)} s, one of them spinning half a second`);
   t.notMatch(out, `# Subtest: ${name('passes')}`, 'and nothing more');
   t.same(strays().filter((pid) => !before.has(pid)), [], 'what a file left running is stopped once it ends');
   t.match(out, new RegExp(`^# Subtest: ${name('fails')}\\n[\\s\\S]*one is not two[\\s\\S]*# said on stderr[\\s\\S]*^not ok \\d - ${name('fails')}`, 'm'), 'a failing file: its TAP and its stderr');
@@ -44,7 +47,33 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
 t.test('longest first by the record; a file with no record before all', async (t) => {
   const root = '/r';
   const files = ['a', 'b', 'c', 'd'].map((n) => join(root, n));
-  t.same(byDuration(files, root, { a: 1, b: 30, d: 2 }).map((f) => f.slice(3)), ['c', 'b', 'd', 'a']);
+  const rec = (seconds: number) => ({ seconds, cpu: seconds / 2 });
+  t.same(byDuration(files, root, { a: rec(1), b: rec(30), d: rec(2) }).map((f) => f.slice(3)), ['c', 'b', 'd', 'a']);
+});
+
+t.test('files are packed by the cores they keep busy: waiting ones fill in beside busy ones, never past the budget or the job count', async (t) => {
+  const root = '/r';
+  const durations = { busy: { seconds: 10, cpu: 9 }, waits: { seconds: 10, cpu: 0.5 }, idle: { seconds: 10, cpu: 0 } };
+  const cores = (f: string) => coresOf(join(root, f), root, durations);
+  t.equal(cores('busy'), 0.9);
+  t.equal(cores('idle'), 0.1, 'a file never counts as free');
+  t.equal(cores('new'), 1, 'a file with no record counts one core');
+  const o = { jobs: 4, cores: 2 };
+  t.equal(nextFitting(['busy', 'busy', 'waits'], [0.9, 0.9], o, cores), 2, 'two busy files fill two cores: the one that waits goes next, out of turn');
+  t.equal(nextFitting(['busy', 'waits'], [0.9], o, cores), 0, 'in turn while it fits');
+  t.equal(nextFitting(['busy'], [0.9, 0.9], o, cores), -1, 'nothing that does not fit');
+  t.equal(nextFitting(['waits'], [0.1, 0.1, 0.1, 0.1], o, cores), -1, 'nor past the job count');
+  t.equal(nextFitting(['new'], [], { jobs: 4, cores: 0.5 }, cores), 0, 'on an idle machine the first starts, however busy it is');
+  t.equal(nextFitting([], [], o, cores), -1);
+});
+
+t.test('the record keeps each file\'s time and CPU; an older record of bare seconds still orders the run', async (t) => {
+  const dir = t.testdir({ 'old.json': JSON.stringify({ 'dist/test/a.test.js': 12.5 }) });
+  t.same(readDurations([join(dir, 'missing.json'), join(dir, 'old.json')]), { 'dist/test/a.test.js': { seconds: 12.5, cpu: 12.5 } });
+  const file = join(dir, 'new.json');
+  const counts = { total: 1, pass: 1, fail: 0, skip: 0, todo: 0 };
+  writeDurations(file, { 'dist/test/a.test.js': { seconds: 12.5, cpu: 12.5 } }, [{ file: join(dir, 'dist/test/b.test.js'), ok: true, seconds: 3.14159, cpuSeconds: 0.26, counts }], dir);
+  t.same(readDurations([file]), { 'dist/test/a.test.js': { seconds: 12.5, cpu: 12.5 }, 'dist/test/b.test.js': { seconds: 3.1, cpu: 0.3 } });
 });
 
 t.test('the closing count is the last root summary line', async (t) => {

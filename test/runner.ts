@@ -13,7 +13,14 @@ export interface RunnerOptions {
   /** The folder paths are shown relative to and children run in. */
   readonly root: string;
   readonly files: readonly string[];
+  /** Files at most at once. */
   readonly jobs: number;
+  /**
+   * Cores the running files may keep busy together, by their recorded CPU: most files mostly wait
+   * (timers, sockets, other processes), so more of them run side by side than there are cores,
+   * while the few busy ones are kept from starving each other's timing.
+   */
+  readonly cores: number;
   /**
    * tap's timeout in each file (TAP_TIMEOUT), which names the subtest that hung; a file may set a
    * longer one of its own (t.setTimeout).
@@ -22,11 +29,14 @@ export interface RunnerOptions {
   /** Past this (or timeoutMs, if longer) the runner stops the file and all it started and fails it by name: what tap cannot stop. */
   readonly hardStopMs: number;
   readonly env: NodeJS.ProcessEnv;
-  /** Seconds each file took before, by path from `root`: the longest start first. */
-  readonly durations: Readonly<Record<string, number>>;
+  /** What each file took before, by path from `root`: the longest start first. */
+  readonly durations: Readonly<Record<string, Recorded>>;
   readonly verbose: boolean;
   readonly write: (text: string) => void;
 }
+
+/** One file's last run: its wall-clock seconds and the CPU seconds it used. */
+export interface Recorded { seconds: number; cpu: number }
 
 export interface Counts { total: number; pass: number; fail: number; skip: number; todo: number }
 
@@ -36,6 +46,8 @@ export interface FileResult {
   /** Why it failed, when its own TAP does not say: exit code, signal or timeout. */
   readonly reason?: string;
   readonly seconds: number;
+  /** CPU seconds the file's process and what it waited for used: what it costs a busy machine. */
+  readonly cpuSeconds: number;
   readonly counts: Counts;
 }
 
@@ -65,9 +77,30 @@ export function findTestFiles(paths: readonly string[]): string[] {
 }
 
 /** Longest recorded first; a file with no record first of all, since it may be long. */
-export function byDuration(files: readonly string[], root: string, durations: Readonly<Record<string, number>>): string[] {
-  const seconds = (f: string) => durations[relative(root, f)] ?? Infinity;
+export function byDuration(files: readonly string[], root: string, durations: Readonly<Record<string, Recorded>>): string[] {
+  const seconds = (f: string) => durations[relative(root, f)]?.seconds ?? Infinity;
   return [...files].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
+}
+
+/** A file that waits still takes some CPU (its process starting, its sockets): never counted as free. */
+const MIN_CORES = 0.1;
+
+/** The cores a file keeps busy while it runs, by its record; one for a file never run. */
+export function coresOf(file: string, root: string, durations: Readonly<Record<string, Recorded>>): number {
+  const r = durations[relative(root, file)];
+  return r && r.seconds > 0 ? Math.max(MIN_CORES, r.cpu / r.seconds) : 1;
+}
+
+/**
+ * The next file to start, in queue order, that fits beside the running ones: at most `jobs` at
+ * once and their cores within `cores`. The first in line always starts on an idle machine, so a
+ * file busier than the budget still runs, alone.
+ */
+export function nextFitting(queue: readonly string[], running: readonly number[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cores: (file: string) => number): number {
+  if (running.length >= Math.max(1, o.jobs)) return -1;
+  if (running.length === 0) return queue.length ? 0 : -1;
+  const busy = running.reduce((sum, c) => sum + c, 0);
+  return queue.findIndex((f) => busy + cores(f) <= o.cores);
 }
 
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
@@ -83,14 +116,24 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);
-  const worker = async (): Promise<void> => {
-    for (let file = queue.shift(); file; file = queue.shift()) {
-      const r = await runOne(file, o, running);
-      results.push(r);
-      report(r, results.length, o);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, o.jobs) }, worker));
+  const cores = (f: string) => coresOf(f, o.root, o.durations);
+  const busy = new Map<string, number>();
+  await new Promise<void>((allDone) => {
+    const fill = (): void => {
+      for (let i = nextFitting(queue, [...busy.values()], o, cores); i >= 0; i = nextFitting(queue, [...busy.values()], o, cores)) {
+        const [file] = queue.splice(i, 1);
+        busy.set(file, cores(file));
+        void runOne(file, o, running).then((r) => {
+          busy.delete(file);
+          results.push(r);
+          report(r, results.length, o);
+          fill();
+        });
+      }
+      if (busy.size === 0) allDone();
+    };
+    fill();
+  });
   process.off('SIGINT', stopAll);
   process.off('SIGTERM', stopAll);
   const counts = results.reduce((sum, r) => add(sum, r.counts), zero());
@@ -123,7 +166,12 @@ function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Pro
   }, stopMs);
   // What the file left running would hold its output open, or outlive it: stopped once it ends.
   const strays = () => killGroup(child, 'SIGKILL');
-  child.on('exit', () => setTimeout(strays, STRAY_GRACE_MS).unref());
+  // The child's CPU lands in this process's reaped-children total when it exits.
+  let cpuSeconds = 0;
+  child.on('exit', () => {
+    cpuSeconds = reapedCpu.take();
+    setTimeout(strays, STRAY_GRACE_MS).unref();
+  });
   return new Promise((done) => child.on('close', (code, signal) => {
     clearTimeout(timer);
     strays();
@@ -138,13 +186,13 @@ function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Pro
     const counts = own ?? zero();
     // A death without a count of its own still counts, once, so CI's sum cannot read as clean.
     if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
-    done({ file, ok, reason: ok ? undefined : reason, seconds, counts, ...out });
+    done({ file, ok, reason: ok ? undefined : reason, seconds, cpuSeconds, counts, ...out });
   }));
 }
 
 function report(r: FileResult & Output, n: number, o: RunnerOptions): void {
   const name = relative(o.root, r.file);
-  const line = `${r.ok ? 'ok' : 'not ok'} ${n} - ${name} # time=${r.seconds.toFixed(1)}s\n`;
+  const line = `${r.ok ? 'ok' : 'not ok'} ${n} - ${name} # time=${r.seconds.toFixed(1)}s cpu=${r.cpuSeconds.toFixed(1)}s\n`;
   if (r.ok && !o.verbose) return o.write(line);
   const body = r.stdout + (r.ok ? '' : r.stderr ? `# stderr:\n${r.stderr.split('\n').map((l) => `# ${l}`).join('\n')}\n` : '');
   const diag = r.reason ? `  ---\n  file: ${name}\n  reason: ${r.reason}\n  ...\n` : '';
@@ -152,6 +200,32 @@ function report(r: FileResult & Output, n: number, o: RunnerOptions): void {
 }
 
 const indent = (text: string) => text.split('\n').filter((l, i, all) => l || i < all.length - 1).map((l) => `    ${l}\n`).join('');
+
+/**
+ * CPU seconds of the children reaped since the last call, from /proc/self/stat (cutime + cstime):
+ * Node reports only its own. Files ending together may share a reading; 0 where /proc is missing.
+ */
+const reapedCpu = {
+  last: 0,
+  take(): number {
+    const now = childrenCpu();
+    const used = Math.max(0, now - this.last);
+    this.last = now;
+    return used;
+  },
+};
+
+const CLOCK_TICKS = 100;
+
+function childrenCpu(): number {
+  try {
+    // Fields after the command name's closing parenthesis; cutime and cstime are the 16th and 17th of the line.
+    const rest = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(rest[13]) + Number(rest[14])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   try {
@@ -172,11 +246,12 @@ export function closingCounts(tap: string): Counts | undefined {
 const zero = (): Counts => ({ total: 0, pass: 0, fail: 0, skip: 0, todo: 0 });
 const add = (a: Counts, b: Counts): Counts => ({ total: a.total + b.total, pass: a.pass + b.pass, fail: a.fail + b.fail, skip: a.skip + b.skip, todo: a.todo + b.todo });
 
-/** Durations recorded by earlier runs: this checkout's own, else the committed ones. */
-export function readDurations(paths: readonly string[]): Record<string, number> {
+/** What earlier runs recorded: this checkout's own, else the committed one. A bare number is an older record's seconds. */
+export function readDurations(paths: readonly string[]): Record<string, Recorded> {
   for (const p of paths) {
     try {
-      return JSON.parse(readFileSync(p, 'utf8')) as Record<string, number>;
+      const raw = JSON.parse(readFileSync(p, 'utf8')) as Record<string, Recorded | number>;
+      return Object.fromEntries(Object.entries(raw).map(([f, r]) => [f, typeof r === 'number' ? { seconds: r, cpu: r } : r]));
     } catch {
       // none there yet
     }
@@ -184,10 +259,12 @@ export function readDurations(paths: readonly string[]): Record<string, number> 
   return {};
 }
 
-/** This run's times over the record, so the next run orders by them. */
-export function writeDurations(path: string, before: Readonly<Record<string, number>>, results: readonly FileResult[], root: string): void {
-  const next: Record<string, number> = { ...before };
-  for (const r of results) next[relative(root, r.file)] = Math.round(r.seconds * 10) / 10;
+/** This run's times over the record, so the next run orders and packs by them. */
+export function writeDurations(path: string, before: Readonly<Record<string, Recorded>>, results: readonly FileResult[], root: string): void {
+  const next: Record<string, Recorded> = { ...before };
+  const tenth = (n: number) => Math.round(n * 10) / 10;
+  for (const r of results) next[relative(root, r.file)] = { seconds: tenth(r.seconds), cpu: tenth(r.cpuSeconds) };
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, JSON.stringify(Object.fromEntries(Object.entries(next).sort()), null, 1) + '\n');
+  const lines = Object.entries(next).sort(([a], [b]) => a.localeCompare(b)).map(([f, r]) => ` ${JSON.stringify(f)}: ${JSON.stringify(r)}`);
+  writeFileSync(path, `{\n${lines.join(',\n')}\n}\n`);
 }
