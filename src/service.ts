@@ -74,34 +74,33 @@ export interface ServiceOptions {
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
   const pool = createPool(databaseUrl, config, log);
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, modelSize: () => model.size, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
+  const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
   const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
   const states = new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
-  const hub = new Hub({ perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets }, {
-    refused: (reason) => authMetrics.socketsRefused.inc({ reason }),
-    concluded: (mid) => model.concluded(mid),
-  });
+  const hub = new Hub(
+    { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
+    { refusals: authMetrics, markets: model },
+  );
   const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
   monitor.listen(bc);
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
   const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
-  odds.watch({ sockets: (f) => hub.count(f), subscriptions: () => hub.subscriptions(), feedStale: () => monitor.status === 'STALE' });
+  odds.watch(hub, monitor);
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
-  new FreshnessMetrics(metrics.registry).watch(() => freshness.staleCounts());
+  new FreshnessMetrics(metrics.registry).watch(freshness);
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
   const storedSets = new StoredSets({
-    pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log,
-    unavailable: () => metrics.pgErrors.inc({ kind: 'unavailable' }),
+    pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });
   const outside = new OutsideFeeds();
   // Each keeps state per subscriber socket beside the hub's indexes: told of every open and close, in this order.
@@ -113,13 +112,13 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate: readiness.gate, metrics: authMetrics, log, hosts, addresses,
+    bc, socketSubs, sweeper, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
       subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
       source: config.auth ? 'key' : 'address',
-    }, (scope) => (scope.startsWith('handshake') ? authMetrics.socketsRefused.inc({ reason: scope }) : authMetrics.rateLimited.inc({ scope }))),
+    }, authMetrics),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
@@ -131,16 +130,16 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
   listener.listen(new Notifications({ sync, auth, pool, listener, metrics, log }));
   const httpMetrics = new HttpMetrics(metrics.registry);
-  const router = new Router(app, httpMetrics, auth, readiness.gate, log, hosts, addresses);
-  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, notReady: readiness.notReady });
+  const router = new Router(app, httpMetrics, auth, readiness, log, hosts, addresses);
+  registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, readiness });
   const metricsApp = createApp();
-  const metricsRouter = new Router(metricsApp, httpMetrics, auth, readiness.gate, log, hosts, addresses);
+  const metricsRouter = new Router(metricsApp, httpMetrics, auth, readiness, log, hosts, addresses);
   const listeners = new Listeners({
     app, host: config.host, port: config.port, metricsApp, metricsRouter, metricsHost: config.metricsHost, metricsPort: config.metricsPort, log,
   });
-  registerMetrics(router, metricsRouter, { metrics, token: config.metricsToken, notReady: readiness.notReady, listening: listeners });
+  registerMetrics(router, metricsRouter, { metrics, token: config.metricsToken, readiness, listening: listeners });
   registerIngest(app, router, {
-    ingest, freshness, auth, hub, gate: readiness.gate, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
+    ingest, freshness, auth, hub, gate: readiness, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });

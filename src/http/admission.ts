@@ -15,7 +15,12 @@ interface AdmissionLimits {
 }
 
 /** Which limit said no, for the metrics. */
-type AdmissionScope = 'handshake_source' | 'handshake_total' | 'subscribe_source' | 'subscribe_total';
+export type AdmissionScope = 'handshake_source' | 'handshake_total' | 'subscribe_source' | 'subscribe_total';
+
+/** Told of each handshake and subscribe request admission refused: the metrics. */
+export interface AdmissionRefusals {
+  admissionRefused(scope: AdmissionScope): void;
+}
 
 /** One kind of admission (handshakes or subscribes): a bucket per source and one for the pod. */
 class Gate {
@@ -56,7 +61,7 @@ export class Admission {
   private readonly subscribes: Gate;
   private readonly source: AdmissionSource;
 
-  constructor(limits: AdmissionLimits, private readonly refused: (scope: AdmissionScope) => void = () => undefined) {
+  constructor(limits: AdmissionLimits, private readonly refusals: AdmissionRefusals) {
     this.handshakes = new Gate(limits.handshakesPerSource, limits.handshakesTotal, limits.maxSources);
     this.subscribes = new Gate(limits.subscribesPerSource, limits.subscribesTotal, limits.maxSources);
     this.source = limits.source;
@@ -66,7 +71,7 @@ export class Admission {
   handshake(source: string, now = Date.now()): ServiceError | undefined {
     const no = this.handshakes.take(source, now);
     if (!no) return undefined;
-    this.refused(`handshake_${no.scope}`);
+    this.refusals.admissionRefused(`handshake_${no.scope}`);
     return errors.handshakeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);
   }
 
@@ -74,7 +79,7 @@ export class Admission {
   subscribe(source: string, now = Date.now()): ServiceError | undefined {
     const no = this.subscribes.take(source, now);
     if (!no) return undefined;
-    this.refused(`subscribe_${no.scope}`);
+    this.refusals.admissionRefused(`subscribe_${no.scope}`);
     return errors.subscribeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);
   }
 

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { errors } from '../errors.js';
 import { registerProbes } from './rest.js';
 import type { Router } from './router.js';
+import type { ReadyProbe } from './readiness.js';
 
 /** The Prometheus exposition (one render shared by the scrapes that come together) and its content type. */
 export interface Exposition {
@@ -13,7 +14,7 @@ interface MetricsDeps {
   metrics: Exposition;
   /** The bearer token a scrape must show; undefined: none. */
   token: string | undefined;
-  notReady(): string | undefined;
+  readiness: ReadyProbe;
   /** Where the metrics listener is, for the public port's pointer to it: its port once bound, 0 before. */
   listening: { readonly metricsPort: number };
 }
@@ -41,6 +42,6 @@ export function registerMetrics(publicRouter: Router, metricsRouter: Router, dep
     if (want && !timingSafeEqual(digest(bearer(req.getHeader('authorization'))), want)) throw errors.metricsToken();
     return { body: await deps.metrics.exposition(), type: deps.metrics.contentType };
   });
-  registerProbes(metricsRouter, deps.notReady);
+  registerProbes(metricsRouter, deps.readiness);
   metricsRouter.fallbacks([]);
 }

@@ -6,6 +6,7 @@ import type { Router } from './router.js';
 import type { HttpRequest } from 'uWebSockets.js';
 import { AnswerCache, Pieces } from './cache.js';
 import type { Principal } from '../auth/auth.js';
+import type { ReadyProbe } from './readiness.js';
 
 interface StoredSets {
   subscribe(client: string, mids: readonly string[]): Promise<void>;
@@ -18,8 +19,7 @@ interface RestDeps {
   maxBodyBytes: number;
   /** Bytes the answer cache may hold, keys included. */
   answerCacheBytes: number;
-  /** Undefined when ready, else why not. */
-  notReady(): string | undefined;
+  readiness: ReadyProbe;
 }
 
 /** A read request, checked: the key of its answer (the normalised query) and how to build the answer. */
@@ -52,10 +52,10 @@ function marketList(body: unknown): string[] {
 }
 
 /** Liveness and readiness, for Kubernetes' probes: on the public port and on the metrics port. */
-export function registerProbes(router: Router, notReady: () => string | undefined): void {
+export function registerProbes(router: Router, readiness: ReadyProbe): void {
   router.get('/health', () => HEALTH);
   router.get('/ready', () => {
-    const why = notReady();
+    const why = readiness.notReady();
     if (why) throw errors.notReady(why);
     return READY;
   });
@@ -65,7 +65,7 @@ export function registerProbes(router: Router, notReady: () => string | undefine
 export function registerRest(router: Router, deps: RestDeps): void {
   const { model } = deps;
 
-  registerProbes(router, deps.notReady);
+  registerProbes(router, deps.readiness);
 
   router.get('/api/v1/sports', () => model.sportsJson(), READ);
 

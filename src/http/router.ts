@@ -8,6 +8,7 @@ import type { Role } from '../auth/keys.js';
 import { Exchange, sendError, write } from './request.js';
 import type { ClientAddresses } from './address.js';
 import type { HostPolicy } from './host.js';
+import type { ReadyGate } from './readiness.js';
 
 const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
@@ -35,8 +36,8 @@ export class Router {
     private readonly app: TemplatedApp,
     private readonly metrics: HttpMetrics,
     private readonly auth: Auth,
-    /** Why routes that need a key cannot answer yet (starting), or undefined. */
-    private readonly gate: () => string | undefined,
+    /** Whether routes that need a key may answer yet (not while starting). */
+    private readonly gate: ReadyGate,
     private readonly log: Logger,
     /** The names every route answers to, checked before anything else. */
     private readonly hosts: HostPolicy,
@@ -129,7 +130,7 @@ export class Router {
   /** The caller, checked against `need` and rate-limited; public routes need no key. */
   private who(res: HttpResponse, req: HttpRequest, need: Role | undefined): Principal {
     if (!need) return PUBLIC;
-    const closed = this.gate();
+    const closed = this.gate.closed();
     if (closed) throw errors.notReady(closed);
     // With auth off the header and address are not read: calls into uWS per request for nothing.
     const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, () => this.addresses.of(res, req)) : PUBLIC;

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { OriginPolicy } from './origin.js';
 import type { HostPolicy } from './host.js';
 import type { ClientAddresses } from './address.js';
+import type { ReadyGate } from './readiness.js';
 import { parseQuery, sendError, type Query } from './request.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
@@ -15,8 +16,8 @@ export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto':
 export interface UpgradeDeps {
   auth: Auth;
   hub: Hub;
-  /** Why sockets cannot open yet (starting, draining), or undefined. */
-  gate(): string | undefined;
+  /** Whether sockets may open yet (not while starting). */
+  gate: ReadyGate;
   /** The names the service answers to. */
   hosts: HostPolicy;
   /** The browser pages that may open this route. */
@@ -79,7 +80,7 @@ export function upgrade<T>(
     const host = req.getHeader('host');
     deps.hosts.check(host);
     deps.origins.check(req.getHeader('origin'), host);
-    const closed = deps.gate();
+    const closed = deps.gate.closed();
     if (closed) throw errors.notReady(closed);
     // Before the key: a client that speaks none of our formats is told so, and is not counted as a wrong key.
     const picked = pickProtocol(req.getHeader('sec-websocket-protocol'));

@@ -30,11 +30,20 @@ export interface HubLimits {
   markets: number;
 }
 
-export interface HubDeps {
-  /** Told of each socket refused at the handshake, for the metrics. */
-  refused(reason: 'per_key' | 'total'): void;
-  /** Whether a market has concluded: no filter or stored set adds one to a socket. */
+/** Told of each socket one of the hub's limits refused at the handshake: the metrics. */
+export interface SocketRefusals {
+  socketRefused(reason: 'per_key' | 'total'): void;
+}
+
+/** Which markets have concluded: no filter or stored set adds one to a socket. */
+export interface ConcludedMarkets {
   concluded(mid: string): boolean;
+}
+
+export interface HubDeps {
+  refusals: SocketRefusals;
+  /** The read model. */
+  markets: ConcludedMarkets;
 }
 
 /**
@@ -101,11 +110,11 @@ export class Hub {
   /** Why a new socket for this key may not open, or undefined when it may. */
   refuse(keyId: string): ServiceError | undefined {
     if (this.sockets >= this.limits.total) {
-      this.deps.refused('total');
+      this.deps.refusals.socketRefused('total');
       return errors.serverFull(this.limits.total);
     }
     if (this.limits.countPerKey && (this.byKey.get(keyId)?.size ?? 0) >= this.limits.perKey) {
-      this.deps.refused('per_key');
+      this.deps.refusals.socketRefused('per_key');
       return errors.tooManySockets(this.limits.perKey);
     }
     return undefined;
@@ -210,7 +219,7 @@ export class Hub {
     let room = this.limits.markets - s.markets.size;
     for (const mid of mids) {
       if (s.markets.has(mid)) take.push(mid);
-      else if (this.deps.concluded(mid) && !named.has(mid)) continue;
+      else if (this.deps.markets.concluded(mid) && !named.has(mid)) continue;
       else if (room > 0) {
         room--;
         take.push(mid);

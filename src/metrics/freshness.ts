@@ -1,11 +1,16 @@
 import { Gauge, type Registry } from 'prom-client';
 
+/** What the gauge reads when scraped: the freshness tracker. */
+interface StaleCounts {
+  staleCounts(): Readonly<Record<string, number>>;
+}
+
 /** Markets stale right now, by reason: read from the freshness tracker when scraped, which counts every reason (zeros too). Never labelled by market. */
 export class FreshnessMetrics {
-  private counts: (() => Readonly<Record<string, number>>) | undefined;
+  private source: StaleCounts | undefined;
 
   constructor(registry: Registry) {
-    const counts = () => this.counts?.() ?? {};
+    const counts = () => this.source?.staleCounts() ?? {};
     new Gauge({
       name: 'odds_markets_stale', help: 'Markets whose prices are stale, by reason (bus, publisher, unreliable, late)', labelNames: ['reason'], registers: [registry],
       collect() {
@@ -15,7 +20,7 @@ export class FreshnessMetrics {
   }
 
   /** Where the gauge reads from when scraped. */
-  watch(counts: () => Readonly<Record<string, number>>): void {
-    this.counts = counts;
+  watch(source: StaleCounts): void {
+    this.source = source;
   }
 }

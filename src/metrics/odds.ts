@@ -14,11 +14,15 @@ export interface SportDelays {
 /** Seconds from a source's time: delays of seconds to minutes matter, and a replay of old data lands in +Inf. */
 const FROM_SOURCE = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2.5, 5, 10, 30];
 
-/** What the socket gauges read when scraped. */
+/** What the socket gauges read when scraped: the hub. */
 interface SocketCounts {
-  sockets(format: Format): number;
+  count(format: Format): number;
   subscriptions(): number;
-  feedStale(): boolean;
+}
+
+/** What the feed gauge reads when scraped: the feed monitor. */
+interface FeedState {
+  readonly status: 'OK' | 'STALE';
 }
 
 /**
@@ -39,11 +43,14 @@ export class OddsMetrics {
   private readonly ingestToPublish: Histogram<'sport'>;
   private readonly sourceToPublish: Histogram<'sport'>;
   private readonly sports = new Map<string, SportDelays>();
-  private counts: SocketCounts | undefined;
+  private sockets: SocketCounts | undefined;
+  private feed: FeedState | undefined;
 
   constructor(registry: Registry) {
     const registers = [registry];
-    const counts = (): SocketCounts | undefined => this.counts;
+    // collect() runs with the gauge as `this`: these reach what watch() was given.
+    const sockets = (): SocketCounts | undefined => this.sockets;
+    const feed = (): FeedState | undefined => this.feed;
     const plain = (name: string, help: string, from: Record<Format, number>) => {
       let folded: Record<Format, number> = { json: 0, proto: 0 };
       new Counter({
@@ -59,12 +66,12 @@ export class OddsMetrics {
     new Gauge({
       name: 'odds_ws_connections', help: 'Open subscriber sockets by frame format', labelNames: ['format'], registers,
       collect() {
-        this.set({ format: 'json' }, counts()?.sockets('json') ?? 0);
-        this.set({ format: 'proto' }, counts()?.sockets('proto') ?? 0);
+        this.set({ format: 'json' }, sockets()?.count('json') ?? 0);
+        this.set({ format: 'proto' }, sockets()?.count('proto') ?? 0);
       },
     });
-    new Gauge({ name: 'odds_ws_subscriptions', help: 'Market subscriptions held by open sockets', registers, collect() { this.set(counts()?.subscriptions() ?? 0); } });
-    new Gauge({ name: 'odds_feed_stale', help: '1 while the feed is STALE: no publisher heard for FEED_STALE_MS, or the bus is down', registers, collect() { this.set(counts()?.feedStale() ? 1 : 0); } });
+    new Gauge({ name: 'odds_ws_subscriptions', help: 'Market subscriptions held by open sockets', registers, collect() { this.set(sockets()?.subscriptions() ?? 0); } });
+    new Gauge({ name: 'odds_feed_stale', help: '1 while the feed is STALE: no publisher heard for FEED_STALE_MS, or the bus is down', registers, collect() { this.set(feed()?.status === 'STALE' ? 1 : 0); } });
     this.oddsIngested = new Counter({ name: 'odds_updates_ingested_total', help: 'Odds images accepted from publishers', registers });
     this.ingestItems = new Counter({ name: 'odds_ingest_items_total', help: 'Ingest items accepted, by kind', labelNames: ['kind'], registers });
     this.ingestBatches = new Counter({ name: 'odds_ingest_batches_total', help: 'Ingest batches by outcome (ok, rejected, unavailable)', labelNames: ['outcome'], registers });
@@ -98,8 +105,9 @@ export class OddsMetrics {
     return d;
   }
 
-  /** Where the socket gauges read from when scraped. */
-  watch(counts: SocketCounts): void {
-    this.counts = counts;
+  /** Where the socket and feed gauges read from when scraped. */
+  watch(sockets: SocketCounts, feed: FeedState): void {
+    this.sockets = sockets;
+    this.feed = feed;
   }
 }

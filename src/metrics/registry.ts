@@ -1,10 +1,15 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type pg from 'pg';
 
+/** What the read model's gauge reads when scraped: the read model itself. */
+interface ModelSize {
+  readonly size: { sports: number; events: number; markets: number; results: number };
+}
+
 interface ServiceGauges {
   /** Its connections are gauged, and each idle client it loses counted. */
   pool: pg.Pool;
-  modelSize(): { sports: number; events: number; markets: number; results: number };
+  model: ModelSize;
   /** The uWebSockets.js build loaded (http/uws.ts): 20.57 or 20.30. */
   uws: string;
   version: string;
@@ -55,7 +60,7 @@ export class ServiceMetrics {
     new Gauge({
       name: 'odds_read_model_items', help: 'Rows held by the in-memory read model, by kind', labelNames: ['kind'], registers,
       collect() {
-        for (const [kind, n] of Object.entries(g.modelSize())) this.set({ kind }, n);
+        for (const [kind, n] of Object.entries(g.model.size)) this.set({ kind }, n);
       },
     });
     this.pgErrors = new Counter({ name: 'odds_pg_errors_total', help: 'Postgres errors, by kind (idle client lost, unavailable, refresh)', labelNames: ['kind'], registers });
@@ -65,6 +70,11 @@ export class ServiceMetrics {
       name: 'odds_read_model_refresh_lag_seconds', help: 'Time from a NOTIFY arriving, or this pod committing a write, to the read model reflecting it', registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     });
+  }
+
+  /** Postgres could not answer a stored-set read or change. */
+  databaseUnavailable(): void {
+    this.pgErrors.inc({ kind: 'unavailable' });
   }
 
   get contentType(): string {

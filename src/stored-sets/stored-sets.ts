@@ -10,6 +10,11 @@ import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
 
+/** Told each time Postgres could not answer a stored-set read or change: the metrics. */
+export interface DatabaseOutages {
+  databaseUnavailable(): void;
+}
+
 export interface StoredSetsDeps {
   pool: pg.Pool;
   hub: Hub;
@@ -18,8 +23,7 @@ export interface StoredSetsDeps {
   /** Markets a client's stored set may hold. */
   maxStored: number;
   log: Logger;
-  /** Told when Postgres could not answer, for the metrics. */
-  unavailable(): void;
+  outages: DatabaseOutages;
 }
 
 /** How long a loaded stored set serves sockets of the same client (a reconnect storm shares one query). */
@@ -142,7 +146,7 @@ export class StoredSets implements SessionWatcher, ClientHandler {
       return await work;
     } catch (err) {
       const e = asDatabaseError(err);
-      if (e !== err) this.deps.unavailable();
+      if (e !== err) this.deps.outages.databaseUnavailable();
       throw e;
     }
   }

@@ -78,7 +78,7 @@ let nextId = 0;
 /** The hub, broadcaster and sweep wired as the service wires them, over fakes; torn down with the test. */
 export function rig(limits: SweepLimits = { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }) {
   const topics = new FakeTopics();
-  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refused: () => undefined, concluded: () => false });
+  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false } });
   const book = new Book();
   const states = new MarketStates();
   const metrics = new OddsMetrics(new Registry());

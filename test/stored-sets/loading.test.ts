@@ -27,13 +27,13 @@ async function turns(): Promise<void> {
 
 t.test('an unsubscribe acked while a new socket\'s stored set loads is not undone by the older set', async (t) => {
   const pool = new HeldPool();
-  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refused: () => undefined, concluded: () => false });
+  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false } });
   const attached: string[][] = [];
   const told: string[][] = [];
   const bc = { attach: (_s: Session, mids: string[]) => attached.push([...mids]), detachAndTell: (_s: Session, mids: string[]) => told.push([...mids]), send: () => undefined };
   const sets = new StoredSets({
     pool: pool as unknown as pg.Pool, hub, bc: bc as unknown as Broadcaster, bus: { publishClient: () => undefined } as unknown as Bus,
-    maxStored: 10, log: createLogger('error', false, () => undefined), unavailable: () => undefined,
+    maxStored: 10, log: createLogger('error', false, () => undefined), outages: { databaseUnavailable() {} },
   });
   hub.watch(sets);
   const s = new Session(1, 'k', 'c', 'json', 5000, {} as Conn);
