@@ -105,6 +105,7 @@ export function nextFitting(queue: readonly string[], running: readonly number[]
 
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   const started = Date.now();
+  const machineAtStart = machineCpu();
   const queue = byDuration(o.files, o.root, o.durations);
   const results: FileResult[] = [];
   const running = new Set<ChildProcess>();
@@ -143,6 +144,9 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
     for (const r of failed) o.write(`#   ${relative(o.root, r.file)}${r.reason ? ` (${r.reason})` : ''}\n`);
   }
   o.write(`# { total: ${counts.total}, pass: ${counts.pass}, fail: ${counts.fail}, skip: ${counts.skip}, todo: ${counts.todo} }\n# time=${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+  const machine = machineBusy(machineAtStart);
+  // Whether the run was held up by the machine (a busy neighbour, the database) or by the files' waits.
+  if (machine !== undefined) o.write(`# the machine's CPU was ${Math.round(machine * 100)}% busy, the files' own ${Math.round(results.reduce((sum, r) => sum + r.cpuSeconds, 0))} s of it\n`);
   return { ok: failed.length === 0, files: results, counts };
 }
 
@@ -216,6 +220,23 @@ const reapedCpu = {
 };
 
 const CLOCK_TICKS = 100;
+
+/** All cores' busy and total ticks since boot, from /proc/stat's first line. */
+function machineCpu(): { busy: number; total: number } | undefined {
+  try {
+    const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.reduce((a, b) => a + b, 0);
+    // idle and iowait are the 4th and 5th.
+    return { busy: total - ticks[3] - ticks[4], total };
+  } catch {
+    return undefined;
+  }
+}
+
+function machineBusy(since: ReturnType<typeof machineCpu>): number | undefined {
+  const now = machineCpu();
+  return since && now && now.total > since.total ? (now.busy - since.busy) / (now.total - since.total) : undefined;
+}
 
 function childrenCpu(): number {
   try {
