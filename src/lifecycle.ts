@@ -42,9 +42,13 @@ export class Lifecycle {
 
   constructor(private readonly components: readonly Component[]) {}
 
-  /** Starts each in turn; when one fails, every one started so far stops, in reverse, and the error is thrown. */
+  /**
+   * Starts each in turn; when one fails, every one started so far stops, in reverse, and the error
+   * is thrown. Stopped meanwhile, it starts no more and says so: none starts after its stop.
+   */
   async start(): Promise<void> {
     for (const c of this.components) {
+      if (this.stopping) throw new Error(`stopped while starting, before ${c.name}`);
       // Before its start: one that fails part way may hold what it opened.
       this.started.push(c);
       try {

@@ -49,7 +49,7 @@ export class Notifications implements ListenerHandlers {
 
   /** A key command waits for every pod to say, from its LISTEN connection, that its auth holds the change. */
   private keyChanged(id: string): void {
-    void this.d.auth.refresh(this.d.pool, [id], this.d.log).then(() => this.d.listener.notify(KEY_APPLIED, id));
+    void this.d.auth.refresh(this.d.pool, [id], this.d.log).then((held) => held && this.d.listener.notify(KEY_APPLIED, id));
   }
 }
 

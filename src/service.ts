@@ -153,7 +153,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     new Postgres(pool, log),
     new Migrations(pool, log),
     ...(config.demoData ? [new DemoSeed(pool, log)] : []),
-    ...(config.auth ? [new ApiKeys(auth, pool)] : []),
+    new ApiKeys(auth, pool),
     listener,
     sync,
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),

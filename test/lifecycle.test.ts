@@ -42,3 +42,23 @@ t.test('a start that returns nothing has finished: the next starts in the same t
   t.same(said, ['start freshness', 'start sweep', 'start readiness'], 'all started before start() returned');
   await started;
 });
+
+t.test('stopped while a start is awaited: what started stops, and nothing starts after', async (t) => {
+  const said: string[] = [];
+  let release!: () => void;
+  const slow: Component = {
+    name: 'postgres',
+    start: () => {
+      said.push('start postgres');
+      return new Promise<void>((ok) => (release = ok));
+    },
+    stop: () => void said.push('stop postgres'),
+  };
+  const life = new Lifecycle([part('listeners', said), slow, part('bus', said), part('readiness', said)]);
+  const starting = life.start();
+  const stopping = life.stop();
+  release();
+  await t.rejects(starting, { message: 'stopped while starting, before bus' });
+  await stopping;
+  t.same(said, ['start listeners', 'start postgres', 'stop postgres', 'stop listeners'], 'the bus and readiness never started');
+});

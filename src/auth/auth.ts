@@ -41,7 +41,9 @@ export class Auth {
   private buckets = new Map<string, TokenBucket>();
   private wanted = new Set<string>();
   private wantAll = false;
-  private refreshing: Promise<void> | undefined;
+  private refreshing: Promise<boolean> | undefined;
+  /** Aborted at shutdown: a reload waiting out its backoff gives up, since the pool it reads is closing. */
+  private readonly running = new AbortController();
 
   constructor(
     readonly enabled: boolean,
@@ -62,9 +64,10 @@ export class Auth {
    * Reloads keys after a NOTIFY (some IDs) or a reconnect (all). A reload that
    * fails is retried with backoff until it succeeds, so a revoked key never
    * keeps working because Postgres blinked; requests meanwhile fold into one.
-   * Resolves once every key asked for so far is held as Postgres had it.
+   * Resolves true once every key asked for so far is held as Postgres had it; false when stopped first.
    */
-  refresh(db: Pick<pg.Pool, 'query'>, ids: readonly string[] | 'all', log: Logger): Promise<void> {
+  refresh(db: Pick<pg.Pool, 'query'>, ids: readonly string[] | 'all', log: Logger): Promise<boolean> {
+    if (this.running.signal.aborted) return Promise.resolve(false);
     if (ids === 'all') this.wantAll = true;
     else for (const id of ids) this.wanted.add(id);
     this.refreshing ??= retry(async () => {
@@ -79,9 +82,16 @@ export class Auth {
           await this.reload(db, ids).catch((err) => { for (const id of ids) this.wanted.add(id); throw err; });
         }
       }
-    }, { minMs: 200, maxMs: 5000, onRetry: (err, attempt) => log.warn('api key reload failed; retrying', { attempt, err: (err as Error).message }) })
+    }, { minMs: 200, maxMs: 5000, signal: this.running.signal, onRetry: (err, attempt) => log.warn('api key reload failed; retrying', { attempt, err: (err as Error).message }) })
+      // It gives up only when stopped.
+      .then(() => true, () => false)
       .finally(() => (this.refreshing = undefined));
     return this.refreshing;
+  }
+
+  /** Shut down: no reload starts, and one under way gives up at its next wait. */
+  stop(): void {
+    this.running.abort();
   }
 
   async loadAll(db: Pick<pg.Pool, 'query'>): Promise<void> {
@@ -154,7 +164,11 @@ export class Auth {
   }
 }
 
-/** With AUTH=on, every live key loaded before the first request is taken; later changes come by NOTIFY. */
+/**
+ * With AUTH=on, every live key loaded before the first request is taken; later changes come by
+ * NOTIFY. Listed whatever AUTH says: a key's NOTIFY reloads keys either way, and its stop ends
+ * a reload still retrying.
+ */
 export class ApiKeys implements Component {
   readonly name = 'api keys';
 
@@ -164,8 +178,10 @@ export class ApiKeys implements Component {
   ) {}
 
   async start(): Promise<void> {
-    await this.auth.loadAll(this.pool);
+    if (this.auth.enabled) await this.auth.loadAll(this.pool);
   }
 
-  stop(): void {}
+  stop(): void {
+    this.auth.stop();
+  }
 }

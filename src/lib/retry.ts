@@ -25,6 +25,20 @@ export class Backoff {
 
 export const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeout(ok, ms));
 
+/** sleep that an abort ends at once, so a stopped owner leaves no timer holding the process. */
+function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  if (!signal) return sleep(ms);
+  return new Promise((ok) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      ok();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
 interface RetryOptions {
   /** Tries in all, the first included; unlimited when absent. */
   attempts?: number;
@@ -32,6 +46,8 @@ interface RetryOptions {
   maxMs?: number;
   /** Stops retrying (the last error is thrown) once this says so, e.g. the socket closed. */
   cancelled?(): boolean;
+  /** As cancelled, and ends the wait under way at once: the owner stopping. */
+  signal?: AbortSignal;
   /** Only errors this accepts are retried; others are thrown at once. */
   retryIf?(err: unknown): boolean;
   /** Told before each wait, for logs. */
@@ -46,11 +62,12 @@ export async function retry<T>(fn: () => Promise<T>, opts: RetryOptions = {}): P
       return await fn();
     } catch (err) {
       const attempt = backoff.attempts + 1;
-      if ((opts.attempts !== undefined && attempt >= opts.attempts) || opts.cancelled?.() || opts.retryIf?.(err) === false) throw err;
+      const given = () => opts.cancelled?.() || opts.signal?.aborted;
+      if ((opts.attempts !== undefined && attempt >= opts.attempts) || given() || opts.retryIf?.(err) === false) throw err;
       const delay = backoff.next();
       opts.onRetry?.(err, attempt, delay);
-      await sleep(delay);
-      if (opts.cancelled?.()) throw err;
+      await wait(delay, opts.signal);
+      if (given()) throw err;
     }
   }
 }

@@ -1,0 +1,54 @@
+import t from 'tap';
+import { Auth } from '../../src/auth/auth.js';
+import { retry } from '../../src/lib/retry.js';
+import { createLogger } from '../../src/log.js';
+
+/**
+ * A key reload retries with backoff while Postgres fails, until it works: a revoked key must never
+ * keep working because Postgres blinked. Stopped (the service shutting down, its pool closing),
+ * it gives up at once and leaves no timer behind, so the process can end.
+ */
+const log = createLogger('error', false, () => undefined);
+
+/** A database that fails every query, counting them. */
+class DownDatabase {
+  queries = 0;
+  query(): Promise<never> {
+    this.queries++;
+    return Promise.reject(new Error('Cannot use a pool after calling end on the pool'));
+  }
+}
+
+const until = async (ok: () => boolean, what: string) => {
+  for (const end = Date.now() + 5_000; !ok();) {
+    if (Date.now() > end) throw new Error(`not within 5 s: ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+};
+
+t.test('a reload retrying while Postgres fails gives up when stopped: false, at once, no timer left', async (t) => {
+  const auth = new Auth(true, 0, {} as never, { revoked: () => undefined }, {} as never);
+  const db = new DownDatabase();
+  const reloading = auth.refresh(db as never, ['k1'], log);
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  await until(() => timers() >= 1, 'the first attempt failed and its backoff began');
+  t.equal(db.queries, 1, 'one attempt, then a wait');
+  const stoppedAt = Date.now();
+  auth.stop();
+  t.equal(await reloading, false, 'the reload says the keys are not held');
+  t.ok(Date.now() - stoppedAt < 1_000, `given up at once (${Date.now() - stoppedAt} ms), not after its backoff of up to 5 s`);
+  t.equal(timers(), 0, 'no timer holds the process');
+  const queries = db.queries;
+  t.equal(await auth.refresh(db as never, ['k2'], log), false, 'stopped, a new reload starts nothing');
+  t.equal(db.queries, queries);
+});
+
+t.test('retry with a signal: an abort ends the wait under way and the last error is thrown', async (t) => {
+  const stop = new AbortController();
+  let tries = 0;
+  const trying = retry(() => Promise.reject(new Error(`try ${++tries}`)), { minMs: 60_000, maxMs: 60_000, signal: stop.signal });
+  await until(() => tries === 1, 'the first try');
+  stop.abort();
+  await t.rejects(trying, { message: 'try 1' });
+  t.equal(tries, 1, 'nothing tried after the abort');
+});
