@@ -2,7 +2,8 @@
  * `npm test`: runs the compiled test files against a real Postgres. With DATABASE_URL set (CI, a
  * developer's server) that one is used; otherwise an embedded server is started for the run and
  * stopped after it. Each test file makes its own database on it, so files run in parallel without
- * seeing each other; the migrations are applied once per run to a template those databases copy.
+ * seeing each other; the migrations are applied once per run to a template those databases copy,
+ * and the demo set is seeded once into a second template for the services that start with it.
  *
  *   node dist/test/run.js [--jobs=N] [--cores=N] [--timeout=SECONDS] [--verbose] [file or folder ...]
  *
@@ -18,7 +19,8 @@ import { createLogger } from '../src/log.js';
 import { startEmbedded, type EmbeddedServer } from '../src/db/embedded.js';
 import { migrate } from '../src/db/migrate.js';
 import { noBuildMessage, uwsBuild } from '../src/http/uws.js';
-import { TEMPLATE_ENV, withDatabase } from './helpers/db.js';
+import { DEMO_TEMPLATE_ENV, TEMPLATE_ENV, withDatabase } from './helpers/db.js';
+import { loadDemoIfEmpty } from '../src/demo/load.js';
 import { findTestFiles, readDurations, runFiles, writeDurations } from './runner.js';
 
 const ROOT = resolve(new URL('../..', import.meta.url).pathname);
@@ -87,13 +89,15 @@ if (!process.env.DATABASE_URL) {
 }
 const admin = process.env.DATABASE_URL || embedded!.url;
 const template = `odds_template_${process.pid}`;
+const demoTemplate = `odds_demo_${process.pid}`;
 let code = 1;
 try {
   await makeTemplate(admin, template);
+  await makeDemoTemplate(admin, template, demoTemplate);
   const durations = readDurations([DURATIONS, SEED_DURATIONS]);
   const result = await runFiles({
     root: ROOT, files, jobs: args.jobs, cores: args.cores, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
-    env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template },
+    env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template, [DEMO_TEMPLATE_ENV]: demoTemplate },
     write: (text) => process.stdout.write(text),
   });
   writeDurations(DURATIONS, durations, result.files, ROOT);
@@ -105,7 +109,7 @@ try {
     await embedded.stop();
     await rm(dir, { recursive: true, force: true });
   } else {
-    await dropDatabase(admin, template).catch(() => undefined);
+    for (const name of [demoTemplate, template]) await dropDatabase(admin, name).catch(() => undefined);
   }
 }
 process.exit(code);
@@ -134,6 +138,21 @@ async function makeTemplate(url: string, name: string): Promise<void> {
   const pool = new pg.Pool({ connectionString: withDatabase(url, name), max: 1 });
   await migrate(pool, createLogger('error', false, (l) => process.stderr.write(l)));
   // No session may stay on a template while it is copied.
+  await pool.end();
+}
+
+/**
+ * The migrated schema with the demo set, seeded once by the service's own loader: most test services
+ * start with it, and seeding is most of their start. Its start times are relative to the run's start.
+ */
+async function makeDemoTemplate(url: string, from: string, name: string): Promise<void> {
+  await dropDatabase(url, name);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name} TEMPLATE ${from}`);
+  await c.end();
+  const pool = new pg.Pool({ connectionString: withDatabase(url, name), max: 1 });
+  await loadDemoIfEmpty(pool, createLogger('error', false, (l) => process.stderr.write(l)));
   await pool.end();
 }
 

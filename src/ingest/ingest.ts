@@ -12,6 +12,7 @@ import { writeReference, type PublisherKey } from './write.js';
 import { describe, type ReferenceItem } from './items.js';
 import { pricingOf, type Pricing } from './prices.js';
 import { validateReference } from './validate.js';
+import { isMarketId } from '../refdata/ids.js';
 import { OddsItems, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 import type { Batch, BatchRunner } from './lane.js';
@@ -179,7 +180,7 @@ export class Ingest {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
       if (item.kind === 'odds' || item.kind === 'stale') {
-        odds.add(i, where, item, pricing);
+        odds.add(i, where, item, isMarketId(item.mid) ? pricing(item.mid) : undefined);
         continue;
       }
       const checked = validateReference(raw);

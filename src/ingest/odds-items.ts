@@ -59,12 +59,12 @@ export class OddsItems {
 
   /**
    * Reads an item's shape. `pricing` is how its market is priced where that is known without
-   * Postgres: from a market item earlier in the batch, else the read model.
+   * Postgres (from a market item earlier in the batch, else the read model); judge looks up the rest.
    */
-  add(i: number, where: string, raw: Record<string, unknown>, pricing: (mid: string) => Pricing | undefined): void {
+  add(i: number, where: string, raw: Record<string, unknown>, pricing: Pricing | undefined): void {
     const item = raw.kind === 'odds' ? validateOddsItem(raw) : validateStale(raw);
     const mid = isMarketId(raw.mid) ? raw.mid : undefined;
-    this.shaped.push({ i, where, mid, pricing: mid === undefined ? undefined : pricing(mid), item });
+    this.shaped.push({ i, where, mid, pricing: mid === undefined ? undefined : pricing, item });
   }
 
   /**

@@ -22,8 +22,10 @@ export interface OddsRelayDeps {
 
 /**
  * The odds path, one update from a publisher's socket to a subscriber's, by the
- * types it passes through (ten hops, two callbacks: uWS's message handler and
- * the end of the loop turn):
+ * types it passes through: ten hand-offs between named stages (`Batch`, `Lane`,
+ * `PublisherBatches`, `Ingest`, `OddsItems`, `OddsRelay`, `Bus`, `OddsHandler`,
+ * `Book`, `Broadcaster`); the functions inside a stage are its own. Two
+ * callbacks: uWS's message handler and the end of the loop turn.
  *
  * 1. `/ingest` (http/ingest-routes.ts) decodes a message into a `Batch` and
  *    submits it to the connection's `Lane<Batch>` (ingest/lane.ts), bounded in

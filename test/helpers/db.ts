@@ -33,6 +33,17 @@ export function migratedDatabase(t: Test): Promise<string> {
   return createDatabase(t, process.env[TEMPLATE_ENV]);
 }
 
+/** The environment variable naming the run's template that also holds the demo set (test/run.ts). */
+export const DEMO_TEMPLATE_ENV = 'TEST_DEMO_TEMPLATE_DATABASE';
+
+/**
+ * As migratedDatabase, already holding the demo set as seeded when the run began (the service's
+ * DEMO_DATA finds it there and seeds nothing); without the run's templates, the service seeds it.
+ */
+export function demoDatabase(t: Test): Promise<string> {
+  return createDatabase(t, process.env[DEMO_TEMPLATE_ENV] ?? process.env[TEMPLATE_ENV]);
+}
+
 async function createDatabase(t: Test, template?: string): Promise<string> {
   const name = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
   const admin = new pg.Client({ connectionString: adminUrl() });

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startService, type Service } from '../../src/service.js';
-import { migratedDatabase } from './db.js';
+import { demoDatabase, migratedDatabase } from './db.js';
 import { waitFor } from './wait.js';
 
 export interface TestService extends Service {
@@ -18,12 +18,12 @@ export const metricsUrlOf = (url: string): string => metricsUrls.get(url) ?? url
 
 /**
  * The real service, in this process, on a free port, over a fresh migrated database
- * seeded with the demo data unless told otherwise. Stopped when the test ends.
+ * holding the demo data unless told otherwise (copied from the run's template: see demoDatabase). Stopped when the test ends.
  * Every scrape renders afresh (METRICS_CACHE_MS=0), so a scrape right after
  * an action sees it.
  */
 export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
-  const url = databaseUrl ?? (await migratedDatabase(t));
+  const url = databaseUrl ?? (await ((env.DEMO_DATA ?? 'on') === 'on' ? demoDatabase(t) : migratedDatabase(t)));
   const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', METRICS_CACHE_MS: '0', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
   const service = await startService(config, url, log);
