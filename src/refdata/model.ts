@@ -10,6 +10,13 @@ export type ModelChange =
   | { kind: 'market'; before?: Market; after?: Market }
   | { kind: 'result'; before?: MarketResult; after?: MarketResult };
 
+/** Markets as readMarkets found them in Postgres, for applyMarkets to swap in. */
+interface MarketsRead {
+  mids: string[];
+  found: Map<string, Market>;
+  nested: Awaited<ReturnType<typeof loadNestedParents>>;
+}
+
 const withNested = (m: Market | undefined): string[] => (m ? [m.id, ...(m.nested ?? []).map((n) => n.id)] : []);
 
 /** Markets (nested ones too) the changes removed from the model. */
@@ -80,21 +87,25 @@ export class ReadModel extends Collections {
       for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.id);
     }
     if (ids.event.size) await this.refreshEvents(db, [...ids.event], ids.market);
-    if (ids.market.size) await this.refreshMarkets(db, [...ids.market], ids.result, changes);
-    if (ids.result.size) {
-      const mids = [...ids.result];
-      const found = new Map((await loadResults(db, mids)).map((r) => [r.marketId, r]));
-      for (const mid of mids) {
-        const before = this.results.get(mid)?.value;
-        const after = found.get(mid);
-        if (after) this.results.set(mid, resultEntry(after));
-        else this.results.delete(mid);
-        // A market without a result before or after (a nested market gone with its parent's type) changed nothing here.
-        if (before || after) changes.push({ kind: 'result', before, after });
-      }
-    }
+    // Markets and their results are read first and swapped together, in one synchronous step:
+    // no reader sees a market gone while its result is still listed, a state Postgres never had.
+    const markets = ids.market.size ? await this.readMarkets(db, [...ids.market], ids.result) : undefined;
+    const results = ids.result.size ? new Map((await loadResults(db, [...ids.result])).map((r) => [r.marketId, r])) : undefined;
+    if (markets) this.applyMarkets(markets, changes);
+    if (results) this.applyResults([...ids.result], results, changes);
     this.generation++;
     return changes;
+  }
+
+  private applyResults(mids: readonly string[], found: ReadonlyMap<string, MarketResult>, changes: ModelChange[]): void {
+    for (const mid of mids) {
+      const before = this.results.get(mid)?.value;
+      const after = found.get(mid);
+      if (after) this.results.set(mid, resultEntry(after));
+      else this.results.delete(mid);
+      // A market without a result before or after (a nested market gone with its parent's type) changed nothing here.
+      if (before || after) changes.push({ kind: 'result', before, after });
+    }
   }
 
   private async refreshSports(db: Queryable, sis: number[]): Promise<void> {
@@ -119,28 +130,29 @@ export class ReadModel extends Collections {
     }
   }
 
-  private async refreshMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>, changes: ModelChange[]): Promise<void> {
-    // Both reads first, then one synchronous swap: readers never see a nested market missing.
+  /** The markets' rows and nested parents as Postgres has them, and every result they touch added to `resultsToReload`. */
+  private async readMarkets(db: Queryable, mids: string[], resultsToReload: Set<string>): Promise<MarketsRead> {
     const [markets, nested] = await Promise.all([loadMarkets(db, { mids }), loadNestedParents(db, mids)]);
-    const found = new Map(markets.map((m) => [m.id, m]));
     const reloading = new Set(mids);
-    for (const [child, parent] of this.nestedParent) {
-      if (!reloading.has(parent)) continue;
-      this.nestedParent.delete(child);
-      resultsToReload.add(child);
-    }
-    for (const [child, parent] of nested) {
-      this.nestedParent.set(child, parent);
-      resultsToReload.add(child);
-    }
+    for (const [child, parent] of this.nestedParent) if (reloading.has(parent)) resultsToReload.add(child);
+    for (const [child] of nested) resultsToReload.add(child);
+    for (const mid of mids) resultsToReload.add(mid);
+    return { mids, found: new Map(markets.map((m) => [m.id, m])), nested };
+  }
+
+  /** One synchronous swap: readers never see a nested market missing. */
+  private applyMarkets({ mids, found, nested }: MarketsRead, changes: ModelChange[]): void {
+    const reloading = new Set(mids);
+    for (const [child, parent] of this.nestedParent) if (reloading.has(parent)) this.nestedParent.delete(child);
+    for (const [child, parent] of nested) this.nestedParent.set(child, parent);
     for (const mid of mids) {
       const before = this.markets.get(mid)?.value;
       if (before) this.dropMarket(before);
       const after = found.get(mid);
       if (after) this.putMarket(after);
-      resultsToReload.add(mid);
       if (before || after) changes.push({ kind: 'market', before, after });
     }
   }
+
 
 }
