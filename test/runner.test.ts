@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, writeDurations } from './runner.js';
+import { ALONE_MARK, byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, runsAlone, writeDurations } from './runner.js';
 
 /** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
@@ -25,7 +25,7 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
   const files = findTestFiles([FIXTURES]);
   t.same(files.map((f) => f.slice(FIXTURES.length)), ['dies.test.js', 'fails.test.js', 'hangs.test.js', 'passes.test.js']);
   const result = await runFiles({
-    root: ROOT, files, jobs: 4, cores: 4, timeoutMs: 1_000, hardStopMs: 3_000, verbose: false, durations: {}, env: process.env, write: (s) => (out += s),
+    root: ROOT, files, jobs: 4, cores: 4, timeoutMs: 10_000, hardStopMs: 10_000, verbose: false, durations: {}, env: process.env, write: (s) => (out += s),
   });
   t.notOk(result.ok);
   const name = (f: string) => `dist/test/fixtures/runner/${f}.test.js`;
@@ -38,8 +38,8 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
   t.same(strays().filter((pid) => !before.has(pid)), [], 'what a file left running is stopped once it ends');
   t.match(out, new RegExp(`^# Subtest: ${name('fails')}\\n[\\s\\S]*one is not two[\\s\\S]*# said on stderr[\\s\\S]*^not ok \\d - ${name('fails')}`, 'm'), 'a failing file: its TAP and its stderr');
   t.match(out, `reason: exit 3`, 'a file that died says how');
-  t.match(out, `reason: stopped after 3 s`, 'a file that never ends is stopped, named');
-  t.match(out, new RegExp(`# failed 3 of 4 files:\\n#   ${name('dies')} \\(exit 3\\)\\n#   ${name('fails')} \\(exit 1\\)\\n#   ${name('hangs')} \\(stopped after 3 s\\)\\n`));
+  t.match(out, `reason: stopped after 10 s`, 'a file that never ends is stopped, named');
+  t.match(out, new RegExp(`# failed 3 of 4 files:\\n#   ${name('dies')} \\(exit 3\\)\\n#   ${name('fails')} \\(exit 1\\)\\n#   ${name('hangs')} \\(stopped after 10 s\\)\\n`));
   t.same(result.counts, { total: 7, pass: 3, fail: 3, skip: 1, todo: 0 }, 'the files\' own counts, plus one failure for each file that died without one');
   t.match(out, /^# \{ total: 7, pass: 3, fail: 3, skip: 1, todo: 0 \}\n# time=[\d.]+s\n# the machine's CPU was \d+% busy, the files' own \d+ s of it\n$/m);
 });
@@ -65,6 +65,16 @@ t.test('files are packed by the cores they keep busy: waiting ones fill in besid
   t.equal(nextFitting(['waits'], [0.1, 0.1, 0.1, 0.1], o, cores), -1, 'nor past the job count');
   t.equal(nextFitting(['new'], [], { jobs: 4, cores: 0.5 }, cores), 0, 'on an idle machine the first starts, however busy it is');
   t.equal(nextFitting([], [], o, cores), -1);
+  const alone = (f: string) => f === 'timed';
+  t.equal(nextFitting(['timed', 'waits'], [0.1], o, cores, alone), 1, 'a file that runs alone waits while others run, and others go first');
+  t.equal(nextFitting(['timed'], [], o, cores, alone), 0, 'it starts once nothing runs');
+  t.equal(nextFitting(['waits'], [0.5], o, cores, alone, true), -1, 'and nothing starts beside it');
+});
+
+t.test('a file marks itself to run alone with a comment in its first lines', async (t) => {
+  const dir = t.testdir({ 'timed.test.js': `import t from 'tap';\n${ALONE_MARK}: it judges latency\n`, 'plain.test.js': `import t from 'tap';\n` });
+  t.ok(runsAlone(join(dir, 'timed.test.js')));
+  t.notOk(runsAlone(join(dir, 'plain.test.js')));
 });
 
 t.test('the record keeps each file\'s time and CPU; an older record of bare seconds still orders the run', async (t) => {

@@ -96,11 +96,30 @@ export function coresOf(file: string, root: string, durations: Readonly<Record<s
  * once and their cores within `cores`. The first in line always starts on an idle machine, so a
  * file busier than the budget still runs, alone.
  */
-export function nextFitting(queue: readonly string[], running: readonly number[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cores: (file: string) => number): number {
-  if (running.length >= Math.max(1, o.jobs)) return -1;
+export function nextFitting(
+  queue: readonly string[], running: readonly number[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cores: (file: string) => number,
+  alone: (file: string) => boolean = () => false, aloneRunning = false,
+): number {
+  if (aloneRunning || running.length >= Math.max(1, o.jobs)) return -1;
   if (running.length === 0) return queue.length ? 0 : -1;
   const busy = running.reduce((sum, c) => sum + c, 0);
-  return queue.findIndex((f) => busy + cores(f) <= o.cores);
+  return queue.findIndex((f) => !alone(f) && busy + cores(f) <= o.cores);
+}
+
+/** What a file says, in a comment of its own, to run with nothing beside it. */
+export const ALONE_MARK = '// test-runner: alone';
+
+/**
+ * A file that judges the service by how long it takes (a bystander's latency under a flood) runs
+ * with no other file beside it: its neighbours' load would be judged as the service's. Marked by
+ * ALONE_MARK in its first lines.
+ */
+export function runsAlone(file: string): boolean {
+  try {
+    return readFileSync(file, 'utf8').slice(0, 4096).includes(ALONE_MARK);
+  } catch {
+    return false;
+  }
 }
 
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
@@ -118,10 +137,13 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);
   const cores = (f: string) => coresOf(f, o.root, o.durations);
+  const aloneFiles = new Set(queue.filter(runsAlone));
+  const alone = (f: string) => aloneFiles.has(f);
   const busy = new Map<string, number>();
   await new Promise<void>((allDone) => {
+    const next = () => nextFitting(queue, [...busy.values()], o, cores, alone, [...busy.keys()].some(alone));
     const fill = (): void => {
-      for (let i = nextFitting(queue, [...busy.values()], o, cores); i >= 0; i = nextFitting(queue, [...busy.values()], o, cores)) {
+      for (let i = next(); i >= 0; i = next()) {
         const [file] = queue.splice(i, 1);
         busy.set(file, cores(file));
         void runOne(file, o, running).then((r) => {

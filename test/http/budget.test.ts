@@ -1,3 +1,4 @@
+// test-runner: alone. It judges a bystander's latency under a flood: other files' load beside it would read as the flood's.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
