@@ -92,8 +92,12 @@ const template = `odds_template_${process.pid}`;
 const demoTemplate = `odds_demo_${process.pid}`;
 let code = 1;
 try {
-  await makeTemplate(admin, template);
-  await makeDemoTemplate(admin, template, demoTemplate);
+  const quiet = createLogger('error', false, (l) => process.stderr.write(l));
+  // The migrated schema: each test's database is a copy of it (helpers/db.ts).
+  await makeTemplate(admin, template, (pool) => migrate(pool, quiet));
+  // With the demo set, seeded by the service's own loader: most test services start with it, and
+  // seeding is most of their start. Its start times are relative to the run's start.
+  await makeTemplate(admin, demoTemplate, (pool) => loadDemoIfEmpty(pool, quiet), template);
   const durations = readDurations([DURATIONS, SEED_DURATIONS]);
   const result = await runFiles({
     root: ROOT, files, jobs: args.jobs, cores: args.cores, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
@@ -120,45 +124,32 @@ process.exit(code);
  * in the kernel's cache); only a crash of the machine would, and the run is gone then anyway.
  */
 async function throwaway(url: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query('ALTER SYSTEM SET fsync = off');
-  await c.query('ALTER SYSTEM SET full_page_writes = off');
-  await c.query('SELECT pg_reload_conf()');
-  await c.end();
-}
-
-/** The migrated schema, once for the run: each test's database is a copy of it (helpers/db.ts). */
-async function makeTemplate(url: string, name: string): Promise<void> {
-  await dropDatabase(url, name);
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  const pool = new pg.Pool({ connectionString: withDatabase(url, name), max: 1 });
-  await migrate(pool, createLogger('error', false, (l) => process.stderr.write(l)));
-  // No session may stay on a template while it is copied.
-  await pool.end();
+  await onServer(url, 'ALTER SYSTEM SET fsync = off', 'ALTER SYSTEM SET full_page_writes = off', 'SELECT pg_reload_conf()');
 }
 
 /**
- * The migrated schema with the demo set, seeded once by the service's own loader: most test services
- * start with it, and seeding is most of their start. Its start times are relative to the run's start.
+ * A template for the run: a copy of `from` (empty when none), filled once, then left with no
+ * session on it, since none may stay on a template while it is copied.
  */
-async function makeDemoTemplate(url: string, from: string, name: string): Promise<void> {
+async function makeTemplate(url: string, name: string, fill: (pool: pg.Pool) => Promise<unknown>, from?: string): Promise<void> {
   await dropDatabase(url, name);
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name} TEMPLATE ${from}`);
-  await c.end();
+  await onServer(url, `CREATE DATABASE ${name}${from ? ` TEMPLATE ${from}` : ''}`);
   const pool = new pg.Pool({ connectionString: withDatabase(url, name), max: 1 });
-  await loadDemoIfEmpty(pool, createLogger('error', false, (l) => process.stderr.write(l)));
+  await fill(pool);
   await pool.end();
 }
 
-async function dropDatabase(url: string, name: string): Promise<void> {
+function dropDatabase(url: string, name: string): Promise<void> {
+  return onServer(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+
+/** Statements run in turn on the server's own database. */
+async function onServer(url: string, ...statements: string[]): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await c.end();
+  try {
+    for (const sql of statements) await c.query(sql);
+  } finally {
+    await c.end();
+  }
 }

@@ -55,20 +55,20 @@ t.test('files are packed by the cores they keep busy: waiting ones fill in besid
   const root = '/r';
   const durations = { busy: { seconds: 10, cpu: 9 }, waits: { seconds: 10, cpu: 0.5 }, idle: { seconds: 10, cpu: 0 } };
   const cores = (f: string) => coresOf(join(root, f), root, durations);
+  const cost = { cores, alone: (f: string) => f === 'timed' };
   t.equal(cores('busy'), 0.9);
   t.equal(cores('idle'), 0.1, 'a file never counts as free');
   t.equal(cores('new'), 1, 'a file with no record counts one core');
   const o = { jobs: 4, cores: 2 };
-  t.equal(nextFitting(['busy', 'busy', 'waits'], [0.9, 0.9], o, cores), 2, 'two busy files fill two cores: the one that waits goes next, out of turn');
-  t.equal(nextFitting(['busy', 'waits'], [0.9], o, cores), 0, 'in turn while it fits');
-  t.equal(nextFitting(['busy'], [0.9, 0.9], o, cores), -1, 'nothing that does not fit');
-  t.equal(nextFitting(['waits'], [0.1, 0.1, 0.1, 0.1], o, cores), -1, 'nor past the job count');
-  t.equal(nextFitting(['new'], [], { jobs: 4, cores: 0.5 }, cores), 0, 'on an idle machine the first starts, however busy it is');
-  t.equal(nextFitting([], [], o, cores), -1);
-  const alone = (f: string) => f === 'timed';
-  t.equal(nextFitting(['timed', 'waits'], [0.1], o, cores, alone), 1, 'a file that runs alone waits while others run, and others go first');
-  t.equal(nextFitting(['timed'], [], o, cores, alone), 0, 'it starts once nothing runs');
-  t.equal(nextFitting(['waits'], [0.5], o, cores, alone, true), -1, 'and nothing starts beside it');
+  t.equal(nextFitting(['busy', 'busy', 'waits'], ['busy', 'busy'], o, cost), 2, 'two busy files fill two cores: the one that waits goes next, out of turn');
+  t.equal(nextFitting(['busy', 'waits'], ['busy'], o, cost), 0, 'in turn while it fits');
+  t.equal(nextFitting(['busy'], ['busy', 'busy'], o, cost), -1, 'nothing that does not fit');
+  t.equal(nextFitting(['waits'], ['idle', 'idle', 'idle', 'idle'], o, cost), -1, 'nor past the job count');
+  t.equal(nextFitting(['new'], [], { jobs: 4, cores: 0.5 }, cost), 0, 'on an idle machine the first starts, however busy it is');
+  t.equal(nextFitting([], [], o, cost), -1);
+  t.equal(nextFitting(['timed', 'waits'], ['idle'], o, cost), 1, 'a file that runs alone waits while others run, and others go first');
+  t.equal(nextFitting(['timed'], [], o, cost), 0, 'it starts once nothing runs');
+  t.equal(nextFitting(['waits'], ['timed'], o, cost), -1, 'and nothing starts beside it');
 });
 
 t.test('a file marks itself to run alone with a comment in its first lines', async (t) => {

@@ -91,19 +91,22 @@ export function coresOf(file: string, root: string, durations: Readonly<Record<s
   return r && r.seconds > 0 ? Math.max(MIN_CORES, r.cpu / r.seconds) : 1;
 }
 
+/** What running a file costs the machine, by its record and its own say. */
+export interface FileCost {
+  cores(file: string): number;
+  alone(file: string): boolean;
+}
+
 /**
  * The next file to start, in queue order, that fits beside the running ones: at most `jobs` at
- * once and their cores within `cores`. The first in line always starts on an idle machine, so a
- * file busier than the budget still runs, alone.
+ * once and their cores within `cores`, and none beside a file that runs alone. The first in line
+ * always starts on an idle machine, so a file busier than the budget still runs, alone.
  */
-export function nextFitting(
-  queue: readonly string[], running: readonly number[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cores: (file: string) => number,
-  alone: (file: string) => boolean = () => false, aloneRunning = false,
-): number {
-  if (aloneRunning || running.length >= Math.max(1, o.jobs)) return -1;
+export function nextFitting(queue: readonly string[], running: readonly string[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cost: FileCost): number {
+  if (running.length >= Math.max(1, o.jobs) || running.some((f) => cost.alone(f))) return -1;
   if (running.length === 0) return queue.length ? 0 : -1;
-  const busy = running.reduce((sum, c) => sum + c, 0);
-  return queue.findIndex((f) => !alone(f) && busy + cores(f) <= o.cores);
+  const busy = running.reduce((sum, f) => sum + cost.cores(f), 0);
+  return queue.findIndex((f) => !cost.alone(f) && busy + cost.cores(f) <= o.cores);
 }
 
 /** What a file says, in a comment of its own, to run with nothing beside it. */
@@ -136,16 +139,15 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);
-  const cores = (f: string) => coresOf(f, o.root, o.durations);
   const aloneFiles = new Set(queue.filter(runsAlone));
-  const alone = (f: string) => aloneFiles.has(f);
-  const busy = new Map<string, number>();
+  const cost: FileCost = { cores: (f) => coresOf(f, o.root, o.durations), alone: (f) => aloneFiles.has(f) };
+  const busy = new Set<string>();
   await new Promise<void>((allDone) => {
-    const next = () => nextFitting(queue, [...busy.values()], o, cores, alone, [...busy.keys()].some(alone));
+    const next = () => nextFitting(queue, [...busy], o, cost);
     const fill = (): void => {
       for (let i = next(); i >= 0; i = next()) {
         const [file] = queue.splice(i, 1);
-        busy.set(file, cores(file));
+        busy.add(file);
         void runOne(file, o, running).then((r) => {
           busy.delete(file);
           results.push(r);
