@@ -69,16 +69,19 @@ async function main(): Promise<void> {
 
   let embedded: EmbeddedServer | undefined;
   let service: Service | undefined;
-  let stopping = false;
+  // A signal during start stops what has started, then what start left running.
+  const stopping = new AbortController();
+  let started: Promise<void> = Promise.resolve();
   const stop = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
+    if (stopping.signal.aborted) return;
+    stopping.abort();
     log.info('shutting down', { signal, drainDelayMs: config.drainDelayMs, timeoutMs: config.shutdownTimeoutMs });
     setTimeout(() => {
       log.error('shutdown did not finish in time; exiting', { timeoutMs: config.shutdownTimeoutMs });
       process.exit(1);
     }, config.shutdownTimeoutMs).unref();
     try {
+      await started;
       await service?.close();
       await embedded?.stop();
       log.info('stopped');
@@ -93,18 +96,20 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 
-  try {
+  started = (async () => {
     if (!config.databaseUrl) {
       if (args.fresh) await wipeEmbedded(config.embeddedPgDir, log);
       embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
     }
-    service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed() });
+    service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed(), stopping: stopping.signal });
     process.stdout.write(`odds service listening on ${service.url} (bound to ${service.bound})\nmetrics and probes on ${service.metricsUrl}\n`);
-  } catch (err) {
+  })().catch(async (err: unknown) => {
+    // Stopped by a signal while starting: the stop that signal began finishes the exit.
+    if (stopping.signal.aborted) return;
     log.error(`start failed: ${reason(err)}`);
     await embedded?.stop().catch(() => undefined);
     process.exit(1);
-  }
+  });
 }
 
 void main();

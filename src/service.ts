@@ -60,6 +60,8 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 export interface ServiceOptions {
   /** Why the database is gone for good (the embedded server's restarts ran out): /ready then answers 503. */
   databaseLost?(): string | undefined;
+  /** Aborted while starting (a signal), it stops what has started and the start rejects. */
+  stopping?: AbortSignal;
 }
 
 /**
@@ -168,7 +170,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       : []),
     readiness,
   ]);
-  await lifecycle.start();
+  const abort = () => void lifecycle.stop();
+  opts.stopping?.addEventListener('abort', abort, { once: true });
+  if (opts.stopping?.aborted) abort();
+  try {
+    await lifecycle.start();
+  } finally {
+    opts.stopping?.removeEventListener('abort', abort);
+  }
   log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,

@@ -270,7 +270,7 @@ t.test('with a socket open: it is held through the drain delay, then gets 1001, 
   t.equal(await svc.exited, 0, 'exit 0: done within SHUTDOWN_TIMEOUT_MS');
 });
 
-t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting', async (t) => {
+t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting; SIGTERM then stops what started and exits 0', async (t) => {
   const svc = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', PG_CONNECT_TIMEOUT_MS: '200' }, false);
   const listening = () => /"msg":"listening; starting","url":"([^"]+)"/.exec(svc.output())?.[1] ?? '';
   await waitFor(() => listening() !== '', () => `the listening line before the database answered:\n${svc.output()}`, 60_000, 50);
@@ -283,8 +283,11 @@ t.test('while Postgres is awaited at start, /health answers, /ready and the data
   const data = await http<{ status: number; message: string }>(url, '/api/v1/sports');
   t.equal(data.status, 503);
   t.same(Object.keys(data.body), ['status', 'message']);
-  svc.child.kill('SIGKILL');
-  await svc.exited;
+  svc.child.kill('SIGTERM');
+  t.equal(await svc.exited, 0, `exit 0 on a signal during start:\n${svc.output()}`);
+  t.match(svc.output(), /"msg":"stopped"/, 'says it stopped');
+  t.notMatch(svc.output(), /start failed/, 'a stop asked for is not a failed start');
+  await t.rejects(http(url, '/health'), 'the listener it had started is closed');
 });
 
 t.test('killed with SIGKILL, its embedded Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {

@@ -32,6 +32,8 @@ export function createPool(url: string, config: Config, log: Logger): pg.Pool {
  */
 export class Postgres implements Component {
   readonly name = 'postgres';
+  /** A stop while Postgres is still awaited ends the wait: nothing else would end it. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -40,12 +42,13 @@ export class Postgres implements Component {
 
   async start(): Promise<void> {
     await retry(() => this.pool.query('SELECT 1'), {
-      attempts: 60, minMs: 200, maxMs: 5000,
+      attempts: 60, minMs: 200, maxMs: 5000, signal: this.stopping.signal,
       onRetry: (err, attempt) => this.log.warn('postgres not reachable yet', { attempt, err: (err as Error).message }),
     });
   }
 
   async stop(): Promise<void> {
+    this.stopping.abort();
     // Connections closing now are ours closing, not Postgres being lost.
     this.pool.removeAllListeners('error').on('error', () => undefined);
     await this.pool.end();
