@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { loadEvents, loadMarkets, loadNestedParents, loadResults, loadSports } from './queries.js';
-import type { Market, MarketResult } from './types.js';
+import type { Event, Market, MarketResult, Sport } from './types.js';
 import { Collections, resultEntry, type Entry } from './collections.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;
@@ -9,6 +9,12 @@ type Queryable = Pick<pg.Pool, 'query'>;
 export type ModelChange =
   | { kind: 'market'; before?: Market; after?: Market }
   | { kind: 'result'; before?: MarketResult; after?: MarketResult };
+
+/** Rows of one kind as Postgres has them, by the ids asked for: an id not found was deleted. */
+interface Found<K, V> {
+  ids: K[];
+  found: Map<K, V>;
+}
 
 /** Markets as readMarkets found them in Postgres, for applyMarkets to swap in. */
 interface MarketsRead {
@@ -81,16 +87,18 @@ export class ReadModel extends Collections {
       else if (kind === 'market' || kind === 'runner') ids.market.add(this.nestedParent.get(id) ?? id);
       else if (kind === 'result') ids.result.add(id);
     }
-    if (ids.sport.size) await this.refreshSports(db, [...ids.sport]);
+    const sports = ids.sport.size ? await this.readSports(db, [...ids.sport]) : undefined;
     if (ids.league.size) {
       // A league's name is its events' leagueName.
       for (const e of await loadEvents(db, { lis: [...ids.league] })) ids.event.add(e.id);
     }
-    if (ids.event.size) await this.refreshEvents(db, [...ids.event], ids.market);
-    // Markets and their results are read first and swapped together, in one synchronous step:
-    // no reader sees a market gone while its result is still listed, a state Postgres never had.
+    const events = ids.event.size ? await this.readEvents(db, [...ids.event], ids.market) : undefined;
     const markets = ids.market.size ? await this.readMarkets(db, [...ids.market], ids.result) : undefined;
     const results = ids.result.size ? new Map((await loadResults(db, [...ids.result])).map((r) => [r.marketId, r])) : undefined;
+    // Everything is read first and swapped in one synchronous step: no reader sees an event gone
+    // while its markets are listed, or a market gone while its result is, states Postgres never had.
+    if (sports) this.applySports(sports);
+    if (events) this.applyEvents(events);
     if (markets) this.applyMarkets(markets, changes);
     if (results) this.applyResults([...ids.result], results, changes);
     this.generation++;
@@ -108,9 +116,12 @@ export class ReadModel extends Collections {
     }
   }
 
-  private async refreshSports(db: Queryable, sis: number[]): Promise<void> {
-    const found = new Map((await loadSports(db, sis)).map((s) => [s.id, s]));
-    for (const si of sis) {
+  private async readSports(db: Queryable, sis: number[]): Promise<Found<number, Sport>> {
+    return { ids: sis, found: new Map((await loadSports(db, sis)).map((s) => [s.id, s])) };
+  }
+
+  private applySports({ ids, found }: Found<number, Sport>): void {
+    for (const si of ids) {
       const s = found.get(si);
       if (s) this.sports.set(si, s);
       else this.sports.delete(si);
@@ -118,15 +129,24 @@ export class ReadModel extends Collections {
     this.sportsBody = undefined;
   }
 
-  private async refreshEvents(db: Queryable, eids: number[], marketsToReload: Set<string>): Promise<void> {
+  /** The events' rows as Postgres has them; the markets of an event that moved sport added to `marketsToReload`. */
+  private async readEvents(db: Queryable, eids: number[], marketsToReload: Set<string>): Promise<Found<number, Event>> {
     const found = new Map((await loadEvents(db, { eids })).map((e) => [e.id, e]));
     for (const eid of eids) {
       const before = this.events.get(eid)?.value;
       const after = found.get(eid);
-      if (before) this.dropEvent(before);
-      if (after) this.putEvent(after);
       // Markets carry their event's sport, so a moved event moves its markets.
       if (before && after && before.sportId !== after.sportId) for (const mid of this.marketsByEvent.get(eid) ?? []) marketsToReload.add(mid);
+    }
+    return { ids: eids, found };
+  }
+
+  private applyEvents({ ids, found }: Found<number, Event>): void {
+    for (const eid of ids) {
+      const before = this.events.get(eid)?.value;
+      const after = found.get(eid);
+      if (before) this.dropEvent(before);
+      if (after) this.putEvent(after);
     }
   }
 
@@ -153,6 +173,4 @@ export class ReadModel extends Collections {
       if (before || after) changes.push({ kind: 'market', before, after });
     }
   }
-
-
 }
