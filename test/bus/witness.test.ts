@@ -19,7 +19,7 @@ function stored(mid: string, ss: number, seq: number, price = 2, epoch = EPOCH):
 /** The stream as the witness reads it, answering when told to, and what the witness did. */
 class FakeStream implements WitnessDeps {
   readonly held = new Map<string, Stored>();
-  streamEpoch = EPOCH;
+  serverEpoch = EPOCH;
   podEpoch = EPOCH;
   away = false;
   reads = 0;
@@ -34,11 +34,11 @@ class FakeStream implements WitnessDeps {
     if (this.away) throw new Error('stream away');
     return this.held.get(mid);
   }
-  async epoch(): Promise<string> {
+  async streamEpoch(): Promise<string> {
     await new Promise<void>((go) => this.waiting.push(go));
-    return this.streamEpoch;
+    return this.serverEpoch;
   }
-  current(): string {
+  currentEpoch(): string {
     return this.podEpoch;
   }
   accept(s: Stored, origin: 'remote' | 'stored'): void {
@@ -137,7 +137,7 @@ t.test('claims of another epoch: one check of the stream\'s epoch for all of the
   await stream.answer();
   t.same(stream.refused, [{ mid: '1.1', reason: 'epoch', detail: 'epoch e0 is not the stream\'s e1', n: 3 }], 'one refusal naming the first, counting all three');
   t.equal(stream.movedTimes, 0);
-  stream.streamEpoch = 'e2';
+  stream.serverEpoch = 'e2';
   witness.foreign(stored('1.1', 1, 1, 2, 'e2'));
   await stream.answer();
   t.equal(stream.movedTimes, 1, 'the stream was made anew: resync');

@@ -6,9 +6,10 @@ import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
 import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
-import { NatsLink } from './link.js';
+import { NatsLink, type LinkListener } from './link.js';
 import { Inbound, MAX_FRESHNESS_STATES } from './inbound.js';
 import { Sequencer } from './sequencer.js';
+import { OddsStream } from './stream.js';
 import { ANNOUNCE_MS, Pods } from './pods.js';
 
 const encoder = new TextEncoder();
@@ -43,7 +44,7 @@ export interface NatsBusOptions {
  * Whatever arrives is checked first (inbound.ts), and a handler that throws
  * is caught, so no message can close a subscription.
  */
-export class NatsBus implements Bus {
+export class NatsBus implements Bus, LinkListener {
   readonly kind = 'nats';
   private readonly id = randomUUID();
   private readonly link: NatsLink;
@@ -61,10 +62,7 @@ export class NatsBus implements Bus {
 
   constructor(private readonly opts: NatsBusOptions) {
     this.inbound = new Inbound(opts);
-    this.link = new NatsLink({ url: opts.url, name: `odds-service-${this.id}`, auth: opts.auth, tls: opts.tls }, opts.log, {
-      up: (nc) => this.connected(nc),
-      down: () => this.seq?.lost(),
-    });
+    this.link = new NatsLink({ url: opts.url, name: `odds-service-${this.id}`, auth: opts.auth, tls: opts.tls }, opts.log, this);
   }
 
   async start(odds: OddsHandler, clients: ClientHandler, freshness: FreshnessHandler): Promise<void> {
@@ -112,12 +110,13 @@ export class NatsBus implements Bus {
     return (this.seq ??= new Sequencer({ ...this.opts, odds: this.odds!, serial: this.serial, inbound: this.inbound }));
   }
 
-  private connected(nc: NatsConnection): void {
+  /** Connected, first time or again: a new connection gets its stream and subscriptions; every connect syncs. */
+  up(nc: NatsConnection): void {
     const seq = this.local();
-    seq.attach(nc);
     if (!this.subscribed.has(nc)) {
       this.subscribed.add(nc);
       const { prefix } = this.opts;
+      seq.attach(new OddsStream(nc, prefix, this.inbound));
       nc.subscribe(`${prefix}.img.>`, {
         callback: this.guarded('image', (m) => {
           const s = this.inbound.envelope(m.subject, m.data);
@@ -147,6 +146,11 @@ export class NatsBus implements Bus {
     // Whatever was shared while the bus was away was lost: every pod hears again what this one's publishers feed.
     this.announce();
     this.shareFreshness(this.freshness?.fedHere() ?? []);
+  }
+
+  /** The connection dropped: the pod numbers alone until the next sync. */
+  down(): void {
+    this.seq?.lost();
   }
 
   private podHeard(pod: string): void {

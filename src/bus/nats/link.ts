@@ -5,8 +5,9 @@ import type { Logger } from '../../log.js';
 import { LineBudget } from '../../lib/line-budget.js';
 import { retry } from '../../lib/retry.js';
 
-export interface LinkEvents {
-  /** Connected, first time or again: subscriptions are in place, a sync is due. */
+/** Told when the link connects and drops: the bus (bus.ts). */
+export interface LinkListener {
+  /** Connected, first time or again: subscriptions are to be put in place, a sync is due. */
   up(nc: NatsConnection): void;
   /** The connection dropped; the client keeps reconnecting. */
   down(): void;
@@ -55,7 +56,7 @@ export class NatsLink {
   /** The server's complaints (a subject this user may not use) can repeat with every message. */
   private readonly complaints = new LineBudget(5, 60_000);
 
-  constructor(private readonly opts: LinkOptions, private readonly log: Logger, private readonly events: LinkEvents) {}
+  constructor(private readonly opts: LinkOptions, private readonly log: Logger, private readonly listener: LinkListener) {}
 
   get connection(): NatsConnection | undefined {
     return this.nc;
@@ -103,20 +104,20 @@ export class NatsLink {
       if (this.closing || this.nc !== nc) return;
       if (isAuthError(err)) this.log.error('nats refused this pod\'s credentials on reconnect', { err: err!.message, fix: credentialsHint(this.opts.auth) });
       this.nc = undefined;
-      this.events.down();
+      this.listener.down();
       void this.keepTrying();
     });
-    this.events.up(nc);
+    this.listener.up(nc);
   }
 
   private async watch(nc: NatsConnection): Promise<void> {
     for await (const s of nc.status()) {
       if (s.type === Events.Disconnect) {
         this.log.warn('nats disconnected; reconnecting');
-        this.events.down();
+        this.listener.down();
       } else if (s.type === Events.Reconnect) {
         this.log.info('nats reconnected; resyncing');
-        this.events.up(nc);
+        this.listener.up(nc);
       } else if (s.type === Events.Error) {
         const held = this.complaints.take();
         if (held !== undefined) {

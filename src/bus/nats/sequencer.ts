@@ -1,4 +1,3 @@
-import type { NatsConnection } from 'nats';
 import { newEpoch } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
 import type { OddsImage } from '../../odds/messages.js';
@@ -6,9 +5,9 @@ import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
 import type { HeldImages, OddsHandler, Ordered } from '../types.js';
-import { OddsStream, envelope, isWrongLast } from './stream.js';
-import type { Inbound, Stored } from './inbound.js';
-import { Witness } from './witness.js';
+import { isWrongLast, type ImageStream } from './stream.js';
+import type { Inbound, RefuseReason, Stored } from './inbound.js';
+import { Witness, type WitnessDeps } from './witness.js';
 
 export interface SequencerDeps {
   prefix: string;
@@ -34,10 +33,10 @@ const RECONCILE_CONCURRENCY = 32;
  * image of each market, by publish time, is stored unless the stream already
  * holds a newer one, then every stored image is read back. A new stream (lost
  * or recreated) is a new epoch, and everything this pod holds is offered to it.
+ * It is also what the witness checks other pods' claims against and reports to.
  */
-export class Sequencer {
-  private stream: OddsStream | undefined;
-  private nc: NatsConnection | undefined;
+export class Sequencer implements WitnessDeps {
+  private stream: ImageStream | undefined;
   /** The stream's epoch is confirmed since the last loss: images may be stored. */
   private ready = false;
   /** Synced since the last loss: reported up. */
@@ -56,24 +55,12 @@ export class Sequencer {
   private readonly witness: Witness;
 
   constructor(private readonly deps: SequencerDeps) {
-    this.witness = new Witness({
-      last: async (mid) => (await this.stream!.last(mid))?.stored,
-      epoch: () => this.stream!.ensure(),
-      current: () => this.epoch,
-      accept: (s, origin) => this.note(s, origin),
-      moved: () => {
-        if (!this.ready) return;
-        this.lost();
-        void this.requestSync();
-      },
-      refuse: (s, reason, detail, n) => deps.inbound.refuse('image', `${deps.prefix}.img.${s.msg.mid}`, reason, detail, n),
-    });
+    this.witness = new Witness(this);
   }
 
-  attach(nc: NatsConnection): void {
-    if (this.nc === nc) return;
-    this.nc = nc;
-    this.stream = new OddsStream(nc, this.deps.prefix, this.deps.inbound);
+  /** The stream of a new connection: numbering goes through it from the next sync on. */
+  attach(stream: ImageStream): void {
+    this.stream = stream;
   }
 
   synced(): Promise<void> {
@@ -136,14 +123,52 @@ export class Sequencer {
     const head = this.heads.get(msg.mid);
     // This pod's own image echoed back, or a copy older than one already held.
     if (head && s.ss <= head.ss && msg.seq <= head.seq) return;
-    if (head && s.ss > head.ss && msg.seq === head.seq + 1) return this.note(s, 'remote');
+    if (head && s.ss > head.ss && msg.seq === head.seq + 1) return this.accept(s, 'remote');
     this.witness.check(s);
+  }
+
+  // What the witness (witness.ts) reads of the stream and of this pod's numbering, and what it reports.
+
+  /** The stream's last stored image of a market. */
+  async last(mid: string): Promise<Stored | undefined> {
+    return (await this.stream!.last(mid))?.stored;
+  }
+
+  streamEpoch(): Promise<string> {
+    return this.stream!.ensure();
+  }
+
+  currentEpoch(): string | undefined {
+    return this.epoch;
+  }
+
+  /** The stream was made anew under this pod: number locally until synced with it. */
+  moved(): void {
+    if (!this.ready) return;
+    this.lost();
+    void this.requestSync();
+  }
+
+  /** A claim the witness found false is counted and logged as a refused image. */
+  refuse(s: Stored, reason: RefuseReason, detail: string, n?: number): void {
+    this.deps.inbound.refuse('image', `${this.deps.prefix}.img.${s.msg.mid}`, reason, detail, n);
+  }
+
+  /** Takes an image in this epoch, stored (read back, or proved by the witness) or the next of its market from another pod. */
+  accept(s: Stored, origin: 'remote' | 'stored'): void {
+    const { msg } = s;
+    if (msg.epoch !== this.epoch) return;
+    const head = this.heads.get(msg.mid);
+    if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
+    // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
+    if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
+    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
   }
 
   /** One sync; true when it completed with nothing left pending and no loss meanwhile. */
   private async syncOnce(): Promise<boolean> {
     const stream = this.stream;
-    if (!stream || this.nc?.isClosed()) return true;
+    if (!stream || stream.closed()) return true;
     const generation = this.generation;
     const epoch = await stream.ensure();
     if (epoch !== this.epoch) {
@@ -157,7 +182,7 @@ export class Sequencer {
     }
     // From here new images go to the stream; only what was numbered alone is left to reconcile.
     this.ready = true;
-    await stream.loadAll((s) => this.note(s, 'stored'));
+    await stream.loadAll((s) => this.accept(s, 'stored'));
     while (this.pending.size) {
       await eachLimit([...this.pending.values()], RECONCILE_CONCURRENCY, (o) => this.deps.serial.run(o.image.mid, () => this.reconcile(o)));
     }
@@ -199,7 +224,7 @@ export class Sequencer {
     const ss = await this.stream!.store(image.mid, frame, head?.ss ?? 0);
     if (!head || ss > head.ss) this.heads.set(image.mid, { ss, seq });
     this.deps.odds.odds({ epoch, seq, pt, image, frame }, 'local');
-    this.nc?.publish(`${this.deps.prefix}.img.${image.mid}`, envelope(ss, frame));
+    this.stream!.share(image.mid, ss, frame);
   }
 
   /**
@@ -210,19 +235,9 @@ export class Sequencer {
   private async readLast(mid: string): Promise<Stored | undefined> {
     const last = await this.stream!.last(mid);
     const stored = last?.stored && last.stored.msg.epoch === this.epoch ? last.stored : undefined;
-    if (stored) this.note(stored, 'stored');
+    if (stored) this.accept(stored, 'stored');
     // Nothing stored (it aged out, or was purged), or something refused: the next write expects what is there, and seq still rises.
     else this.heads.set(mid, { ss: last?.ss ?? 0, seq: this.heads.get(mid)?.seq ?? 0 });
     return stored;
-  }
-
-  private note(s: Stored, origin: 'remote' | 'stored'): void {
-    const { msg } = s;
-    if (msg.epoch !== this.epoch) return;
-    const head = this.heads.get(msg.mid);
-    if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
-    // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
-    if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
   }
 }

@@ -40,13 +40,40 @@ export function envelope(ss: number, frame: Uint8Array): Uint8Array {
   return out;
 }
 
+/** A market's last stored message: its stream sequence, and the image unless it was refused. */
+export interface LastStored {
+  ss: number;
+  stored: Stored | undefined;
+}
+
+/**
+ * What the sequencer numbers through: the stream that orders every market's
+ * images, and the fan-out of what it stored to every pod. `OddsStream` over a
+ * NATS connection; a fake in the sequencer's unit test.
+ */
+export interface ImageStream {
+  /** Finds or makes the stream; its epoch. */
+  ensure(): Promise<string>;
+  /** Stores a frame if the market's last stream sequence is `expect` (0: none); its stream sequence. Rejects with a wrong-last error (isWrongLast) when another write came first. */
+  store(mid: string, frame: Uint8Array, expect: number): Promise<number>;
+  /** A market's last stored message, if any. */
+  last(mid: string): Promise<LastStored | undefined>;
+  /** Every market's last stored image, handed over one by one. */
+  loadAll(each: (s: Stored) => void): Promise<number>;
+  /** Sends a stored frame, behind its stream sequence, to every pod. */
+  share(mid: string, ss: number, frame: Uint8Array): void;
+  /** The connection under it ended for good: there is nothing to sync with. */
+  closed(): boolean;
+}
+
 /**
  * The JetStream stream that orders every market's images across pods: one
  * subject per market (`<prefix>.raw.<mid>`), keeping the last image of each.
  * A write names the stream sequence it expects as the subject's last, so two
- * pods can never give the same seq to different images.
+ * pods can never give the same seq to different images. What is stored is
+ * fanned out on `<prefix>.img.<mid>`, for pods to take without reading the stream.
  */
-export class OddsStream {
+export class OddsStream implements ImageStream {
   readonly name: string;
   private readonly js: JetStreamClient;
   private jsm: JetStreamManager | undefined;
@@ -91,7 +118,7 @@ export class OddsStream {
    * image unless it was refused (a write must still name that sequence to
    * store over it).
    */
-  async last(mid: string): Promise<{ ss: number; stored: Stored | undefined } | undefined> {
+  async last(mid: string): Promise<LastStored | undefined> {
     const jsm = (this.jsm ??= await this.nc.jetstreamManager({ timeout: TIMEOUT_MS }));
     try {
       const m = await jsm.streams.getMessage(this.name, { last_by_subj: this.subject(mid) });
@@ -100,6 +127,14 @@ export class OddsStream {
       if (apiError(err) === NO_MESSAGE) return undefined;
       throw err;
     }
+  }
+
+  share(mid: string, ss: number, frame: Uint8Array): void {
+    this.nc.publish(`${this.prefix}.img.${mid}`, envelope(ss, frame));
+  }
+
+  closed(): boolean {
+    return this.nc.isClosed();
   }
 
   /** Every market's last stored image, handed over one by one. */

@@ -4,13 +4,14 @@ import type { RefuseReason, Stored } from './inbound.js';
 const MAX_MARKETS = 256;
 const MAX_CLAIMS = 16;
 
+/** What the witness reads of the stream and of the pod's numbering, and what it reports: the sequencer (sequencer.ts). */
 export interface WitnessDeps {
   /** The stream's last stored image of a market (checked like any bus message). */
   last(mid: string): Promise<Stored | undefined>;
   /** The stream's epoch, read from the server. */
-  epoch(): Promise<string>;
+  streamEpoch(): Promise<string>;
   /** The epoch this pod numbers in. */
-  current(): string | undefined;
+  currentEpoch(): string | undefined;
   /** Takes an image the stream holds: `remote` when a claim proved true, `stored` when only the stream's own is taken. */
   accept(s: Stored, origin: 'remote' | 'stored'): void;
   /** The stream really is in another epoch: resync. */
@@ -54,9 +55,9 @@ export class Witness {
   foreign(s: Stored): void {
     this.strangers++;
     this.stranger ??= s;
-    this.epochCheck ??= this.deps.epoch().then((epoch) => {
+    this.epochCheck ??= this.deps.streamEpoch().then((epoch) => {
       const [n, sample] = [this.strangers, this.stranger!];
-      if (epoch !== this.deps.current()) this.deps.moved();
+      if (epoch !== this.deps.currentEpoch()) this.deps.moved();
       else this.deps.refuse(sample, 'epoch', `epoch ${sample.msg.epoch} is not the stream's ${epoch}`, n);
     }, () => undefined).finally(() => {
       this.strangers = 0;
