@@ -97,6 +97,8 @@ export class Sequencer implements WitnessDeps {
       }
     }
     this.number(image, pt);
+    // Every race lost with the stream still answering: only a sync stores what was numbered alone.
+    if (this.ready) void this.requestSync();
   }
 
   /** Numbers an image on this pod alone, in an epoch of its own, to be stored once the bus is back. */
