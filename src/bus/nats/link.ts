@@ -52,7 +52,11 @@ function connectOptions(o: LinkOptions): ConnectionOptions {
  */
 export class NatsLink {
   private nc: NatsConnection | undefined;
-  private closing = false;
+  /** Closed: a wait for NATS under way ends at once, so no backoff timer outlives the pod's stop. */
+  private readonly closed = new AbortController();
+  private get closing(): boolean {
+    return this.closed.signal.aborted;
+  }
   /** The server's complaints (a subject this user may not use) can repeat with every message. */
   private readonly complaints = new LineBudget(5, 60_000);
 
@@ -76,7 +80,7 @@ export class NatsLink {
   }
 
   async close(): Promise<void> {
-    this.closing = true;
+    this.closed.abort();
     const nc = this.nc;
     this.nc = undefined;
     if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());
@@ -84,7 +88,7 @@ export class NatsLink {
 
   private async keepTrying(): Promise<void> {
     await retry(() => this.connectOnce(), {
-      minMs: 250, maxMs: 5000, cancelled: () => this.closing,
+      minMs: 250, maxMs: 5000, signal: this.closed.signal,
       // Credentials may be changing on the server: keep trying, but say what to fix.
       onRetry: (err) => isAuthError(err) && this.log.error('nats refused this pod\'s credentials', { err: (err as Error).message, fix: credentialsHint(this.opts.auth) }),
     }).catch(() => undefined);
