@@ -67,9 +67,10 @@ function heartbeat(raw: string | undefined): number {
 
 /**
  * The subscriber socket route, `/ws`: the transport edge. It rate-limits
- * requests and decodes them into the hub's words, and leaves sockets' lives to the hub (which tells the
- * broadcaster, the sweep and the stored sets), requests to SocketSubscriptions
- * and backpressure to the sweep.
+ * requests and decodes them into the hub's words, and leaves sockets' lives
+ * to the hub (which tells the broadcaster, the sweep and the stored sets),
+ * requests to SocketSubscriptions (which answers them) and backpressure to
+ * the sweep.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { bc, hub, limits } = deps;
