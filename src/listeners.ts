@@ -87,6 +87,6 @@ export class RevokedSockets implements KeyRevocations {
   ) {}
 
   revoked(keyId: string): void {
-    this.hub.revoke(keyId, () => this.metrics.revokedCloses.inc());
+    this.hub.revoke(keyId, this.metrics);
   }
 }

@@ -15,6 +15,11 @@ export interface BudgetLimits {
   perKey: boolean;
 }
 
+/** Whether a key still holds any socket: the hub's index, the one count of them. */
+export interface HeldSockets {
+  holds(keyId: string): boolean;
+}
+
 interface KeyBudget {
   messages: TokenBucket;
   bytes: TokenBucket;
@@ -33,8 +38,7 @@ interface KeyBudget {
 export class Budgets {
   private readonly byKey = new Map<string, KeyBudget>();
 
-  /** `held`: whether a key still holds any socket (the hub's index: the one count of them). */
-  constructor(private readonly limits: BudgetLimits, private readonly held: (keyId: string) => boolean) {}
+  constructor(private readonly limits: BudgetLimits, private readonly sockets: HeldSockets) {}
 
   /** A socket's own bucket; its key's entry made on the first. */
   opened(keyId: string): TokenBucket {
@@ -47,7 +51,7 @@ export class Budgets {
   /** After the hub closed one of the key's sockets. */
   closed(keyId: string): void {
     const k = this.byKey.get(keyId);
-    if (k && !this.held(keyId) && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
+    if (k && !this.sockets.holds(keyId) && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
   }
 
   /**

@@ -6,7 +6,7 @@ import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
-import type { SocketSubscriptions } from '../hub/socket-subscriptions.js';
+import type { MarketsRequest, SocketSubscriptions, SubscribeRequest } from '../hub/socket-subscriptions.js';
 import { Session } from '../hub/session.js';
 import type { Sweeper } from '../hub/sweep.js';
 import type { AuthMetrics } from '../metrics/auth.js';
@@ -50,6 +50,14 @@ let nextId = 1;
 /** Messages refused for rate in a row after which a socket is closed (4029): a client that does not back off. */
 const PERSISTENT = 100;
 
+/** The markets a decoded request names, in the hub's words (decoded subscribe and unsubscribe requests carry all three lists). */
+const marketsRequest = (msg: ClientMessage): MarketsRequest =>
+  ({ requestId: msg.id, marketIds: msg.mids ?? [], eventIds: msg.eids ?? [], sportIds: msg.sis ?? [] });
+
+/** A decoded subscribe in the hub's words: what the protocol leaves out is its default (all levels, every update, images). */
+const subscribeRequest = (msg: ClientMessage): SubscribeRequest =>
+  ({ ...marketsRequest(msg), depth: msg.depth ?? 0, conflateMs: msg.conflate ?? 0, deltas: msg.delta === true, resume: msg.since });
+
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;
   const hb = parseHeartbeat(raw);
@@ -58,22 +66,21 @@ function heartbeat(raw: string | undefined): number {
 }
 
 /**
- * The subscriber socket route, `/ws`: the transport edge. It decodes and
- * rate-limits requests, and leaves sockets' lives to the hub (which tells the
- * broadcaster, the sweep and the stored sets), requests to SocketSubscriptions
- * and backpressure to the sweep.
+ * The subscriber socket route, `/ws`: the transport edge. It rate-limits
+ * requests and decodes them into the hub's words, and leaves sockets' lives
+ * to the hub (which tells the broadcaster, the sweep and the stored sets),
+ * requests to SocketSubscriptions (which answers them) and backpressure to
+ * the sweep.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { bc, hub, limits } = deps;
-  const budgets = new Budgets(limits, (keyId) => hub.holds(keyId));
+  const budgets = new Budgets(limits, hub);
   const refuse = (s: Session, id: number, err: ServiceError) => bc.send(s, refusal(id, err));
 
   const handle = (s: Session, msg: ClientMessage): void => {
-    if (msg.op === 'ping') return bc.send(s, { op: 'ack', id: msg.id, status: 1, message: 'pong' });
-    const answer = msg.op === 'subscribe' ? deps.socketSubs.subscribe(s, msg) : deps.socketSubs.unsubscribe(s, msg);
-    if ('refused' in answer) return refuse(s, msg.id, answer.refused);
-    bc.send(s, { op: 'ack', id: msg.id, ...answer.ack });
-    answer.then?.();
+    if (msg.op === 'ping') bc.send(s, { op: 'ack', id: msg.id, status: 1, message: 'pong' });
+    else if (msg.op === 'subscribe') deps.socketSubs.subscribe(s, subscribeRequest(msg));
+    else deps.socketSubs.unsubscribe(s, marketsRequest(msg));
   };
 
   app.ws<WsData>('/ws', {

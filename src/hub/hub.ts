@@ -35,6 +35,11 @@ export interface SocketRefusals {
   socketRefused(reason: 'per_key' | 'total'): void;
 }
 
+/** Told of each socket a revoked key's revocation closes: the metrics. */
+export interface RevokedCloses {
+  revokedClose(): void;
+}
+
 /** Which markets have concluded: no filter or stored set adds one to a socket. */
 export interface ConcludedMarkets {
   concluded(mid: string): boolean;
@@ -186,9 +191,9 @@ export class Hub {
   }
 
   /** Closes every socket of a revoked key; a publisher first refuses the batches it has not started. */
-  revoke(keyId: string, counted: () => void): void {
+  revoke(keyId: string, closes: RevokedCloses): void {
     for (const socket of [...(this.byKey.get(keyId) ?? [])]) {
-      counted();
+      closes.revokedClose();
       if (socket instanceof Session) this.end(socket, CLOSE.REVOKED);
       else void socket.revoke().then(() => this.end(socket, CLOSE.REVOKED));
     }

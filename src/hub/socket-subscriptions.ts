@@ -1,6 +1,6 @@
-import { errors, type ServiceError } from '../errors.js';
+import { errors } from '../errors.js';
 import { heldBy, type Book } from '../odds/book.js';
-import { notice, type AckMessage, type ClientMessage } from '../odds/messages.js';
+import { notice, refusal, type AckMessage, type Since } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
@@ -13,66 +13,88 @@ export interface SocketSubscriptionsDeps {
   model: ReadModel;
 }
 
-type Ack = Omit<AckMessage, 'op' | 'id'>;
-/** A request's answer: an ack, then what follows it; or a refusal of the catalogue, which changed nothing. */
-export type Answer = { ack: Ack; then?: () => void } | { refused: ServiceError };
+/**
+ * A socket's request naming markets, decoded from its message at the socket's edge (http/ws.ts):
+ * by ID, and every market of some events and sports, including markets created later.
+ */
+export interface MarketsRequest {
+  /** Echoed in the request's ack. */
+  readonly requestId: number;
+  readonly marketIds: readonly string[];
+  readonly eventIds: readonly number[];
+  readonly sportIds: readonly number[];
+}
+
+/** A subscribe request: what it names, and how the socket takes those markets. */
+export interface SubscribeRequest extends MarketsRequest {
+  /** Ladder levels a side; 0 all. */
+  readonly depth: number;
+  /** At most one frame per market per this many ms; 0 every update. */
+  readonly conflateMs: number;
+  /** After the first image, what changed rather than whole images. */
+  readonly deltas: boolean;
+  /** What a resuming client holds: markets it holds the newest image of get none. */
+  readonly resume?: Since;
+}
 
 /** Event and sport filters one socket may hold: filters on events with no live market add no markets to count. */
 const MAX_FILTERS = 200;
 
 /** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
-function describe(msg: ClientMessage): string {
+function describe(req: MarketsRequest): string {
   const parts: string[] = [];
-  if (msg.mids?.length) parts.push(`market ${msg.mids.join(',')}`);
-  if (msg.eids?.length) parts.push(`event ${msg.eids.join(',')}`);
-  if (msg.sis?.length) parts.push(`sport ${msg.sis.join(',')}`);
+  if (req.marketIds.length) parts.push(`market ${req.marketIds.join(',')}`);
+  if (req.eventIds.length) parts.push(`event ${req.eventIds.join(',')}`);
+  if (req.sportIds.length) parts.push(`sport ${req.sportIds.join(',')}`);
   return parts.join('; ');
 }
 
 /**
- * A socket's own subscribe and unsubscribe requests (REST changes a client's
- * stored set instead: stored-sets/). Market IDs, event and sport filters
- * (which also take markets created later), depth and conflation per request.
- * A socket's market limit counts every market a request would add; a request
- * that would pass it changes nothing.
+ * A socket's own subscribe and unsubscribe requests, each answered here
+ * (REST changes a client's stored set instead: stored-sets/). Market IDs,
+ * event and sport filters (which also take markets created later), depth and
+ * conflation per request. A socket's market limit counts every market a
+ * request would add; a request that would pass it changes nothing.
  */
 export class SocketSubscriptions {
   constructor(private readonly deps: SocketSubscriptionsDeps) {}
 
-  subscribe(s: Session, msg: ClientMessage): Answer {
+  /** Answers the request: refused with nothing changed, or the ack and then each market's image. */
+  subscribe(s: Session, req: SubscribeRequest): void {
     const { hub, bc, book } = this.deps;
-    const { take, refused } = hub.admit(s, this.covered(msg), new Set(msg.mids));
-    if (refused) return { refused };
-    const moreFilters = (msg.eids ?? []).filter((eid) => !s.filtersOf('events').has(eid)).length + (msg.sis ?? []).filter((si) => !s.filtersOf('sports').has(si)).length;
+    const { take, refused } = hub.admit(s, this.covered(req), new Set(req.marketIds));
+    if (refused) return bc.send(s, refusal(req.requestId, refused));
+    const moreFilters = req.eventIds.filter((eid) => !s.filtersOf('events').has(eid)).length + req.sportIds.filter((si) => !s.filtersOf('sports').has(si)).length;
     if (s.filtersOf('events').size + s.filtersOf('sports').size + moreFilters > MAX_FILTERS) {
-      return { refused: errors.socketFilters(moreFilters, MAX_FILTERS) };
+      return bc.send(s, refusal(req.requestId, errors.socketFilters(moreFilters, MAX_FILTERS)));
     }
-    const v = variant(s.format, msg.depth ?? 0, msg.conflate ?? 0, msg.delta === true);
-    for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, v);
-    for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, v);
-    const filters = msg.eids?.length || msg.sis?.length;
-    const ack: Ack = { status: 1, message: `Subscribed from ${describe(msg)}${filters ? ` (${take.length} markets)` : ''}` };
-    if (msg.since) {
+    const v = variant(s.format, req.depth, req.conflateMs, req.deltas);
+    for (const eid of req.eventIds) hub.filter(s, 'events', eid, v);
+    for (const si of req.sportIds) hub.filter(s, 'sports', si, v);
+    const filters = req.eventIds.length || req.sportIds.length;
+    const ack: AckMessage = { op: 'ack', id: req.requestId, status: 1, message: `Subscribed from ${describe(req)}${filters ? ` (${take.length} markets)` : ''}` };
+    if (req.resume) {
       let current = 0;
       for (const mid of take) {
         const e = book.get(mid);
-        if (e && heldBy(msg.since, e)) current++;
+        if (e && heldBy(req.resume, e)) current++;
       }
       ack.current = current;
     }
     // The ack goes first; each market's image right after it, before any newer frame.
-    return { ack, then: () => bc.attach(s, take, v, msg.since) };
+    bc.send(s, ack);
+    bc.attach(s, take, v, req.resume);
   }
 
-  /** After the ack, the markets that went with an event or sport are listed, so a client knows what to drop. */
-  unsubscribe(s: Session, msg: ClientMessage): Answer {
+  /** Answers the request with its ack; then the markets that went with an event or sport are listed, so a client knows what to drop. */
+  unsubscribe(s: Session, req: MarketsRequest): void {
     const { hub, bc } = this.deps;
-    for (const eid of msg.eids ?? []) hub.filter(s, 'events', eid, undefined);
-    for (const si of msg.sis ?? []) hub.filter(s, 'sports', si, undefined);
-    const named = new Set(msg.mids);
-    const withFilters = bc.detach(s, this.covered(msg)).filter((mid) => !named.has(mid));
-    const ack: Ack = { status: 1, message: `Unsubscribed from ${describe(msg)}` };
-    return { ack, then: withFilters.length ? () => bc.send(s, { op: 'unsubscribed', mids: withFilters }) : undefined };
+    for (const eid of req.eventIds) hub.filter(s, 'events', eid, undefined);
+    for (const si of req.sportIds) hub.filter(s, 'sports', si, undefined);
+    const named = new Set(req.marketIds);
+    const withFilters = bc.detach(s, this.covered(req)).filter((mid) => !named.has(mid));
+    bc.send(s, { op: 'ack', id: req.requestId, status: 1, message: `Unsubscribed from ${describe(req)}` });
+    if (withFilters.length) bc.send(s, { op: 'unsubscribed', mids: withFilters });
   }
 
   /** Markets created after a filter was set: each socket whose filter covers one takes it, if the hub admits it. */
@@ -87,11 +109,11 @@ export class SocketSubscriptions {
   }
 
   /** The markets a request names: its IDs, and every market of its events and sports. */
-  private covered(msg: ClientMessage): Set<string> {
+  private covered(req: MarketsRequest): Set<string> {
     const { model } = this.deps;
-    const out = new Set(msg.mids);
-    for (const eid of msg.eids ?? []) for (const mid of model.eventMarkets(eid)) out.add(mid);
-    for (const si of msg.sis ?? []) for (const mid of model.sportMarkets(si)) out.add(mid);
+    const out = new Set(req.marketIds);
+    for (const eid of req.eventIds) for (const mid of model.eventMarkets(eid)) out.add(mid);
+    for (const si of req.sportIds) for (const mid of model.sportMarkets(si)) out.add(mid);
     return out;
   }
 }

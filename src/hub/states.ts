@@ -17,7 +17,10 @@ interface Held {
  * revision at which it changed. A socket that fell behind remembers the
  * revision it fell behind at and, once it drains, is sent exactly what
  * changed since. Holds one entry per market that ever changed state, and
- * forgets a market when the read model deletes it.
+ * forgets a market when the read model deletes it. It keeps the messages as
+ * they were published, wire keys and all, and compares none of them: what
+ * changed is decided on the read model's domain objects (relay/reference-frames.ts)
+ * and by the freshness owner, and a socket behind is owed these same frames.
  */
 export class MarketStates {
   private readonly held = new Map<string, Held>();

@@ -5,7 +5,7 @@ export class AuthMetrics {
   readonly rejected: Counter<'reason'>;
   readonly rateLimited: Counter<'scope'>;
   private readonly socketsRefused: Counter<'reason'>;
-  readonly revokedCloses: Counter;
+  private readonly revokedCloses: Counter;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -18,6 +18,11 @@ export class AuthMetrics {
   /** A socket handshake one of the hub's socket limits refused (per_key, total). */
   socketRefused(reason: string): void {
     this.socketsRefused.inc({ reason });
+  }
+
+  /** A socket closed because its key was revoked (4003). */
+  revokedClose(): void {
+    this.revokedCloses.inc();
   }
 
   /** A handshake or subscribe request over its admission rate: a handshake is a refused socket, a subscribe a rate-limited request. */
