@@ -1,0 +1,161 @@
+import t from 'tap';
+import { Hub, type Publisher } from '../../src/hub/hub.js';
+import { Session, variant } from '../../src/hub/session.js';
+import { FakeConn, FakeTopics } from './fakes.js';
+
+/**
+ * The hub's own work, over fake sockets: the limits a handshake and a request
+ * meet, the indexes by market, key, client and format that every count and
+ * fan-out reads, and which sockets a revocation or a shutdown closes. The
+ * counts must follow the sockets exactly, or a pod refuses clients it has room
+ * for, or holds more than it may.
+ */
+function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boolean; markets: number }> = {}, concluded: string[] = []) {
+  const refused: string[] = [];
+  const hub = new Hub(
+    { perKey: 2, total: 4, countPerKey: true, markets: 3, ...limits },
+    { refusals: { socketRefused: (reason) => refused.push(reason) }, markets: { concluded: (mid) => concluded.includes(mid) } },
+  );
+  const topics = new FakeTopics();
+  let id = 0;
+  const session = (keyId = 'k1', client = 'c1', format: 'json' | 'proto' = 'json') => {
+    const conn = new FakeConn(topics);
+    const s = new Session(++id, keyId, client, format, 5000, conn);
+    return { s, conn };
+  };
+  const publisher = (keyId = 'k1') => {
+    const ended: number[] = [];
+    const events: string[] = [];
+    const p: Publisher = {
+      keyId, closed: false,
+      conn: { end: (code) => ended.push(code!) },
+      revoke: async () => void events.push('revoke'),
+      drain: async () => void events.push('drain'),
+    };
+    return { p, ended, events };
+  };
+  return { hub, refused, session, publisher };
+}
+
+const turn = () => new Promise((ok) => setImmediate(ok));
+
+t.test('a handshake is refused past the key\'s limit, then past the pod\'s, each counted by its reason; a closed socket frees its room', async (t) => {
+  const { hub, refused, session, publisher } = setup();
+  const a = session('k1');
+  hub.open(a.s);
+  hub.open(publisher('k1').p);
+  t.match(hub.refuse('k1'), { code: 'TOO_MANY_SOCKETS', message: /limit of 2 sockets/ }, 'subscribers and publishers count against one key');
+  t.equal(hub.refuse('k2'), undefined, 'another key has room');
+  hub.open(session('k2').s);
+  hub.open(session('k3').s);
+  t.match(hub.refuse('k4'), { code: 'SERVER_FULL', message: /limit of 4 sockets/ }, 'the pod is full');
+  t.same(refused, ['per_key', 'total']);
+  hub.close(a.s);
+  t.equal(hub.refuse('k1'), undefined, 'a closed socket frees its room on the key and the pod');
+  t.equal(hub.sockets, 3);
+});
+
+t.test('with no keys (AUTH=off) only the pod\'s limit applies', async (t) => {
+  const { hub, session } = setup({ countPerKey: false });
+  for (let i = 0; i < 3; i++) hub.open(session('public').s);
+  t.equal(hub.refuse('public'), undefined);
+  hub.open(session('public').s);
+  t.match(hub.refuse('public'), { code: 'SERVER_FULL' });
+});
+
+t.test('admit: held markets cost nothing, a concluded market is left out unless named, the rest fit while there is room and the others are refused by name', async (t) => {
+  const { hub, session } = setup({}, ['1.9']);
+  const { s } = session();
+  hub.open(s);
+  const v = variant('json');
+  hub.take(s, '1.1', v);
+  t.same(hub.admit(s, ['1.1', '1.9', '1.2', '1.3']), { take: ['1.1', '1.2', '1.3'] }, 'the held one and two more fill the three');
+  t.same(hub.admit(s, ['1.9'], new Set(['1.9'])), { take: ['1.9'] }, 'a concluded market asked for by its ID is taken');
+  const over = hub.admit(s, ['1.2', '1.3', '1.4']);
+  t.same(over.take, ['1.2', '1.3']);
+  t.match(over.refused, { code: 'LIMIT', message: /1\.4 did not fit: a socket holds at most 3 markets/ }, 'the market past the limit is named');
+  t.equal(s.markets.size, 1, 'admitting takes nothing by itself');
+});
+
+t.test('the market index counts each variant\'s takers; taking again another way moves the count; closing a socket takes it out of every index', async (t) => {
+  const { hub, session } = setup({ countPerKey: false, total: 10 });
+  const a = session('k', 'alice', 'json');
+  const b = session('k', 'alice', 'proto');
+  const c = session('k', 'bob', 'json');
+  for (const x of [a, b, c]) hub.open(x.s);
+  const live = variant('json');
+  const deep = variant('json', 2);
+  t.equal(hub.take(a.s, '1.1', live), true);
+  t.equal(hub.take(a.s, '1.1', live), false, 'the same way again changes nothing');
+  hub.take(b.s, '1.1', variant('proto'));
+  hub.take(c.s, '1.1', live);
+  hub.take(c.s, '1.2', live);
+  const takers = () => [...hub.market('1.1')?.variants ?? []].map(([key, v]) => `${key}x${v.count}`).sort();
+  t.same(takers(), ['j0.0x2', 'p0.0x1']);
+  t.equal(hub.subscriptions(), 4);
+  hub.take(a.s, '1.1', deep);
+  t.same(takers(), ['j0.0x1', 'j2.0x1', 'p0.0x1'], 'the socket moved from one variant to the other');
+  t.equal(hub.subscriptions(), 4, 'still one subscription');
+  t.same([hub.count('json'), hub.count('proto'), hub.size], [2, 1, 3]);
+  t.same([...hub.clientSessions('alice')].map((s) => s.id), [a.s.id, b.s.id]);
+  hub.close(c.s);
+  t.equal(hub.market('1.2'), undefined, 'a market nobody takes leaves the index');
+  t.same(takers(), ['j2.0x1', 'p0.0x1']);
+  t.equal(hub.subscriptions(), 2);
+  t.equal(hub.drop(a.s, '1.1'), true);
+  t.equal(hub.drop(a.s, '1.1'), false, 'not held: nothing to drop');
+  t.same(takers(), ['p0.0x1']);
+  t.ok(c.s.closed, 'the session knows it closed');
+});
+
+t.test('filters: the sessions an event or sport covers, with the variant each asked for; a closed session leaves them', async (t) => {
+  const { hub, session } = setup({ countPerKey: false, total: 10 });
+  const a = session();
+  const b = session();
+  hub.open(a.s);
+  hub.open(b.s);
+  const deep = variant('json', 3);
+  hub.filter(a.s, 'events', 30, variant('json'));
+  hub.filter(b.s, 'sports', 4, deep);
+  const covered = (eid: number, si: number) => [...hub.filtered(eid, si)].map(([s, v]) => `${s.id}:${v.key}`).sort();
+  t.same(covered(30, 4), [`${a.s.id}:j0.0`, `${b.s.id}:j3.0`]);
+  t.same(covered(31, 4), [`${b.s.id}:j3.0`], 'another event of the sport');
+  hub.filter(b.s, 'sports', 4, undefined);
+  t.same(covered(31, 4), [], 'a removed filter covers nothing');
+  hub.close(a.s);
+  t.same(covered(30, 4), [], 'nor does a closed socket\'s');
+});
+
+t.test('a revoked key: its subscribers close with 4003 at once, its publishers refuse what they have not started and then close; other keys are untouched', async (t) => {
+  const { hub, session, publisher } = setup({ perKey: 5, total: 10 });
+  const mine = session('k1');
+  const other = session('k2');
+  const pub = publisher('k1');
+  hub.open(mine.s);
+  hub.open(other.s);
+  hub.open(pub.p);
+  let counted = 0;
+  hub.revoke('k1', { revokedClose: () => counted++ });
+  t.equal(mine.conn.closedWith, 4003);
+  t.equal(other.conn.closedWith, undefined, 'another key keeps its socket');
+  t.equal(counted, 2, 'each socket closed is counted');
+  await turn();
+  t.same(pub.events, ['revoke']);
+  t.same(pub.ended, [4003], 'the publisher closes once its batches are answered');
+});
+
+t.test('shutdown: publishers drain and close with 1001 first; then every subscriber gets 1001; a socket closed already is left alone', async (t) => {
+  const { hub, session, publisher } = setup({ perKey: 5, total: 10 });
+  const a = session();
+  const b = session();
+  const pub = publisher();
+  const gone = publisher();
+  for (const x of [a.s, b.s, pub.p, gone.p]) hub.open(x);
+  gone.p.closed = true;
+  await hub.drainPublishers();
+  t.same([pub.events, pub.ended], [['drain'], [1001]]);
+  t.same(gone.ended, [], 'uWS throws on ending a closed socket: the hub does not');
+  t.equal(a.conn.closedWith, undefined, 'subscribers still open while publishers drain');
+  hub.closeSubscribers();
+  t.same([a.conn.closedWith, b.conn.closedWith], [1001, 1001]);
+});
