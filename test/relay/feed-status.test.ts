@@ -1,0 +1,44 @@
+import t from 'tap';
+import { FeedMonitor } from '../../src/relay/feed-monitor.js';
+import type { FeedStatus } from '../../src/odds/messages.js';
+
+/**
+ * The feed status over a clock the test moves: STALE after FEED_STALE_MS of
+ * silence from every publisher or while the bus is down, OK again when both
+ * are over, and each listener told once per change, never twice the same.
+ */
+function setup(staleMs = 1000) {
+  let now = 0;
+  const monitor = new FeedMonitor({ staleMs, now: () => now });
+  const told: FeedStatus[] = [];
+  monitor.listen({ feedChanged: (s) => told.push(s) });
+  return { monitor, told, advance: (ms: number) => (now += ms) };
+}
+
+t.test('silence past the bound makes the feed STALE; a publisher heard makes it OK', async (t) => {
+  const { monitor, told, advance } = setup();
+  t.equal(monitor.status, 'OK', 'a new pod starts OK: its publishers have the bound to be heard');
+  advance(1000);
+  monitor.evaluate();
+  t.equal(monitor.status, 'OK', 'at the bound, not yet');
+  advance(1);
+  monitor.evaluate();
+  monitor.evaluate();
+  t.equal(monitor.status, 'STALE');
+  monitor.heard();
+  t.same(told, ['STALE', 'OK'], 'each change told once');
+});
+
+t.test('the bus down makes it STALE however recently a publisher was heard, until the bus is back', async (t) => {
+  const { monitor, told, advance } = setup();
+  monitor.busDown(true);
+  monitor.heard();
+  t.equal(monitor.status, 'STALE', 'a pod cut off from the others cannot vouch for their prices');
+  monitor.busDown(false);
+  t.equal(monitor.status, 'OK');
+  monitor.busDown(true);
+  advance(5000);
+  monitor.busDown(false);
+  t.equal(monitor.status, 'STALE', 'back, but silent past the bound meanwhile');
+  t.same(told, ['STALE', 'OK', 'STALE']);
+});
