@@ -1,8 +1,8 @@
-import type { Book } from '../odds/book.js';
+import type { Book, Ordered } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
-import type { Bus, OddsHandler, Ordered, Origin } from '../bus/types.js';
+import type { Bus, OddsHandler, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { FeedMonitor } from './feed-monitor.js';
 import type { Freshness } from './freshness.js';
@@ -84,7 +84,7 @@ export class OddsRelay implements OddsHandler {
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }
-    const entry = this.deps.book.put(o.epoch, o.seq, o.pt, o.image, o.frame);
+    const entry = this.deps.book.put(o);
     if (entry) this.deps.bc.publish(entry);
   }
 

@@ -1,11 +1,11 @@
 import type { NatsConnection } from 'nats';
-import { newEpoch } from '../../odds/book.js';
+import { newEpoch, type Ordered } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
-import type { HeldImages, OddsHandler, Ordered } from '../types.js';
+import type { HeldImages, OddsHandler } from '../types.js';
 import { OddsStream, envelope, isWrongLast } from './stream.js';
 import type { Inbound, Stored } from './inbound.js';
 import { Witness } from './witness.js';
