@@ -68,14 +68,19 @@ class LiveKey implements PublisherKey {
 class PublisherSocket implements Publisher {
   /** Set by the hub once the socket closed: an ack for a batch still running is dropped then. */
   closed = false;
+  readonly keyId: string;
+  readonly lane: Lane;
+  readonly feeder: Feeder;
+  private readonly format: Format;
 
-  constructor(
-    readonly conn: WebSocket<PublisherData>,
-    readonly keyId: string,
-    private readonly format: Format,
-    readonly lane: Lane,
-    readonly feeder: Feeder,
-  ) {}
+  constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
+    const { keyId, format, key, liveMs } = conn.getUserData();
+    this.keyId = keyId;
+    this.format = format;
+    this.feeder = deps.freshness.connect(liveMs);
+    const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
+    this.lane = new Lane({ ingest: deps.ingest, by: { key, feeder: this.feeder }, limits, keys: deps.keyQueues, keyId });
+  }
 
   revoke(): Promise<void> {
     return this.lane.revoke(errors.keyRevoked());
@@ -97,7 +102,7 @@ interface PublisherData {
   format: Format;
   key: PublisherKey | undefined;
   liveMs: number;
-  /** From open. */
+  /** From open: the connection's lane and freshness, and the socket as the hub holds it. */
   socket?: PublisherSocket;
 }
 
@@ -148,29 +153,25 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
     )),
     open: (ws) => {
-      const { keyId, format, key, liveMs } = ws.getUserData();
-      const feeder = deps.freshness.connect(liveMs);
-      const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
-      const lane = new Lane({ ingest, by: { key, feeder }, limits, keys: deps.keyQueues, keyId });
-      const socket = (ws.getUserData().socket = new PublisherSocket(ws, keyId, format, lane, feeder));
-      deps.hub.open(socket);
+      deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
     },
     message: (ws, data, isBinary) => {
       const socket = ws.getUserData().socket!;
       socket.feeder.heard();
-      let batch: Batch | undefined;
-      let id: number;
+      let batch: Batch;
       try {
-        // The message buffer is only valid during this callback: read it now, unless the lane
-        // is full, when it is refused unread (by its id, peeked) in its place.
-        batch = socket.lane.full(data.byteLength) ? undefined : readBatch(new Uint8Array(data), isBinary, deps);
-        id = batch ? batch.id : isBinary ? 0 : peekId(data, false);
+        // The message buffer is only valid during this callback: read it now, unless the lane's
+        // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
+        const unread = socket.lane.boundRefusal(data.byteLength);
+        batch = unread
+          ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
+          : readBatch(new Uint8Array(data), isBinary, deps);
       } catch (err) {
         return socket.reply(refusal(0, known(err, log, 'ingest')));
       }
-      (batch ? socket.lane.submit(batch) : socket.lane.refuseUnread(data.byteLength)).then(
-        (result) => socket.reply({ op: 'ack', id, ...answer(result) }),
-        (err: unknown) => socket.reply(refusal(id, known(err, log, 'ingest'))),
+      socket.lane.submit(batch).then(
+        (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),
+        (err: unknown) => socket.reply(refusal(batch.id, known(err, log, 'ingest'))),
       );
     },
     close: (ws) => {

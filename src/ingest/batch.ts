@@ -27,7 +27,8 @@ export interface ReadItems {
 
 /**
  * What reading a batch made of it: its items, or why the whole batch is refused (not a list, too
- * many items, a bad reference item), told only when the batch runs, after its key is checked.
+ * many items, a bad reference item), told only when the batch runs, after its key is checked; or,
+ * for a message its lane's bounds refused, why it was left unread (the lane refuses it in its place).
  */
 export type BatchItems = ReadItems | { refusal: ServiceError };
 

@@ -82,21 +82,27 @@ export class Lane {
 
   /** Runs a batch after those before it; resolves with its result, or rejects with why it was refused or failed. */
   submit(batch: Batch): Promise<IngestResult> {
-    return this.enqueue(batch.bytes, batch);
-  }
-
-  /** A message of `bytes` left unread because the lane is `full`: refused in its place. */
-  refuseUnread(bytes: number): Promise<IngestResult> {
-    return this.enqueue(bytes, undefined);
+    const refusal = this.boundRefusal(batch.bytes) ?? this.deps.keys.take(this.deps.keyId, batch.bytes);
+    // A refusal is answered in its place too, so acks always come back in the order sent; past
+    // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
+    if (refusal && this.inFlight() >= 2 * this.deps.limits.maxInFlight) return Promise.reject(refusal);
+    if (!refusal) this.bytes += batch.bytes;
+    const answered = new Promise<IngestResult>((ok, fail) => this.queue.push(refusal ? { bytes: 0, refusal, ok, fail } : { batch, bytes: batch.bytes, ok, fail }));
+    void this.pump();
+    return answered;
   }
 
   /**
-   * Whether a batch of `bytes` would be refused for this connection's bounds now: the socket
-   * then answers it without decoding it, so a publisher past its bound costs no memory.
+   * Why this connection's bounds refuse a batch of `bytes` now (closing, batches in flight, bytes
+   * queued), before its key's: the socket then leaves the message unread, so a publisher past its
+   * bound costs no memory.
    */
-  full(bytes: number): boolean {
-    const inFlight = this.queue.length + (this.running ? 1 : 0);
-    return this.closing !== undefined || inFlight >= this.deps.limits.maxInFlight || (this.bytes > 0 && this.bytes + bytes > this.deps.limits.maxBytes);
+  boundRefusal(bytes: number): ServiceError | undefined {
+    if (this.closing) return this.closing;
+    const { maxInFlight, maxBytes } = this.deps.limits;
+    if (this.inFlight() >= maxInFlight) return errors.batchesInFlight(maxInFlight);
+    if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
+    return undefined;
   }
 
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
@@ -115,28 +121,9 @@ export class Lane {
     return this.settled();
   }
 
-  private enqueue(bytes: number, batch: Batch | undefined): Promise<IngestResult> {
-    const inFlight = this.queue.length + (this.running ? 1 : 0);
-    const refusal = this.refusal(inFlight, bytes);
-    // A refusal is answered in its place too, so acks always come back in the order sent; past
-    // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
-    if (refusal && inFlight >= 2 * this.deps.limits.maxInFlight) return Promise.reject(refusal);
-    return new Promise((ok, fail) => {
-      if (refusal || !batch) this.queue.push({ bytes: 0, refusal, ok, fail });
-      else {
-        this.bytes += bytes;
-        this.queue.push({ batch, bytes, ok, fail });
-      }
-      void this.pump();
-    });
-  }
-
-  private refusal(inFlight: number, bytes: number): ServiceError | undefined {
-    if (this.closing) return this.closing;
-    const { maxInFlight, maxBytes } = this.deps.limits;
-    if (inFlight >= maxInFlight) return errors.batchesInFlight(maxInFlight);
-    if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
-    return this.deps.keys.take(this.deps.keyId, bytes);
+  /** Batches not yet answered, queued or running. */
+  private inFlight(): number {
+    return this.queue.length + (this.running ? 1 : 0);
   }
 
   private settled(): Promise<void> {
