@@ -109,6 +109,7 @@ export class Ingest implements BatchRunner {
     return items;
   }
 
+  /** Runs a batch as `read` left it, sent by `from` with `key`, fed by `feeder`: resolves with what its ack reports. */
   async accept(items: BatchItems, { from = 'publisher', key, feeder }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
     const arrived = Date.now();
