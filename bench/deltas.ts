@@ -46,7 +46,7 @@ function bytesPerChange(runners: number): BytesRow[] {
   const book = new Book();
   const totals = new Map<string, { image: number; delta: number; keyframes: number }>();
   for (let i = 0; i <= SETTINGS.changes; i++) {
-    const entry = book.put('bench', i + 1, Date.now(), market.next() as unknown as OddsImage)!;
+    const entry = book.put({ epoch: 'bench', seq: i + 1, pt: Date.now(), image: market.next() as unknown as OddsImage })!;
     if (i === 0) continue;
     for (const format of FORMATS) {
       for (const depth of DEPTHS) {

@@ -1,20 +1,10 @@
-import type { Book } from '../odds/book.js';
+import type { Book, Ordered } from '../odds/book.js';
 import type { OddsImage, StaleReason } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
 
 /** Checks an odds image as ingest does: the image, or the first problem. */
 export type ImageCheck = (o: Record<string, unknown>) => { image: OddsImage } | { error: string };
-
-/** An image with its place in its market's order. */
-export interface Ordered {
-  epoch: string;
-  seq: number;
-  pt: number;
-  image: OddsImage;
-  /** Its full protobuf frame, when it arrived as one (from the bus). */
-  frame?: Uint8Array;
-}
 
 /** Where an image came from: numbered here, sent live by another pod, or read back from the stream while syncing. */
 export type Origin = 'local' | 'remote' | 'stored';

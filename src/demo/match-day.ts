@@ -95,7 +95,7 @@ export class MatchDay {
     const touched = new Set(batch.map((i) => i.mid));
     const steady = markets.filter((m) => live.has(m.eventId) && m.isActive && !m.concluded && !touched.has(m.id));
     if (steady.length && this.random() < P_SUSPEND) batch.push({ kind: 'market', mid: steady[Math.floor(this.random() * steady.length)].id, s: false });
-    if (batch.length) await this.opts.ingest.accept(batch, { from: 'simulator' });
+    if (batch.length) await this.opts.ingest.accept(this.opts.ingest.read(batch), { from: 'simulator' });
     return batch;
   }
 

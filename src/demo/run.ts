@@ -68,7 +68,7 @@ export class DemoSimulator implements Component {
       markets: () => simMarkets(model, ours),
       alive: () => feeder.heard(),
       publish: (images) => {
-        ingest.accept(images.map((image) => ({ kind: 'odds', ...image })), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
+        ingest.accept(ingest.read(images.map((image) => ({ kind: 'odds', ...image }))), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
       },
     });
     sim.start();

@@ -1,12 +1,14 @@
-import type { TemplatedApp } from 'uWebSockets.js';
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { errors, known } from '../errors.js';
+import type { Auth } from '../auth/auth.js';
 import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
-import { PublisherBatches, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
-import { Lane, type Batch, type KeyQueues } from '../ingest/lane.js';
+import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
+import type { Batch } from '../ingest/batch.js';
+import { Lane, type KeyQueues } from '../ingest/lane.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
 import { peekId } from './peek.js';
@@ -16,17 +18,20 @@ import { upgrade, type UpgradeDeps } from './upgrade.js';
 const JSON_TYPE = 'application/json';
 const PROTO_TYPE = 'application/x-protobuf';
 
-/** A batch in either format: `{"id"?, "data": [...]}` as JSON, or an IngestBatch as protobuf (counted before it is decoded). */
-function decodeBatch(bytes: Uint8Array, binary: boolean, maxItems: number): Batch {
+/**
+ * A batch in either format, `{"id"?, "data": [...]}` as JSON or an IngestBatch as protobuf
+ * (counted before it is decoded), read into the domain's types by `Ingest.read`.
+ */
+function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pick<IngestRoutesDeps, 'ingest' | 'maxItems'>): Batch {
   if (binary) {
     const decoded = decodeIngestProto(bytes, maxItems);
     if ('error' in decoded) throw errors.badBody(decoded.error);
-    return { id: 0, data: decoded.data, bytes: bytes.byteLength };
+    return { id: 0, bytes: bytes.byteLength, items: ingest.read(decoded.data) };
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
   const { id, data } = body as { id?: unknown; data?: unknown };
-  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, data, bytes: bytes.byteLength };
+  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, bytes: bytes.byteLength, items: ingest.read(data) };
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -43,16 +48,62 @@ function liveness(raw: string | undefined): number {
   return ms;
 }
 
+/** A publisher's API key as ingest checks it while keys are in force: live while this pod holds it. */
+class LiveKey implements PublisherKey {
+  constructor(private readonly auth: Auth, readonly id: string) {}
+
+  live(): boolean {
+    return this.auth.live(this.id);
+  }
+
+  revoked(): void {
+    this.auth.drop(this.id);
+  }
+}
+
+/**
+ * One `/ingest` connection from open, as the hub holds it: its batches in order (its lane,
+ * through which the hub revokes and drains it), and the connection as freshness sees it.
+ */
+class PublisherSocket implements Publisher {
+  /** Set by the hub once the socket closed: an ack for a batch still running is dropped then. */
+  closed = false;
+  readonly keyId: string;
+  readonly lane: Lane;
+  readonly feeder: Feeder;
+  private readonly format: Format;
+
+  constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
+    const { keyId, format, key, liveMs } = conn.getUserData();
+    this.keyId = keyId;
+    this.format = format;
+    this.feeder = deps.freshness.connect(liveMs);
+    const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
+    this.lane = new Lane({ ingest: deps.ingest, by: { key, feeder: this.feeder }, limits, keys: deps.keyQueues, keyId });
+  }
+
+  revoke(): Promise<void> {
+    return this.lane.revoke(errors.keyRevoked());
+  }
+
+  drain(): Promise<void> {
+    return this.lane.close();
+  }
+
+  /** An ack or a refusal, in the socket's format. */
+  reply(ack: AckMessage): void {
+    if (this.closed) return;
+    this.conn.cork(() => this.conn.send(encodeFor(this.format, ack), this.format === 'proto'));
+  }
+}
+
 interface PublisherData {
   keyId: string;
   format: Format;
   key: PublisherKey | undefined;
   liveMs: number;
-  /** From open: the batches in order, and the connection as freshness sees it. */
-  lane?: Lane;
-  feeder?: Feeder;
-  /** The socket as the hub holds it, from open; its `closed` keeps an ack for a batch still running off a closed socket. */
-  publisher?: Publisher;
+  /** From open: the connection's lane and freshness, and the socket as the hub holds it. */
+  socket?: PublisherSocket;
 }
 
 export interface IngestRoutesDeps extends UpgradeDeps {
@@ -79,17 +130,16 @@ export interface IngestRoutesDeps extends UpgradeDeps {
 export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): void {
   const { ingest, log, auth } = deps;
   /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
-  const keyOf = (keyId: string): PublisherKey | undefined =>
-    (auth.enabled ? { id: keyId, live: () => auth.live(keyId), revoked: () => auth.drop(keyId) } : undefined);
+  const keyOf = (keyId: string): PublisherKey | undefined => (auth.enabled ? new LiveKey(auth, keyId) : undefined);
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
     feeder.heard();
-    const batch = decodeBatch(body, type === PROTO_TYPE, deps.maxItems);
+    const batch = readBatch(body, type === PROTO_TYPE, deps);
     const full = deps.keyQueues.take(who.keyId, batch.bytes);
     if (full) throw full;
     try {
-      return JSON.stringify(answer(await ingest.accept(batch.data, { key: keyOf(who.keyId), feeder })));
+      return JSON.stringify(answer(await ingest.accept(batch.items, { key: keyOf(who.keyId), feeder })));
     } finally {
       deps.keyQueues.give(who.keyId, batch.bytes);
     }
@@ -103,39 +153,31 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
     )),
     open: (ws) => {
-      const state = ws.getUserData();
-      const feeder = (state.feeder = deps.freshness.connect(state.liveMs));
-      const batches = new PublisherBatches(ingest, { key: state.key, feeder });
-      const lane = (state.lane = new Lane(batches, { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes }, deps.keyQueues, state.keyId));
-      state.publisher = { keyId: state.keyId, conn: ws, closed: false, revoke: () => lane.revoke(errors.keyRevoked()), drain: () => lane.close() };
-      deps.hub.open(state.publisher);
+      deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
     },
     message: (ws, data, isBinary) => {
-      const state = ws.getUserData();
-      state.feeder!.heard();
-      const reply = (ack: AckMessage) => {
-        if (state.publisher!.closed) return;
-        ws.cork(() => ws.send(encodeFor(state.format, ack), state.format === 'proto'));
-      };
+      const socket = ws.getUserData().socket!;
+      socket.feeder.heard();
       let batch: Batch;
       try {
-        // The message buffer is only valid during this callback: decode it now, unless the lane
-        // is full, when it is refused unread (by its id, peeked) in its place.
-        batch = state.lane!.full(data.byteLength)
-          ? { id: isBinary ? 0 : peekId(data, false), data: undefined, bytes: data.byteLength }
-          : decodeBatch(new Uint8Array(data), isBinary, deps.maxItems);
+        // The message buffer is only valid during this callback: read it now, unless the lane's
+        // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
+        const unread = socket.lane.boundRefusal(data.byteLength);
+        batch = unread
+          ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
+          : readBatch(new Uint8Array(data), isBinary, deps);
       } catch (err) {
-        return reply(refusal(0, known(err, log, 'ingest')));
+        return socket.reply(refusal(0, known(err, log, 'ingest')));
       }
-      state.lane!.submit(batch).then(
-        (result) => reply({ op: 'ack', id: batch.id, ...answer(result) }),
-        (err: unknown) => reply(refusal(batch.id, known(err, log, 'ingest'))),
+      socket.lane.submit(batch).then(
+        (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),
+        (err: unknown) => socket.reply(refusal(batch.id, known(err, log, 'ingest'))),
       );
     },
     close: (ws) => {
-      const state = ws.getUserData();
-      state.feeder!.close();
-      deps.hub.close(state.publisher!);
+      const { socket } = ws.getUserData();
+      socket!.feeder.close();
+      deps.hub.close(socket!);
     },
   });
 }

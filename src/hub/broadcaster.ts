@@ -76,11 +76,24 @@ export class Broadcaster implements Pressure, SessionWatcher {
     if (this.batch.add(entry)) this.scheduled = setImmediate(() => this.flush());
   }
 
-  /** Hands queued images to uWS now, before a frame that must come after them. */
+  /**
+   * Hands queued images to uWS now, before a frame that must come after them: each to the topic
+   * of every live variant of its market, encoded once per variant; a conflated variant only marks
+   * the market, for the end of its interval.
+   */
   flush(): void {
     clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    for (const entry of this.batch.take()) this.publishNow(entry);
+    for (const entry of this.batch.take()) {
+      const subs = this.deps.hub.market(entry.mid);
+      for (const { variant: v } of subs?.variants.values() ?? []) {
+        if (v.conflate) this.mark(entry.mid, v.conflate);
+        else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth));
+      }
+      // Every live subscriber now holds this entry: the one before it is needed no more.
+      entry.prev = undefined;
+      if (subs) this.published(entry.mid);
+    }
     for (const ok of this.waiters.splice(0)) ok();
   }
 
@@ -92,17 +105,6 @@ export class Broadcaster implements Pressure, SessionWatcher {
   /** Resolves once every image queued so far has been handed to uWS. */
   eased(): Promise<void> {
     return this.batch.size ? new Promise((ok) => this.waiters.push(ok)) : Promise.resolve();
-  }
-
-  private publishNow(entry: BookEntry): void {
-    const subs = this.deps.hub.market(entry.mid);
-    for (const { variant: v } of subs?.variants.values() ?? []) {
-      if (v.conflate) this.mark(entry.mid, v.conflate);
-      else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth));
-    }
-    // Every live subscriber now holds this entry: the one before it is needed no more.
-    entry.prev = undefined;
-    if (subs) this.published(entry.mid);
   }
 
   private mark(mid: string, conflate: number, updates = 1): void {

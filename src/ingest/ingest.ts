@@ -8,14 +8,16 @@ import type { Feeder, Freshness } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
 import { errors, isDatabaseError } from '../errors.js';
-import { writeReference, type PublisherKey } from './write.js';
-import { describe, type ReferenceItem } from './items.js';
-import { pricingOf, type Pricing } from './prices.js';
-import { validateReference } from './validate.js';
 import { isMarketId } from '../refdata/ids.js';
-import { OddsItems, type AcceptedImage, type JudgedOdds } from './odds-items.js';
+import { writeReference, type PublisherKey } from './write.js';
+import type { Outcome } from './apply.js';
+import { describe } from './items.js';
+import { validateReference } from './validate.js';
+import { validateOddsItem, validateStale } from './validate-odds.js';
+import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import type { OutsideFeeds, Sender } from './outside.js';
-import type { Batch, BatchRunner } from './lane.js';
+import type { BatchItems, ReadItems } from './batch.js';
+import type { BatchRunner } from './lane.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
 export type { PublisherKey };
@@ -55,11 +57,13 @@ interface IngestDeps {
 
 /**
  * The one path every publisher goes through: the socket and HTTP ingest
- * routes, the simulator, the demo seed and the import command. A batch's
- * reference items are checked whole before anything happens and commit in one
- * transaction (one bad item refuses the batch); its odds and stale items are
- * judged one by one (odds-items.ts), and only once the reference items
- * committed are the accepted images published. An empty batch is a heartbeat.
+ * routes, the simulator, the demo seed and the import command. A batch is
+ * read where it arrives (`read`): its reference items are checked whole
+ * before anything happens and commit in one transaction (one bad item refuses
+ * the batch); its odds and stale items are read as candidates and, when the
+ * batch runs (`accept`), judged one by one against their markets
+ * (odds-items.ts), and only once the reference items committed are the
+ * accepted images published. An empty batch is a heartbeat.
  * Only a batch that was accepted counts as a publisher being heard.
  *
  * A batch sent with a key takes effect only while the key is live: it is
@@ -72,50 +76,86 @@ interface IngestDeps {
  * were sent), so a publisher reading back on the same pod never sees an
  * older value.
  */
-export class Ingest {
-  constructor(private readonly deps: IngestDeps) {}
+export class Ingest implements BatchRunner {
+  private readonly judge: OddsJudge;
 
-  async accept(data: unknown, { from = 'publisher', key, feeder }: SentBy = {}): Promise<IngestResult> {
+  constructor(private readonly deps: IngestDeps) {
+    this.judge = new OddsJudge(deps.pool, deps.model);
+  }
+
+  /**
+   * A batch's items read where it arrives (the `/ingest` socket, the REST body, the simulator),
+   * before it waits in any queue: reference items typed with the domain's names, odds and stale
+   * items as `OddsCandidate`s. What refuses the whole batch (not a list, too many items, the first
+   * bad reference item) is kept, and told when the batch runs, after its key is checked.
+   */
+  read(data: unknown): BatchItems {
+    const { maxItems } = this.deps;
+    if (!Array.isArray(data)) return { refusal: errors.badBody('must be {"data": [item, ...]}') };
+    if (data.length > maxItems) return { refusal: errors.badParam('data', `must hold at most ${maxItems} items, got ${data.length}`) };
+    const items: ReadItems = { count: data.length, reference: [], odds: [] };
+    for (const [i, raw] of data.entries()) {
+      const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+      const where = describe(i, item);
+      if (item.kind === 'odds' || item.kind === 'stale') {
+        const mid = isMarketId(item.mid) ? item.mid : undefined;
+        items.odds.push({ i, where, mid, read: item.kind === 'odds' ? validateOddsItem(item) : validateStale(item) });
+        continue;
+      }
+      const checked = validateReference(raw);
+      if ('error' in checked) return { refusal: errors.badItem(where, checked.error) };
+      items.reference.push([i, checked.item]);
+    }
+    return items;
+  }
+
+  /** Runs a batch as `read` left it, sent by `from` with `key`, fed by `feeder`: resolves with what its ack reports. */
+  async accept(items: BatchItems, { from = 'publisher', key, feeder }: SentBy = {}): Promise<IngestResult> {
     const t0 = performance.now();
     const arrived = Date.now();
+    const { metrics, outside } = this.deps;
     try {
-      const result = await this.acceptChecked(data, from, key, feeder, t0, arrived);
-      this.deps.metrics.ingestBatches.inc({ outcome: 'ok' });
+      if (key && !key.live()) throw errors.keyRevoked();
+      if ('refusal' in items) throw items.refusal;
+      const judged = await this.judge.judge(items);
+      const written = new Set<string>();
+      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written) : [];
+      // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
+      if (written.size) await this.deps.sync.show(written);
+      // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
+      if (items.odds.length && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
+      // An outside publisher's markets are claimed just before its images are numbered, and a
+      // simulator batch that was still in flight (waiting on Postgres) then drops them, so no
+      // simulator image is ever numbered after an outside one and overwrites it.
+      let odds = judged.images;
+      if (from === 'simulator') odds = odds.filter((o) => !outside.has(o.image.mid));
+      else for (const o of odds) outside.claim(o.image.mid);
+      const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
+      this.freshen(feeder, odds, judged);
+      if (published) await published;
+      const result = this.tally(items, odds, judged, outcomes, arrived, t0);
+      metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
       return result;
     } catch (err) {
-      this.deps.metrics.ingestBatches.inc({ outcome: isDatabaseError(err) ? 'unavailable' : 'rejected' });
+      metrics.ingestBatches.inc({ outcome: isDatabaseError(err) ? 'unavailable' : 'rejected' });
       throw err;
     }
   }
 
-  private async acceptChecked(data: unknown, from: Sender, key: PublisherKey | undefined, feeder: Feeder | undefined, t0: number, arrived: number): Promise<IngestResult> {
-    const { maxItems, metrics } = this.deps;
-    if (key && !key.live()) throw errors.keyRevoked();
-    if (!Array.isArray(data)) throw errors.badBody('must be {"data": [item, ...]}');
-    if (data.length > maxItems) throw errors.badParam('data', `must hold at most ${maxItems} items, got ${data.length}`);
-    const { reference, odds: items } = this.check(data);
-    const judged = await items.judge();
-    const written = new Set<string>();
-    const outcomes = reference.length ? await writeReference(this.deps.pool, reference, this.deps.log, key, written) : [];
-    // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
-    if (written.size) await this.deps.sync.show(written);
-    // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
-    if (items.size && key && !key.live()) throw errors.keyRevoked(outcomes.length ? 'its reference items were written before the revocation; its odds were not published' : undefined);
-    const odds = this.claimOrYield(judged.images, from);
-    const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
-    this.freshen(feeder, odds, judged);
+  /** The batch's items in the metrics, and its ack's counts. */
+  private tally(items: ReadItems, odds: readonly AcceptedImage[], judged: JudgedOdds, outcomes: readonly Outcome[], arrived: number, t0: number): IngestResult {
+    const { metrics } = this.deps;
     if (odds.length) {
-      if (published) await published;
       metrics.oddsIngested.inc(odds.length);
       metrics.ingestItems.inc({ kind: 'odds' }, odds.length);
       this.observeDelays(odds, arrived, (performance.now() - t0) / 1000);
     }
-    for (const [, item] of reference) metrics.ingestItems.inc({ kind: item.kind });
+    for (const [, item] of items.reference) metrics.ingestItems.inc({ kind: item.kind });
     if (judged.marks.length) metrics.ingestItems.inc({ kind: 'stale' }, judged.marks.length);
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     const refused = judged.refused.map(({ i, mid, message }) => ({ i, mid, message }));
-    return { count: data.length - refused.length, inserted, updated: outcomes.length - inserted, refused };
+    return { count: items.count - refused.length, inserted, updated: outcomes.length - inserted, refused };
   }
 
   /**
@@ -149,66 +189,5 @@ export class Ingest {
       sports.add(d);
     }
     for (const d of sports) d.ingestToPublish.observe(ingestSeconds);
-  }
-
-  /**
-   * Runs in the same turn as the images' publishing, after every await: an
-   * outside publisher's markets are claimed just before its images are
-   * numbered, and a simulator batch that was still in flight (waiting on
-   * Postgres) then drops them, so no simulator image is ever numbered after
-   * an outside one and overwrites it.
-   */
-  private claimOrYield(odds: AcceptedImage[], from: Sender): AcceptedImage[] {
-    const { outside } = this.deps;
-    if (from === 'simulator') return odds.filter((o) => !outside.has(o.image.mid));
-    for (const o of odds) outside.claim(o.image.mid);
-    return odds;
-  }
-
-  /**
-   * Every reference item's shape (the first bad one refuses the batch), and the odds and stale
-   * items to judge one by one, with how each market is priced where that is known without
-   * Postgres: from a market item earlier in the batch (a nested market is a runner market), else
-   * the read model.
-   */
-  private check(data: unknown[]): { reference: [number, ReferenceItem][]; odds: OddsItems } {
-    const reference: [number, ReferenceItem][] = [];
-    const odds = new OddsItems(this.deps.pool);
-    const created = new Map<string, Pricing>();
-    const pricing = (mid: string) => created.get(mid) ?? this.modelPricing(mid);
-    for (const [i, raw] of data.entries()) {
-      const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
-      const where = describe(i, item);
-      if (item.kind === 'odds' || item.kind === 'stale') {
-        odds.add(i, where, item, isMarketId(item.mid) ? pricing(item.mid) : undefined);
-        continue;
-      }
-      const checked = validateReference(raw);
-      if ('error' in checked) throw errors.badItem(where, checked.error);
-      const m = checked.item;
-      if (m.kind === 'market') {
-        // A partial market item changes only what it carries: the rest is as the model holds it.
-        const type = m.type !== undefined ? m.type : this.deps.model.typeOf(m.id);
-        const runners = m.runners !== undefined ? m.runners.length > 0 : (this.deps.model.hasRunners(m.id) ?? false);
-        if (type !== undefined) created.set(m.id, pricingOf(type, runners));
-        for (const n of m.nested ?? []) created.set(n.id, 'runner');
-      }
-      reference.push([i, m]);
-    }
-    return { reference, odds };
-  }
-
-  private modelPricing(mid: string): Pricing | undefined {
-    const ty = this.deps.model.typeOf(mid);
-    return ty === undefined ? undefined : pricingOf(ty, this.deps.model.hasRunners(mid) ?? false);
-  }
-}
-
-/** One publisher connection's batches into ingest, as its lane runs them: who sends them is the connection's. */
-export class PublisherBatches implements BatchRunner<Batch> {
-  constructor(private readonly ingest: Ingest, private readonly by: SentBy) {}
-
-  run(batch: Batch): Promise<IngestResult> {
-    return this.ingest.accept(batch.data, this.by);
   }
 }

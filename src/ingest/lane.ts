@@ -1,20 +1,10 @@
 import { errors, type ServiceError } from '../errors.js';
-import type { IngestResult } from './ingest.js';
+import type { IngestResult, SentBy } from './ingest.js';
+import type { Batch, BatchItems } from './batch.js';
 
-/**
- * One publisher batch on its way from the socket to ingest: the id its ack
- * echoes, its items as sent (ingest checks them), and its size on the wire,
- * which is what the queues count.
- */
-export interface Batch {
-  readonly id: number;
-  readonly data: unknown;
-  readonly bytes: number;
-}
-
-/** What runs a lane's batches, one at a time (ingest.ts: `PublisherBatches`). */
-export interface BatchRunner<B extends Batch> {
-  run(batch: B): Promise<IngestResult>;
+/** What runs a lane's batches, one at a time, as sent by the lane's connection (ingest.ts: `Ingest`). */
+export interface BatchRunner {
+  accept(items: BatchItems, by: SentBy): Promise<IngestResult>;
 }
 
 export interface LaneLimits {
@@ -49,9 +39,19 @@ export class KeyQueues {
   }
 }
 
-interface Queued<B> {
+/** A lane's parts: what runs its batches, as whose, its bounds, and its key's share of the key's queues. */
+export interface LaneDeps {
+  ingest: BatchRunner;
+  /** The connection the batches come from, as ingest and freshness know it. */
+  by: SentBy;
+  limits: LaneLimits;
+  keys: KeyQueues;
+  keyId: string;
+}
+
+interface Queued {
   /** None when it was refused on arrival: a refusal keeps no items. */
-  batch?: B;
+  batch?: Batch;
   bytes: number;
   refusal?: ServiceError;
   ok: (result: IngestResult) => void;
@@ -67,8 +67,8 @@ interface Queued<B> {
  * bound a batch is refused (it is not applied) and the publisher is told to
  * wait for its acks.
  */
-export class Lane<B extends Batch = Batch> {
-  private readonly queue: Queued<B>[] = [];
+export class Lane {
+  private readonly queue: Queued[] = [];
   private running = false;
   /** Bytes of the batches taken and not yet answered. */
   private bytes = 0;
@@ -78,37 +78,31 @@ export class Lane<B extends Batch = Batch> {
   private revoked: ServiceError | undefined;
   private idle: (() => void)[] = [];
 
-  constructor(
-    private readonly runner: BatchRunner<B>,
-    private readonly limits: LaneLimits,
-    private readonly keys: KeyQueues,
-    private readonly keyId: string,
-  ) {}
+  constructor(private readonly deps: LaneDeps) {}
 
   /** Runs a batch after those before it; resolves with its result, or rejects with why it was refused or failed. */
-  submit(batch: B): Promise<IngestResult> {
-    const inFlight = this.queue.length + (this.running ? 1 : 0);
-    const refusal = this.refusal(inFlight, batch.bytes);
+  submit(batch: Batch): Promise<IngestResult> {
+    const refusal = this.boundRefusal(batch.bytes) ?? this.deps.keys.take(this.deps.keyId, batch.bytes);
     // A refusal is answered in its place too, so acks always come back in the order sent; past
     // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
-    if (refusal && inFlight >= 2 * this.limits.maxInFlight) return Promise.reject(refusal);
-    return new Promise((ok, fail) => {
-      if (refusal) this.queue.push({ bytes: 0, refusal, ok, fail });
-      else {
-        this.bytes += batch.bytes;
-        this.queue.push({ batch, bytes: batch.bytes, ok, fail });
-      }
-      void this.pump();
-    });
+    if (refusal && this.inFlight() >= 2 * this.deps.limits.maxInFlight) return Promise.reject(refusal);
+    if (!refusal) this.bytes += batch.bytes;
+    const answered = new Promise<IngestResult>((ok, fail) => this.queue.push(refusal ? { bytes: 0, refusal, ok, fail } : { batch, bytes: batch.bytes, ok, fail }));
+    void this.pump();
+    return answered;
   }
 
   /**
-   * Whether a batch of `bytes` would be refused for this connection's bounds now: the socket
-   * then answers it without decoding it, so a publisher past its bound costs no memory.
+   * Why this connection's bounds refuse a batch of `bytes` now (closing, batches in flight, bytes
+   * queued), before its key's: the socket then leaves the message unread, so a publisher past its
+   * bound costs no memory.
    */
-  full(bytes: number): boolean {
-    const inFlight = this.queue.length + (this.running ? 1 : 0);
-    return this.closing !== undefined || inFlight >= this.limits.maxInFlight || (this.bytes > 0 && this.bytes + bytes > this.limits.maxBytes);
+  boundRefusal(bytes: number): ServiceError | undefined {
+    if (this.closing) return this.closing;
+    const { maxInFlight, maxBytes } = this.deps.limits;
+    if (this.inFlight() >= maxInFlight) return errors.batchesInFlight(maxInFlight);
+    if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
+    return undefined;
   }
 
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */
@@ -127,12 +121,9 @@ export class Lane<B extends Batch = Batch> {
     return this.settled();
   }
 
-  private refusal(inFlight: number, bytes: number): ServiceError | undefined {
-    if (this.closing) return this.closing;
-    const { maxInFlight, maxBytes } = this.limits;
-    if (inFlight >= maxInFlight) return errors.batchesInFlight(maxInFlight);
-    if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
-    return this.keys.take(this.keyId, bytes);
+  /** Batches not yet answered, queued or running. */
+  private inFlight(): number {
+    return this.queue.length + (this.running ? 1 : 0);
   }
 
   private settled(): Promise<void> {
@@ -146,12 +137,12 @@ export class Lane<B extends Batch = Batch> {
       const refusal = q.refusal ?? this.revoked;
       try {
         if (refusal || !q.batch) throw refusal;
-        q.ok(await this.runner.run(q.batch));
+        q.ok(await this.deps.ingest.accept(q.batch.items, this.deps.by));
       } catch (err) {
         q.fail(err);
       } finally {
         this.bytes -= q.bytes;
-        if (q.bytes) this.keys.give(this.keyId, q.bytes);
+        if (q.bytes) this.deps.keys.give(this.deps.keyId, q.bytes);
       }
     }
     this.running = false;

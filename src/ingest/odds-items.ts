@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import type { ItemRefusal, OddsImage, PublisherStaleReason } from '../odds/messages.js';
-import { isMarketId } from '../refdata/ids.js';
+import type { ReadModel } from '../refdata/model.js';
 import type { MarketType } from '../refdata/types.js';
 import { asDatabaseError } from '../db/pool.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
-import { validateOddsItem, validateStale } from './validate-odds.js';
+import type { ReferenceItem } from './items.js';
+import type { ReadItems } from './batch.js';
 
 /** An image to publish, its index in the batch, and whether its source says it is late. */
 export interface AcceptedImage {
@@ -32,64 +33,59 @@ export interface JudgedOdds {
   refused: RefusedItem[];
 }
 
-/** One odds or stale item after its shape was read: what it is, or why it is refused, and how its market is priced where known so far. */
-interface Shaped {
-  i: number;
-  where: string;
-  /** Its market ID when it is one. */
-  mid: string | undefined;
-  /** undefined: ask Postgres. */
-  pricing: Pricing | undefined;
-  item: { image: OddsImage; late: boolean } | { mid: string; why: PublisherStaleReason } | { error: string };
-}
-
 /**
- * The odds path of a batch (odds images and `stale` items), judged item by item: a bad one is
- * refused alone, with its index, market and why, and the batch's others go ahead. Reference items
- * are not judged here: they stay all or nothing per batch.
+ * The odds path of a batch (odds images and `stale` items, read as candidates where the batch
+ * arrived), judged item by item against their markets when the batch runs: a bad one is refused
+ * alone, with its index, market and why, and the batch's others go ahead. Reference items are not
+ * judged here: they stay all or nothing per batch.
  */
-export class OddsItems {
-  private readonly shaped: Shaped[] = [];
-
-  constructor(private readonly pool: pg.Pool) {}
-
-  get size(): number {
-    return this.shaped.length;
-  }
+export class OddsJudge {
+  constructor(private readonly pool: pg.Pool, private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners'>) {}
 
   /**
-   * Reads an item's shape. `pricing` is how its market is priced where that is known without
-   * Postgres (from a market item earlier in the batch, else the read model); judge looks up the rest.
+   * Each candidate against its market, priced as a market item earlier in the batch leaves it
+   * (a nested market is a runner market), else as the read model holds it, else as Postgres
+   * does (committed a moment ago, here or on another pod, and known there before its NOTIFY
+   * reaches the model). Still unknown: refused. Then each image against its market's price rule
+   * (`checkPrices`). Postgres not answering refuses the batch, never blamed on the publisher.
    */
-  add(i: number, where: string, raw: Record<string, unknown>, pricing: Pricing | undefined): void {
-    const item = raw.kind === 'odds' ? validateOddsItem(raw) : validateStale(raw);
-    const mid = isMarketId(raw.mid) ? raw.mid : undefined;
-    this.shaped.push({ i, where, mid, pricing: mid === undefined ? undefined : pricing, item });
-  }
-
-  /**
-   * Every item against its market: one the read model does not hold yet is looked up in
-   * Postgres (committed a moment ago, here or on another pod, and known there before its NOTIFY
-   * reaches the model). Still unknown: refused. Then each image against its market's price rule.
-   * Postgres not answering refuses the batch, never blamed on the publisher.
-   */
-  async judge(): Promise<JudgedOdds> {
-    const stored = await this.lookUp();
+  async judge({ reference, odds }: ReadItems): Promise<JudgedOdds> {
+    const created = new Map<string, Pricing>();
+    let r = 0;
+    const priced = odds.map((c) => {
+      for (; r < reference.length && reference[r][0] < c.i; r++) this.learn(reference[r][1], created);
+      return c.mid === undefined ? undefined : created.get(c.mid) ?? this.modelPricing(c.mid);
+    });
+    const stored = await this.lookUp(odds.filter((c, k) => priced[k] === undefined && c.mid !== undefined).map((c) => c.mid!));
     const out: JudgedOdds = { images: [], marks: [], refused: [] };
-    for (const s of this.shaped) {
-      const how = s.pricing ?? (s.mid === undefined ? undefined : stored.get(s.mid));
-      const item = s.item;
-      let error = 'error' in item ? item.error : how === undefined ? `market ${s.mid} is not known` : undefined;
-      if (!error && 'image' in item) error = checkPrices(item.image, how!);
-      if (error) out.refused.push({ i: s.i, mid: s.mid ?? '', message: `${s.where}: ${error}`, known: how !== undefined });
-      else if ('image' in item) out.images.push({ i: s.i, image: item.image, late: item.late });
-      else out.marks.push({ i: s.i, ...(item as { mid: string; why: PublisherStaleReason }) });
+    for (const [k, c] of odds.entries()) {
+      const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
+      const { read } = c;
+      let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
+      if (!error && 'image' in read) error = checkPrices(read.image, how!);
+      if (error) out.refused.push({ i: c.i, mid: c.mid ?? '', message: `${c.where}: ${error}`, known: how !== undefined });
+      else if ('image' in read) out.images.push({ i: c.i, image: read.image, late: read.late });
+      else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
   }
 
-  private async lookUp(): Promise<Map<string, Pricing>> {
-    const unseen = [...new Set(this.shaped.filter((s) => s.pricing === undefined && s.mid !== undefined).map((s) => s.mid!))];
+  /** How a market item leaves its market's pricing: a partial one changes only what it carries, the rest is as the model holds it. */
+  private learn(item: ReferenceItem, created: Map<string, Pricing>): void {
+    if (item.kind !== 'market') return;
+    const type = item.type !== undefined ? item.type : this.model.typeOf(item.id);
+    const runners = item.runners !== undefined ? item.runners.length > 0 : (this.model.hasRunners(item.id) ?? false);
+    if (type !== undefined) created.set(item.id, pricingOf(type, runners));
+    for (const n of item.nested ?? []) created.set(n.id, 'runner');
+  }
+
+  private modelPricing(mid: string): Pricing | undefined {
+    const ty = this.model.typeOf(mid);
+    return ty === undefined ? undefined : pricingOf(ty, this.model.hasRunners(mid) ?? false);
+  }
+
+  private async lookUp(mids: readonly string[]): Promise<Map<string, Pricing>> {
+    const unseen = [...new Set(mids)];
     const stored = new Map<string, Pricing>();
     if (!unseen.length) return stored;
     try {

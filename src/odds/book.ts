@@ -8,6 +8,16 @@ import type { Format } from '../lib/encodings.js';
 export { FORMATS, type Format } from '../lib/encodings.js';
 export type Frame = string | Uint8Array;
 
+/** An image with its place in its market's order, as the bus numbers it and the book keeps it. */
+export interface Ordered {
+  epoch: string;
+  seq: number;
+  pt: number;
+  image: OddsImage;
+  /** Its full protobuf frame, when it arrived as one (from the bus). */
+  frame?: Uint8Array;
+}
+
 /** How a frame of an image is marked: as is, after a slow consumer's skip, or after conflation thinned it. */
 type Mark = 'none' | 'con' | 'cf';
 
@@ -54,19 +64,21 @@ export class BookEntry {
   prev: BookEntry | undefined;
   /** The deepest ladder of the image: a depth at or above it is the full frame. */
   private readonly levels: number;
+  readonly epoch: string;
+  readonly seq: number;
+  readonly pt: number;
+  readonly image: OddsImage;
 
-  constructor(
-    readonly epoch: string,
-    readonly seq: number,
-    readonly pt: number,
-    readonly image: OddsImage,
-    /** The full protobuf frame when it came ready-made (from the bus). */
-    proto?: Uint8Array,
-  ) {
+  /** Its full protobuf frame, when the image came with one ready-made (from the bus), is kept as is. */
+  constructor({ epoch, seq, pt, image, frame }: Ordered) {
+    this.epoch = epoch;
+    this.seq = seq;
+    this.pt = pt;
+    this.image = image;
     let levels = 0;
     for (const x of image.r) levels = Math.max(levels, x.b.length, x.l.length);
     this.levels = levels;
-    if (proto) this.frames.set(variantKey('proto', 0, 'none'), proto);
+    if (frame) this.frames.set(variantKey('proto', 0, 'none'), frame);
   }
 
   get mid(): string {
@@ -138,12 +150,12 @@ export class Book {
   private entries = new Map<string, BookEntry>();
 
   /** Keeps an image if it is newer than the one held (isNewer); returns the stored entry, or undefined when it was not newer. */
-  put(epoch: string, seq: number, pt: number, image: OddsImage, proto?: Uint8Array): BookEntry | undefined {
-    const held = this.entries.get(image.mid);
-    if (!isNewer(held, epoch, seq)) return undefined;
-    const entry = new BookEntry(epoch, seq, pt, image, proto);
-    if (held?.epoch === epoch) entry.prev = held;
-    this.entries.set(image.mid, entry);
+  put(o: Ordered): BookEntry | undefined {
+    const held = this.entries.get(o.image.mid);
+    if (!isNewer(held, o.epoch, o.seq)) return undefined;
+    const entry = new BookEntry(o);
+    if (held?.epoch === o.epoch) entry.prev = held;
+    this.entries.set(o.image.mid, entry);
     return entry;
   }
 

@@ -1,8 +1,8 @@
-import type { Book } from '../odds/book.js';
+import type { Book, Ordered } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
-import type { Bus, OddsHandler, Ordered, Origin } from '../bus/types.js';
+import type { Bus, OddsHandler, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { FeedMonitor } from './feed-monitor.js';
 import type { Freshness } from './freshness.js';
@@ -21,31 +21,41 @@ export interface OddsRelayDeps {
 }
 
 /**
- * The odds path, one update from a publisher's socket to a subscriber's, by the
- * types it passes through: ten hand-offs between named stages (`Batch`, `Lane`,
- * `PublisherBatches`, `Ingest`, `OddsItems`, `OddsRelay`, `Bus`, `OddsHandler`,
- * `Book`, `Broadcaster`); the functions inside a stage are its own. Two
- * callbacks: uWS's message handler and the end of the loop turn.
+ * The odds path, one update from a publisher's socket to a subscriber's, by
+ * the types it passes through. With `BUS=memory` it passes 22 calls from the
+ * `/ingest` message handler to uWS's publish (every call handed the update:
+ * its bytes, batch, item, image or book entry), numbered below, and two
+ * callbacks: uWS's message handler and the end of the loop turn. REST ingest
+ * skips the lane (calls 6 and 7).
  *
- * 1. `/ingest` (http/ingest-routes.ts) decodes a message into a `Batch` and
- *    submits it to the connection's `Lane<Batch>` (ingest/lane.ts), bounded in
- *    count and bytes; `submit` resolves with the `IngestResult` the ack reports.
- * 2. The lane runs it, in order, through `PublisherBatches` to `Ingest.accept`
- *    (ingest/ingest.ts), which checks it, commits its reference items, and
- *    calls `OddsRelay.publish` with its accepted `OddsImage`s.
- * 3. `OddsRelay.publish` gives each image to `Bus.publish` (bus/types.ts),
- *    which numbers it in its market's order (`MemoryBus`, or `NatsBus` with
- *    its `Sequencer` storing it in the stream and sharing it with other pods)
- *    and hands it, as an `Ordered` (epoch, seq), to this class as its
- *    `OddsHandler`: `OddsRelay.odds`. Images other pods numbered arrive the
+ * 1. Bytes to a `Batch` (http/ingest-routes.ts): the handler calls
+ *    (1) `readBatch`, which decodes (2) `parseJson` or `decodeIngestProto`
+ *    and (3) `Ingest.read` reads the items: reference items typed, each odds
+ *    item an `OddsCandidate` through (4) `validateOddsItem` and
+ *    (5) `validateOdds`; what refuses the whole batch is kept, told when it runs.
+ * 2. The `Batch` through its `Lane` to `JudgedOdds` (ingest/): (6) `Lane.submit`
+ *    queues it, bounded in count and bytes; (7) `Lane.pump` runs the
+ *    connection's batches in order through (8) `Ingest.accept`, the lane's
+ *    `BatchRunner` (its `IngestResult` is the ack), which checks the key and
+ *    has (9) `OddsJudge.judge` judge each candidate against its market and
+ *    (10) `checkPrices`, its price rule; the reference items commit, then the
+ *    accepted `OddsImage`s come here.
+ * 3. `OddsImage` to `Ordered`: (11) `OddsRelay.publish` gives each image to
+ *    (12) `Bus.publish` (bus/types.ts), which numbers it in its market's order
+ *    (`MemoryBus`, or `NatsBus` with its `Sequencer` storing it in the stream
+ *    and sharing it with other pods). Images other pods numbered arrive the
  *    same way (origin `remote`, or `stored` while syncing).
- * 4. `Book.put` (odds/book.ts) keeps it if it is newer, as a `BookEntry`:
+ * 4. `Ordered` to `BookEntry`: the bus hands it to this class as its
+ *    `OddsHandler`, (13) `OddsRelay.odds`, which calls (14) `Book.put`
+ *    (odds/book.ts); the book keeps it, if newer, as a (15) `new BookEntry`:
  *    the one write of the book for this update.
- * 5. `Broadcaster.publish` (hub/broadcaster.ts) queues the entry in its own
- *    `PublishBatch`; at the end of the loop turn it drains the batch, encodes
- *    one `Frame` per `Variant` taken and publishes it to the variant's uWS
- *    topic (`Topics.publish`), or queues the market in its own `Conflator`
- *    when the variant is conflated, drained at the end of the interval.
+ * 5. `BookEntry` to `Frame` (hub/broadcaster.ts): (16) `Broadcaster.publish`
+ *    queues the entry in its own `PublishBatch` (17) `add`; at the end of the
+ *    loop turn (18) `Broadcaster.flush` (19) `take`s the batch and, per
+ *    `Variant` taken, gets a `Frame` from the entry (20) `frame` or
+ *    `deltaFrame` and (21) `toTopic` publishes it to the variant's uWS topic,
+ *    (22) `Topics.publish`; a conflated variant's market waits in the
+ *    broadcaster's `Conflator`, drained at the end of the interval.
  * 6. uWS writes the frame to every `Session` on the topic. The broadcaster
  *    tells the `Sweeper` (hub/sweep.ts) what it sent (`SendWatcher`); on its
  *    next pass the sweep decides for each of those sessions alone: backed up,
@@ -84,7 +94,7 @@ export class OddsRelay implements OddsHandler {
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }
-    const entry = this.deps.book.put(o.epoch, o.seq, o.pt, o.image, o.frame);
+    const entry = this.deps.book.put(o);
     if (entry) this.deps.bc.publish(entry);
   }
 

@@ -3,7 +3,8 @@ import { Registry } from 'prom-client';
 import { Sequencer } from '../../src/bus/nats/sequencer.js';
 import { Inbound, type Stored } from '../../src/bus/nats/inbound.js';
 import { envelope, type ImageStream, type LastStored } from '../../src/bus/nats/stream.js';
-import type { OddsHandler, Ordered, Origin } from '../../src/bus/types.js';
+import type { OddsHandler, Origin } from '../../src/bus/types.js';
+import type { Ordered } from '../../src/odds/book.js';
 import { validateOdds } from '../../src/ingest/validate-odds.js';
 import { SerialByKey } from '../../src/lib/serial.js';
 import { createLogger } from '../../src/log.js';
@@ -146,7 +147,7 @@ class Pod implements OddsHandler {
 
   odds(o: Ordered, origin: Origin): void {
     this.got.push({ origin, mid: o.image.mid, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.pt, ...(o.frame ? { frame: o.frame } : {}) });
-    this.book.put(o.epoch, o.seq, o.pt, o.image, o.frame);
+    this.book.put(o);
   }
 
   down(isDown: boolean): void {

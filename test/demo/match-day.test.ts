@@ -95,11 +95,11 @@ t.test('a simulated day: every sport always has an in-play event with open marke
 t.test('a featured event found concluded (data from an earlier version) is put back in play, its markets open and unsettled', async (t) => {
   const life = new MatchDay({ model: svc.model, ingest: svc.ingest, log, random: seeded(3) });
   const mid = '1.200011002';
-  await svc.ingest.accept([
+  await svc.ingest.accept(svc.ingest.read([
     { kind: 'event', eid: 30000011, ip: false, go: true },
     { kind: 'market', mid, s: false, go: true },
     { kind: 'result', mid, res: '9011', rt: false, ia: false },
-  ]);
+  ]));
   await eventually(async () => svc.model.event(30000011)?.concluded, Boolean);
   const batch = await life.step();
   await eventually(async () => reflected(batch), Boolean);

@@ -99,7 +99,7 @@ export function rig(limits: SweepLimits = { slowBytes: 1000, maxBytes: 1_000_000
     };
     return { s, conn };
   };
-  const put = (mid: string, price: number, pt = Date.now(), runners = 1): BookEntry => book.put('e', book.next(mid, 'e'), pt, img(mid, price, runners))!;
+  const put = (mid: string, price: number, pt = Date.now(), runners = 1): BookEntry => book.put({ epoch: 'e', seq: book.next(mid, 'e'), pt, image: img(mid, price, runners) })!;
   /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
   const publish = (entry: BookEntry) => {
     bc.publish(entry);

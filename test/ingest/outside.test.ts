@@ -15,8 +15,8 @@ t.test('a simulator batch still in flight when an outside image arrives never ov
   const from = c.frames.length;
   // The sport item makes the simulator's batch wait on a transaction; the
   // outside batch (odds only) is numbered in the meantime.
-  const simulated = svc.ingest.accept([{ kind: 'sport', si: 77, na: 'Curling', a: true }, image(mid, 3)], { from: 'simulator' });
-  const outside = svc.ingest.accept([image(mid, 1.5)]);
+  const simulated = svc.ingest.accept(svc.ingest.read([{ kind: 'sport', si: 77, na: 'Curling', a: true }, image(mid, 3)]), { from: 'simulator' });
+  const outside = svc.ingest.accept(svc.ingest.read([image(mid, 1.5)]));
   t.match(await Promise.all([simulated, outside]), [{ count: 2 }, { count: 1 }]);
   await c.settled();
   const frames = c.oddsOf(mid).filter((f) => c.frames.indexOf(f) >= from);
@@ -29,9 +29,9 @@ t.test('the simulator\'s odds go out until another publisher feeds the market, a
   t.teardown(() => c.close());
   await c.request({ op: 'subscribe', mids: [mid] });
   const from = c.frames.length;
-  await svc.ingest.accept([image(mid, 3)], { from: 'simulator' });
-  await svc.ingest.accept([image(mid, 1.5)]);
-  await svc.ingest.accept([image(mid, 4)], { from: 'simulator' });
+  await svc.ingest.accept(svc.ingest.read([image(mid, 3)]), { from: 'simulator' });
+  await svc.ingest.accept(svc.ingest.read([image(mid, 1.5)]));
+  await svc.ingest.accept(svc.ingest.read([image(mid, 4)]), { from: 'simulator' });
   await c.settled();
   t.same(c.oddsOf(mid).filter((f) => c.frames.indexOf(f) >= from).map((f) => f.r[0].b[0][0]), [3, 1.5]);
 });

@@ -12,18 +12,18 @@ const E = 'e1';
 
 t.test('within an epoch the higher seq wins; a different epoch replaces whatever is held', async (t) => {
   const book = new Book();
-  t.equal(book.put(E, 40, 1, img('a', 2))!.seq, 40);
-  t.equal(book.put(E, 35, 2, img('a', 2.5)), undefined, 'older seq dropped');
-  t.equal(book.put(E, 40, 2, img('a', 2.5)), undefined, 'same seq dropped');
+  t.equal(book.put({ epoch: E, seq: 40, pt: 1, image: img('a', 2) })!.seq, 40);
+  t.equal(book.put({ epoch: E, seq: 35, pt: 2, image: img('a', 2.5) }), undefined, 'older seq dropped');
+  t.equal(book.put({ epoch: E, seq: 40, pt: 2, image: img('a', 2.5) }), undefined, 'same seq dropped');
   t.equal(book.get('a')!.image.r[0].b[0][0], 2);
-  t.equal(book.put('e2', 1, 3, img('a', 3))!.seq, 1, 'a new epoch replaces, even with a lower seq');
+  t.equal(book.put({ epoch: 'e2', seq: 1, pt: 3, image: img('a', 3) })!.seq, 1, 'a new epoch replaces, even with a lower seq');
   t.equal(book.get('a')!.epoch, 'e2');
   t.ok(isNewer(undefined, E, 1) && isNewer({ epoch: E, seq: 5 }, 'x', 1) && !isNewer({ epoch: E, seq: 5 }, E, 5));
 });
 
 t.test('local numbering rises by one per market within its epoch and starts at 1 in a new one', async (t) => {
   const book = new Book();
-  const put = (mid: string, p: number, epoch = E) => book.put(epoch, book.next(mid, epoch), 0, img(mid, p))!.seq;
+  const put = (mid: string, p: number, epoch = E) => book.put({ epoch, seq: book.next(mid, epoch), pt: 0, image: img(mid, p) })!.seq;
   t.same([put('a', 2), put('a', 2.02), put('b', 3), put('a', 2.04), put('a', 2.06, 'e2')], [1, 2, 1, 3, 1]);
 });
 
@@ -34,7 +34,7 @@ t.test('epochs are short and never repeat', async (t) => {
 });
 
 t.test('each variant is encoded once and reused; a depth at or past the ladder is the full frame', async (t) => {
-  const e = new Book().put(E, 1, 0, img('a', 2))!;
+  const e = new Book().put({ epoch: E, seq: 1, pt: 0, image: img('a', 2) })!;
   t.equal(e.frame('json'), e.frame('json'), 'same string');
   t.equal(e.frame('proto'), e.frame('proto'), 'same bytes object');
   t.equal(e.frame('json', 'con'), e.frame('json', 'con'));
@@ -47,7 +47,7 @@ t.test('each variant is encoded once and reused; a depth at or past the ladder i
 t.test('a frame cut to a depth keeps ltp and tv', async (t) => {
   const base = img('a', 2);
   const image = { ...base, tv: 900, r: base.r.map((r) => ({ ...r, ltp: 2.5, tv: 300 })) };
-  const e = new Book().put(E, 1, 0, image)!;
+  const e = new Book().put({ epoch: E, seq: 1, pt: 0, image })!;
   for (const f of [decodeServerJson(e.frame('json', 'none', 1) as string), decodeServerProto(e.frame('proto', 'none', 1) as Uint8Array)]) {
     const m = f as OddsMessage;
     t.strictSame([m.tv, m.r.map((r) => [r.b.length, r.ltp, r.tv])], [900, base.r.map(() => [1, 2.5, 300])]);
@@ -55,7 +55,7 @@ t.test('a frame cut to a depth keeps ltp and tv', async (t) => {
 });
 
 t.test('frames carry the image with epoch, seq, pt and the marks in both formats', async (t) => {
-  const e = new Book().put(E, 1, 7000, img('a', 2))!;
+  const e = new Book().put({ epoch: E, seq: 1, pt: 7000, image: img('a', 2) })!;
   const json = decodeServerJson(e.frame('json') as string);
   const proto = decodeServerProto(e.frame('proto') as Uint8Array);
   t.same(json, { op: 'odds', mid: 'a', epoch: E, seq: 1, ts: 1000, pt: 7000, st: 'OPEN', ip: true, con: false, cf: false, r: img('a', 2).r });

@@ -1,10 +1,10 @@
-import { newEpoch } from '../../odds/book.js';
+import { newEpoch, type Ordered } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
 import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
-import type { HeldImages, OddsHandler, Ordered } from '../types.js';
+import type { HeldImages, OddsHandler } from '../types.js';
 import { isWrongLast, type ImageStream } from './stream.js';
 import type { Inbound, RefuseReason, Stored } from './inbound.js';
 import { Witness, type WitnessDeps } from './witness.js';
