@@ -267,6 +267,7 @@ t.test('paused, the client stops reading: the server sees its writes back up, an
   }
   t.ok(backedUp, 'the server\'s socket stopped taking writes');
   const heard = seen.changes.length;
+  // Time, not a condition: paused through several heartbeat intervals (200 ms), in which the watchdog must not fire.
   await new Promise((ok) => setTimeout(ok, 1500));
   t.equal(seen.changes.length, heard, 'nothing read while paused');
   t.same(seen.reconnects, [], 'paused for five heartbeat intervals, yet not taken for silent');
