@@ -54,7 +54,7 @@ t.test('a service that never confirms ends the wait at its bound, counted; one t
   const leaving = await service(t);
   const gone = changeKey(pool, async (db) => {
     const k = await createKey(db, 'x', 'subscriber');
-    setTimeout(() => void leaving.conn.end(), 100);
+    setTimeout(() => void leaving.conn.end(), 100); // gone while the change waits for it: time the test sets
     return k;
   }, (k) => k.id, 20_000);
   t.equal((await gone).unconfirmed, 0, 'returned once it left, long before the bound');

@@ -230,7 +230,8 @@ t.test('against the real service', async (t) => {
       t.match(f, { op: 'freshness', mid: VICTIM, live: false, why: 'publisher' }, `${c.format}: its market is stale, publisher`);
       stale.push(f);
     }
-    const took = Date.now() - killed;
+    // By the time the service stamped on the stale state (its clock is this process's), not by when this busy process read it.
+    const took = Math.max(...stale.map((f) => (f.op === 'freshness' ? f.at : Date.now()))) - killed;
     t.ok(took <= 2 * LIVE + 1000, `told within ${took} ms: within its liveness bound (two intervals of ${LIVE} ms, and a second)`);
     for (const [i, c] of subs.entries()) {
       // The other publisher goes on: a frame of its market after the kill, and never a word that it is stale.

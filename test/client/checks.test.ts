@@ -178,6 +178,7 @@ t.test(`resyncs: at most ${RESYNC.perSecond} a second in all, the rest owed and 
   t.equal(asked.length, RESYNC.perSecond, 'a burst takes one second\'s budget');
   tick(1000);
   t.ok(await until(() => asked.length === 2 * RESYNC.perSecond, 5000), 'a second later, one more second\'s worth');
+  // Time, not a condition: three refills' worth of the real timer, in which nothing may go while the clock stands.
   await new Promise((r) => setTimeout(r, 3 * (1000 / RESYNC.perSecond)));
   t.equal(asked.length, 2 * RESYNC.perSecond, 'and no more until the clock moves');
   t.equal(new Set(asked).size, asked.length, 'each market asked for once');
@@ -190,6 +191,7 @@ t.test('resyncs: nothing owed for a market forgotten, after a reconnect, or that
   resyncs.forget(`m${RESYNC.perSecond}`);
   resyncs.reset();
   tick(5000);
+  // Time, not a condition: three refills' worth of the real timer, in which the dropped ones must not go.
   await new Promise((r) => setTimeout(r, 3 * (1000 / RESYNC.perSecond)));
   t.equal(asked.length, RESYNC.perSecond, 'the owed ones are dropped: the reconnect resumes every market');
   const idle = resyncRig(false);

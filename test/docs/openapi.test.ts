@@ -9,6 +9,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { http, keyLive, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { freePort } from '../helpers/net.js';
+import { waitFor } from '../helpers/wait.js';
 import { image, withTraded } from '../helpers/ws.js';
 import { createKey } from '../../src/auth/keys.js';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
@@ -269,11 +270,7 @@ t.test('503 while starting: /ready, data routes, writes and socket handshakes', 
   const config = loadConfig({ HOST: '127.0.0.1', PORT: String(port), METRICS_PORT: '0', DATABASE_URL: url.toString(), DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', PG_CONNECT_TIMEOUT_MS: '500' });
   const starting = startService(config, url.toString(), createLogger('error', false, (l) => process.stderr.write(l)));
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    const up = await http(base, '/health').then(() => true, () => false);
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitFor(() => http(base, '/health').then(() => true, () => false), 'the service answering /health while Postgres is away', 30000, 25);
   const checks: [string, string, Promise<Reply>][] = [
     ['GET', '/ready', http(base, '/ready')],
     ['GET', '/api/v1/sports', http(base, '/api/v1/sports')],

@@ -64,7 +64,7 @@ t.test('sockets that back up and stop reading freeze neither the publisher nor t
   let id = 0;
   const sender = setInterval(() => pub.send(JSON.stringify({ id: ++id, data: [image(M, 2 + (price++ % 90) / 100, RUNNERS)] })), 50);
   const attackerCloses = attackers.map((c) => c.closed);
-  await new Promise((r) => setTimeout(r, ATTACK_MS));
+  await new Promise((r) => setTimeout(r, ATTACK_MS)); // time, not a condition: the attack lasts as long as the test says
   clearInterval(sender);
 
   const acked = await eventually(async () => acks, (n) => n === id, 10_000);

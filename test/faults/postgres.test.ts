@@ -9,6 +9,7 @@ import { createLogger } from '../../src/log.js';
 import { freePort } from '../helpers/net.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import { alive, captureErrorLogs, childrenOf, eventually, postInit, sleep, timedFetch, type Timed } from './lib.js';
 
 /**
@@ -22,7 +23,7 @@ import { alive, captureErrorLogs, childrenOf, eventually, postInit, sleep, timed
 // 503: about 3.5 s, so 8 s leaves a busy machine more than that again, while a request stuck on a
 // dead connection would wait for ever.
 const BOUND_MS = 8000;
-const DOWN_MS = 1500; // how long Postgres stays dead
+const DOWN_MS = 1500; // how long Postgres stays dead at least
 const SPORT = 88;
 
 const errorLogs = captureErrorLogs(t);
@@ -58,8 +59,7 @@ async function crashPostgres(): Promise<number> {
     }
   }
   const all = [pid, ...backends];
-  for (let i = 0; i < 200 && all.some(alive); i++) await sleep(25);
-  if (all.some(alive)) throw new Error(`postgres processes still alive after SIGKILL: ${all.filter(alive).join(',')}`);
+  await waitFor(() => !all.some(alive), () => `postgres processes still alive after SIGKILL: ${all.filter(alive).join(',')}`, 5000, 25);
   return all.length;
 }
 
@@ -85,6 +85,7 @@ let stop = false;
 let nextBatch = 1;
 const READ_PATHS = ['/api/v1/sports', '/api/v1/sports/events?si=4,1', '/api/v1/events/markets?eid=30000001', '/api/v1/markets/result?mid=1.200005001,1.200003001'];
 
+// The loops pause a few ms between requests: the pace of the load, not a wait for anything.
 const readLoop = async (n: number) => {
   for (let i = n; !stop; i++) {
     reads.push(await timedFetch(svc.url + READ_PATHS[i % READ_PATHS.length], {}, BOUND_MS));
@@ -106,37 +107,44 @@ const ingestLoop = async () => {
   }
 };
 
+const tally = (xs: Timed[]) => {
+  const m = new Map<string, number>();
+  for (const x of xs) m.set(String(x.status || x.error), (m.get(String(x.status || x.error)) ?? 0) + 1);
+  return [...m].map(([k, v]) => `${k}:${v}`).join(' ');
+};
+
 const before = await scrape(svc.url);
 const loops = [...[0, 1, 2, 3].map(readLoop), ...[0, 1].map(writeLoop), ingestLoop(), ingestLoop()];
 // The kill comes once the load is under way: a write and a batch answered 200 (a busy machine may take a while).
 const warm = await eventually(async () => writes.some((w) => w.status === 200) && batches.some((b) => b.status === 200), (ok) => ok, 20000, 20);
 if (!warm) throw new Error('no write and batch succeeded within 20 s before the fault');
-await sleep(300);
 const killedAt = Date.now();
 const killed = await crashPostgres();
-await sleep(DOWN_MS);
+// Postgres stays dead at least DOWN_MS (time the test sets), and until each kind of load met the outage,
+// however slowly a busy machine runs the loops: a read answered, a write and a batch refused.
+const during = (x: Timed) => x.startedAt >= killedAt;
+await waitFor(
+  () => Date.now() - killedAt >= DOWN_MS && reads.some(during) && writes.some((w) => during(w) && w.status === 503) && batches.some((b) => during(b) && b.status === 503),
+  () => `the load meeting the outage (since the kill: ${reads.filter(during).length} reads, writes ${tally(writes.filter(during))}, batches ${tally(batches.filter(during))})`,
+  20000,
+);
 const restartAt = Date.now();
 pg = await startEmbedded(dir, port, log);
 const upAt = Date.now();
-// Load goes on until a write has succeeded after the restart, then a second more.
+// Load goes on until a write and a batch have succeeded after the restart.
 const firstWrite = await eventually(
   async () => writes.find((w) => w.status === 200 && w.startedAt >= upAt),
   (w) => w !== undefined,
   20000,
   20,
 );
-await sleep(1000);
+await eventually(async () => batches.some((b) => b.status === 200 && b.startedAt >= upAt), Boolean, 20000, 20);
 stop = true;
 await Promise.all(loops);
 const after = await scrape(svc.url);
 
 const downWindow = (x: Timed) => x.startedAt >= killedAt && x.endedAt <= upAt;
 const firstBatchOk = batches.find((b) => b.status === 200 && b.startedAt >= upAt);
-const tally = (xs: Timed[]) => {
-  const m = new Map<string, number>();
-  for (const x of xs) m.set(String(x.status || x.error), (m.get(String(x.status || x.error)) ?? 0) + 1);
-  return [...m].map(([k, v]) => `${k}:${v}`).join(' ');
-};
 const maxMs = (xs: Timed[]) => Math.max(...xs.map((x) => x.ms));
 
 const db = new pgLib.Client({ connectionString: pg.url });

@@ -6,7 +6,9 @@ import { sqlClient } from '../helpers/db.js';
 import { scrape, value, type Scrape } from '../helpers/metrics.js';
 import { http as get, postJson, startTestService } from '../helpers/service.js';
 import { Client } from '../helpers/ws.js';
-import { captureErrorLogs, eventually, sleep } from './lib.js';
+import { closedByPeer, portsOf, readByPeer } from '../helpers/net.js';
+import { waitFor } from '../helpers/wait.js';
+import { captureErrorLogs, eventually } from './lib.js';
 
 /**
  * A publisher that vanishes mid-batch: over HTTP with only part of the body
@@ -84,7 +86,10 @@ const oddsFrames = (s: number) => mids(s).reduce((n, mid) => n + sub.oddsOf(mid)
 const figures: string[] = [];
 const http_ = async (path: string) => (await get(svc.url, path)).text;
 
-/** Sends the request line, headers and the first `bytes` of the body, waits, then vanishes. */
+/**
+ * Sends the request line, headers and the first `bytes` of the body, waits until the server has read
+ * them (it is then waiting for the rest), then vanishes, and waits until the server has closed its end.
+ */
 async function partialPost(body: Buffer, bytes: number, vanish: (sock: Socket) => void): Promise<{ answer: string; serverClosed: boolean }> {
   const sock = connect(Number(port), '127.0.0.1');
   await new Promise((ok) => sock.once('connect', ok));
@@ -95,11 +100,21 @@ async function partialPost(body: Buffer, bytes: number, vanish: (sock: Socket) =
   sock.on('error', () => undefined);
   sock.write(`POST /api/v1/ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
   sock.write(body.subarray(0, bytes));
-  await sleep(300); // the server has read what was sent and is waiting for the rest
+  await waitFor(() => readByPeer(sock), `the server read the ${bytes} bytes of body sent`, 10_000);
+  const ports = portsOf(sock);
   vanish(sock);
-  await sleep(300);
+  // Whatever it answers, it has answered once it closed its end: after that nothing more can come.
+  await waitFor(() => closedByPeer(ports), 'the server closed its end of the connection the client left', 10_000);
   sock.destroy();
   return { answer, serverClosed };
+}
+
+/** Destroys a socket once the server has read all it was sent, and waits until the server has closed its end. */
+async function vanishOnceRead(sock: Socket, what: string): Promise<void> {
+  await waitFor(() => readByPeer(sock), `the server read ${what}`, 10_000);
+  const ports = portsOf(sock);
+  sock.destroy();
+  await waitFor(() => closedByPeer(ports), 'the server closed its end of the socket the publisher left', 10_000);
 }
 
 /** A raw WebSocket handshake on /ingest, so the test can write broken frames. */
@@ -167,9 +182,7 @@ t.test('/ingest socket: half a frame, then the socket destroyed: nothing written
   const sock = await rawIngestSocket();
   const f = frame(Buffer.from(JSON.stringify({ id: 4, data: batch(4) })), 0x1, true);
   sock.write(f.subarray(0, f.length >> 1));
-  await sleep(300);
-  sock.destroy();
-  await sleep(100);
+  await vanishOnceRead(sock, 'the half frame sent');
   await leftNothing(t, 4, before);
   figures.push(`/ingest half frame: ${f.length >> 1}/${f.length} bytes sent, then destroyed`);
 });
@@ -179,9 +192,7 @@ t.test('/ingest socket: first fragment of a fragmented message, then the socket 
   const sock = await rawIngestSocket();
   const payload = Buffer.from(JSON.stringify({ id: 5, data: batch(5) }));
   sock.write(frame(payload.subarray(0, payload.length >> 1), 0x1, false)); // text, FIN clear: more to come
-  await sleep(300);
-  sock.destroy();
-  await sleep(100);
+  await vanishOnceRead(sock, 'the first fragment sent');
   await leftNothing(t, 5, before);
 });
 

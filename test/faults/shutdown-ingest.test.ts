@@ -36,7 +36,7 @@ let stopRest = false;
 const publishing = (async () => {
   while (pub.ws.readyState === pub.ws.OPEN) {
     if (sent - pub.acks.length < WINDOW) pub.send(++sent, batch(sent));
-    else await sleep(1);
+    else await sleep(1); // the window is full: look again for an ack (the loop ends when the socket closes)
   }
 })();
 const rest: Timed[] = [];
@@ -46,7 +46,7 @@ const restLoop = async (n: number) => {
       ? await timedFetch(`${svc.url}/api/v1/subscribe`, postInit({ data: [`rest.${n}.${i % 7}`] }), 10000)
       : await timedFetch(`${svc.url}/api/v1/sports`, {}, 10000);
     rest.push(r);
-    if (r.error) await sleep(5);
+    if (r.error) await sleep(5); // the pace of retries after a failed request, not a wait for anything
   }
 };
 const resting = [0, 1, 2].map(restLoop);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { freePort } from './net.js';
+import { waitFor } from './wait.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
@@ -69,7 +70,7 @@ export class NatsServer {
   async resume(): Promise<void> {
     const conf = this.opts.config === undefined ? [] : ['-c', join(this.confDir, 'server.conf'), '-l', join(this.confDir, 'server.log')];
     this.child = spawn(NATS_BINARY!, [...conf, '-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', this.dir], { stdio: 'ignore' });
-    for (let i = 0; i < 100 && !(await reachable(this.port)); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor(() => reachable(this.port), `nats-server listening on port ${this.port}`, 10000, 50);
   }
 
   /** Stops the server, throws its store away and starts it again: a NATS that comes back empty. */

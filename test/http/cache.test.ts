@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { freshDatabase } from '../helpers/db.js';
 import { scrape, value } from '../helpers/metrics.js';
+import { waitFor } from '../helpers/wait.js';
 import { loadConfig } from '../../src/config.js';
 
 const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
@@ -44,12 +45,7 @@ async function seedBigSport(base: string): Promise<void> {
   }
   const r = await postJson(base, '/api/v1/ingest', { data: items });
   if (r.status !== 200) throw new Error(`seeding answered ${r.status}: ${r.text}`);
-  for (let i = 0; i < 200; i++) {
-    const body = await bytes(base, `/api/v1/sports/events?si=${BIG_SPORT}`);
-    if (body.includes(`"eid":${77_000_000 + BIG_EVENTS},`)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the seeded events did not reach the read model');
+  await waitFor(async () => (await bytes(base, `/api/v1/sports/events?si=${BIG_SPORT}`)).includes(`"eid":${77_000_000 + BIG_EVENTS},`), 'the seeded events reaching the read model', 30000, 50);
 }
 
 function rssBytes(pid: number): number {
@@ -136,7 +132,7 @@ t.test('a change of the read model is served on the next request, whichever URL 
   const league = (JSON.parse((await bytes(svc.url, urls[0])).toString()).data['4'] as { li: number }[])[0].li;
   const r = await postJson(svc.url, '/api/v1/ingest', { data: [{ kind: 'event', eid, na: 'Late Arrival', st: '2031-01-01T12:00:00.000Z', si: 4, li: league }] });
   t.equal(r.status, 200);
-  for (let i = 0; i < 200 && !(svc.model.version !== version && svc.model.event(eid)); i++) await new Promise((ok) => setTimeout(ok, 10));
+  await waitFor(() => svc.model.version !== version && svc.model.event(eid) !== undefined, 'the read model has the new event', 10000, 10);
   t.ok(svc.model.event(eid), 'the read model has the new event');
   for (const u of urls) t.match((await bytes(svc.url, u)).toString(), `"eid":${eid},`, `${u} shows it at once`);
 });

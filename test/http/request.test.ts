@@ -2,6 +2,8 @@ import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
+import { readByPeer } from '../helpers/net.js';
+import { waitFor } from '../helpers/wait.js';
 
 const svc = await startTestService(t);
 const get = (path: string) => http<{ status: number; message: string }>(svc.url, path);
@@ -146,25 +148,23 @@ t.test('bad bodies change nothing', async (t) => {
 });
 
 t.test('an aborted request leaves the server answering', async (t) => {
-  await new Promise<void>((resolve) => {
-    const s = connect(svc.port, '127.0.0.1', () => {
-      s.write('POST /api/v1/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"data":[');
-      setTimeout(() => { s.destroy(); resolve(); }, 50);
-    });
-  });
+  const s = connect(svc.port, '127.0.0.1');
+  await new Promise((ok) => s.once('connect', ok));
+  s.write('POST /api/v1/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"data":[');
+  await waitFor(() => readByPeer(s), 'the server read the start of the request', 10000);
+  s.destroy();
   const r = await get('/health');
   t.equal(r.status, 200);
 });
 
 t.test('garbage on the socket does not take the process down', async (t) => {
-  await new Promise<void>((resolve) => {
-    const s = connect(svc.port, '127.0.0.1', () => {
-      s.write(Buffer.from([0, 255, 13, 10, 13, 10, 1, 2, 3]));
-      s.on('close', () => resolve());
-      s.on('error', () => resolve());
-      setTimeout(() => { s.destroy(); resolve(); }, 500);
-    });
-  });
+  const s = connect(svc.port, '127.0.0.1');
+  s.on('error', () => undefined);
+  await new Promise((ok) => s.once('connect', ok));
+  s.write(Buffer.from([0, 255, 13, 10, 13, 10, 1, 2, 3]));
+  // The server has read it once it closed the connection, or holds it with nothing left unread.
+  await waitFor(() => s.closed || readByPeer(s), 'the server read the garbage', 10000);
+  s.destroy();
   const r = await get('/api/v1/sports');
   t.equal(r.status, 200);
 });

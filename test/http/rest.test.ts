@@ -1,6 +1,7 @@
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
+import { eventually } from '../helpers/wait.js';
 import { MARKET_TYPES } from '../../src/refdata/types.js';
 
 type Obj = Record<string, unknown>;
@@ -224,10 +225,6 @@ t.test('a repeated lookup answers the same, and a change shows on the very next 
   t.equal((await get(path)).text, first.text, 'same answer twice');
   const c = await sqlClient(t, svc.databaseUrl);
   await c.query(`UPDATE markets SET na = 'Match Odds (cached?)' WHERE mid = '1.200001001'`);
-  let changed = false;
-  for (let i = 0; i < 200 && !changed; i++) {
-    changed = (await get(path)).text.includes('cached?');
-    if (!changed) await new Promise((r) => setTimeout(r, 10));
-  }
-  t.ok(changed, 'the change is served once the read model has it');
+  const changed = await eventually(() => get(path), (r) => r.text.includes('cached?'), 10000, 10);
+  t.match(changed.text, 'cached?', 'the change is served once the read model has it');
 });

@@ -43,12 +43,12 @@ t.test('a conflated socket gets one frame per interval, the newest, marked when 
   for (let i = 0; i < 5; i++) publish(put('m', 2 + i / 100));
   t.equal(live.conn.frames.length, 5);
   t.equal(slow.conn.frames.length, 0, 'nothing before the interval ends');
-  await new Promise((r) => setTimeout(r, 160));
+  await until(t, () => slow.conn.frames.length > 0, 'the frame at the end of the interval');
   const got = slow.conn.messages();
   t.equal(got.length, 1);
   t.match(got[0], { op: 'odds', seq: 5, cf: true, con: false }, 'the newest image, marked cf');
   publish(put('m', 3));
-  await new Promise((r) => setTimeout(r, 160));
+  await until(t, () => slow.conn.frames.length > 1, 'the frame at the end of the next interval');
   t.match(slow.conn.messages()[1], { seq: 6, cf: false }, 'one update in an interval: nothing was held back');
 });
 

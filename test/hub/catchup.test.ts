@@ -1,6 +1,7 @@
 import t from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
+import { waitFor } from '../helpers/wait.js';
 import type { MarketStateMessage, ResultMessage, UnsubscribedMessage } from '../../src/odds/messages.js';
 
 /**
@@ -24,13 +25,15 @@ t.test('a paused socket through a suspension, a settlement and a REST unsubscrib
     const r = await ingest(...Array.from({ length: 50 }, (_, i) => image(i % 2 ? SUSPENDED : DROPPED, 2 + ((round * 50 + i) % 90) / 100, RUNNERS)));
     t.equal(r.status, 200);
   }
-  // Let the sweep see the socket fall behind before the changes it must not miss.
-  await new Promise((r) => setTimeout(r, 300));
+  // The sweep has seen the socket fall behind before the changes it must not miss.
+  const lag = () => [...svc.hub.sessions()][0]?.lag;
+  await waitFor(() => lag() !== undefined, 'the paused socket fell behind', 10000);
   t.equal((await ingest({ kind: 'market', mid: SUSPENDED, s: false })).status, 200, 'suspended');
   t.equal((await ingest({ kind: 'result', mid: SUSPENDED, res: '101', rt: false, ia: false }, { kind: 'market', mid: SUSPENDED, go: true })).status, 200, 'settled and concluded');
   t.equal((await postJson(svc.url, '/api/v1/unsubscribe', { data: [DROPPED] })).status, 200, 'REST unsubscribe');
   const latest = svc.book.get(DROPPED)!.seq;
-  await new Promise((r) => setTimeout(r, 200));
+  // It resumes once the server has noted both markets lost (the concluded one after its state and settlement, which came first).
+  await waitFor(() => lag()?.lost.size === 2, () => `both markets noted lost while behind (so far: ${[...lag()?.lost ?? []].join(', ')})`, 10000);
   raw.resume();
 
   const state = (await slow.next((f) => f.op === 'market' && f.mid === SUSPENDED && !f.s, 20000)) as MarketStateMessage;

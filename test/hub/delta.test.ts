@@ -123,7 +123,7 @@ t.test('conflated delta subscribers, one joining mid-stream, apply every frame a
   const step = async (n: number) => {
     for (let i = 0; i < n; i++) {
       await stream(svc.url, markets, 6, 6);
-      await new Promise((ok) => setTimeout(ok, 15));
+      await new Promise((ok) => setTimeout(ok, 15)); // the pace of the stream: bursts spread over the 100 ms conflation intervals
     }
   };
   await step(15);

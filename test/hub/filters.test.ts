@@ -103,15 +103,21 @@ t.test('conflating at 1000 ms: at most one frame a second while updates come ten
   await c.request({ op: 'subscribe', mids: [M], conflate: 1000 });
   const from = c.frames.length;
   let last = 0;
+  let firstPt = 0;
   for (let i = 1; i <= 25; i++) {
     last = 2 + i / 100;
     await ingest(image(M, last));
-    await new Promise((r) => setTimeout(r, 100));
+    if (i === 1) firstPt = svc.book.get(M)!.pt;
+    await new Promise((r) => setTimeout(r, 100)); // the pace of the updates: ten a second
   }
   await c.next((f) => f.op === 'odds' && f.r[0].b[0][0] === last, 2500, from);
   const got = c.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds');
   const at = got.map((f) => f.seq);
-  t.ok(got.length >= 2 && got.length <= 4, `${got.length} frames for 25 updates over 2.5 s`);
+  // Judged over the span the server published the updates in (its publish times), however long a busy
+  // machine took to send them: one frame per interval begun in it, and the one that ends it.
+  const spanMs = svc.book.get(M)!.pt - firstPt;
+  const most = Math.floor(spanMs / 1000) + 2;
+  t.ok(got.length >= 2 && got.length <= most, `${got.length} frames for 25 updates over ${spanMs} ms (at most ${most})`);
   t.ok(got.every((f) => f.cf === true && f.con === false), 'marked as thinned by conflation, not as a slow consumer');
   t.ok(at.every((s, i) => i === 0 || s > at[i - 1]), 'in order');
   t.equal(got.at(-1)!.r[0].b[0][0], last, 'the last frame is the newest image');

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Session, variant, conflatePreset, CONFLATE_PRESETS } from '../../src/hub/session.js';
 import { FakeConn, FakeTopics } from './fakes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * A session is the one owner of its subscriber's state: the topics its socket
@@ -97,7 +98,7 @@ t.test('closed by the server, it leaves its topics first: no frame may follow it
 t.test('a send is noted as its last frame, for heartbeats', async (t) => {
   const { conn, s } = open();
   const before = s.lastSendAt;
-  await new Promise((r) => setTimeout(r, 5));
+  await waitFor(() => Date.now() > before, 'the clock moved on, so the send can be told apart', 1000, 1);
   s.send('x', false);
   t.ok(s.lastSendAt > before);
   t.same(conn.frames, ['x']);

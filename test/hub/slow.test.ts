@@ -3,6 +3,7 @@ import { postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { CLOSE } from '../../src/errors.js';
 import { scrape, value } from '../helpers/metrics.js';
+import { eventually, waitFor } from '../helpers/wait.js';
 
 /**
  * Slow consumers and feed status over real sockets. Backpressure needs the
@@ -42,7 +43,8 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   t.equal(fastSeqs.length, sent, 'the reading socket got every frame');
   t.equal(fastSeqs[fastSeqs.length - 1], latest);
 
-  await new Promise((r) => setTimeout(r, 300));
+  // It resumes reading while behind, off its topic: what it missed comes as one catch-up frame.
+  await waitFor(() => [...svc.hub.sessions()].some((s) => s.format === 'json' && s.lag !== undefined), 'the paused socket fell behind', 10000);
   raw.resume();
   const last = await slow.next((f) => f.op === 'odds' && f.mid === M && f.seq === latest, 20000);
   t.equal(last.op === 'odds' && last.con, true, 'the catch-up frame is marked con');
@@ -70,8 +72,9 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   for (let round = 0; round < 40; round++) {
     await postJson(svc.url, '/api/v1/ingest', { data: Array.from({ length: 50 }, () => image(M, 2, RUNNERS)) });
   }
-  await new Promise((r) => setTimeout(r, 1000));
+  // Closed while still paused, past WS_SLOW_CLOSE_MS: it reads its close only once resumed.
+  const closes = await eventually(() => scrape(svc.url), (m) => value(m, 'odds_slow_consumer_closes_total') >= 1, 10000);
   raw.resume();
   t.same(await slow.closed, CLOSE.SLOW);
-  t.equal(value(await scrape(svc.url), 'odds_slow_consumer_closes_total'), 1);
+  t.equal(value(closes, 'odds_slow_consumer_closes_total'), 1);
 });

@@ -179,6 +179,7 @@ t.test('a restart: every client resumes on the new process and ends on its newes
   await pub.all();
   const served = await Served.open(after.url);
   t.teardown(() => served.close());
+  // Time, not a condition: a second and a half of the calm feed, the baseline the storm's delays are judged against.
   await new Promise((ok) => setTimeout(ok, 1500));
   const baseline = served.take();
   fleet.url = after.url;
@@ -214,6 +215,7 @@ t.test('the clients\' network goes away: the service hears nothing, every client
   pub.start();
   const served = await Served.open(svc.url);
   t.teardown(() => served.close());
+  // Time, not a condition: a second and a half of the calm feed, the baseline the storm's delays are judged against.
   await new Promise((ok) => setTimeout(ok, 1500));
   const baseline = served.take();
   fleet.refusals.length = 0;

@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { http } from '../helpers/service.js';
+import { waitFor } from '../helpers/wait.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
 
 /**
@@ -27,14 +28,6 @@ async function publisher(url: string): Promise<{ ws: WebSocket; acks: Map<number
   return { ws, acks, order, closed };
 }
 
-const until = async (check: () => boolean, ms = 15000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
-
 t.test('pipelined batches mixing reference items and odds end on the last image, with the highest seq, everywhere', async (t) => {
   const svc = await startTestService(t);
   const watcher = await Client.connect(svc.url);
@@ -50,7 +43,7 @@ t.test('pipelined batches mixing reference items and odds end on the last image,
     const data = i % 2 ? [{ kind: 'market', mid: M, s: i % 4 === 1 }, img] : [img];
     pub.ws.send(JSON.stringify({ id: i, data }));
   }
-  await until(() => pub.acks.size === N);
+  await waitFor(() => pub.acks.size === N, () => `an ack for each of the ${N} batches (${pub.acks.size} so far)`, 15000, 10);
   t.ok([...pub.acks.values()].every((a) => a.status === 1), 'every batch acked with status 1');
   t.same(pub.order, Array.from({ length: N }, (_, i) => i + 1), 'acks come back in the order sent');
 
@@ -81,7 +74,7 @@ t.test('batches past the in-flight limit are refused, not queued, and were not a
   const N = 30;
   // Each batch waits on a transaction, so the publisher gets ahead of the lane.
   for (let i = 1; i <= N; i++) pub.ws.send(JSON.stringify({ id: i, data: [{ kind: 'market', mid: M, s: true }, image(M, 2 + i / 100)] }));
-  await until(() => pub.acks.size === N);
+  await waitFor(() => pub.acks.size === N, () => `an ack for each of the ${N} batches (${pub.acks.size} so far)`, 15000, 10);
   const refused = [...pub.acks.values()].filter((a) => a.status === 0);
   t.ok(refused.length > 0, `some batches refused (${refused.length} of ${N})`);
   t.match(refused[0].message, /3 batches are already in flight on this connection; wait for their acks before sending more \(this batch was not applied\)/);

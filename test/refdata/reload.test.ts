@@ -32,6 +32,7 @@ t.test('changes committed while the listener was away reach REST and every socke
   await sql.query(`UPDATE markets SET s = false WHERE mid = '${SUSPENDED}'`);
   await sql.query(`INSERT INTO results (mid, res) VALUES ('${SETTLED}', '101') ON CONFLICT (mid) DO UPDATE SET res = '101'`);
   await sql.query(`UPDATE markets SET go = true WHERE mid = '${SETTLED}'`);
+  // Time, not a condition: a moment in which a service that could tell would have; nothing may come.
   await new Promise((r) => setTimeout(r, 300));
   t.equal(c.frames.length, from, 'nothing could be told while the listener was away');
   await admin.query(`ALTER DATABASE ${dbName} ALLOW_CONNECTIONS true`);

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { createLogger } from '../../src/log.js';
 import { ReadModel } from '../../src/refdata/model.js';
 import { ModelSync } from '../../src/refdata/sync.js';
-import { eventually } from '../helpers/wait.js';
+import { eventually, waitFor } from '../helpers/wait.js';
 import { http, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 
@@ -77,17 +77,34 @@ t.test('a market deleted through SQL disappears from the list and the result loo
   t.same(res.body, []);
 });
 
+/** The pool as the sync uses it, counting its queries, so the test knows when the reload's have all failed. */
+class CountedPool {
+  started = 0;
+  settled = 0;
+  constructor(private readonly pool: pg.Pool) {}
+  async query(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    this.started++;
+    try {
+      return await this.pool.query(text, values);
+    } finally {
+      this.settled++;
+    }
+  }
+}
+
 t.test('a reload still in flight when the service stops schedules no retry that would keep the process alive', async (t) => {
   // Postgres that refuses (port 1): the reload fails after stop(), as one does when the pool ends under it at shutdown.
   const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none', connectionTimeoutMillis: 2000 });
   t.teardown(() => pool.end());
   const lines: string[] = [];
-  const sync = new ModelSync(pool, new ReadModel(), createLogger('warn', false, (l) => lines.push(l)));
+  const db = new CountedPool(pool);
+  const sync = new ModelSync(db as never, new ReadModel(), createLogger('warn', false, (l) => lines.push(l)));
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
   const before = timers();
   sync.reloadAll();
   sync.stop();
-  await new Promise((ok) => setTimeout(ok, 1500));
+  // Once its queries have failed, a retry would have been scheduled and logged.
+  await waitFor(() => db.started > 0 && db.settled === db.started, 'the reload\'s queries failed on the refusing Postgres', 10000);
   t.same(lines, [], 'no retry was logged');
   t.ok(timers() <= before, 'no timer left behind');
 });

@@ -263,10 +263,11 @@ t.test('paused, the client stops reading: the server sees its writes back up, an
   let backedUp = false;
   for (let i = 0; i < 2000 && !backedUp; i++) {
     backedUp = !server!.write({ op: 'mcm', id: 2, pt: 2, clk: `p${i}`, mc: [{ id: MARKET_ID, rc: [{ id: 47972, pad }] }] });
-    if (i % 50 === 49) await new Promise((ok) => setTimeout(ok, 10));
+    if (i % 50 === 49) await new Promise((ok) => setTimeout(ok, 10)); // turns for the kernel to move what was written
   }
   t.ok(backedUp, 'the server\'s socket stopped taking writes');
   const heard = seen.changes.length;
+  // Time, not a condition: paused through several heartbeat intervals (200 ms), in which the watchdog must not fire.
   await new Promise((ok) => setTimeout(ok, 1500));
   t.equal(seen.changes.length, heard, 'nothing read while paused');
   t.same(seen.reconnects, [], 'paused for five heartbeat intervals, yet not taken for silent');

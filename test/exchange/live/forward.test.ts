@@ -12,7 +12,7 @@ import { Outbox } from '../../../src/exchange/outbox.js';
 import { Publisher } from '../../../src/exchange/publisher.js';
 import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
 import { Translator } from '../../../src/exchange/translate.js';
-import { eventually } from '../../helpers/wait.js';
+import { eventually, waitFor } from '../../helpers/wait.js';
 import { DELTAS, IMAGE, MARKET_ID, RUNNERS } from '../esa-script.js';
 
 type Obj = Record<string, any>;
@@ -70,6 +70,7 @@ t.test('while the service is behind, a market\'s changes merge into one image of
   a.forwarder.push(change(IMAGE), 'image');
   await eventually(async () => svc.received.length, (n) => n === 1);
   for (const d of DELTAS) a.forwarder.push(change(d), d.clk);
+  // Time, not a condition: a moment in which a forwarder ignoring its window would have sent more.
   await new Promise((ok) => setTimeout(ok, 50));
   t.equal(svc.received.length, 1, 'nothing more went out while the window was full');
   svc.ack();
@@ -94,13 +95,15 @@ t.test('the outbox is bounded in bytes: it says when it fills and when it has ro
   for (let i = 0; i < 200; i++) a.forwarder.push(change({ op: 'mcm', pt: 2, mc: [{ id: `1.3${String(i).padStart(8, '0')}`, marketDefinition: { ...def, eventId: String(40000000 + i) } }] }), `m${i}`);
   t.same(a.pressure, [true], 'full');
   t.ok(a.outbox.queuedBytes >= 64 * 1024);
-  for (let acked = 0; a.pressure.length < 2;) {
+  let acked = 0;
+  const ackNext = () => {
     if (svc.received.length > acked) {
       svc.ack();
       acked++;
     }
-    await new Promise((ok) => setTimeout(ok, 5));
-  }
+    return a.pressure.length >= 2;
+  };
+  await waitFor(ackNext, () => `room again in the outbox as the service acks (${acked} acked)`, 10000, 5);
   t.same(a.pressure, [true, false], 'room again once half of it went');
   t.ok(a.outbox.queuedBytes <= 32 * 1024);
 });
@@ -141,12 +144,14 @@ t.test('a market whose change cannot be applied: stale at once, the subscription
   a.forwarder.push(change({ ...IMAGE, pt: IMAGE.pt + 2 }), 'fresh');
   await a.outbox.flush();
   t.match(svc.received.at(-1)!.data.at(-1), { kind: 'odds', mid: MARKET_ID, ts: IMAGE.pt + 2 }, 'live again');
+  // Time, not a condition: more than two refresh intervals (150 ms), in which a repeated ask would have come.
   await new Promise((ok) => setTimeout(ok, 400));
   t.equal(a.refreshes.length, 1, 'not asked again');
   // Broken again, and the fresh image leaves it out (the market left the subscription): given up after one more ask.
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 3, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad again');
   await eventually(async () => a.refreshes.length, (n) => n === 2, 5000);
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 4, ct: 'SUB_IMAGE', mc: [] }), 'image without it');
+  // Time, not a condition: more than three refresh intervals, in which a repeated ask would have come.
   await new Promise((ok) => setTimeout(ok, 500));
   t.equal(a.refreshes.length, 2, 'a market the fresh image did not mend is not asked for again');
 });
