@@ -207,8 +207,10 @@ async function sendThenDrop(t: Test, s: number, drop: (ws: WebSocket) => void): 
   const closed = new Promise((ok) => pub.once('close', ok));
   pub.send(JSON.stringify({ id: s, data: batch(s) }), () => drop(pub));
   await closed;
-  // Whatever the server does with it, it has done once the batch counter moved, or never will.
-  const after = await eventually(() => scrape(svc.url), (m) => batchesTotal(m) > batchesTotal(before), 3000);
+  // Whatever the server does with it, it has done once the batch counter moved, or never will. The
+  // server reads a batch sent before the drop (it moves at once here); the bound only has to outlast a
+  // busy machine's slowest commit, or a late one would be counted by the next test (3 s once was not).
+  const after = await eventually(() => scrape(svc.url), (m) => batchesTotal(m) > batchesTotal(before), 20_000);
   const counted = batchesTotal(after) - batchesTotal(before);
   await sub.settled();
   const rows = await stored(s);
