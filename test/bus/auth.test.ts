@@ -28,9 +28,10 @@ if (!NATS_BINARY) {
   const base = { BUS: 'nats', NATS_URL: nats.url };
   const M = '1.200001001';
   const connected = async (url: string) => value(await scrape(url), 'odds_bus_connected');
+  /** The pod with the right user and password, for the file: joining the bus and holding it against an intruder are two looks at one pod. */
+  const pod = await startTestService(t, { ...base, NATS_USER: 'odds', NATS_PASSWORD: USERS.odds }, db);
 
   t.test('with the right user and password the pod joins the bus', async (t) => {
-    const pod = await startTestService(t, { ...base, NATS_USER: 'odds', NATS_PASSWORD: USERS.odds }, db);
     t.equal(await eventually(() => connected(pod.url), (v) => v === 1, 10000), 1);
   });
 
@@ -56,7 +57,6 @@ if (!NATS_BINARY) {
   });
 
   t.test('a user without the service\'s rights can neither publish to its subjects nor read them', async (t) => {
-    const pod = await startTestService(t, { ...base, NATS_USER: 'odds', NATS_PASSWORD: USERS.odds }, db);
     await eventually(() => connected(pod.url), (v) => v === 1, 10000);
     const sub = await Client.connect(pod.url);
     t.teardown(() => sub.close());

@@ -1,11 +1,14 @@
 /**
  * The odds client (src/client) against the real service over real sockets,
  * in both formats: its book, its requests, resume after a dropped
- * connection, a restart of the service, and eviction of concluded markets.
+ * connection, a restart of the service, eviction of concluded markets, and
+ * its book on deltas (applied to the image held; a delta for an image it
+ * does not hold dropped and the market asked for again with `since`).
  */
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { Client, imageFor, withTraded } from '../helpers/ws.js';
+import { MovingMarket } from '../helpers/moving.js';
 import type { MarketType } from '../../src/refdata/types.js';
 import { RefusedError } from '../../src/client/index.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
@@ -211,3 +214,49 @@ t.test('a notice from the server is the client\'s notice event, in both formats,
     await postJson(small.url, '/api/v1/unsubscribe', { data: [LIVE[1]] });
   }
 });
+
+/** The delta book: each test streams a market of its own (1.31000000N). */
+const body = (m: OddsMessage | undefined) => m && { mid: m.mid, epoch: m.epoch, seq: m.seq, ts: m.ts, st: m.st, ip: m.ip, r: m.r, tv: m.tv };
+
+let n = 0;
+for (const format of FORMATS) {
+  t.test(`${format}: a delta subscriber's book follows a long stream and ends equal to the server's`, async (t) => {
+    const market = new MovingMarket(`1.31000000${++n}`, 12, n);
+    await ingest(svc.url, market.market(), market.next(false));
+    const { client, frames } = startClient(t, { url: wsUrl(svc.url), format });
+    let events = 0;
+    client.on('odds', () => events++);
+    await client.subscribe({ mids: [market.mid], delta: true });
+    for (let i = 0; i < 20; i++) await ingest(svc.url, ...Array.from({ length: 10 }, () => market.next()));
+    t.ok(await until(() => client.book.get(market.mid)?.seq === serverImage(svc, market.mid)!.seq), 'it reaches the newest seq');
+    t.strictSame(body(client.book.get(market.mid)), body(serverImage(svc, market.mid)), 'its book equals the server\'s image');
+    const deltas = frames.filter((f) => f.op === 'delta').length;
+    t.ok(deltas > 150, `most frames were deltas (${deltas})`);
+    t.equal(events, frames.filter((f) => f.op === 'odds' || f.op === 'delta').length, 'every image and delta was emitted as an odds event');
+  });
+
+  t.test(`${format}: a delta whose from is not held is dropped and the market asked for again with since, ending equal`, async (t) => {
+    const market = new MovingMarket(`1.31000000${++n}`, 12, n);
+    await ingest(svc.url, market.market(), market.next(false));
+    const { client, frames } = startClient(t, { url: wsUrl(svc.url), format });
+    await client.subscribe({ mids: [market.mid], delta: true });
+    await ingest(svc.url, market.next(false));
+    t.ok(await until(() => client.book.get(market.mid)?.seq === 2), 'the first delta applied');
+    // The client missed a frame: it holds seq 1 while the server's next delta is from 2.
+    const first = frames.find((f): f is OddsMessage => f.op === 'odds' && f.seq === 1)!;
+    client.book.delete(market.mid);
+    client.book.apply(first);
+    const asked = next(client, 'message', (m) => m.op === 'ack' && m.current !== undefined);
+    await ingest(svc.url, market.next(false));
+    const [ack] = (await asked) as [AckMessage];
+    t.equal(ack.current, 0, 'it subscribed again saying what it held (since), which was not current');
+    t.ok(await until(() => client.book.get(market.mid)?.seq === 3), 'it reaches the newest seq');
+    t.strictSame(body(client.book.get(market.mid)), body(serverImage(svc, market.mid)), 'its book equals the server\'s image');
+    const at = frames.findIndex((f) => f.op === 'delta' && f.seq === 3);
+    t.equal(at >= 0 && frames[at].op === 'delta' && frames[at].from, 2, 'the delta from 2 arrived');
+    t.ok(frames.slice(at + 1).some((f) => f.op === 'odds' && f.seq === 3), 'and then the image of seq 3');
+    await ingest(svc.url, market.next(false));
+    t.ok(await until(() => client.book.get(market.mid)?.seq === 4), 'deltas apply again after it');
+    t.strictSame(body(client.book.get(market.mid)), body(serverImage(svc, market.mid)));
+  });
+}

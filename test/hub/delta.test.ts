@@ -15,6 +15,9 @@ import type { OddsMessage, ServerMessage } from '../../src/odds/messages.js';
  */
 const M1 = '1.300000001';
 const M2 = '1.300000002';
+/** The conflated test's own markets: it shares the first test's service, and sees none of its images this way. */
+const M3 = '1.300000003';
+const M4 = '1.300000004';
 
 const body = (m: OddsMessage) => ({ mid: m.mid, epoch: m.epoch, seq: m.seq, ts: m.ts, st: m.st, ip: m.ip, r: m.r, tv: m.tv });
 const bytes = (format: Format, m: ServerMessage) => {
@@ -75,11 +78,11 @@ function follow(images: Client, deltas: Client, mid: string, live: boolean): Fol
   return out;
 }
 
-async function pair(url: string, format: Format, sub: { depth?: number; conflate?: number }) {
+async function pair(url: string, mids: string[], format: Format, sub: { depth?: number; conflate?: number }) {
   const images = await Client.connect(url, { format });
   const deltas = await Client.connect(url, { format });
-  await images.request({ op: 'subscribe', mids: [M1, M2], ...sub });
-  await deltas.request({ op: 'subscribe', mids: [M1, M2], ...sub, delta: true });
+  await images.request({ op: 'subscribe', mids, ...sub });
+  await deltas.request({ op: 'subscribe', mids, ...sub, delta: true });
   return { images, deltas, close: () => { images.close(); deltas.close(); } };
 }
 
@@ -92,12 +95,14 @@ async function stream(url: string, markets: MovingMarket[], steps: number, batch
   for (let i = 0; i < steps; i += batch) await post(url, Array.from({ length: batch }, (_, j) => markets[(i + j) % markets.length].next()));
 }
 
+/** The service of the first two tests: neither changes its settings or its life, and each streams markets of its own. */
+const svc = await startTestService(t);
+
 t.test('after every frame a delta subscriber holds the image subscriber\'s image, in both formats, at full depth and at 3', async (t) => {
-  const svc = await startTestService(t);
   const markets = [new MovingMarket(M1, 10, 1), new MovingMarket(M2, 20, 2)];
   await post(svc.url, [...markets.map((m) => m.market()), ...markets.map((m) => m.next(false))]);
   const pairs: ({ format: Format; depth?: number } & Awaited<ReturnType<typeof pair>>)[] = [];
-  for (const format of ['json', 'proto'] as const) for (const depth of [undefined, 3]) pairs.push({ format, depth, ...(await pair(svc.url, format, { depth })) });
+  for (const format of ['json', 'proto'] as const) for (const depth of [undefined, 3]) pairs.push({ format, depth, ...(await pair(svc.url, [M1, M2], format, { depth })) });
   t.teardown(() => pairs.forEach((p) => p.close()));
   await stream(svc.url, markets, 400);
   for (const p of pairs) {
@@ -115,10 +120,9 @@ t.test('after every frame a delta subscriber holds the image subscriber\'s image
 });
 
 t.test('conflated delta subscribers, one joining mid-stream, apply every frame and end on the newest image', async (t) => {
-  const svc = await startTestService(t);
-  const markets = [new MovingMarket(M1, 10, 3), new MovingMarket(M2, 20, 4)];
+  const markets = [new MovingMarket(M3, 10, 3), new MovingMarket(M4, 20, 4)];
   await post(svc.url, [...markets.map((m) => m.market()), ...markets.map((m) => m.next(false))]);
-  const first = await pair(svc.url, 'proto', { conflate: 100, depth: 3 });
+  const first = await pair(svc.url, [M3, M4], 'proto', { conflate: 100, depth: 3 });
   t.teardown(first.close);
   const step = async (n: number) => {
     for (let i = 0; i < n; i++) {
@@ -127,11 +131,11 @@ t.test('conflated delta subscribers, one joining mid-stream, apply every frame a
     }
   };
   await step(15);
-  const late = await pair(svc.url, 'proto', { conflate: 100, depth: 3 });
+  const late = await pair(svc.url, [M3, M4], 'proto', { conflate: 100, depth: 3 });
   t.teardown(late.close);
   await step(15);
   for (const [name, p] of [['first', first], ['late', late]] as const) {
-    for (const mid of [M1, M2]) {
+    for (const mid of [M3, M4]) {
       const newest = svc.book.get(mid)!.seq;
       await p.deltas.next((f) => (f.op === 'odds' || f.op === 'delta') && f.mid === mid && f.seq === newest, 5000);
       await p.images.next((f) => f.op === 'odds' && f.mid === mid && f.seq === newest, 5000);
@@ -193,7 +197,7 @@ t.test('after a restart the delta subscriber gets an image in the new epoch, the
 
   const after = await startTestService(t, {}, db);
   await post(after.url, [market.next(false)]);
-  const pairs = await pair(after.url, 'proto', {});
+  const pairs = await pair(after.url, [M1, M2], 'proto', {});
   t.teardown(pairs.close);
   const ack = await pairs.deltas.request({ op: 'subscribe', mids: [M1], delta: true, since: { epoch: held.epoch, seqs: { [M1]: held.seq } } });
   t.equal(ack.current, 0, 'nothing is current across a restart');

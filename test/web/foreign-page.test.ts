@@ -23,6 +23,8 @@ import { Client, image } from '../helpers/ws.js';
 import { hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 const MID = '1.200001001';
+/** The market the rebinding pages aim at: the first two tests share a service, and each must find its market unpublished. */
+const REBOUND_MID = '1.200001002';
 /** A price no real market would show, yet one the price rule allows: the origin check alone must stop it. */
 const PLANTED = 900;
 /** The attacker's name, which this browser resolves to 127.0.0.1. */
@@ -60,7 +62,7 @@ async function rebound(t: Test, browser: Browser, svc: TestService): Promise<{ p
   const page = await context.newPage();
   await page.route(`${origin}/`, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>rebound</title>' }));
   await page.goto(`${origin}/`);
-  const batch = JSON.stringify({ data: [image(MID, PLANTED)] });
+  const batch = JSON.stringify({ data: [image(REBOUND_MID, PLANTED)] });
   return page.evaluate(async (batch) => {
     const status = (p: Promise<Response>) => p.then((r) => r.status, (e: Error) => e.message);
     const post = await status(fetch('/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: batch }));
@@ -74,12 +76,12 @@ async function rebound(t: Test, browser: Browser, svc: TestService): Promise<{ p
   }, batch);
 }
 
-/** The subscriber's odds frames of MID, once a price published the proper way has reached it. */
-async function pricesSeen(svc: TestService, sub: Client): Promise<number[]> {
-  const r = await postJson(svc.url, '/api/v1/ingest', { data: [image(MID, 2.5)] });
+/** The subscriber's odds frames of `mid`, once a price published the proper way has reached it. */
+async function pricesSeen(svc: TestService, sub: Client, mid: string): Promise<number[]> {
+  const r = await postJson(svc.url, '/api/v1/ingest', { data: [image(mid, 2.5)] });
   if (r.status !== 200) throw new Error(`ingest refused: ${JSON.stringify(r.body)}`);
   await sub.next((f) => f.op === 'odds' && f.r[0]?.b[0]?.[0] === 2.5);
-  return sub.oddsOf(MID).map((f) => f.r[0]!.b[0]![0]);
+  return sub.oddsOf(mid).map((f) => f.r[0]!.b[0]![0]);
 }
 
 if (!hasChromium()) {
@@ -89,38 +91,38 @@ if (!hasChromium()) {
   t.teardown(() => browser.close());
   const site = await foreignSite(t);
 
-  const watch = async (t: Test, svc: TestService) => {
+  const watch = async (t: Test, svc: TestService, mid: string) => {
     const sub = await Client.connect(svc.url);
     t.teardown(() => sub.close());
-    await sub.request({ op: 'subscribe', mids: [MID] });
+    await sub.request({ op: 'subscribe', mids: [mid] });
     return sub;
   };
+  /** A service as shipped, for both attacks it must stop: each aims at a market of its own. */
+  const shipped = await startTestService(t);
 
   t.test('a page of another origin cannot open /ingest, and no subscriber sees its price', async (t) => {
-    const svc = await startTestService(t);
-    const sub = await watch(t, svc);
-    t.equal(await publishFromPage(t, browser, site, svc), 'refused');
-    t.same(await pricesSeen(svc, sub), [2.5], 'only the price published without a browser');
+    const sub = await watch(t, shipped, MID);
+    t.equal(await publishFromPage(t, browser, site, shipped), 'refused');
+    t.same(await pricesSeen(shipped, sub, MID), [2.5], 'only the price published without a browser');
   });
 
   t.test('DNS rebinding: a page on a name that now resolves to the service neither publishes, nor reads, nor opens /ws', async (t) => {
-    const svc = await startTestService(t);
-    const sub = await watch(t, svc);
-    t.same(await rebound(t, browser, svc), { post: 421, read: 421, ws: 'refused' });
-    t.same(await pricesSeen(svc, sub), [2.5], 'only the price published without a browser');
+    const sub = await watch(t, shipped, REBOUND_MID);
+    t.same(await rebound(t, browser, shipped), { post: 421, read: 421, ws: 'refused' });
+    t.same(await pricesSeen(shipped, sub, REBOUND_MID), [2.5], 'only the price published without a browser');
   });
 
   t.test('the same page succeeds on a service that answers to its name (the refusal above is the Host check)', async (t) => {
     const svc = await startTestService(t, { ALLOWED_HOSTS: REBOUND });
-    const sub = await watch(t, svc);
+    const sub = await watch(t, svc, REBOUND_MID);
     t.same(await rebound(t, browser, svc), { post: 200, read: 200, ws: 'open' });
-    t.same(await pricesSeen(svc, sub), [PLANTED, 2.5]);
+    t.same(await pricesSeen(svc, sub, REBOUND_MID), [PLANTED, 2.5]);
   });
 
   t.test('the same page publishes when its origin is in INGEST_ORIGINS (the refusal above is the origin check)', async (t) => {
     const svc = await startTestService(t, { INGEST_ORIGINS: site });
-    const sub = await watch(t, svc);
+    const sub = await watch(t, svc, MID);
     t.equal(await publishFromPage(t, browser, site, svc), 'open: {"op":"ack","id":1,"status":1,"message":"Ingested 1 item"}');
-    t.same(await pricesSeen(svc, sub), [PLANTED, 2.5]);
+    t.same(await pricesSeen(svc, sub, MID), [PLANTED, 2.5]);
   });
 }
