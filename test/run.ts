@@ -40,7 +40,7 @@ interface Args { jobs: number; cores: number; timeoutS: number; verbose: boolean
  */
 function parseArgs(argv: readonly string[]): Args {
   const cores = availableParallelism();
-  const args: Args = { jobs: 4 * cores, cores, timeoutS: 180, verbose: false, paths: [] };
+  const args: Args = { jobs: 4 * cores, cores, timeoutS: 300, verbose: false, paths: [] };
   for (const a of argv) {
     const m = /^--(jobs|cores|timeout)=(\d+)$/.exec(a);
     if (m && Number(m[2]) > 0) args[m[1] === 'timeout' ? 'timeoutS' : (m[1] as 'jobs' | 'cores')] = Number(m[2]);
