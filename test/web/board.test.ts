@@ -191,7 +191,8 @@ if (!hasChromium()) {
     // Live, moves and all: the picture is the board as a user sees it.
     const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
     mkdirSync(dirname(path), { recursive: true });
-    await page.screenshot({ path });
+    // A live page on a machine eight test files keep busy: playwright's 30 s was once too little.
+    await page.screenshot({ path, timeout: 120_000 });
     t.ok(statSync(path).size > 10_000, `screenshot in ${path}`);
   });
 
