@@ -10,6 +10,9 @@ import { Netns } from '../../bench/lib/netns.js';
 import type { MarketType } from '../../src/refdata/types.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
+// Over five minutes on a slow 2-core machine with seven files beside it; the runner's hard stop (10 min) still holds.
+t.setTimeout(540_000);
+
 /**
  * A reconnect storm at a size CI can afford: 2,000 subscribers, by event,
  * dropped at once by a restart of the service and, apart, by their network

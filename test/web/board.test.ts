@@ -15,6 +15,9 @@ import type { WireMarket as Market } from '../../src/refdata/wire.js';
 import { lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
+// Over five minutes on a slow 2-core machine with seven files beside it; the runner's hard stop (10 min) still holds.
+t.setTimeout(540_000);
+
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const EVENT = 30000001;
 const CRICKET = `/?si=4&eid=${EVENT}`;
