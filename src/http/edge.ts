@@ -52,6 +52,8 @@ export class PublicEdge implements Component {
     await o.sockets.drainPublishers();
     o.log.info('shutdown: publishers answered and closed');
     o.sockets.closeSubscribers();
+    // Requests that came meanwhile on connections kept alive from before finish too (each answer says close).
+    await o.router.drain();
     o.log.info('shutdown: sockets closed');
   }
 }

@@ -87,8 +87,11 @@ t.test('every batch acked with status 1 is in Postgres, whole', async (t) => {
 });
 
 t.test('batches refused during the shutdown say so with status 0 and left nothing', async (t) => {
-  t.ok(refused.length > 0, 'batches sent while the publishers were being closed were refused');
-  t.same([...new Set(refused.map((a) => a.message))], [REFUSED]);
+  // Whether a batch reaches the pod between the start of its publishers' close and the close itself
+  // is a race this test does not control (a busy machine delivers the last acks and the close in
+  // one read): ingest/lane.test.ts refuses one every time. Here every refusal must say so.
+  t.comment(`${refused.length} batches arrived while the publishers were being closed`);
+  t.same([...new Set(refused.map((a) => a.message))], refused.length ? [REFUSED] : []);
   t.same(refused.filter((a) => left(a.id)).map((a) => a.id), [], 'no row of a refused batch');
 });
 
@@ -107,6 +110,13 @@ t.test('the publisher is closed with 1001 after its acks', async (t) => {
 t.test('no REST request failed or got a 500 during the shutdown', async (t) => {
   t.ok(rest.some((r) => r.status === 200), 'requests were served');
   t.same(rest.filter((r) => r.status === 500).map((r) => r.text), [], 'no 500');
-  // A refused connection never carried a request: the listen socket is closed, as it should be.
-  t.same(rest.filter((r) => r.status !== 200 && r.error !== 'ECONNREFUSED').map((r) => `${r.status || r.error}: ${r.text}`), [], 'nothing but 200 or a refused connection');
+  // A refused connection never carried a request: the listen socket is closed, as it should be. Once
+  // the public edge has drained, the process is leaving: a request a client sends then on a
+  // connection it kept alive from before may be reset with it (an idle connection has no response
+  // to say close on); one sent before must not be.
+  const edgeDone = Date.parse(/"time":"([^"]+)","level":"info","msg":"shutdown: sockets closed"/.exec(svc.output())?.[1] ?? '');
+  t.ok(Number.isFinite(edgeDone), 'the drain ended with its sockets closed');
+  const leaving = (r: Timed) => r.error === 'ECONNRESET' && r.startedAt >= edgeDone;
+  t.same(rest.filter((r) => r.status !== 200 && r.error !== 'ECONNREFUSED' && !leaving(r)).map((r) => `${r.status || r.error}: ${r.text}`), [], 'nothing but 200 or a refused connection');
+  t.comment(`requests reset as the process left: ${rest.filter(leaving).length}`);
 });
