@@ -83,7 +83,7 @@ async function witness(port: number): Promise<{ port: number; seen: Map<number, 
   };
 }
 
-const svc = await startTestService(t, { WS_SLOW_BYTES: '4096', WS_MAX_BACKPRESSURE: '67108864', WS_SLOW_CLOSE_MS: '60000' });
+const svc = await startTestService(t, { WS_SLOW_BYTES: '4096', WS_MAX_BACKPRESSURE: '67108864', WS_SLOW_CLOSE_MS: '120000', WS_IDLE_TIMEOUT_S: '960' });
 await seed(svc.url);
 const markets = fanoutMarkets(MARKETS).map((m) => ({ mid: m.mid, rids: Array.from({ length: RUNNERS }, (_, i) => i + 1) }));
 const mids = markets.map((m) => m.mid);
@@ -117,7 +117,7 @@ await clients.cycle(20);
 // The slow sockets stop reading (paused after their next read) until the window closes, then read every 20 ms again.
 // The window closes only once one of them has fallen behind (its backlog outgrew the kernel's
 // buffers and WS_SLOW_BYTES) and missed a frame, with the publisher still running: how soon depends on how busy the
-// machine is. Well within the idle timeout, which would close a socket that reads nothing.
+// machine is: up to a minute, so the service's slow-consumer and idle bounds are set well past it.
 const readEvery = (ms: number) => slow.ask({ type: 'cycle', ms }, 'cycled').then(() => undefined);
 await readEvery(60_000);
 // Fallen behind and then skipped: a market of a socket behind moved past what it had been sent (a
@@ -127,7 +127,8 @@ const skipping = async () => [...svc.hub.sessions()].some((s) => s.lag && [...s.
   return e !== undefined && (e.epoch !== had.epoch || e.seq !== had.seq);
 }));
 const closeWindow = async () => {
-  await eventually(skipping, Boolean, 10_000, 20);
+  // Their kernel buffers grew while they read every 20 ms: a slow machine's publisher takes a while to fill them.
+  await eventually(skipping, Boolean, 60_000, 20);
   await readEvery(20);
 };
 const result = await firehose({ publisher, clients, subscribers, window: { open: async () => undefined, close: closeWindow } }, {
