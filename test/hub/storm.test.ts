@@ -1,3 +1,4 @@
+// test-runner: alone. It judges a reconnect storm's frame delays against a calm baseline, and its thousands of sockets starve beside other files (a restart took 500 s beside the board and the image replay).
 import t, { type Test } from 'tap';
 import { freshDatabase } from '../helpers/db.js';
 import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
