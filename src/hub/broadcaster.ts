@@ -97,6 +97,14 @@ export class Broadcaster implements Pressure, SessionWatcher {
     for (const ok of this.waiters.splice(0)) ok();
   }
 
+  /**
+   * The image the topic of `mid` for `v` has handed its sockets, when that is the book's newest;
+   * none while a newer one waits in this turn's queue or in the variant's conflation interval.
+   */
+  handed(mid: string, v: Variant): BookEntry | undefined {
+    return this.batch.holds(mid) || (v.conflate && this.conflator.holds(mid, v.conflate)) ? undefined : this.deps.book.get(mid);
+  }
+
   /** More images wait to be written than a turn of the loop should carry. */
   busy(): boolean {
     return this.batch.size >= BACKLOG;

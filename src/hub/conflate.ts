@@ -36,6 +36,11 @@ export class Conflator {
     return dirty;
   }
 
+  /** Whether the interval still holds the market back: its subscribers at that interval were not yet sent its newest image. */
+  holds(mid: string, conflate: number): boolean {
+    return this.groups.get(conflate)?.has(mid) ?? false;
+  }
+
   clear(): void {
     this.groups.clear();
   }

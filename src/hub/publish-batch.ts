@@ -24,6 +24,8 @@ export interface Pressure {
  */
 export class PublishBatch {
   private queue: BookEntry[] = [];
+  /** The markets queued: their topics have not yet handed out their newest image. */
+  private readonly mids = new Set<string>();
 
   get size(): number {
     return this.queue.length;
@@ -32,13 +34,19 @@ export class PublishBatch {
   /** Queues an image; true when the queue was empty, so its owner schedules a drain. */
   add(entry: BookEntry): boolean {
     this.queue.push(entry);
+    this.mids.add(entry.mid);
     return this.queue.length === 1;
+  }
+
+  holds(mid: string): boolean {
+    return this.mids.has(mid);
   }
 
   /** Everything queued, in order, leaving the queue empty. */
   take(): BookEntry[] {
     const queue = this.queue;
     this.queue = [];
+    this.mids.clear();
     return queue;
   }
 }

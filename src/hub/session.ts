@@ -164,14 +164,15 @@ export class Session {
   }
 
   /**
-   * Off its topics, noting what it had been sent (`at` each market's (epoch, seq) now): uWS never
-   * drops frames itself (its limit is off), so everything up to here was queued for it.
+   * Off its topics, noting what it had been sent (`handed`: the (epoch, seq) its topic for each
+   * market and variant has been handed, none while that is not the newest): uWS never drops frames
+   * itself (its limit is off), so everything up to here was queued for it.
    */
-  fallBehind(now: number, at: (mid: string) => { epoch: string; seq: number } | undefined, stateRev: number): void {
+  fallBehind(now: number, handed: (mid: string, v: Variant) => { epoch: string; seq: number } | undefined, stateRev: number): void {
     if (this.behind || this.ended) return;
     const seqs = new Map<string, { epoch: string; seq: number }>();
-    for (const mid of this.subs.keys()) {
-      const e = at(mid);
+    for (const [mid, v] of this.subs) {
+      const e = handed(mid, v);
       if (e) seqs.set(mid, { epoch: e.epoch, seq: e.seq });
     }
     this.resync(() => (this.behind = { since: now, seqs, stateRev, lost: new Set() }));

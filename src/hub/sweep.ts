@@ -138,7 +138,9 @@ export class Sweeper implements SessionWatcher, SendWatcher {
       this.close(s, buffered, backedMs);
       return;
     }
-    if (!s.lag && buffered > limits.slowBytes) s.fallBehind(now, (mid) => this.deps.book.get(mid), this.deps.states.revision);
+    // What its topics handed it, not the book's newest: an image still queued for this turn, or held
+    // back by its conflation interval, never reaches it off its topics, and its catch-up must send it.
+    if (!s.lag && buffered > limits.slowBytes) s.fallBehind(now, (mid, v) => this.deps.bc.handed(mid, v), this.deps.states.revision);
     else if (s.lag && !backed) this.catchUp(s);
     if (buffered > 0 || s.lag) this.watched.add(s);
     else this.watched.delete(s);

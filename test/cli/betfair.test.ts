@@ -10,6 +10,8 @@ import { freePort } from '../helpers/net.js';
 import { startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
+import WebSocket from 'ws';
+import { CLOSE } from '../../src/errors.js';
 import { running, runTool, tempDir } from './processes.js';
 import { Burst } from '../exchange/esa-burst.js';
 import { findRoot } from '../k8s/root.js';
@@ -152,16 +154,32 @@ t.test('against the local stream server and the service', async (t) => {
     t.ok(burst.stats.made >= 400_000, `${burst.stats.made} changes made, ${burst.stats.rate} a second`);
     t.ok(burst.stats.backedUp > 0, `the adapter stopped reading: the stream backed up ${burst.stats.backedUp} times and conflated ${burst.stats.conflated} market changes`);
     // After the burst, a subscriber's images of every market come to equal the exchange's books.
-    const sub = await Client.connect(svc.url);
-    t.teardown(() => sub.close());
-    // A request lists at most 50 markets: the sport takes them all (the burst's are soccer).
-    const ack = await sub.request({ op: 'subscribe', sis: [1] });
-    t.equal(ack.status, 1, ack.message);
+    // This process also plays the exchange and runs the service: on a busy machine it may read its
+    // 515 markets too slowly and be closed as a slow consumer (4008), and then it does what a
+    // client does, subscribes again, which starts it on the newest images. Any other close fails.
     const newest = new Map<string, string>();
     const want = new Map(burst.mids.map((mid) => [mid, JSON.stringify(burst.expected(mid))]));
     const wrong = () => burst.mids.filter((mid) => newest.get(mid) !== want.get(mid));
+    const slowCloses: string[] = [];
+    let otherClose = '';
+    let sub: Client;
     let read = 0;
+    const subscribe = async () => {
+      sub = await Client.connect(svc.url);
+      read = 0;
+      const mine = sub;
+      t.teardown(() => mine.close());
+      // A request lists at most 50 markets: the sport takes them all (the burst's are soccer).
+      const ack = await sub.request({ op: 'subscribe', sis: [1] });
+      t.equal(ack.status, 1, ack.message);
+      void mine.closed.then(({ code, reason }) => {
+        if (code === CLOSE.SLOW.code && slowCloses.length < 3) slowCloses.push(reason);
+        else otherClose = `${code} ${reason}`;
+      });
+    };
+    await subscribe();
     await eventually(async () => {
+      if (sub.ws.readyState === WebSocket.CLOSED && !otherClose) await subscribe();
       for (; read < sub.frames.length; read++) {
         const f = sub.frames[read];
         if (f.op === 'odds' && want.has(f.mid)) newest.set(f.mid, JSON.stringify(f.r.map((r) => ({ rid: r.rid, b: r.b, l: r.l }))));
@@ -169,10 +187,14 @@ t.test('against the local stream server and the service', async (t) => {
       return wrong().length;
       // The adapter works through the backlog the exchange kept for it: on a slow machine beside seven
       // other test files that outlasted 60 s. It ends as soon as every book is the exchange's.
-    }, (n) => n === 0, 180_000, 200);
+    }, (n) => n === 0 || otherClose !== '', 180_000, 200);
     const left = wrong();
-    t.same(left.slice(0, 1).map((mid) => newest.get(mid)), left.slice(0, 1).map((mid) => want.get(mid)), 'the first market that differs, if any');
-    t.equal(left.length, 0, `every book ends on the exchange's (the service knows ${svc.model.size.markets} markets; ${newest.size} of ${want.size} had a frame)`);
+    t.equal(otherClose, '', `the subscriber was closed only as a slow consumer, at most three times (${slowCloses.length} times)`);
+    const held = (mid: string) => JSON.stringify(svc.book.get(mid)?.image.r.map((r) => ({ rid: r.rid, b: r.b, l: r.l })));
+    t.same(left.slice(0, 1).map((mid) => newest.get(mid)), left.slice(0, 1).map((mid) => want.get(mid)),
+      `the first market that differs, if any (the service's book holds ${left.slice(0, 1).map(held).join('')})`);
+    t.equal(left.length, 0, `every book ends on the exchange's (the service knows ${svc.model.size.markets} markets; ${newest.size} of ${want.size} had a frame; `
+      + `${left.length} differ, ${left.filter((mid) => held(mid) === want.get(mid)).length} of them held right by the service; the adapter said: ${run.stderr.slice(-600)})`);
     run.child.kill('SIGINT');
     t.equal(await run.exited, 0, run.stderr.slice(-2000));
     const summary = SUMMARY.exec(run.stdout)?.groups;

@@ -2,6 +2,7 @@ import t from 'tap';
 import { CLOSE } from '../../src/errors.js';
 import { variant } from '../../src/hub/session.js';
 import { rig } from './fakes.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The sweep's decisions, socket by socket, over fakes of uWS (fakes.ts). */
 const LIMITS = { slowBytes: 1000, maxBytes: 100_000, slowCloseMs: 5000 };
@@ -91,4 +92,42 @@ t.test('heartbeats: after hb ms with no frame, direct or from a topic', async (t
   t.equal(a.conn.messages().filter((m) => m.op === 'hb').length, 0, 'the frame of its market counts');
   sweeper.run(now + 8100);
   t.equal(a.conn.messages().filter((m) => m.op === 'hb').length, 1, 'silent for hb ms: one heartbeat');
+});
+
+t.test('a socket that falls behind while an image waits for the end of the loop turn gets that image when it catches up', async (t) => {
+  const { bc, sweeper, open, put, publish } = rig(LIMITS);
+  const slow = open();
+  bc.attach(slow.s, ['m'], variant('json'));
+  publish(put('m', 2));
+  // Queued in this turn's batch, not yet on the topics, when the sweep finds the socket over its limit.
+  bc.publish(put('m', 2.1));
+  slow.conn.buffered = 2000;
+  sweeper.run(0);
+  t.ok(slow.s.lag, 'behind');
+  bc.flush();
+  slow.conn.buffered = 0;
+  sweeper.run(100);
+  const odds = slow.conn.messages().filter((m) => m.op === 'odds');
+  t.match(odds.at(-1), { seq: 2 }, 'its screen ends on the newest image, not on the one before it');
+});
+
+t.test('a conflated socket that falls behind while its interval holds a market back gets the newest image when it catches up', async (t) => {
+  const { bc, sweeper, open, put, publish } = rig(LIMITS);
+  const slow = open();
+  const reader = open();
+  const v = variant('json', 0, 100);
+  bc.attach(slow.s, ['m'], v);
+  bc.attach(reader.s, ['m'], v);
+  const newest = (x: typeof slow) => x.conn.messages().filter((m) => m.op === 'odds').at(-1) as { seq: number } | undefined;
+  publish(put('m', 2));
+  await waitFor(() => newest(slow)?.seq === 1, 'the first interval ended: the socket holds the first image', 10_000);
+  // Held back until the interval ends; the socket falls behind meanwhile.
+  publish(put('m', 2.1));
+  slow.conn.buffered = 2000;
+  sweeper.run(1);
+  t.ok(slow.s.lag, 'behind');
+  await waitFor(() => newest(reader)?.seq === 2, 'the interval ended: a reader on the topic got the newest image', 10_000);
+  slow.conn.buffered = 0;
+  sweeper.run(200);
+  t.match(newest(slow), { seq: 2 }, 'its screen ends on the newest image, not on the one before the interval');
 });
