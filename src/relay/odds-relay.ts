@@ -22,11 +22,14 @@ export interface OddsRelayDeps {
 
 /**
  * The odds path, one update from a publisher's socket to a subscriber's, by
- * the types it passes through. With `BUS=memory` it passes 22 calls from the
- * `/ingest` message handler to uWS's publish (every call handed the update:
- * its bytes, batch, item, image or book entry), numbered below, and two
- * callbacks: uWS's message handler and the end of the loop turn. REST ingest
- * skips the lane (calls 6 and 7).
+ * the types it passes through. From the `/ingest` message handler to uWS's
+ * publish it is handed from one owner to the next ten times (handler, read,
+ * lane, accept, judge, relay, bus, relay's handler, book, broadcaster, uWS),
+ * in two callbacks: uWS's message handler, and the end of the loop turn for
+ * the last hand-off.
+ * With `BUS=memory` that is 22 calls, the helpers inside each owner counted
+ * (every call handed the update: its bytes, batch, item, image or book
+ * entry), numbered below. REST ingest skips the lane (calls 6 and 7).
  *
  * 1. Bytes to a `Batch` (http/ingest-routes.ts): the handler calls
  *    (1) `readBatch`, which decodes (2) `parseJson` or `decodeIngestProto`
