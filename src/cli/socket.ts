@@ -4,6 +4,11 @@ import type { SocketConstructor } from '../client/index.js';
 
 /** Enough of a refusal's body for its message; the rest is not read. */
 const MAX_REASON_BYTES = 4096;
+/**
+ * How long a handshake may go unanswered: something that accepts the connection and never
+ * answers (another program on the port, a proxy that hangs) is reported, not waited on for ever.
+ */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** The service's error body `{"status":0,"message":...}`, or whatever text the server sent. */
 function reasonOf(status: number, body: string): string {
@@ -26,7 +31,7 @@ function reasonOf(status: number, body: string): string {
 export function toolSocket(key: string | undefined): SocketConstructor {
   return class ToolSocket extends WebSocket {
     constructor(url: string, protocols: string[]) {
-      super(url, protocols, key ? { headers: { 'x-api-key': key } } : {});
+      super(url, protocols, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS, ...(key ? { headers: { 'x-api-key': key } } : {}) });
       this.on('unexpected-response', (_req, res: IncomingMessage) => {
         let body = '';
         res.setEncoding('utf8');

@@ -10,7 +10,7 @@ import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type Runn
 import { POSITIVE_ID } from '../refdata/ids.js';
 import { UsageError, refuseStart } from './args.js';
 import { runsAsTool } from './fresh.js';
-import { toolSocket } from './socket.js';
+import { HANDSHAKE_TIMEOUT_MS, toolSocket } from './socket.js';
 
 const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
@@ -27,8 +27,9 @@ const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY
   -h, --help  this text
 Market IDs are optional when --event or --sport is given; a market the service does not know is
 named on stderr, and watched in case it is created. Exit 0 on Ctrl-C; 1 when the server cannot be
-reached or refuses the connection (its reason is printed); 2 for a bad command line or when the
-server refuses the subscribe (every market, event and sport asked for).`;
+reached, refuses the connection (its reason is printed) or leaves the handshake unanswered for
+${HANDSHAKE_TIMEOUT_MS / 1000} s; 2 for a bad command line or when the server refuses the subscribe
+(every market, event and sport asked for).`;
 
 interface WatchOptions {
   url: string;

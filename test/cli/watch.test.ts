@@ -6,6 +6,8 @@ import { formatFrame, formatFreshness, parseArgs, subscriptionOf } from '../../s
 import type { OddsMessage } from '../../src/odds/messages.js';
 import { http, keyLive, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
+import { HANDSHAKE_TIMEOUT_MS } from '../../src/cli/socket.js';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
 const MID = '1.200001001';
@@ -211,6 +213,20 @@ t.test('connection refused: message and exit 1', async (t) => {
   const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
   t.equal(r.code, 1);
   t.match(r.stderr, new RegExp(`cannot connect to ws://127\\.0\\.0\\.1:${port}/ws: .*ECONNREFUSED`));
+});
+
+t.test('a port whose program accepts and never answers the handshake: said after the handshake timeout, exit 1', async (t) => {
+  const held: Socket[] = [];
+  const silent = createServer((s) => held.push(s));
+  t.teardown(() => {
+    for (const s of held) s.destroy();
+    silent.close();
+  });
+  await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
+  const { port } = silent.address() as AddressInfo;
+  const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
+  t.equal(r.code, 1, r.stderr);
+  t.equal(r.stderr, `watch: cannot connect to ws://127.0.0.1:${port}/ws: Opening handshake has timed out\n`, `given up after ${HANDSHAKE_TIMEOUT_MS} ms`);
 });
 
 t.test('a server that hangs up: close code and reason, then a reconnect that asks again', async (t) => {
