@@ -2,13 +2,10 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import type { SocketConstructor } from '../client/index.js';
 
+import { HANDSHAKE_TIMEOUT_MS } from '../exchange/publisher.js';
+
 /** Enough of a refusal's body for its message; the rest is not read. */
 const MAX_REASON_BYTES = 4096;
-/**
- * How long a handshake may go unanswered: something that accepts the connection and never
- * answers (another program on the port, a proxy that hangs) is reported, not waited on for ever.
- */
-export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** The service's error body `{"status":0,"message":...}`, or whatever text the server sent. */
 function reasonOf(status: number, body: string): string {

@@ -10,7 +10,8 @@ import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type Runn
 import { POSITIVE_ID } from '../refdata/ids.js';
 import { UsageError, refuseStart } from './args.js';
 import { runsAsTool } from './fresh.js';
-import { HANDSHAKE_TIMEOUT_MS, toolSocket } from './socket.js';
+import { toolSocket } from './socket.js';
+import { HANDSHAKE_TIMEOUT_MS } from '../exchange/publisher.js';
 
 const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]

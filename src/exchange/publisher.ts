@@ -24,6 +24,12 @@ import WebSocket from 'ws';
 import type { IngestItemInput, ItemRefusal } from '../odds/messages.js';
 import { LIVENESS } from '../relay/freshness.js';
 
+/**
+ * How long the tools wait for a socket's handshake: something that accepts the connection and
+ * never answers (another program on the port, a proxy that hangs) is reported, not waited on.
+ */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** The socket a publisher speaks over: a `ws` client, or a fake in tests. */
 export interface IngestSocket {
   readonly open: boolean;
@@ -172,7 +178,7 @@ export class Publisher implements IngestListener {
     if (opts.liveMs !== undefined || !url.searchParams.has('live')) url.searchParams.set('live', String(opts.liveMs ?? LIVENESS.default));
     // A `live` the service cannot take refuses the handshake with its own words.
     const liveMs = Number(url.searchParams.get('live'));
-    const ws = new WebSocket(url, ['odds.v1.json'], { headers: opts.key ? { 'x-api-key': opts.key } : {} });
+    const ws = new WebSocket(url, ['odds.v1.json'], { handshakeTimeout: HANDSHAKE_TIMEOUT_MS, headers: opts.key ? { 'x-api-key': opts.key } : {} });
     return new Promise((resolve, reject) => {
       ws.once('open', () => {
         ws.removeAllListeners('error');

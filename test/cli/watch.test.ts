@@ -6,7 +6,7 @@ import { formatFrame, formatFreshness, parseArgs, subscriptionOf } from '../../s
 import type { OddsMessage } from '../../src/odds/messages.js';
 import { http, keyLive, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
-import { HANDSHAKE_TIMEOUT_MS } from '../../src/cli/socket.js';
+import { HANDSHAKE_TIMEOUT_MS } from '../../src/exchange/publisher.js';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
