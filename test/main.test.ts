@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
-import { glibcVersion } from '../src/http/uws.js';
+import { glibcVersion, noBuildMessage } from '../src/http/uws.js';
 import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
@@ -148,10 +148,10 @@ t.test('a build that gives its pure-JS fallback counts as not loading: npm start
   const pgDir = join(dir, 'pg');
   const svc = await run({ ...forced, EMBEDDED_PG_DIR: pgDir }, false);
   t.equal(await svc.exited, 1);
-  t.match(svc.output(), /^cannot start: no uWebSockets.js build loads natively on Node [^\n]*v20.30 gave its pure-JS fallback instead of a native binary[^\n]*\n$/);
+  t.match(svc.output(), /^cannot start: UWS_BUILD=20.30 pins a uWebSockets.js build that does not load natively on Node [^\n]*v20.30 gave its pure-JS fallback instead of a native binary[^\n]*\n$/);
   const tests = await runTool(TEST_RUNNER, [], { ...forced, DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });
   t.equal(tests.code, 1);
-  t.match(tests.stderr, /^npm test: cannot run: no uWebSockets.js build loads natively on Node [^\n]*\n$/);
+  t.match(tests.stderr, /^npm test: cannot run: UWS_BUILD=20.30 pins a uWebSockets.js build that does not load natively on Node [^\n]*\n$/);
   t.equal(tests.stdout, '', 'no test ran');
   t.same(readdirSync(dir), [], 'no embedded Postgres was made');
 });
@@ -175,24 +175,33 @@ function unloadableBuild(): string | undefined {
   return Number(process.versions.node.split('.')[0]) > 20 ? '20.30' : undefined;
 }
 
-t.test('when no uWS build loads natively, the start stops with one line naming Node, glibc and what to do', { skip: unloadableBuild() ? false : 'every build loads on this host and Node' }, async (t) => {
+t.test('when UWS_BUILD pins a build this host cannot load, the start stops with one line naming UWS_BUILD, Node, glibc and what to do', { skip: unloadableBuild() ? false : 'every build loads on this host and Node' }, async (t) => {
   const glibc = glibcVersion();
-  const svc = await run({ UWS_BUILD: unloadableBuild(), DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
+  const pin = unloadableBuild()!;
+  const svc = await run({ UWS_BUILD: pin, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false);
   t.equal(await svc.exited, 1);
   const lines = svc.output().trim().split('\n');
   t.equal(lines.length, 1, 'one line');
-  t.match(lines[0], `cannot start: no uWebSockets.js build loads natively on Node ${process.version}`);
+  t.match(lines[0], `cannot start: UWS_BUILD=${pin} pins a uWebSockets.js build that does not load natively on Node ${process.version}`);
   t.match(lines[0], glibc ? `glibc ${glibc}` : 'no glibc');
-  t.match(lines[0], /Run Node 22 or 24 on a host with glibc 2.38 or newer/);
+  t.match(lines[0], /Unset UWS_BUILD to let the service pick the newest build that loads, or run Node 22 or 24 on a host with glibc 2.38 or newer/);
 });
 
-t.test('a port already taken fails the start instead of sharing it', async (t) => {
+t.test('unpinned, the one line says no build loads and names the Node to run, not UWS_BUILD', async (t) => {
+  // No host here lacks every build, so the unpinned line is read from the function both starts print.
+  const line = noBuildMessage({ pinned: undefined, failure: 'v20.57: not installed; v20.30: not installed' });
+  t.match(line, `no uWebSockets.js build loads natively on Node ${process.version}`);
+  t.match(line, /v20.57: not installed; v20.30: not installed\. Run Node 22 or 24 on a host with glibc 2.38 or newer/);
+  t.notMatch(line, /UWS_BUILD/);
+});
+
+t.test('a port already taken fails the start instead of sharing it, naming PORT', async (t) => {
   const url = await freshDatabase(t);
   const first = await run({ DATABASE_URL: url });
   const port = new URL(first.url).port;
   const second = await run({ DATABASE_URL: url, PORT: port }, false);
   t.equal(await second.exited, 1);
-  t.match(second.output(), /cannot listen on 127.0.0.1:\d+/);
+  t.match(second.output(), new RegExp(`start failed: cannot listen on 127.0.0.1:${port}: the port is taken or the address is not available \\(PORT\\)`));
   first.child.kill('SIGTERM');
   t.equal(await first.exited, 0);
 });

@@ -56,7 +56,10 @@ export class Listeners implements Component {
 
   async start(): Promise<void> {
     const { o } = this;
-    const main = await listen(o.app, o.host, o.port);
+    // Each failure names its variable, so the fix (another port) is plain from the one line.
+    const main = await listen(o.app, o.host, o.port).catch((err: Error) => {
+      throw new Error(`${err.message} (PORT)`);
+    });
     this.main = main.socket;
     const metrics = await listen(o.metricsApp, o.metricsHost, o.metricsPort).catch((err: Error) => {
       throw new Error(`${err.message} (METRICS_PORT)`);

@@ -28,6 +28,8 @@ interface UwsBuild {
   /** Empty when no build loaded: nothing may listen then. */
   readonly lib: typeof Uws;
   readonly native: boolean;
+  /** The build `UWS_BUILD` pinned, if any: then only it was tried. */
+  readonly pinned: UwsBuildName | undefined;
   /** Why each build that was tried did not load, in one line. */
   readonly failure: string;
 }
@@ -42,19 +44,20 @@ export function glibcVersion(): string | undefined {
 }
 
 function load(wanted: string | undefined): UwsBuild {
-  const order: readonly UwsBuildName[] = wanted && (UWS_BUILDS as readonly string[]).includes(wanted) ? [wanted as UwsBuildName] : UWS_BUILDS;
+  const pinned = wanted && (UWS_BUILDS as readonly string[]).includes(wanted) ? wanted as UwsBuildName : undefined;
+  const order: readonly UwsBuildName[] = pinned ? [pinned] : UWS_BUILDS;
   const why: string[] = [];
   for (const name of order) {
     try {
       // v20.30 prints paragraphs when its binary is missing; the service says it in one line of its own.
       const lib = quietly(() => require(PACKAGES[name]) as typeof Uws);
-      if (isNative(lib)) return { name, lib, native: true, failure: why.join('; ') };
+      if (isNative(lib)) return { name, lib, native: true, pinned, failure: why.join('; ') };
       why.push(`v${name} gave its pure-JS fallback instead of a native binary`);
     } catch (err) {
       why.push(`v${name}: ${notInstalled(err, PACKAGES[name]) ? 'not installed' : lastLine(err)}`);
     }
   }
-  return { name: undefined, lib: {} as typeof Uws, native: false, failure: why.join('; ') };
+  return { name: undefined, lib: {} as typeof Uws, native: false, pinned, failure: why.join('; ') };
 }
 
 function quietly<T>(f: () => T): T {
@@ -80,8 +83,14 @@ function lastLine(err: unknown): string {
 export const uwsBuild: UwsBuild = load(process.env.UWS_BUILD || undefined);
 
 /** The one line `npm start` and `npm test` print when no build can serve on this host. */
-export function noBuildMessage(build: UwsBuild = uwsBuild): string {
+export function noBuildMessage(build: Pick<UwsBuild, 'pinned' | 'failure'> = uwsBuild): string {
   const glibc = glibcVersion();
-  return `no uWebSockets.js build loads natively on Node ${process.version} (ABI ${process.versions.modules}) with ${glibc ? `glibc ${glibc}` : 'no glibc'}: ${build.failure}. `
-    + 'Run Node 22 or 24 on a host with glibc 2.38 or newer (Debian 13, Ubuntu 24.04), or Node 20 on an older glibc';
+  const host = `Node ${process.version} (ABI ${process.versions.modules}) with ${glibc ? `glibc ${glibc}` : 'no glibc'}`;
+  const advice = 'Node 22 or 24 on a host with glibc 2.38 or newer (Debian 13, Ubuntu 24.04), or Node 20 on an older glibc';
+  // A pin hides the other build, which may well load here: the variable is the first thing to undo.
+  if (build.pinned) {
+    return `UWS_BUILD=${build.pinned} pins a uWebSockets.js build that does not load natively on ${host}: ${build.failure}. `
+      + `Unset UWS_BUILD to let the service pick the newest build that loads, or run ${advice}`;
+  }
+  return `no uWebSockets.js build loads natively on ${host}: ${build.failure}. Run ${advice}`;
 }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 import { sqlClient } from '../helpers/db.js';
@@ -41,6 +42,15 @@ t.test('the metrics port answers the probes too, and no data route', async (t) =
 
 t.test('a metrics port already taken fails the start, naming METRICS_PORT', async (t) => {
   await t.rejects(startTestService(t, { METRICS_PORT: String(svc.metricsPort) }), { message: new RegExp(`cannot listen on 127.0.0.1:${svc.metricsPort}.*\\(METRICS_PORT\\)`) });
+});
+
+t.test('docs/operations.md\'s metric table lists exactly the odds_ metrics a scrape shows', async (t) => {
+  const doc = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8');
+  const section = doc.split(/^## Metrics$/m)[1]?.split(/^## /m)[0] ?? '';
+  const listed = [...section.matchAll(/^\| `(odds_\w+)` \|/gm)].map((m) => m[1]!).sort();
+  const { text } = await http(svc.metricsUrl, '/metrics');
+  const scraped = [...text.matchAll(/^# TYPE (odds_\w+) /gm)].map((m) => m[1]!).sort();
+  t.same(listed, scraped);
 });
 
 t.test('HTTP requests are counted by route template, method and status, with latency', async (t) => {
