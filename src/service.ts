@@ -143,7 +143,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerIngest(app, router, {
     ingest, freshness, auth, hub, gate: readiness, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
-    maxQueuedBytes: config.ingestQueueBytes, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
+    maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
   registerDocs(router);
   registerWeb(app, hosts);
