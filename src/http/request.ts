@@ -138,6 +138,38 @@ export function sendError(res: HttpResponse, err: ServiceError, close = false): 
 }
 
 /**
+ * Bytes of request bodies still arriving, per source (the API key, or the
+ * address when keys are off). A body is held whole until its last byte, at the
+ * client's pace: without this bound one caller's many slow uploads could hold
+ * any amount of memory. A source's first body always fits.
+ */
+export class BodyBudget {
+  private readonly held = new Map<string, number>();
+
+  constructor(readonly max: number) {}
+
+  /** Counts `bytes` against `source`, or returns the refusal when they do not fit. */
+  take(source: string, bytes: number): ServiceError | undefined {
+    const held = this.held.get(source) ?? 0;
+    if (held > 0 && held + bytes > this.max) return errors.bodiesInFlight(held, this.max);
+    this.held.set(source, held + bytes);
+    return undefined;
+  }
+
+  give(source: string, bytes: number): void {
+    const held = (this.held.get(source) ?? 0) - bytes;
+    if (held > 0) this.held.set(source, held);
+    else this.held.delete(source);
+  }
+}
+
+/** Where a body's bytes are counted while they arrive. */
+export interface BodyAccount {
+  budget: BodyBudget;
+  source: string;
+}
+
+/**
  * One request whose answer comes after an await. uWS frees the response when
  * the client goes away, so every later write checks `aborted` first, and the
  * request object is read only before the first await.
@@ -159,11 +191,17 @@ export class Exchange {
 
   fail(err: ServiceError, close = false): void {
     // A body we stopped reading early leaves bytes on the wire: close after answering.
-    this.reply(httpStatus(err), errorBody(err), err.headers, undefined, close || err.code === 'TOO_LARGE');
+    this.reply(httpStatus(err), errorBody(err), err.headers, undefined, close || this.unread || err.code === 'TOO_LARGE');
   }
 
-  /** Reads the whole body, refusing more than `limit` bytes. Call before any await. */
-  body(req: HttpRequest, limit: number, types: readonly string[]): Promise<Buffer> {
+  /** Set when the body was refused before its end: its rest is still on the wire. */
+  private unread = false;
+
+  /**
+   * Reads the whole body, refusing more than `limit` bytes, counting what has
+   * arrived against `account` until the last byte. Call before any await.
+   */
+  body(req: HttpRequest, limit: number, types: readonly string[], account?: BodyAccount): Promise<Buffer> {
     const type = req.getHeader('content-type').split(';')[0].trim().toLowerCase();
     const declared = Number(req.getHeader('content-length') || '0');
     return new Promise((resolve, reject) => {
@@ -171,17 +209,40 @@ export class Exchange {
       if (declared > limit) return reject(errors.tooLarge(limit));
       const chunks: Buffer[] = [];
       let size = 0;
-      this.onAbort = () => reject(errors.aborted());
+      let counted = 0;
+      const settle = (): void => {
+        account?.budget.give(account.source, counted);
+        counted = 0;
+        size = -1;
+      };
+      const refuse = (err: ServiceError): void => {
+        settle();
+        this.unread = true;
+        reject(err);
+      };
+      this.onAbort = () => {
+        settle();
+        reject(errors.aborted());
+      };
+      // The declared length is counted before a byte is read, so a refused body costs nothing.
+      const full = account?.budget.take(account.source, declared);
+      if (full) return refuse(full);
+      counted = declared;
       this.res.onData((chunk, isLast) => {
         if (size < 0) return;
         size += chunk.byteLength;
-        if (size > limit) {
-          size = -1;
-          return reject(errors.tooLarge(limit));
+        if (size > limit) return refuse(errors.tooLarge(limit));
+        if (account && size > counted) {
+          const more = account.budget.take(account.source, size - counted);
+          if (more) return refuse(more);
+          counted = size;
         }
         // The chunk's memory belongs to uWS and is reused after this callback returns.
         chunks.push(Buffer.from(new Uint8Array(chunk)));
-        if (isLast) resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+        if (isLast) {
+          settle();
+          resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+        }
       });
     });
   }
