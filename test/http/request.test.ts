@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
-import { readByPeer } from '../helpers/net.js';
+import { closedByPeer, portsOf, readByPeer } from '../helpers/net.js';
 import { eventually, waitFor } from '../helpers/wait.js';
 
 const svc = await startTestService(t);
@@ -163,6 +163,21 @@ t.test('bodies still arriving are bounded per caller (BODY_BYTES_PER_SOURCE): pa
   for (const { s } of slow) s.destroy();
   const r = await eventually(() => postJson(small.url, '/api/v1/subscribe', { data: ['1.1'] }), (r) => r.status === 200, 10000);
   t.equal(r.status, 200, 'once they went away, the caller is read again');
+});
+
+t.test('a client that pipelines requests and reads no answer is closed once an answer cannot go out whole, not buffered for', async (t) => {
+  const path = '/api/v1/sports/events?si=1,2,4,7';
+  const N = 4000;
+  const s = connect(svc.port, '127.0.0.1');
+  s.on('error', () => undefined);
+  await new Promise((ok) => s.once('connect', ok));
+  s.pause();
+  t.teardown(() => s.destroy());
+  // uWS held every answer of such a client in the process (four of them reached 2.8 GB in
+  // 10 s) until its idle timeout of 10 s; now the answer that does not fit the socket is
+  // written as the client reads, and the next request it pipelined closes the connection.
+  s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(N));
+  await waitFor(() => closedByPeer(portsOf(s)), 'the server closed the connection', 5000);
 });
 
 t.test('bad bodies change nothing', async (t) => {
