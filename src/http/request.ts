@@ -31,7 +31,7 @@ export function parseQuery(raw: string | undefined): Query {
           throw errors.badParam('query string', 'is not valid percent-encoding');
         }
       }
-      if (out.has(key)) throw errors.badParam(key, 'is given more than once; join IDs with commas in one parameter');
+      if (out.has(key)) throw errors.badParam(key, 'is given more than once; give each parameter once (a list joins its IDs with commas)');
       out.set(key, value);
     }
     start = end + 1;

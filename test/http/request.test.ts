@@ -57,6 +57,8 @@ t.test('li is checked like si', async (t) => {
 
 t.test('a parameter given twice is a 400', async (t) => {
   await expectError(t, '/api/v1/sports/events?si=1&si=2', 400, /si is given more than once/);
+  // Not every parameter is a list: the refusal must not tell a caller of ?hb= to join IDs.
+  await expectError(t, '/api/v1/sports/events?si=1&x=1&x=2', 400, /^x is given more than once; give each parameter once \(a list joins its IDs with commas\)$/);
 });
 
 t.test('malformed percent-encoding is a 400', async (t) => {
