@@ -73,6 +73,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly logPretty: boolean;
   readonly maxBodyBytes: number;
+  /** Bytes of request bodies still arriving from one API key (one address with AUTH=off). */
+  readonly bodyBytesPerSource: number;
   /** Memory the REST answer cache may use, answers and keys together. */
   readonly answerCacheBytes: number;
   readonly pgPoolMax: number;
@@ -344,6 +346,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
     logPretty: oneOf(env, 'LOG_FORMAT', process.stdout.isTTY ? 'pretty' : 'json', ['json', 'pretty'] as const) === 'pretty',
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    bodyBytesPerSource: int(env, 'BODY_BYTES_PER_SOURCE', 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     answerCacheBytes: int(env, 'ANSWER_CACHE_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),

@@ -37,6 +37,9 @@ export const errors = {
   /** A publisher's batches not yet answered would pass the bytes its connection or its key may queue. */
   ingestQueueFull: (scope: 'connection' | 'key', queued: number, max: number) =>
     new ServiceError('LIMIT', `${queued} bytes of batches are already queued on this ${scope === 'key' ? 'API key' : 'connection'} (the limit is ${max}); wait for their acks before sending more (this batch was not applied)`),
+  /** A caller's bodies still arriving would pass what one source may have received at once: this one is not read. */
+  bodiesInFlight: (held: number, max: number) =>
+    new ServiceError('RATE_LIMITED', `${held} bytes of request bodies from this caller are still arriving (the limit is ${max}); send this once one of them is answered (this request was not read)`, { 'Retry-After': '1' }),
   keyMissing: () => new ServiceError('UNAUTHORIZED', 'an API key is required: send it in the x-api-key header'),
   keyUnknown: () => new ServiceError('UNAUTHORIZED', 'the API key is not valid or was revoked'),
   /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */

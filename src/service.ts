@@ -27,6 +27,7 @@ import { OutsideFeeds } from './ingest/outside.js';
 import { createApp } from './http/app.js';
 import { uwsBuild } from './http/uws.js';
 import { Router } from './http/router.js';
+import { BodyBudget } from './http/request.js';
 import { registerRest } from './http/rest.js';
 import { Admission } from './http/admission.js';
 import { registerWs } from './http/ws.js';
@@ -132,7 +133,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
   listener.listen(new Notifications({ sync, auth, pool, listener, metrics, log }));
   const httpMetrics = new HttpMetrics(metrics.registry);
-  const router = new Router(app, httpMetrics, auth, readiness, log, hosts, addresses);
+  const router = new Router(app, httpMetrics, auth, readiness, log, hosts, addresses, new BodyBudget(config.bodyBytesPerSource));
   registerRest(router, { model, maxBodyBytes: config.maxBodyBytes, answerCacheBytes: config.answerCacheBytes, subscriptions: storedSets, readiness });
   const metricsApp = createApp();
   const metricsRouter = new Router(metricsApp, httpMetrics, auth, readiness, log, hosts, addresses);
@@ -143,7 +144,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   registerIngest(app, router, {
     ingest, freshness, auth, hub, gate: readiness, log, hosts, addresses, origins: new OriginPolicy('/ingest', 'INGEST_ORIGINS', config.ingestOrigins, hosts),
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
-    maxQueuedBytes: config.ingestQueueBytes, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
+    maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
   registerDocs(router);
   registerWeb(app, hosts);

@@ -1,5 +1,5 @@
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import { errors, known } from '../errors.js';
+import { CLOSE, errors, known } from '../errors.js';
 import type { Auth } from '../auth/auth.js';
 import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
@@ -72,12 +72,14 @@ class PublisherSocket implements Publisher {
   readonly lane: Lane;
   readonly feeder: Feeder;
   private readonly format: Format;
+  private readonly maxUnreadBytes: number;
 
   constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
     const { keyId, format, key, liveMs } = conn.getUserData();
     this.keyId = keyId;
     this.format = format;
     this.feeder = deps.freshness.connect(liveMs);
+    this.maxUnreadBytes = deps.maxUnreadBytes;
     const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
     this.lane = new Lane({ ingest: deps.ingest, by: { key, feeder: this.feeder }, limits, keys: deps.keyQueues, keyId });
   }
@@ -93,6 +95,14 @@ class PublisherSocket implements Publisher {
   /** An ack or a refusal, in the socket's format. */
   reply(ack: AckMessage): void {
     if (this.closed) return;
+    // An ack is never dropped (uWS would drop one past its 64 KiB default, and the publisher would
+    // wait for it for ever): a publisher leaving more acks unread than a socket may hold is closed
+    // instead, and knows to send again what was not acked. Checked before sending, so one ack of
+    // any size (a long refused list) always goes out.
+    if (this.conn.getBufferedAmount() > this.maxUnreadBytes) {
+      this.closed = true;
+      return this.conn.end(CLOSE.SLOW.code, CLOSE.SLOW.reason);
+    }
     this.conn.cork(() => this.conn.send(encodeFor(this.format, ack), this.format === 'proto'));
   }
 }
@@ -116,6 +126,8 @@ export interface IngestRoutesDeps extends UpgradeDeps {
   /** Batches one `/ingest` connection may have in flight, and their bytes. */
   maxInFlight: number;
   maxQueuedBytes: number;
+  /** Bytes of acks a connection may leave unread before it is closed (4008). */
+  maxUnreadBytes: number;
   /** Bytes each key has queued, across its connections and posts. */
   keyQueues: KeyQueues;
 }
@@ -147,6 +159,8 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
 
   app.ws<PublisherData>('/ingest', {
     maxPayloadLength: deps.maxBodyBytes,
+    // Unbounded here: reply bounds the acks a publisher leaves unread, closing rather than dropping.
+    maxBackpressure: 0,
     idleTimeout: 60,
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (

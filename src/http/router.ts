@@ -5,7 +5,7 @@ import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
-import { Exchange, sendError, write } from './request.js';
+import { Exchange, sendError, write, type BodyBudget } from './request.js';
 import type { ClientAddresses } from './address.js';
 import type { HostPolicy } from './host.js';
 import type { ReadyGate } from './readiness.js';
@@ -43,6 +43,8 @@ export class Router {
     private readonly hosts: HostPolicy,
     /** Who is calling, by address: what wrong keys are counted against. */
     private readonly addresses: ClientAddresses,
+    /** Bytes of bodies still arriving, per key (per address with keys off); routes without bodies need none. */
+    private readonly bodies?: BodyBudget,
   ) {}
 
   /**
@@ -98,7 +100,8 @@ export class Router {
         return;
       }
       const type = req.getHeader('content-type').split(';')[0].trim().toLowerCase();
-      const body = ex.body(req, limit, types);
+      const account = this.bodies && { budget: this.bodies, source: this.auth.enabled ? who.keyId : this.addresses.of(res, req) };
+      const body = ex.body(req, limit, types, account);
       void this.finish(ex, path, 'POST', t0, async () => ({ body: await fn(await body, type, who) }));
     });
   }

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { extname } from 'node:path';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { HostPolicy } from './host.js';
-import { sendError } from './request.js';
+import { endPaced, sendError } from './request.js';
 
 /** dist/web/, which `npm run build` writes; this file runs from dist/src/http/. */
 const WEB = new URL('../../web/', import.meta.url);
@@ -29,7 +29,8 @@ function reply(res: HttpResponse, status: string, headers: Headers, body?: Buffe
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
-    res.end(body);
+    if (body) endPaced(res, body, false);
+    else res.end();
   });
 }
 

@@ -23,10 +23,15 @@ function opt<T>(o: Obj, key: string, check: (v: unknown, key: string) => T): T |
   return key in o ? check(o[key], key) : undefined;
 }
 
+/** A UTF-16 surrogate without its other half. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 const text = (max: number) => (v: unknown, key: string): string => {
   if (typeof v !== 'string' || v.length > max) return fail(key, `must be a string of at most ${max} characters`);
   // Postgres text cannot hold NUL: refuse it here rather than fail inside the transaction.
-  return v.includes('\u0000') ? fail(key, 'must not contain NUL characters') : v;
+  if (v.includes('\u0000')) return fail(key, 'must not contain NUL characters');
+  // Nor a lone surrogate: it would be stored as U+FFFD, not the name that was sent and acked.
+  return LONE_SURROGATE.test(v) ? fail(key, 'must not contain lone surrogates (an unpaired \\ud800 to \\udfff)') : v;
 };
 const name = text(MAX_TEXT);
 const flag = (v: unknown, key: string): boolean => (typeof v === 'boolean' ? v : fail(key, 'must be true or false'));

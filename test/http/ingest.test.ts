@@ -48,3 +48,17 @@ t.test('/ingest takes the key in the header only: a key in the URL is refused wi
   pub.send(1, [image(M)]);
   t.match(await pub.ack(1), { status: 1, message: 'Ingested 1 item' }, 'the same key in the header works');
 });
+
+t.test('a name with a lone surrogate is refused naming the field, and nothing is stored (it was stored as U+FFFD under an ack)', async (t) => {
+  const post = (body: string) => http<{ status: number; message: string }>(svc.url, '/api/v1/ingest', {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': token }, body,
+  });
+  const r = await post('{"data":[{"kind":"sport","si":777001,"na":"Bad \\ud800 name"}]}');
+  t.same([r.status, r.body], [400, { status: 0, message: 'item 0 (sport 777001): na must not contain lone surrogates (an unpaired \\ud800 to \\udfff)' }]);
+  const reader = await createKey(svc.pool, 'reader', 'subscriber');
+  await keyLive(svc.url, reader.token);
+  const sports = await http<{ si: number }[]>(svc.url, '/api/v1/sports', { headers: { 'x-api-key': reader.token } });
+  t.notOk(sports.body.some((s) => s.si === 777001), 'the sport was not stored');
+  const paired = await post('{"data":[{"kind":"sport","si":777002,"na":"Paired \\ud83c\\udfcf"}]}');
+  t.equal(paired.status, 200, 'a surrogate pair (an emoji) is a name like any other');
+});

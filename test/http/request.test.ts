@@ -2,8 +2,8 @@ import t, { type Test } from 'tap';
 import { connect } from 'node:net';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
-import { readByPeer } from '../helpers/net.js';
-import { waitFor } from '../helpers/wait.js';
+import { closedByPeer, portsOf, readByPeer } from '../helpers/net.js';
+import { eventually, waitFor } from '../helpers/wait.js';
 
 const svc = await startTestService(t);
 const get = (path: string) => http<{ status: number; message: string }>(svc.url, path);
@@ -57,6 +57,8 @@ t.test('li is checked like si', async (t) => {
 
 t.test('a parameter given twice is a 400', async (t) => {
   await expectError(t, '/api/v1/sports/events?si=1&si=2', 400, /si is given more than once/);
+  // Not every parameter is a list: the refusal must not tell a caller of ?hb= to join IDs.
+  await expectError(t, '/api/v1/sports/events?si=1&x=1&x=2', 400, /^x is given more than once; give each parameter once \(a list joins its IDs with commas\)$/);
 });
 
 t.test('malformed percent-encoding is a 400', async (t) => {
@@ -136,6 +138,48 @@ t.test('a chunked body that grows past 1 MiB is a 413', async (t) => {
   });
   const r = await fetch(svc.url + '/api/v1/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: stream, duplex: 'half' } as RequestInit);
   t.equal(r.status, 413);
+});
+
+t.test('bodies still arriving are bounded per caller (BODY_BYTES_PER_SOURCE): past it a request is refused 429 unread, and the bytes come back once those bodies end', async (t) => {
+  const small = await startTestService(t, { BODY_BYTES_PER_SOURCE: String(2 * 1024 * 1024) });
+  const head = `POST /api/v1/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024}\r\n\r\n`;
+  const open = async (body: string) => {
+    const s = connect(small.port, '127.0.0.1');
+    s.on('error', () => undefined);
+    let answer = '';
+    s.on('data', (d: Buffer) => (answer += d.toString()));
+    await new Promise((ok) => s.once('connect', ok));
+    s.write(head + body);
+    t.teardown(() => s.destroy());
+    return { s, answer: () => answer };
+  };
+  // Two uploads of 1 MiB that stall after their first bytes hold the caller's 2 MiB.
+  const slow = [await open('{"data":['), await open('{"data":[')];
+  for (const { s } of slow) await waitFor(() => readByPeer(s), 'the server read the start of a slow body', 10000);
+  const third = await open('');
+  await waitFor(() => third.answer().includes('\r\n\r\n') && third.s.closed, () => `the third request answered and closed (so far: ${JSON.stringify(third.answer().slice(0, 60))})`, 10000);
+  t.match(third.answer(), /^HTTP\/1\.1 429 /);
+  t.match(third.answer(), /Retry-After: 1/i);
+  t.match(third.answer(), /2097152 bytes of request bodies from this caller are still arriving \(the limit is 2097152\); send this once one of them is answered \(this request was not read\)/);
+  t.same(slow.map(({ answer }) => answer()), ['', ''], 'the slow ones are still being read');
+  for (const { s } of slow) s.destroy();
+  const r = await eventually(() => postJson(small.url, '/api/v1/subscribe', { data: ['1.1'] }), (r) => r.status === 200, 10000);
+  t.equal(r.status, 200, 'once they went away, the caller is read again');
+});
+
+t.test('a client that pipelines requests and reads no answer is closed once an answer cannot go out whole, not buffered for', async (t) => {
+  const path = '/api/v1/sports/events?si=1,2,4,7';
+  const N = 4000;
+  const s = connect(svc.port, '127.0.0.1');
+  s.on('error', () => undefined);
+  await new Promise((ok) => s.once('connect', ok));
+  s.pause();
+  t.teardown(() => s.destroy());
+  // uWS held every answer of such a client in the process (four of them reached 2.8 GB in
+  // 10 s) until its idle timeout of 10 s; now the answer that does not fit the socket is
+  // written as the client reads, and the next request it pipelined closes the connection.
+  s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(N));
+  await waitFor(() => closedByPeer(portsOf(s)), 'the server closed the connection', 5000);
 });
 
 t.test('bad bodies change nothing', async (t) => {

@@ -4,6 +4,7 @@ import { startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { http } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
+import { scrape, value } from '../helpers/metrics.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
 
 /**
@@ -83,4 +84,26 @@ t.test('batches past the in-flight limit are refused, not queued, and were not a
   for (const a of pub.acks.values()) {
     t.equal(seen.has(200 + a.id), a.status === 1, `batch ${a.id} ${a.status ? 'applied' : 'not applied'}`);
   }
+});
+
+t.test('a publisher that stops reading its acks loses none: past WS_MAX_BACKPRESSURE of them it is closed (4008) after the ones it had, in order', async (t) => {
+  const svc = await startTestService(t);
+  const pub = await publisher(svc.url);
+  t.teardown(() => pub.ws.close());
+  const ran = async () => value(await scrape(svc.url), 'odds_ingest_batches_total', 'outcome="ok"');
+  const before = await ran();
+  // Every item names an unknown market, so each ack lists 2,000 refusals: about 150 KB, 18 MB in all,
+  // far past what the kernel's buffers take while the publisher reads nothing.
+  const N = 120;
+  const data = Array.from({ length: 2000 }, (_, i) => ({ kind: 'odds', mid: `9.${i}` }));
+  (pub.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+  for (let id = 1; id <= N; id++) pub.ws.send(JSON.stringify({ id, data }));
+  await waitFor(async () => (await ran()) - before === N, `all ${N} batches run`, 60_000);
+  (pub.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+  let code = 0;
+  void pub.closed.then((c) => (code = c));
+  await waitFor(() => code !== 0 || pub.acks.size === N, () => `every ack, or a close (${pub.acks.size} acks, none since ${pub.order.at(-1)})`, 30_000);
+  t.equal(code, 4008, 'closed as a slow consumer');
+  t.ok(pub.acks.size > 0 && pub.acks.size < N, `${pub.acks.size} acks read before the close`);
+  t.same(pub.order, Array.from({ length: pub.order.length }, (_, i) => i + 1), 'the acks it got are batches 1 to n, none missing');
 });
