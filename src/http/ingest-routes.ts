@@ -31,7 +31,12 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
   const { id, data } = body as { id?: unknown; data?: unknown };
-  return { id: Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff ? (id as number) : 0, bytes: bytes.byteLength, items: ingest.read(data) };
+  if (id === undefined) return { id: 0, bytes: bytes.byteLength, items: ingest.read(data) };
+  // An id the ack could not echo would leave its publisher unable to match the ack: refused, unread.
+  if (!Number.isSafeInteger(id) || (id as number) < 0 || (id as number) > 0xffffffff) {
+    return { id: 0, bytes: bytes.byteLength, items: { refusal: errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)') } };
+  }
+  return { id: id as number, bytes: bytes.byteLength, items: ingest.read(data) };
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -173,15 +178,16 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       const socket = ws.getUserData().socket!;
       socket.feeder.heard();
       let batch: Batch;
+      // The message buffer is only valid during this callback: read it now, unless the lane's
+      // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
+      const unread = socket.lane.boundRefusal(data.byteLength);
       try {
-        // The message buffer is only valid during this callback: read it now, unless the lane's
-        // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
-        const unread = socket.lane.boundRefusal(data.byteLength);
         batch = unread
           ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
           : readBatch(new Uint8Array(data), isBinary, deps);
       } catch (err) {
-        return socket.reply(refusal(0, known(err, log, 'ingest')));
+        // A message that is no batch is refused in its place too, so acks keep the order sent.
+        batch = { id: 0, bytes: data.byteLength, items: { refusal: known(err, log, 'ingest') } };
       }
       socket.lane.submit(batch).then(
         (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),

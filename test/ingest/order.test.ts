@@ -65,6 +65,38 @@ t.test('pipelined batches mixing reference items and odds end on the last image,
   t.equal(markets.body.data['30000001'].find((m) => m.mid === M)!.s, (N - 1) % 4 === 1, 'the market state is the last one sent');
 });
 
+t.test('a message that is no batch, or whose id an ack cannot echo, is refused in its place: acks keep the order sent, and nothing of it applies', async (t) => {
+  const svc = await startTestService(t);
+  const pub = await publisher(svc.url);
+  t.teardown(() => pub.ws.close());
+  // Each good batch waits on a transaction, so the bad ones arrive while it runs.
+  const good = (id: number) => JSON.stringify({ id, data: [{ kind: 'market', mid: M, s: true }, image(M, 2 + id / 100)] });
+  pub.ws.send(good(1));
+  pub.ws.send('{"id": 2, "data": [');
+  pub.ws.send(good(3));
+  pub.ws.send(JSON.stringify({ id: 'four', data: [image(M, 9)] }));
+  pub.ws.send(JSON.stringify({ id: 2 ** 32, data: [image(M, 9)] }));
+  pub.ws.send(good(6));
+  await waitFor(() => pub.order.length === 6, () => `an ack for each of the 6 messages (${pub.order.length} so far)`, 15000, 10);
+  t.same(pub.order, [1, 0, 3, 0, 0, 6], 'acks in the order sent; a refusal the id of which cannot be trusted echoes 0');
+  const acks = [...pub.acks.values()];
+  t.same(acks.map((a) => a.status), [1, 0, 1, 1], 'by id: the good ones applied, the refusals under id 0');
+  const answers: AckMessage[] = [];
+  const pub2 = await publisher(svc.url);
+  t.teardown(() => pub2.ws.close());
+  pub2.ws.on('message', (d) => answers.push(JSON.parse(String(d)) as AckMessage));
+  pub2.ws.send(JSON.stringify({ id: -1, data: [image(M, 9)] }));
+  pub2.ws.send('not json');
+  await waitFor(() => answers.length === 2, 'both refused');
+  t.match(answers[0], { id: 0, status: 0, message: 'request body id must be a whole number from 0 to 4294967295 (the ack echoes it)' });
+  t.match(answers[1], { id: 0, status: 0, message: /^request body/ });
+  const watcher = await Client.connect(svc.url);
+  t.teardown(() => watcher.close());
+  await watcher.request({ op: 'subscribe', mids: [M] });
+  const shown = (await watcher.next((f) => f.op === 'odds' && f.mid === M)) as OddsMessage;
+  t.equal(shown.r[0].b[0][0], 2.06, 'the book is the last good batch\'s: no refused image applied');
+});
+
 t.test('batches past the in-flight limit are refused, not queued, and were not applied', async (t) => {
   const svc = await startTestService(t, { INGEST_MAX_IN_FLIGHT: '3' });
   const watcher = await Client.connect(svc.url);
