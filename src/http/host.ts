@@ -59,13 +59,21 @@ export class HostPolicy {
   }
 }
 
-/** The name of a Host header: lower case, without its port or a final dot; an IPv6 address keeps its brackets. */
+/**
+ * The name of a Host header: lower case, without its port or a final dot; an IPv6 address keeps
+ * its brackets. Anything after the name but a port (`[::1]evil`, `localhost:x`) leaves the header
+ * whole, which no rule allows.
+ */
 function hostName(host: string): string {
   let name = host.toLowerCase();
-  if (name.startsWith('[')) return name.slice(0, name.indexOf(']') + 1);
-  const colon = name.lastIndexOf(':');
-  if (colon >= 0) name = name.slice(0, colon);
+  const end = name.startsWith('[') ? name.indexOf(']') + 1 : name.lastIndexOf(':');
+  if (end > 0 && end < name.length) {
+    if (!PORT.test(name.slice(end))) return name;
+    name = name.slice(0, end);
+  }
   return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
-const isAddress = (name: string): boolean => (name.startsWith('[') ? isIP(name.slice(1, -1)) === 6 : isIP(name) === 4);
+const PORT = /^:\d{1,5}$/;
+
+const isAddress = (name: string): boolean => (name.startsWith('[') ? name.endsWith(']') && isIP(name.slice(1, -1)) === 6 : isIP(name) === 4);

@@ -102,7 +102,7 @@ t.test('/ws with AUTH=on takes any origin by default: the subscriber key decides
 t.test('the names a service answers to: localhost and IP addresses with any port, and those listed', async (t) => {
   const loopback = new HostPolicy([]);
   for (const h of ['localhost', 'localhost:8080', 'LocalHost.:1', '127.0.0.1:8080', '127.0.0.2', '[::1]:8080', '[::1]', '10.1.2.3:8080', '']) t.ok(loopback.allows(h), h);
-  for (const h of ['evil.example', 'evil.example:8080', 'localhost.evil.example', '127.0.0.1.nip.io', '[::1', 'x']) t.notOk(loopback.allows(h), h);
+  for (const h of ['evil.example', 'evil.example:8080', 'localhost.evil.example', '127.0.0.1.nip.io', '[::1', 'x', '[::1]evil', '[::1]:8080x', 'localhost:evil', '127.0.0.1:']) t.notOk(loopback.allows(h), h);
   const listed = new HostPolicy(['odds.example.com', '*.bets.example']);
   for (const h of ['odds.example.com:443', 'ODDS.example.com', 'a.bets.example', 'a.b.bets.example:8080', 'localhost']) t.ok(listed.allows(h), h);
   for (const h of ['bets.example', 'xbets.example', 'example.com']) t.notOk(listed.allows(h), h);
