@@ -1,5 +1,5 @@
 import t from 'tap';
-import { freePort } from '../helpers/net.js';
+import { freePort, silentPort } from '../helpers/net.js';
 import { spawn } from 'node:child_process';
 import { WebSocketServer } from 'ws';
 import { formatFrame, formatFreshness, parseArgs, subscriptionOf } from '../../src/cli/watch.js';
@@ -7,7 +7,6 @@ import type { OddsMessage } from '../../src/odds/messages.js';
 import { http, keyLive, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
 import { HANDSHAKE_TIMEOUT_MS } from '../../src/exchange/publisher.js';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
 const MID = '1.200001001';
@@ -216,14 +215,7 @@ t.test('connection refused: message and exit 1', async (t) => {
 });
 
 t.test('a port whose program accepts and never answers the handshake: said after the handshake timeout, exit 1', async (t) => {
-  const held: Socket[] = [];
-  const silent = createServer((s) => held.push(s));
-  t.teardown(() => {
-    for (const s of held) s.destroy();
-    silent.close();
-  });
-  await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
-  const { port } = silent.address() as AddressInfo;
+  const port = await silentPort(t);
   const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID]);
   t.equal(r.code, 1, r.stderr);
   t.equal(r.stderr, `watch: cannot connect to ws://127.0.0.1:${port}/ws: Opening handshake has timed out\n`, `given up after ${HANDSHAKE_TIMEOUT_MS} ms`);

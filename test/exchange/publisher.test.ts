@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createKey } from '../../src/auth/keys.js';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { silentPort } from '../helpers/net.js';
 import { HANDSHAKE_TIMEOUT_MS, Publisher, PublishError } from '../../src/exchange/publisher.js';
 import { http, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
@@ -20,14 +20,7 @@ t.test('the key goes in the x-api-key header; a missing or wrong-role key is ref
 });
 
 t.test('a port whose program accepts and never answers the handshake: refused after the handshake timeout', async (t) => {
-  const held: Socket[] = [];
-  const silent = createServer((s) => held.push(s));
-  t.teardown(() => {
-    for (const s of held) s.destroy();
-    silent.close();
-  });
-  await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
-  const at = `ws://127.0.0.1:${(silent.address() as AddressInfo).port}/ingest`;
+  const at = `ws://127.0.0.1:${await silentPort(t)}/ingest`;
   await t.rejects(Publisher.connect({ url: at }), new PublishError(`cannot connect to ${at}: Opening handshake has timed out`), `given up after ${HANDSHAKE_TIMEOUT_MS} ms`);
 });
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import type { Test } from 'tap';
 
 /** A loopback port that was free a moment ago: for a server to take, or for a connection to be refused. */
 export { freePort } from '../../src/db/embedded.js';
@@ -58,4 +59,16 @@ const CLOSE_WAIT = 0x08;
 export function closedByPeer(ports: Ports): boolean {
   const { theirs } = ends(ports);
   return theirs === undefined || (theirs.state !== ESTABLISHED && theirs.state !== CLOSE_WAIT);
+}
+
+/** A port whose program accepts connections and never answers (another program, a hung proxy); closed when the test ends. */
+export async function silentPort(t: Test): Promise<number> {
+  const held: Socket[] = [];
+  const silent = createServer((s) => held.push(s));
+  t.teardown(() => {
+    for (const s of held) s.destroy();
+    silent.close();
+  });
+  await new Promise<void>((ok) => silent.listen(0, '127.0.0.1', ok));
+  return (silent.address() as AddressInfo).port;
 }
