@@ -56,14 +56,9 @@ export class Listeners implements Component {
 
   async start(): Promise<void> {
     const { o } = this;
-    // Each failure names its variable, so the fix (another port) is plain from the one line.
-    const main = await listen(o.app, o.host, o.port).catch((err: Error) => {
-      throw new Error(`${err.message} (PORT)`);
-    });
+    const main = await listenNaming(o.app, o.host, o.port, 'PORT');
     this.main = main.socket;
-    const metrics = await listen(o.metricsApp, o.metricsHost, o.metricsPort).catch((err: Error) => {
-      throw new Error(`${err.message} (METRICS_PORT)`);
-    });
+    const metrics = await listenNaming(o.metricsApp, o.metricsHost, o.metricsPort, 'METRICS_PORT');
     this.metrics = metrics.socket;
     this.port = main.port;
     this.metricsPort = metrics.port;
@@ -84,5 +79,14 @@ export class Listeners implements Component {
     if (this.metrics) closeListen(this.metrics);
     this.metrics = undefined;
     await this.o.metricsRouter.drain();
+  }
+}
+
+/** Listens, a failure naming the variable that sets the port: the fix (another port) is plain from the one line. */
+async function listenNaming(app: TemplatedApp, host: string, port: number, variable: string): ReturnType<typeof listen> {
+  try {
+    return await listen(app, host, port);
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (${variable})`);
   }
 }

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errors, type ServiceError } from '../errors.js';
 import { STATUS_LINES, errorBody, httpStatus } from './status.js';
 import { MAX_IDS, type IdRule } from '../refdata/ids.js';
+import { ByteBudget } from '../lib/byte-budget.js';
 
 export type Query = ReadonlyMap<string, string>;
 
@@ -163,23 +164,9 @@ export function sendError(res: HttpResponse, err: ServiceError, close = false): 
  * client's pace: without this bound one caller's many slow uploads could hold
  * any amount of memory. A source's first body always fits.
  */
-export class BodyBudget {
-  private readonly held = new Map<string, number>();
-
-  constructor(readonly max: number) {}
-
-  /** Counts `bytes` against `source`, or returns the refusal when they do not fit. */
-  take(source: string, bytes: number): ServiceError | undefined {
-    const held = this.held.get(source) ?? 0;
-    if (held > 0 && held + bytes > this.max) return errors.bodiesInFlight(held, this.max);
-    this.held.set(source, held + bytes);
-    return undefined;
-  }
-
-  give(source: string, bytes: number): void {
-    const held = (this.held.get(source) ?? 0) - bytes;
-    if (held > 0) this.held.set(source, held);
-    else this.held.delete(source);
+export class BodyBudget extends ByteBudget<ServiceError> {
+  constructor(max: number) {
+    super(max, errors.bodiesInFlight);
   }
 }
 

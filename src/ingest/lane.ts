@@ -1,6 +1,7 @@
 import { errors, type ServiceError } from '../errors.js';
 import type { IngestResult, SentBy } from './ingest.js';
 import type { Batch, BatchItems } from './batch.js';
+import { ByteBudget } from '../lib/byte-budget.js';
 
 /** What runs a lane's batches, one at a time, as sent by the lane's connection (ingest.ts: `Ingest`). */
 export interface BatchRunner {
@@ -19,23 +20,9 @@ export interface LaneLimits {
  * connections and REST posts: a key cannot make the process hold more than
  * `max` however many connections it opens.
  */
-export class KeyQueues {
-  private readonly held = new Map<string, number>();
-
-  constructor(private readonly max: number) {}
-
-  /** Counts `bytes` against the key, or says why not (the key's first batch always fits). */
-  take(keyId: string, bytes: number): ServiceError | undefined {
-    const held = this.held.get(keyId) ?? 0;
-    if (held > 0 && held + bytes > this.max) return errors.ingestQueueFull('key', held, this.max);
-    this.held.set(keyId, held + bytes);
-    return undefined;
-  }
-
-  give(keyId: string, bytes: number): void {
-    const held = (this.held.get(keyId) ?? 0) - bytes;
-    if (held > 0) this.held.set(keyId, held);
-    else this.held.delete(keyId);
+export class KeyQueues extends ByteBudget<ServiceError> {
+  constructor(max: number) {
+    super(max, (held, most) => errors.ingestQueueFull('key', held, most));
   }
 }
 

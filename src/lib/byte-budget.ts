@@ -1,0 +1,25 @@
+/**
+ * Bytes held per source (an API key, an address), bounded by `max` each, so one source cannot make
+ * the process hold more however many requests or connections it opens. A source holding nothing
+ * may always take, so one item larger than `max` alone still goes through. A take that does not
+ * fit counts nothing and returns the owner's refusal, built from what the source holds.
+ */
+export class ByteBudget<Refusal> {
+  private readonly held = new Map<string, number>();
+
+  constructor(readonly max: number, private readonly refusal: (held: number, max: number) => Refusal) {}
+
+  /** Counts `bytes` against `source`, or returns the refusal when they do not fit. */
+  take(source: string, bytes: number): Refusal | undefined {
+    const held = this.held.get(source) ?? 0;
+    if (held > 0 && held + bytes > this.max) return this.refusal(held, this.max);
+    this.held.set(source, held + bytes);
+    return undefined;
+  }
+
+  give(source: string, bytes: number): void {
+    const held = (this.held.get(source) ?? 0) - bytes;
+    if (held > 0) this.held.set(source, held);
+    else this.held.delete(source);
+  }
+}
