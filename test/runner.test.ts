@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ALONE_MARK, byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, runsAlone, writeDurations } from './runner.js';
+import { ALONE_MARK, byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, runOrder, runsAlone, writeDurations } from './runner.js';
 
 /** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
@@ -49,6 +49,9 @@ t.test('longest first by the record; a file with no record before all', async (t
   const files = ['a', 'b', 'c', 'd'].map((n) => join(root, n));
   const rec = (seconds: number) => ({ seconds, cpu: seconds / 2 });
   t.same(byDuration(files, root, { a: rec(1), b: rec(30), d: rec(2) }).map((f) => f.slice(3)), ['c', 'b', 'd', 'a']);
+  const alone = (f: string) => f.endsWith('a');
+  t.same(runOrder(files, root, { a: rec(1), b: rec(30), d: rec(2) }, alone).map((f) => f.slice(3)), ['a', 'c', 'b', 'd'],
+    'a file that runs alone before all, on the idle machine of the start, not after everything running has ended');
 });
 
 t.test('files are packed by the cores they keep busy: waiting ones fill in beside busy ones, never past the budget or the job count', async (t) => {

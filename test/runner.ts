@@ -82,6 +82,15 @@ export function byDuration(files: readonly string[], root: string, durations: Re
   return [...files].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 }
 
+/**
+ * The order files are offered in: those that run alone first, while the machine is idle anyway
+ * (later, every file running would have to end before one could start), then longest first.
+ */
+export function runOrder(files: readonly string[], root: string, durations: Readonly<Record<string, Recorded>>, alone: (file: string) => boolean): string[] {
+  const longestFirst = byDuration(files, root, durations);
+  return [...longestFirst.filter(alone), ...longestFirst.filter((f) => !alone(f))];
+}
+
 /** A file that waits still takes some CPU (its process starting, its sockets): never counted as free. */
 const MIN_CORES = 0.1;
 
@@ -128,7 +137,8 @@ export function runsAlone(file: string): boolean {
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   const started = Date.now();
   const machineAtStart = machineCpu();
-  const queue = byDuration(o.files, o.root, o.durations);
+  const aloneFiles = new Set(o.files.filter(runsAlone));
+  const queue = runOrder(o.files, o.root, o.durations, (f) => aloneFiles.has(f));
   const results: FileResult[] = [];
   const running = new Set<ChildProcess>();
   // Stopped from outside (Ctrl-C, a supervisor): no file starts after this, and those running stop.
@@ -139,7 +149,6 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);
-  const aloneFiles = new Set(queue.filter(runsAlone));
   const cost: FileCost = { cores: (f) => coresOf(f, o.root, o.durations), alone: (f) => aloneFiles.has(f) };
   const busy = new Set<string>();
   await new Promise<void>((allDone) => {

@@ -63,6 +63,6 @@ export function board(page: Page): Promise<ShownBook[]> {
 }
 
 /** Waits until the book of `mid` is in `state` (its `data-state`). */
-export async function bookState(page: Page, mid: string, state: string, timeout = 10_000): Promise<void> {
+export async function bookState(page: Page, mid: string, state: string, timeout = 30_000): Promise<void> {
   await page.waitForSelector(`.book[data-mid="${mid}"][data-state="${state}"]`, { timeout });
 }
