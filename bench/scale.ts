@@ -199,7 +199,8 @@ async function runOne(n: number, dbUrl: string, pinning: Pinning, nats: Nats | u
     await post(pod.url, MARKETS.map((m) => image(m, tick.n++)));
     await sleep(1000);
     const feed = new Feed(to, tick);
-    const vanish = await storm('vanish', { w, feed, rate: rateFor(n), server: pod, next: pod, epoch: (await newestSeqs(pod.url)).epoch });
+    // The sampled sockets are not in the storm: they stay on the pod while the others vanish and come back.
+    const vanish = await storm('vanish', { w, feed, rate: rateFor(n), server: pod, next: pod, epoch: (await newestSeqs(pod.url)).epoch, served: sampler });
     const next = await Pod.start(dbUrl, pinning, shards, bus);
     to = feed.to = await Ingest.open(next.url);
     await post(next.url, MARKETS.map((m) => image(m, tick.n++)));
@@ -234,6 +235,7 @@ try {
 const stormCell = (s: StormResult) =>
   `${fmt(s.ms)} ms (${fmt(s.reconnected)}; p50 · p90 · p99 · max a socket ${s.back.map((ms) => fmt(ms)).join(' · ')} ms) · ${fmt(s.cpuPct)}% CPU (clients ${fmt(s.clientCpuPct)}%) · ${fmt(s.peakRssMiB)} MiB · ${fmt(s.listenDrops)} SYNs dropped (${fmt(s.synRetried)} connects retried) · ${s.newest.stale === 0 ? `newest everywhere (${fmt(s.newest.checked)})` : `${fmt(s.newest.stale)} stale of ${fmt(s.newest.checked)}`}` +
   (s.silent === false ? ' · not silent (loopback: no network namespace)' : '') +
+  (s.served ? ` · the ${fmt(s.served.frames)} frames of the sockets it spared p50 · p99 ${fmt(s.served.p50, 1)} · ${fmt(s.served.p99, 1)} ms, ${fmt(s.served.lost)} lost` : '') +
   (s.reap ? ` · dead sockets reaped in ${fmt(s.reap.ms / 1000, 1)} s (up to ${fmt(s.reap.peakDead)} held; RSS ${fmt(s.reap.rssMiB)} → ${fmt(s.reap.peakRssMiB)} MiB)` : '');
 const shape = recordedShape();
 const perMarket = recordedRate(EVENTS.length) / MARKETS.length;

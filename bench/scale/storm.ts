@@ -12,6 +12,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { loadConfig } from '../../src/config.js';
 import { cpuMicros } from '../lib/proc.js';
 import { sleep } from '../lib/run.js';
+import { Histogram } from '../lib/statistics.js';
+import type { Child } from '../fanout/child.js';
 import type { Newest } from '../fanout/raw-client.js';
 import { newestSeqs, type Feed } from './market.js';
 import type { Pod } from './pod.js';
@@ -39,6 +41,16 @@ export interface StormResult {
   silent?: boolean;
   /** `vanish` in silence: until the server had closed the dead sockets, with the feed running. */
   reap?: Reap;
+  /** Sockets that stayed connected through the storm (`served`): what they were sent meanwhile. */
+  served?: Served;
+}
+
+export interface Served {
+  frames: number;
+  /** Publish to receive, as the rate steps' p50 and p99 (their calm figures). */
+  p50: number;
+  p99: number;
+  lost: number;
 }
 
 export interface Reap {
@@ -84,6 +96,13 @@ export interface StormSetup {
   server: Pod;
   next: Pod;
   epoch: string;
+  /** The sampled sockets (fanout/sampler.ts), when they stay on `next` throughout: the storm's cost to the sockets it spares. */
+  served?: Child;
+}
+
+function servedStats(s: { frames: number; lost: number; fromTs: ReturnType<Histogram['toJSON']> }): Served {
+  const h = Histogram.from(s.fromTs);
+  return { frames: s.frames, p50: h.pMs(50), p99: h.pMs(99), lost: s.lost };
 }
 
 export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<StormResult> {
@@ -96,11 +115,13 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   const clientCpu0 = clientCpu();
   const drops0 = listenDrops();
   const [fds0, rss0] = [fds(o.next), o.next.rssBytes()];
+  await o.served?.ask({ type: 'reset' }, 'reset');
   const t0 = Date.now();
   if (kind === 'restart') await o.server.stop();
   const silent = kind === 'vanish' ? o.w.cut() : undefined;
   const { ok } = await o.w.resume(o.next.ports, o.epoch);
   const ms = Date.now() - t0;
+  const served = o.served ? servedStats(await o.served.ask({ type: 'stats' }, 'stats')) : undefined;
   const cpuPct = (100 * (o.next.cpuMicros() - cpu0)) / (ms * 1000);
   const clientCpuPct = (100 * (clientCpu() - clientCpu0)) / (ms * 1000);
   const dropped = listenDrops() - drops0;
@@ -114,7 +135,7 @@ export async function storm(kind: 'vanish' | 'restart', o: StormSetup): Promise<
   const after = (await o.w.counts()).refused;
   const refused = Object.fromEntries(Object.entries(after).map(([line, k]) => [line, k - (before[line] ?? 0)]).filter(([, k]) => Number(k) > 0));
   return {
-    ms, reconnected: ok, cpuPct, clientCpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped, silent, reap,
+    ms, reconnected: ok, cpuPct, clientCpuPct, peakRssMiB: peak / 1024 / 1024, newest, refused, listenDrops: dropped, silent, reap, served,
     back: [times.back.pMs(50), times.back.pMs(90), times.back.pMs(99), times.back.max / 1000], synRetried: times.synRetried,
   };
 }

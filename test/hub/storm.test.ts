@@ -145,7 +145,8 @@ async function waitSubscribed(fleet: Fleet): Promise<number> {
  * The checks both storms share: served sockets lost nothing and kept receiving frames, refusals
  * are only the limits', and every client ends current. How long the storm held frames up is
  * reported, not judged: on a machine shared with other test files it measures their load as much
- * as the storm's, and a speed is judged by a benchmark, never by a test.
+ * as the storm's. bench:scale measures it where the machine is the benchmark's alone (the frames
+ * of the sockets a storm spares).
  */
 async function judge(t: Test, fleet: Fleet, served: Served, stormMs: number, url: string, pub: Publisher): Promise<void> {
   const during = served.take();
