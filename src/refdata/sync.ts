@@ -62,8 +62,7 @@ export class ModelSync implements Component {
   }
 
   notify(key: string): void {
-    if (!this.pending.size) this.batchStart = performance.now();
-    this.pending.add(key);
+    this.gather(key);
     this.kick();
   }
 
@@ -80,9 +79,11 @@ export class ModelSync implements Component {
     const wrote = [...keys];
     if (!wrote.length) return Promise.resolve();
     if (this.stopped) return Promise.reject(errors.writtenNotShown());
-    // Queued before the keys kick a pass, which takes its waiters as it starts.
+    // The waiter and every key are in before the one kick: a pass takes both as it starts, and one
+    // started by the first key would read that row alone and answer for the whole write.
     const shown = new Promise<void>((ok, fail) => this.waiting.push({ ok, fail }));
-    for (const key of wrote) this.notify(key);
+    for (const key of wrote) this.gather(key);
+    this.kick();
     return shown;
   }
 
@@ -90,6 +91,11 @@ export class ModelSync implements Component {
     this.stopped = true;
     clearTimeout(this.retry);
     for (const w of this.waiting.splice(0)) w.fail(errors.writtenNotShown());
+  }
+
+  private gather(key: string): void {
+    if (!this.pending.size) this.batchStart = performance.now();
+    this.pending.add(key);
   }
 
   private kick(): void {

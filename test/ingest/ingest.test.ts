@@ -95,6 +95,7 @@ t.test('the ingest rules are enforced, each refusal naming the item and field', 
     [{ ...MARKET, mid: 'bad id' }, /mid must match/],
     [{ ...EVENT, eid: -1 }, /eid must be a positive integer/],
     [{ ...EVENT, eid: 56, st: 'tomorrow' }, /st must be an ISO 8601 date-time/],
+    [{ ...EVENT, eid: 56, st: '2031-02-30T12:00:00.000Z' }, /st must be a date and time that exist: 2031-02-30T12:00:00.000Z does not/],
     [{ kind: 'event', eid: 57, ip: true }, /does not exist yet, and na, st, si, li are required to create it/],
     [{ kind: 'result', mid: 'no.such' }, /market no.such does not exist/],
     [{ kind: 'weather', mid: 'x' }, /kind must be one of/],
@@ -186,6 +187,25 @@ t.test('read your writes: after each ack, the same pod\'s REST answer and the ma
     if (rest !== res || (frame as { res?: string } | undefined)?.res !== res) behind.push(`result ${i} (res ${res}): REST res ${rest}, last result frame ${JSON.stringify(frame)}`);
   }
   t.same(behind, [], '40 of 40 results current');
+});
+
+t.test('read your writes for a batch of several rows: after its ack the pod shows every one of them, not its first alone, 20 of 20', async (t) => {
+  const behind: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const si = 600 + i, li = 60001 + i, eid = 56000001 + i, mid = `5.${eid}`;
+    const r = await ingest(
+      { kind: 'sport', si, na: `Sport ${i}`, a: true },
+      { kind: 'league', li, si, na: `League ${i}` },
+      { kind: 'event', eid, na: `Event ${i}`, st: '2030-01-01T19:00:00.000Z', si, li },
+      { kind: 'market', mid, eid, na: 'Match Odds', ty: 'match-odd', r: [{ rid: 1, na: 'Home' }, { rid: 2, na: 'Away' }] },
+    );
+    t.same(r.body, { status: 1, message: 'Ingested 4 items' });
+    // Read at once, no waiting: the ack said the pod shows them.
+    const event = (await events(si)).body.data?.[String(si)]?.some((e) => e.eid === eid);
+    const market = (await markets(eid)).body.data?.[String(eid)]?.some((m) => m.mid === mid);
+    if (!event || !market) behind.push(`batch ${i}: event shown ${event}, market shown ${market}`);
+  }
+  t.same(behind, [], '20 of 20 batches shown whole after their ack');
 });
 
 t.test('an acknowledged write survives a restart of the service', async (t) => {

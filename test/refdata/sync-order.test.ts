@@ -13,21 +13,21 @@ class HeldModel extends ReadModel {
   shown = 0;
   inFlight = 0;
   mostInFlight = 0;
-  readonly passes: { read: number; kind: 'full' | 'keys'; release(err?: Error): void }[] = [];
+  readonly passes: { read: number; kind: 'full' | 'keys'; keys: string[]; release(err?: Error): void }[] = [];
 
   override loadAll(): Promise<ModelChange[]> {
-    return this.read('full');
+    return this.read('full', []);
   }
 
-  override refresh(): Promise<ModelChange[]> {
-    return this.read('keys');
+  override refresh(_db: unknown, keys: Iterable<string>): Promise<ModelChange[]> {
+    return this.read('keys', [...keys]);
   }
 
-  private read(kind: 'full' | 'keys'): Promise<ModelChange[]> {
+  private read(kind: 'full' | 'keys', keys: string[]): Promise<ModelChange[]> {
     const read = this.stored;
     this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
     return new Promise((ok, fail) => this.passes.push({
-      read, kind,
+      read, kind, keys,
       release: (err) => {
         this.inFlight--;
         if (err) return fail(err);
@@ -69,6 +69,17 @@ t.test('show waits for a pass that starts after it: one already reading may have
   await turn();
   t.ok(shown.settled);
   t.equal(model.shown, 1, 'resolved once the model shows the write');
+});
+
+t.test('show of a write of several rows, on an idle sync, answers after a pass that read every one of them', async (t) => {
+  const { model, sync } = setup(t);
+  model.stored = 1;
+  const shown = state(sync.show(['sport:1', 'event:2', 'market:3']));
+  t.same(model.passes.map((p) => p.keys), [['sport:1', 'event:2', 'market:3']], 'one pass reads all three, not the first alone');
+  model.passes[0].release();
+  await turn();
+  t.ok(shown.settled);
+  t.equal(model.passes.length, 1, 'and nothing was left for another pass');
 });
 
 t.test('a full reload and targeted ones run one at a time, each reading after the last ended: the model never goes back', async (t) => {
