@@ -1,5 +1,6 @@
 import { INGEST_LIMITS, MARKET_STATUSES, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type PublisherStaleReason, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
 import { traded } from '../odds/wire.js';
+import { UNREADABLE } from '../odds/ingest-codec.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 
 /** Limits on one image: far above any real market, low enough that one item cannot eat the heap. */
@@ -67,6 +68,8 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
 
 /** An odds item as ingest takes it: the image, and whether the source says it is late. */
 export function validateOddsItem(o: Record<string, unknown>): { image: OddsImage; late: boolean } | { error: string } {
+  const unreadable = (o as { [UNREADABLE]?: string })[UNREADABLE];
+  if (unreadable !== undefined) return { error: unreadable };
   if (o.late !== undefined && typeof o.late !== 'boolean') return { error: 'late must be true or false' };
   const checked = validateOdds(o);
   return 'error' in checked ? checked : { image: checked.image, late: o.late === true };

@@ -76,6 +76,13 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
 }
 
 /**
+ * Where the decoder leaves the problem of an odds item it could not convert (a status number this
+ * version does not know, a ladder of an odd length), so that ingest refuses that item alone, as it
+ * would the same item in JSON, and not the whole batch. A symbol: no JSON item can carry it.
+ */
+export const UNREADABLE = Symbol('unreadable odds item');
+
+/**
  * An IngestBatch as the plain items the JSON ingest takes, counted on the wire
  * first (items, runners, levels) so an oversized one is refused before it is
  * built. Never throws.
@@ -91,10 +98,12 @@ export function decodeIngestProto(bytes: Uint8Array, maxItems: number): { data: 
   }
   const data: IngestItemInput[] = [];
   for (let i = 0; i < batch.data.length; i++) {
+    const it = batch.data[i];
     try {
-      data.push(itemFromProto(batch.data[i]));
+      data.push(itemFromProto(it));
     } catch (e) {
-      return { error: `data[${i}]: ${(e as Error).message}` };
+      if (it.item !== 'odds') return { error: `data[${i}]: ${(e as Error).message}` };
+      data.push({ kind: 'odds', mid: it.odds!.mid, [UNREADABLE]: (e as Error).message });
     }
   }
   return { data };

@@ -66,7 +66,7 @@ export const runnersToProto = (r: RunnerOdds[]): pb.v1.RunnerOdds.$Properties[] 
 export const runnersFromProto = (r: pb.v1.RunnerOdds[]): RunnerOdds[] =>
   r.map((x, i) => traded({
     rid: int(x.rid, `r[${i}].rid`),
-    st: enumName(RUNNER_STATUSES, x.st, 'runner st'),
+    st: enumName(RUNNER_STATUSES, x.st, `r[${i}].st`),
     b: pairs(x.b, `r[${i}].b`),
     l: pairs(x.l, `r[${i}].l`),
   }, x));

@@ -2,6 +2,7 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { createKey } from '../../src/auth/keys.js';
 import { odds as pb } from '../../src/odds/gen/odds.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { http, keyLive, startTestService } from '../helpers/service.js';
 import { image } from '../helpers/ws.js';
 import { Publisher } from '../faults/publisher-socket.js';
@@ -27,6 +28,20 @@ t.test('a batch with more items than INGEST_MAX_ITEMS is refused by its count to
   const body = Buffer.from(pb.v1.IngestBatch.encode({ data: Array.from({ length: 5001 }, () => ({ sport: { si: 1 } })) }).finish()) as Uint8Array<ArrayBuffer>;
   const r = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf', 'x-api-key': token }, body });
   t.same([r.status, r.body], [400, { status: 0, message: 'request body data holds more than 5000 items; the limit is 5000 (counted before decoding)' }]);
+});
+
+t.test('a protobuf odds item the service cannot read (a runner status it does not know) is refused alone, as in JSON: the rest of the batch is applied', async (t) => {
+  const M2 = '1.200001002';
+  const readable = pb.v1.IngestBatch.decode(encodeIngestProto([{ kind: 'sport', si: 77, na: 'Bandy', a: true }, image(M, 3)])).data;
+  const body = Buffer.from(pb.v1.IngestBatch.encode({ data: [...readable, { odds: { mid: M2, ts: 1, r: [{ rid: 1, st: 99 as never }] } }] }).finish()) as Uint8Array<ArrayBuffer>;
+  const r = await http<Record<string, unknown>>(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/x-protobuf', 'x-api-key': token }, body });
+  t.same([r.status, r.body], [200, {
+    status: 1, message: 'Ingested 2 items; refused 1', refused: [{ i: 2, mid: M2, message: `item 2 (odds ${M2}): unknown r[0].st 99` }],
+  }]);
+  const reader = await createKey(svc.pool, 'reader', 'subscriber');
+  await keyLive(svc.url, reader.token);
+  const sports = await http<{ si: number }[]>(svc.url, '/api/v1/sports', { headers: { 'x-api-key': reader.token } });
+  t.ok(sports.body.some((s) => s.si === 77), 'the sport of the same batch was written');
 });
 
 t.test('/ingest takes the key in the header only: a key in the URL is refused with 401 saying so', async (t) => {

@@ -3,6 +3,7 @@ import { decodeServerJson, decodeServerProto, encodeJson, encodeProto } from '..
 import { decodeClient, encodeClientProto } from '../../src/odds/client-codec.js';
 import { decodeIngestProto, encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { odds as pb } from '../../src/odds/gen/odds.js';
+import { validateOddsItem } from '../../src/ingest/validate-odds.js';
 import type { ClientMessage, OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 
 /** uWS hands messages over as an ArrayBuffer of exactly the frame's bytes. */
@@ -218,6 +219,8 @@ t.test('client decode reports a valid id along with the error', async (t) => {
 });
 
 const roundTrip = (items: Array<Record<string, unknown>>) => decodeIngestProto(encodeIngestProto(items), 5000);
+/** Items as their encoded messages, to mix with hand-made ones. */
+const encodedItems = (items: Array<Record<string, unknown>>) => pb.v1.IngestBatch.decode(encodeIngestProto(items)).data;
 
 t.test('ingest protobuf round trip keeps', async (t) => {
   const cases: Array<[string, Record<string, unknown>]> = [
@@ -273,6 +276,23 @@ t.test('ingest decode returns an error, never throws, for', async (t) => {
   t.test('a stale item without a reason: read without one, for ingest to refuse', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{ stale: { mid: '1.1' } }, { stale: { mid: '1.2', why: 9 as never } }] }).finish();
     t.strictSame(decodeIngestProto(bytes, 5000), { data: [{ kind: 'stale', mid: '1.1' }, { kind: 'stale', mid: '1.2' }] });
+  });
+  t.test('an odds item it cannot convert: kept in its place with its problem, for ingest to refuse alone', async (t) => {
+    const good = { kind: 'odds', mid: '1.1', ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2, 10]], l: [] }] };
+    const bytes = pb.v1.IngestBatch.encode({ data: [
+      ...encodedItems([{ kind: 'sport', si: 1, na: 'Soccer' }, good]),
+      { odds: { mid: '1.2', ts: 1, r: [{ rid: 1, st: 99 as never }] } },
+      { odds: { mid: '1.3', ts: 1, r: [{ rid: 1, b: [2, 10, 3] }] } },
+      { odds: { mid: '1.4', ts: 1, st: 42 as never } },
+    ] }).finish();
+    const decoded = decodeIngestProto(bytes, 5000);
+    if (!('data' in decoded)) return t.fail(decoded.error);
+    t.strictSame(decoded.data.slice(0, 2), [{ kind: 'sport', si: 1, na: 'Soccer' }, good], 'the items around it decoded as ever');
+    t.same(decoded.data.slice(2).map((item) => [item.kind, item.mid, validateOddsItem(item)]), [
+      ['odds', '1.2', { error: 'unknown r[0].st 99' }],
+      ['odds', '1.3', { error: 'r[0].b has an odd number of values' }],
+      ['odds', '1.4', { error: 'unknown st 42' }],
+    ]);
   });
   t.test('an empty batch, a heartbeat', async (t) => {
     t.strictSame(decodeIngestProto(encodeIngestProto([]), 5000), { data: [] });
