@@ -48,9 +48,28 @@ const float = (v: unknown, key: string): number => (typeof v === 'number' && Num
 const EARLIEST = Date.UTC(1900, 0, 1);
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
+const ISO_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?(?:Z|([+-])(\d\d):(\d\d))$/;
+
+/**
+ * Whether the date and times written exist: Date.parse takes 30 February as 2 March, so the
+ * fields are set on a date of their own, which carries any overflow into the next field.
+ */
+function exists(m: RegExpExecArray): boolean {
+  const [y, mo, d, h, mi] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
+  const s = Number(m[6] ?? 0);
+  const at = new Date(0);
+  at.setUTCFullYear(y, mo - 1, d);
+  at.setUTCHours(h, mi, s);
+  const zone = m[8] === undefined || (Number(m[8]) < 24 && Number(m[9]) < 60);
+  return zone && at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
+    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+}
+
 function isoTime(v: unknown, key: string): string {
-  const t = typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/.test(v) ? Date.parse(v) : NaN;
-  if (Number.isNaN(t)) return fail(key, 'must be an ISO 8601 date-time with a time zone');
+  const m = typeof v === 'string' ? ISO_TIME.exec(v) : null;
+  if (!m) return fail(key, 'must be an ISO 8601 date-time with a time zone');
+  if (!exists(m)) return fail(key, `must be a date and time that exist: ${v as string} does not`);
+  const t = Date.parse(v as string);
   return t < EARLIEST || t > LATEST ? fail(key, 'must be between the years 1900 and 9999') : new Date(t).toISOString();
 }
 
