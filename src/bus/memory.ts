@@ -16,6 +16,8 @@ export class MemoryBus implements Bus {
 
   async start(odds: OddsHandler): Promise<void> {
     this.handler = odds;
+    // One process is the whole bus: up from its start and never down, said as every bus says it.
+    odds.down(false);
   }
 
   publish(image: OddsImage, pt: number): void {

@@ -30,13 +30,13 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
-  const { id, data } = body as { id?: unknown; data?: unknown };
-  if (id === undefined) return { id: 0, bytes: bytes.byteLength, items: ingest.read(data) };
+  const { id = 0, data } = body as { id?: unknown; data?: unknown };
   // An id the ack could not echo would leave its publisher unable to match the ack: refused, unread.
-  if (!Number.isSafeInteger(id) || (id as number) < 0 || (id as number) > 0xffffffff) {
-    return { id: 0, bytes: bytes.byteLength, items: { refusal: errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)') } };
-  }
-  return { id: id as number, bytes: bytes.byteLength, items: ingest.read(data) };
+  const echoable = Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff;
+  return {
+    id: echoable ? (id as number) : 0, bytes: bytes.byteLength,
+    items: echoable ? ingest.read(data) : { refusal: errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)') },
+  };
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */

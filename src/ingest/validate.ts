@@ -48,28 +48,30 @@ const float = (v: unknown, key: string): number => (typeof v === 'number' && Num
 const EARLIEST = Date.UTC(1900, 0, 1);
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-const ISO_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?(?:Z|([+-])(\d\d):(\d\d))$/;
+const ISO_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.(\d+))?)?(?:Z|([+-])(\d\d):(\d\d))$/;
 
 /**
- * Whether the date and times written exist: Date.parse takes 30 February as 2 March, so the
- * fields are set on a date of their own, which carries any overflow into the next field.
+ * The instant a matched date-time names, or undefined when the calendar has no such day or time:
+ * Date.parse takes 30 February as 2 March, so the fields are set on a date of their own, which
+ * carries any overflow into the next field, and read back.
  */
-function exists(m: RegExpExecArray): boolean {
+function instant(m: RegExpExecArray): number | undefined {
   const [y, mo, d, h, mi] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
   const s = Number(m[6] ?? 0);
+  const [zh, zm] = [Number(m[9] ?? 0), Number(m[10] ?? 0)];
   const at = new Date(0);
   at.setUTCFullYear(y, mo - 1, d);
-  at.setUTCHours(h, mi, s);
-  const zone = m[8] === undefined || (Number(m[8]) < 24 && Number(m[9]) < 60);
-  return zone && at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
-    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s;
+  at.setUTCHours(h, mi, s, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
+  const exists = at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
+    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s && zh < 24 && zm < 60;
+  return exists ? at.getTime() - (m[8] === '-' ? -1 : 1) * (zh * 60 + zm) * 60_000 : undefined;
 }
 
 function isoTime(v: unknown, key: string): string {
   const m = typeof v === 'string' ? ISO_TIME.exec(v) : null;
   if (!m) return fail(key, 'must be an ISO 8601 date-time with a time zone');
-  if (!exists(m)) return fail(key, `must be a date and time that exist: ${v as string} does not`);
-  const t = Date.parse(v as string);
+  const t = instant(m);
+  if (t === undefined) return fail(key, `must be a date and time that exist: ${v as string} does not`);
   return t < EARLIEST || t > LATEST ? fail(key, 'must be between the years 1900 and 9999') : new Date(t).toISOString();
 }
 

@@ -13,8 +13,6 @@ export class BusMetrics {
   constructor(registry: Registry, kind: string) {
     const registers = [registry];
     this.connected = new Gauge({ name: 'odds_bus_connected', help: `1 while the ${kind} bus is connected and synced`, registers });
-    // One process is the whole memory bus: it never goes down, so nothing else would set it.
-    if (kind === 'memory') this.connected.set(1);
     this.received = new Counter({ name: 'odds_bus_images_received_total', help: 'Odds images received from other pods', registers });
     this.lag = new Histogram({
       name: 'odds_bus_lag_seconds', help: 'Publish time on the ingesting pod to arrival here', registers,
