@@ -33,6 +33,8 @@ import { Admission } from './http/admission.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
+import { registerRecord } from './http/record-routes.js';
+import { RecordReader } from './record/query.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
 import { HostPolicy } from './http/host.js';
@@ -52,7 +54,11 @@ import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
 import { Named } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
-import { Notifications, ReferenceChanges, RevokedSockets } from './listeners.js';
+import { Notifications, RecordedStates, ReferenceChanges, RevokedSockets } from './listeners.js';
+import { RecordMetrics } from './metrics/record.js';
+import { Recorder } from './record/recorder.js';
+import { RecordTaps, newPodName } from './record/taps.js';
+import type { RecordLog } from './bus/types.js';
 
 export type { Service } from './lifecycle.js';
 
@@ -63,6 +69,21 @@ export interface ServiceOptions {
   databaseLost?(): string | undefined;
   /** Aborted while starting (a signal), it stops what has started and the start rejects. */
   stopping?: AbortSignal;
+}
+
+/** A write the record's Postgres leaves unanswered this long is given up and tried again on a new connection. */
+const RECORD_WRITE_TIMEOUT_MS = 30_000;
+/** Connections the record's routes use on the record's own Postgres. */
+const RECORD_POOL_MAX = 4;
+
+/** The recorder (which runs on the pod holding its lease) and what this pod hands it. */
+function recordParts(config: Config, databaseUrl: string, log: RecordLog, metrics: RecordMetrics, logger: Logger): { recorder: Recorder; taps: RecordTaps } {
+  const recorder = new Recorder(
+    { url: config.recordDatabaseUrl ?? databaseUrl, days: config.recordDays, batch: config.recordBatch, connectTimeoutMs: config.pgConnectTimeoutMs, writeTimeoutMs: RECORD_WRITE_TIMEOUT_MS },
+    { log, metrics, logger },
+  );
+  metrics.watch({ lag: () => recorder.lag(), backlog: () => log.backlog(), get leading() { return recorder.leading; } });
+  return { recorder, taps: new RecordTaps(log, newPodName(), recorder) };
 }
 
 /**
@@ -81,7 +102,17 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
-  const states = new MarketStates();
+  const busMetrics = new BusMetrics(metrics.registry, config.bus);
+  const recordMetrics = new RecordMetrics(metrics.registry);
+  const bus = createBus(config, {
+    book, log, check: validateOdds, metrics: busMetrics,
+    record: { appended: () => recordMetrics.appended.inc(), dropped: (n) => recordMetrics.lost.inc({ where: 'log' }, n) },
+  });
+  const record = bus.record && recordParts(config, databaseUrl, bus.record, recordMetrics, log);
+  // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
+  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, log) : pool;
+  const states = record ? new RecordedStates(record.taps) : new MarketStates();
+  if (record && states instanceof RecordedStates) record.recorder.watch(states);
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const hub = new Hub(
@@ -94,12 +125,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
   const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
   odds.watch(hub, monitor);
-  const busMetrics = new BusMetrics(metrics.registry, config.bus);
-  const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
   new FreshnessMetrics(metrics.registry).watch(freshness);
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
-  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
+  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop], record: record?.taps });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
   const storedSets = new StoredSets({
@@ -146,6 +175,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
+  registerRecord(router, { reader: record && new RecordReader(recordPool) });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);
@@ -160,6 +190,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     listener,
     sync,
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),
+    // Stopped after every socket and publisher, so what they left in the record's log is written first.
+    ...(record ? [record.recorder] : []),
+    ...(recordPool !== pool ? [new Named('record pool', { stop: () => void recordPool.end() })] : []),
     new Named('broadcaster', bc),
     freshness,
     monitor,

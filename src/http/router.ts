@@ -75,12 +75,20 @@ export class Router {
     });
   }
 
-  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. */
-  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>): void {
+  /**
+   * An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before
+   * its first await, or never. With `need`, as `get`.
+   */
+  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>, need?: Role): void {
     this.remember(path, 'GET');
     this.app.get(path, (res, req) => {
       const ex = new Exchange(res);
-      const refused = this.hosts.refusal(req.getHeader('host'));
+      let refused = this.hosts.refusal(req.getHeader('host'));
+      try {
+        if (!refused) this.who(res, req, need);
+      } catch (err) {
+        refused = err as ServiceError;
+      }
       void this.finish(ex, path, 'GET', performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
     });
   }

@@ -61,6 +61,15 @@ export class MarketStates {
     return f && !f.live ? f : undefined;
   }
 
+  /** Every market's last frames: where each stands now. */
+  *all(): Iterable<StateMessage> {
+    for (const h of this.held.values()) {
+      if (h.market) yield h.market;
+      if (h.result) yield h.result;
+      if (h.freshness) yield h.freshness;
+    }
+  }
+
   forget(mid: string): void {
     this.held.delete(mid);
   }

@@ -5,7 +5,7 @@ import type { OddsImage } from '../../odds/messages.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
+import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, RecordLog, SourceFreshness } from '../types.js';
 import { NatsLink, type LinkListener } from './link.js';
 import { Inbound, MAX_FRESHNESS_STATES } from './inbound.js';
 import { Sequencer } from './sequencer.js';
@@ -46,6 +46,7 @@ export interface NatsBusOptions {
  */
 export class NatsBus implements Bus, LinkListener {
   readonly kind = 'nats';
+  readonly record: RecordLog | undefined = undefined;
   private readonly id = randomUUID();
   private readonly link: NatsLink;
   private readonly serial = new SerialByKey<string>();
