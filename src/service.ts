@@ -35,6 +35,7 @@ import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
 import { registerRecord } from './http/record-routes.js';
 import { RecordReader } from './record/query.js';
+import { SocketRecord } from './record/sockets.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
 import { HostPolicy } from './http/host.js';
@@ -58,6 +59,7 @@ import { Notifications, RecordedStates, ReferenceChanges, RevokedSockets } from 
 import { RecordMetrics } from './metrics/record.js';
 import { Recorder } from './record/recorder.js';
 import { RecordTaps, newPodName } from './record/taps.js';
+import { RecordedLedger } from './record/ledger.js';
 import type { RecordLog } from './bus/types.js';
 
 export type { Service } from './lifecycle.js';
@@ -115,14 +117,16 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   if (record && states instanceof RecordedStates) record.recorder.watch(states);
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
+  const ledger = record && new RecordedLedger(record.taps, book);
   const hub = new Hub(
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
-    { refusals: authMetrics, markets: model },
+    { refusals: authMetrics, markets: model, ledger },
   );
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
+  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression, ledger });
+  ledger?.watch(bc);
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
   monitor.listen(bc);
-  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
+  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log, ledger });
   const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
   odds.watch(hub, monitor);
   const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
@@ -144,7 +148,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
+    bc, socketSubs, sweeper, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses, ledger,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
@@ -175,7 +179,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
-  registerRecord(router, { reader: record && new RecordReader(recordPool) });
+  const reader = record && new RecordReader(recordPool);
+  registerRecord(router, { reader, sockets: reader && new SocketRecord(recordPool, reader) });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);

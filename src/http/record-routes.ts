@@ -3,6 +3,7 @@ import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
 import { isMarketId } from '../refdata/ids.js';
 import type { RecordReader } from '../record/query.js';
+import type { SocketRecord } from '../record/sockets.js';
 import { parseQuery, type Query } from './request.js';
 import type { Router } from './router.js';
 
@@ -15,6 +16,7 @@ const MAX_RANGE_MS = 3650 * 86_400_000;
 export interface RecordRoutesDeps {
   /** Undefined with RECORD=off: every route answers 404 saying so. */
   reader: RecordReader | undefined;
+  sockets: SocketRecord | undefined;
 }
 
 /** An instant: ms since 1970, or an ISO 8601 time with its zone (`2026-11-25T12:01:03.250Z`). */
@@ -34,6 +36,15 @@ function marketOf(q: Query): string {
   if (!isMarketId(mid)) throw errors.badParam('mid', 'must be one market ID matching [A-Za-z0-9._:-]{1,64}');
   return mid;
 }
+
+/** A socket's name in the record: its pod's and its number there (`p<time><random>.<n>`). */
+function connOf(q: Query): string {
+  const conn = q.get('conn');
+  if (!conn || !/^p[0-9a-z]{1,40}\.\d{1,15}$/.test(conn)) throw errors.badParam('conn', 'must name a socket as /api/v1/record/sockets lists it (p<pod>.<n>)');
+  return conn;
+}
+
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 function range(q: Query, now: number): { from: number; to: number } {
   const from = instant(q, 'from');
@@ -78,4 +89,12 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
     const { from, to } = range(q, Date.now());
     return deps.reader!.changes(marketOf(q), from, to, pageSize(q), cursorOf(q));
   });
+  route('/api/v1/record/sockets', (q) => {
+    const { from, to } = range(q, Date.now());
+    const key = q.get('key');
+    if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
+    return deps.sockets!.list(from, to, key, pageSize(q));
+  });
+  route('/api/v1/record/socket', (q) => deps.sockets!.ledger(connOf(q)));
+  route('/api/v1/record/screen', (q) => deps.sockets!.screen(connOf(q), instant(q, 'at')));
 }

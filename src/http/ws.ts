@@ -14,6 +14,7 @@ import type { TokenBucket } from '../lib/token-bucket.js';
 import { Budgets, type BudgetLimits } from './budget.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 import type { Admission } from './admission.js';
+import type { SocketLedger } from '../record/ledger.js';
 
 export interface WsLimits extends BudgetLimits {
   maxMessageBytes: number;
@@ -29,6 +30,8 @@ export interface WsDeps extends UpgradeDeps {
   metrics: AuthMetrics;
   limits: WsLimits;
   admission: Admission;
+  /** Told of each socket's open and close (the record; none with RECORD=off). */
+  ledger?: SocketLedger;
 }
 
 /** The socket's data: who it is from the handshake, the session once open, and the transport's own rate bucket. */
@@ -42,6 +45,8 @@ interface WsData {
   strikes: number;
   /** Whom the subscribe rate limit counts (admission.ts): the API key with keys in force, else the address. */
   source: string;
+  /** The caller's address, for the record's ledger. */
+  address: string;
   session?: Session;
 }
 
@@ -94,17 +99,18 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source }) => {
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source, address }) => {
       const hbMs = heartbeat(query.get('hb'));
       const refused = deps.admission.handshake(source) ?? budgets.refuseOpen(who.keyId);
       if (refused) throw refused;
-      return { keyId: who.keyId, client: who.client, format, hbMs, strikes: 0, source };
+      return { keyId: who.keyId, client: who.client, format, hbMs, strikes: 0, source, address };
     }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
       d.bucket = budgets.opened(d.keyId);
       hub.open((d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws)));
+      deps.ledger?.opened(d.session, d.address);
     },
 
     // A message's cost is paid before it is read: a refused one is never decoded (its ack's id is peeked at its start).
@@ -130,8 +136,9 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     },
 
     drain: (ws: WebSocket<WsData>) => deps.sweeper.drained(ws.getUserData().session!),
-    close: (ws: WebSocket<WsData>) => {
+    close: (ws: WebSocket<WsData>, code: number) => {
       const d = ws.getUserData();
+      deps.ledger?.closed(d.session!, code);
       hub.close(d.session!);
       budgets.closed(d.keyId);
     },

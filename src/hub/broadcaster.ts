@@ -8,6 +8,7 @@ import { Conflator } from './conflate.js';
 import type { Hub, SessionWatcher, Taken } from './hub.js';
 import { FEED_TOPIC, topicOf, type Session, type Topics, type Variant } from './session.js';
 import type { MarketStates, StateMessage } from './states.js';
+import type { SocketLedger } from '../record/ledger.js';
 
 /** Images queued for sockets past which a publisher's next batch waits for them to go out. */
 const BACKLOG = 1000;
@@ -32,6 +33,8 @@ export interface BroadcasterDeps {
   log: Logger;
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;
+  /** Told what each socket takes and drops, and what each conflated variant sends (the record; none with RECORD=off). */
+  ledger?: SocketLedger;
 }
 
 /**
@@ -207,20 +210,23 @@ export class Broadcaster implements Pressure, SessionWatcher {
       for (const mid of mids) {
         this.deps.hub.take(s, mid, v);
         const entry = this.deps.book.get(mid);
+        let sent: BookEntry | undefined;
         if (entry && !s.lag) {
-          if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
+          if (!heldBy(since, entry)) this.sendFrame(s, (sent = entry).frame(s.format, 'none', v.depth));
           this.joined(mid, v, entry);
         }
         const stale = this.deps.states.stale(mid);
         if (stale) this.send(s, stale);
+        this.deps.ledger?.took(s, mid, v, sent, stale);
       }
     });
   }
 
-  /** Removes markets from a socket; returns those it had. */
+  /** Removes markets from a socket (`mids` is read twice: an array or a set); returns those it had. */
   detach(s: Session, mids: Iterable<string>): string[] {
     const had: string[] = [];
     if (s.closed) return had;
+    this.deps.ledger?.dropping(s, mids);
     for (const mid of mids) if (this.deps.hub.drop(s, mid)) had.push(mid);
     return had;
   }
@@ -266,6 +272,7 @@ export class Broadcaster implements Pressure, SessionWatcher {
         this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, this.bases.get(taken)));
         this.bases.set(taken, entry);
       } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
+      this.deps.ledger?.conflated(v, mid, entry);
     }
     this.published(mid);
   }

@@ -1,6 +1,7 @@
 import { CLOSE, errors, type Close, type ServiceError } from '../errors.js';
 import { FORMATS, type Format } from '../odds/book.js';
 import { Session, type FilterKind, type Variant } from './session.js';
+import type { SocketLedger } from '../record/ledger.js';
 
 /** Anything that can be closed with a code: subscriber and publisher sockets alike. */
 export interface Closable {
@@ -49,6 +50,8 @@ export interface HubDeps {
   refusals: SocketRefusals;
   /** The read model. */
   markets: ConcludedMarkets;
+  /** Told of each filter set or removed (the record; none with RECORD=off). */
+  ledger?: SocketLedger;
 }
 
 /**
@@ -167,6 +170,7 @@ export class Hub {
     const index = this.filters[kind];
     let set = index.get(id);
     s.setFilter(kind, id, v);
+    this.deps.ledger?.filtered(s, kind, id, v);
     if (v) {
       if (!set) index.set(id, (set = new Set()));
       set.add(s);

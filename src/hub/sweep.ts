@@ -6,6 +6,7 @@ import type { Broadcaster, SendWatcher } from './broadcaster.js';
 import type { Hub, SessionWatcher } from './hub.js';
 import type { Session } from './session.js';
 import type { MarketStates } from './states.js';
+import type { SocketLedger } from '../record/ledger.js';
 
 export interface SweepLimits {
   /** Buffered bytes above which a socket falls behind (off its topics). */
@@ -25,6 +26,8 @@ export interface SweepDeps {
   limits: SweepLimits;
   metrics: OddsMetrics;
   log: Logger;
+  /** Told when a socket falls behind and catches up (the record; none with RECORD=off). */
+  ledger?: SocketLedger;
 }
 
 /** How often the sweep runs; heartbeats are due to within this. */
@@ -140,8 +143,10 @@ export class Sweeper implements SessionWatcher, SendWatcher {
     }
     // What its topics handed it, not the book's newest: an image still queued for this turn, or held
     // back by its conflation interval, never reaches it off its topics, and its catch-up must send it.
-    if (!s.lag && buffered > limits.slowBytes) s.fallBehind(now, (mid, v) => this.deps.bc.handed(mid, v), this.deps.states.revision);
-    else if (s.lag && !backed) this.catchUp(s);
+    if (!s.lag && buffered > limits.slowBytes) {
+      s.fallBehind(now, (mid, v) => this.deps.bc.handed(mid, v), this.deps.states.revision);
+      this.deps.ledger?.fellBehind(s);
+    } else if (s.lag && !backed) this.catchUp(s);
     if (buffered > 0 || s.lag) this.watched.add(s);
     else this.watched.delete(s);
   }
@@ -168,6 +173,7 @@ export class Sweeper implements SessionWatcher, SendWatcher {
     s.cork(() => {
       const lag = s.catchUp();
       if (!lag) return;
+      this.deps.ledger?.caughtUp(s);
       metrics.resyncs.inc();
       for (const [mid, v] of s.markets) {
         const e = book.get(mid);

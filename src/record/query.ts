@@ -44,7 +44,8 @@ interface OddsRow {
 
 const COLS = 'mid, pt, epoch, seq, ts, base, body';
 
-const image = (m: OddsMessage): RecordedImage => {
+/** An image as the record answers it: without the per-socket marks. */
+export const recorded = (m: OddsMessage): RecordedImage => {
   const { op: _op, con: _con, cf: _cf, ...rest } = m;
   return rest;
 };
@@ -67,7 +68,7 @@ export class RecordReader {
 
   async priceAt(mid: string, at: number): Promise<PriceAt> {
     const [odds, states] = await Promise.all([this.imageAt(mid, { at }), this.statesAt(mid, at)]);
-    return { mid, at, odds: odds ? image(odds) : null, market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null };
+    return { mid, at, odds: odds ? recorded(odds) : null, market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null };
   }
 
   /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
@@ -153,7 +154,7 @@ export class RecordReader {
       const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage) : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
       if (!m) continue;
       built.set(`${r.epoch}/${r.seq}`, m);
-      changes.push({ kind: 'odds', ...image(m) });
+      changes.push({ kind: 'odds', ...recorded(m) });
     }
     return { changes, next: items.length > skip + limit ? cursor(page, skip, start) : null };
   }

@@ -1,0 +1,167 @@
+import type pg from 'pg';
+import { errors } from '../errors.js';
+import { recorded, type RecordReader, type RecordedImage, type RecordedState } from './query.js';
+import { LedgerReplay, type LedgerEvent, type MarketLedger, type Span } from './spans.js';
+
+/** Ledger events one answer reads at most: a socket that did more is asked about an earlier instant. */
+const MAX_EVENTS = 20_000;
+/** Conflated sends listed per span at most. */
+const MAX_SENT = 10_000;
+
+export interface Connection {
+  conn: string;
+  opened: number;
+  key: string;
+  client: string;
+  address: string;
+  format: string;
+}
+
+export interface SocketLedgerAnswer extends Connection {
+  closed: { at: number; code: number } | null;
+  events: LedgerEvent[];
+  markets: Record<string, MarketLedger>;
+}
+
+/** What one market showed on the socket's screen at an instant. */
+export interface ScreenMarket {
+  mid: string;
+  variant: string;
+  depth: number;
+  conflate: number;
+  delta: boolean;
+  /** Off its topic since `behind` (ms): what it shows is what it had then. */
+  behind: number | null;
+  odds: RecordedImage | null;
+  market: RecordedState | null;
+  result: RecordedState | null;
+  freshness: RecordedState | null;
+}
+
+export interface Screen {
+  conn: string;
+  at: number;
+  /** Whether the socket was open at that instant. */
+  open: boolean;
+  markets: ScreenMarket[];
+}
+
+const pod = (conn: string): string => conn.slice(0, conn.lastIndexOf('.'));
+
+/** Cuts an image to `depth` ladder levels a side, as the socket's variant was sent it (0: all). */
+function cut(image: RecordedImage | null, depth: number): RecordedImage | null {
+  if (!image || depth === 0) return image;
+  return { ...image, r: image.r.map((x) => ({ ...x, b: x.b.slice(0, depth), l: x.l.slice(0, depth) })) };
+}
+
+/**
+ * What each subscriber socket was sent, from its ledger and the record: the sockets opened in a
+ * time range, a socket's events with the spans of seqs it was sent per market and what it
+ * skipped, and what its screen held at an instant.
+ */
+export class SocketRecord {
+  constructor(private readonly db: Pick<pg.Pool, 'query'>, private readonly reader: RecordReader) {}
+
+  /** Sockets opened from `from` to `to`, by key when given, oldest first, at most `limit`. */
+  async list(from: number, to: number, key: string | undefined, limit: number): Promise<Connection[]> {
+    const { rows } = await this.db.query<{ conn: string; at: number; body: Record<string, string> }>(
+      `SELECT conn, at, body FROM record_ledger WHERE op = 'open' AND at >= $1 AND at <= $2 ${key ? 'AND body->>\'key\' = $4' : ''}
+        ORDER BY at, conn LIMIT $3`, key ? [from, to, limit, key] : [from, to, limit]);
+    return rows.map((r) => this.connection(r));
+  }
+
+  async ledger(conn: string): Promise<SocketLedgerAnswer> {
+    const events = await this.events(conn, Number.MAX_SAFE_INTEGER);
+    const replay = new LedgerReplay();
+    for (const e of events) replay.apply(e);
+    for (const [mid, m] of replay.markets) {
+      for (const span of m.spans) {
+        if (span.from === null && !span.conflate) await this.firstAfter(mid, span);
+        if (span.conflate) await this.conflatedSends(conn, mid, span);
+      }
+    }
+    const close = events.find((e) => e.op === 'close');
+    return {
+      ...this.connection({ conn, ...events[0] } as { conn: string; at: number; body: Record<string, string> }),
+      closed: close ? { at: close.at, code: Number(close.body.code) } : null,
+      events,
+      markets: Object.fromEntries(replay.markets),
+    };
+  }
+
+  async screen(conn: string, at: number): Promise<Screen> {
+    const events = await this.events(conn, at);
+    const replay = new LedgerReplay();
+    for (const e of events) replay.apply(e);
+    const markets: ScreenMarket[] = [];
+    for (const [mid, now] of replay.now) {
+      const span = now.live ?? now.behind!.span;
+      const until = now.behind?.at ?? at;
+      const seq = now.behind ? await this.heldBehind(conn, mid, now.behind) : await this.heldLive(conn, mid, span, at);
+      const image = seq ? await this.reader.imageAt(mid, { at: until, ...seq }) : await this.reader.imageAt(mid, { at: until });
+      const states = await this.reader.priceAt(mid, until);
+      markets.push({
+        mid, variant: span.variant, depth: span.depth, conflate: span.conflate, delta: span.delta, behind: now.behind?.at ?? null,
+        odds: cut(image ? recorded(image) : null, span.depth),
+        market: states.market, result: states.result, freshness: states.freshness,
+      });
+    }
+    return { conn, at, open: !events.some((e) => e.op === 'close'), markets: markets.sort((a, b) => a.mid.localeCompare(b.mid)) };
+  }
+
+  private async events(conn: string, until: number): Promise<LedgerEvent[]> {
+    const { rows } = await this.db.query<LedgerEvent>(
+      'SELECT at, op, body FROM record_ledger WHERE conn = $1 AND at <= $2 ORDER BY at, n LIMIT $3', [conn, until, MAX_EVENTS + 1]);
+    if (!rows.length || rows[0].op !== 'open') throw errors.connectionUnknown(conn);
+    if (rows.length > MAX_EVENTS) throw errors.recordTooLong(`connection ${conn}`, MAX_EVENTS);
+    return rows;
+  }
+
+  private connection(r: { conn: string; at: number; body: Record<string, unknown> }): Connection {
+    const b = r.body;
+    return { conn: r.conn, opened: r.at, key: String(b.key), client: String(b.client), address: String(b.address), format: String(b.format) };
+  }
+
+  /** A market taken before it had an image: its span starts with the first image published after. */
+  private async firstAfter(mid: string, span: Span): Promise<void> {
+    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
+      'SELECT epoch, seq FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, seq LIMIT 1', [mid, span.start, span.end ?? Number.MAX_SAFE_INTEGER]);
+    if (!rows[0] || (span.epoch !== null && span.epoch !== rows[0].epoch)) return;
+    span.epoch = rows[0].epoch;
+    span.from = rows[0].seq;
+  }
+
+  /** A conflated span's sends: the image it took, then each its variant sent on this pod while it was on the topic. */
+  private async conflatedSends(conn: string, mid: string, span: Span): Promise<void> {
+    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
+      `SELECT epoch, seq FROM record_sent WHERE src = $1 AND variant = $2 AND mid = $3 AND at >= $4 AND at <= $5 ORDER BY at, seq LIMIT $6`,
+      [pod(conn), span.variant, mid, span.start, span.end ?? Number.MAX_SAFE_INTEGER, MAX_SENT]);
+    const seqs = span.from === null ? [] : [span.from];
+    for (const r of rows) if (r.seq !== seqs.at(-1) && (span.epoch === null || r.epoch === span.epoch)) seqs.push(r.seq);
+    span.seqs = seqs;
+    if (span.to === null && span.end !== null) span.to = seqs.at(-1) ?? null;
+  }
+
+  /** On the topic at `at`: unconflated, the newest image then (never older than the one it took); conflated, the newest its variant sent. */
+  private async heldLive(conn: string, mid: string, span: Span, at: number): Promise<{ epoch: string; seq: number } | undefined> {
+    if (span.conflate) return this.lastSent(conn, mid, span, at);
+    const newest = await this.reader.imageAt(mid, { at });
+    if (newest && span.epoch === newest.epoch && span.from !== null && newest.seq < span.from) return { epoch: span.epoch, seq: span.from };
+    return newest ? { epoch: newest.epoch, seq: newest.seq } : undefined;
+  }
+
+  private async heldBehind(conn: string, mid: string, b: { at: number; epoch: string | null; seq: number | null; span: Span }): Promise<{ epoch: string; seq: number } | undefined> {
+    if (b.epoch !== null && b.seq !== null) return { epoch: b.epoch, seq: b.seq };
+    if (b.span.conflate) return this.lastSent(conn, mid, b.span, b.at);
+    const before = await this.reader.imageAt(mid, { at: b.at - 1 });
+    return before ? { epoch: before.epoch, seq: before.seq } : undefined;
+  }
+
+  private async lastSent(conn: string, mid: string, span: Span, at: number): Promise<{ epoch: string; seq: number } | undefined> {
+    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
+      'SELECT epoch, seq FROM record_sent WHERE src = $1 AND variant = $2 AND mid = $3 AND at >= $4 AND at <= $5 ORDER BY at DESC, seq DESC LIMIT 1',
+      [pod(conn), span.variant, mid, span.start, at]);
+    if (rows[0]) return rows[0];
+    return span.epoch !== null && span.from !== null ? { epoch: span.epoch, seq: span.from } : undefined;
+  }
+}
