@@ -108,7 +108,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const recordMetrics = new RecordMetrics(metrics.registry);
   const bus = createBus(config, {
     book, log, check: validateOdds, metrics: busMetrics,
-    record: { appended: () => recordMetrics.appended.inc(), dropped: (n) => recordMetrics.lost.inc({ where: 'log' }, n) },
+    record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
   });
   const record = bus.record && recordParts(config, databaseUrl, bus.record, recordMetrics, log);
   // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.

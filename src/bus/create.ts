@@ -19,7 +19,11 @@ export interface BusDeps {
 
 export function createBus(config: Config, deps: BusDeps): Bus {
   if (config.bus === 'memory') return new MemoryBus(deps.book, config.record ? new MemoryRecordLog(config.recordQueueMax, deps.record) : undefined);
-  return new NatsBus({ url: config.natsUrl, prefix: config.natsPrefix, auth: config.natsAuth, tls: config.natsTls, ...deps });
+  const { record, ...rest } = deps;
+  return new NatsBus({
+    url: config.natsUrl, prefix: config.natsPrefix, auth: config.natsAuth, tls: config.natsTls, ...rest,
+    record: config.record ? { maxBytes: config.recordBusBytes, batch: config.recordBatch, counts: record } : undefined,
+  });
 }
 
 /** Who the bus hands what it carries to. */

@@ -1,10 +1,13 @@
 import { Fifo } from '../lib/fifo.js';
 import type { RecordBacklog, RecordBatch, RecordEntry, RecordLog } from './types.js';
 
-/** Told of entries a log dropped unread past its bound, and of each entry appended. */
+/**
+ * Told of each entry appended, and of entries lost: dropped unread past the log's bound (`log`),
+ * not handed to the bus because it was down (`unsent`), or unreadable when read back (`invalid`).
+ */
 export interface RecordLogCounts {
   appended(): void;
-  dropped(n: number): void;
+  dropped(n: number, where: 'log' | 'unsent' | 'invalid'): void;
 }
 
 /**
@@ -15,7 +18,6 @@ export interface RecordLogCounts {
  */
 export class MemoryRecordLog implements RecordLog {
   private readonly queue = new Fifo<RecordEntry>();
-  private lostSince = 0;
   private wake: (() => void) | undefined;
 
   constructor(private readonly max: number, private readonly counts: RecordLogCounts) {}
@@ -23,8 +25,7 @@ export class MemoryRecordLog implements RecordLog {
   append(e: RecordEntry): void {
     if (this.queue.size >= this.max) {
       this.queue.shift();
-      this.lostSince++;
-      this.counts.dropped(1);
+      this.counts.dropped(1, 'log');
     }
     this.queue.push(e);
     this.counts.appended();
@@ -49,9 +50,7 @@ export class MemoryRecordLog implements RecordLog {
       entries.push(this.queue.peek()!);
       this.queue.shift();
     }
-    const lost = this.lostSince;
-    this.lostSince = 0;
-    return { entries, lost, ack: () => undefined };
+    return { entries, ack: () => undefined };
   }
 
   async backlog(): Promise<RecordBacklog> {

@@ -67,10 +67,9 @@ export interface RecordNote {
 /** One thing the record keeps: an odds image as numbered, or a note. */
 export type RecordEntry = { kind: 'odds'; o: Ordered } | { kind: 'note'; note: RecordNote };
 
-/** Entries read for the recorder: written, then acknowledged; `lost` counts entries the log dropped unread before them. */
+/** Entries read for the recorder: written, then acknowledged. */
 export interface RecordBatch {
   readonly entries: readonly RecordEntry[];
-  readonly lost: number;
   ack(): Promise<void> | void;
 }
 
@@ -84,7 +83,8 @@ export interface RecordBacklog {
  * Where pods put what the record keeps and the one recorder reads it: a bounded queue in the
  * process with `BUS=memory`, a JetStream stream with a durable consumer with `BUS=nats`. Appending
  * never waits: publishing is never slowed by the record. Past its bound the log drops its oldest
- * unread entries, counted, and keeps the newest.
+ * unread entries and keeps the newest (the queue counts them; the stream's bytes are a metric, so
+ * an alert fires before it fills).
  */
 export interface RecordLog {
   append(e: RecordEntry): void;

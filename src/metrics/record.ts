@@ -28,7 +28,7 @@ export class RecordMetrics {
     this.written = new Counter({ name: 'odds_record_rows_total', help: 'Rows the recorder wrote, by table (odds, states, ledger, sent)', labelNames: ['table'], registers });
     this.lost = new Counter({
       name: 'odds_record_lost_total', labelNames: ['where'], registers,
-      help: 'Entries that never reached the record: dropped unread by the log past its bound (log), refused as malformed (invalid), or not handed to the bus while it was down (unsent)',
+      help: 'Entries that never reached the record: dropped unread by the in-process queue past RECORD_QUEUE_MAX (log), refused as malformed (invalid), or not handed to the bus while it was down (unsent)',
     });
     this.appended = new Counter({ name: 'odds_record_appended_total', help: 'Entries this pod handed to the record log', registers });
     this.writeSeconds = new Histogram({

@@ -175,8 +175,6 @@ export class Recorder implements Component {
 
   private async write(batch: RecordBatch, signal: AbortSignal): Promise<void> {
     const { metrics, logger } = this.deps;
-    // The log counted what it dropped; no change may be stored from an image held before the gap.
-    if (batch.lost) this.encoder.lost();
     const rows: Rows = this.encoder.encode(batch.entries);
     if (rows.invalid) metrics.lost.inc({ where: 'invalid' }, rows.invalid);
     const backoff = new Backoff(100, 5000);

@@ -60,18 +60,14 @@ const isName = (v: unknown): v is string => typeof v === 'string' && NAME.test(v
 
 /**
  * Turns what the log hands the recorder into rows. Each odds image is stored as its change from
- * the previous image of its market written here, or whole: the first of a market since the
- * recorder started or lost entries, of a new epoch or a new day, every KEYFRAME_EVERY changes,
+ * the previous image of its market written here (named by its seq, so an image the log lost in
+ * between costs nothing), or whole: the first of a market since the recorder started, of a new
+ * epoch or a new day, every KEYFRAME_EVERY changes,
  * and whenever only an image can say it (runners changed) or the change is not smaller. An image
  * older than the one held (it arrived late) is stored whole and changes nothing held.
  */
 export class RowEncoder {
   private readonly held = new Map<string, Held>();
-
-  /** Entries were lost unread: no change may be stored from what was held before them. */
-  lost(): void {
-    this.held.clear();
-  }
 
   encode(entries: readonly RecordEntry[]): Rows {
     const rows = new Rows();
