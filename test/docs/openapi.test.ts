@@ -53,7 +53,9 @@ t.test('the document is valid OpenAPI 3.1 and documents every route', async (t) 
   t.equal(checked.openapi, '3.1.0');
   const ops = Object.entries(api.doc.paths).flatMap(([path, item]) => Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`));
   t.same(ops.sort(), [
-    'GET /api/v1/events/markets', 'GET /api/v1/markets/result', 'GET /api/v1/sports', 'GET /api/v1/sports/events',
+    'GET /api/v1/events/markets', 'GET /api/v1/markets/result',
+    'GET /api/v1/record/changes', 'GET /api/v1/record/price', 'GET /api/v1/record/screen', 'GET /api/v1/record/socket', 'GET /api/v1/record/sockets',
+    'GET /api/v1/sports', 'GET /api/v1/sports/events',
     'GET /health', 'GET /ingest', 'GET /metrics', 'GET /openapi.json', 'GET /ready', 'GET /ws',
     'POST /api/v1/ingest', 'POST /api/v1/subscribe', 'POST /api/v1/unsubscribe',
   ]);

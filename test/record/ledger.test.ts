@@ -8,6 +8,7 @@ import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { waitFor } from '../helpers/wait.js';
+import { loadChecker } from '../docs/schema.js';
 
 type Obj = Record<string, unknown>;
 interface Span { epoch: string; from: number | null; to: number | null; conflate: number; seqs?: number[] }
@@ -18,6 +19,7 @@ const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
 // Small enough that a paused socket falls behind within a few rounds, never closed meanwhile.
 const svc = await startTestService(t, { RECORD: 'on', WS_SLOW_BYTES: '1048576', WS_MAX_BACKPRESSURE: '268435456', WS_SLOW_CLOSE_MS: '3600000', WS_IDLE_TIMEOUT_S: '960' });
 const started = Date.now();
+const api = await loadChecker();
 
 /** Every seq from each span: all of them unconflated, those listed conflated. */
 const sentBy = (spans: Span[]): number[] => spans.flatMap((s) => s.seqs ?? Array.from({ length: s.to! - s.from! + 1 }, (_, i) => s.from! + i));
@@ -62,6 +64,11 @@ t.test('the ledger\'s spans and skips match what each socket received', async (t
     for (const c of await listed()) ledgers.push((await http<Ledger>(svc.url, `/api/v1/record/socket?conn=${c.conn}`)).body);
     return ledgers.every((l) => l.closed !== null);
   }, 'the three sockets closed in the record');
+  api.check(t, 'GET', '/api/v1/record/sockets', await http(svc.url, `/api/v1/record/sockets?from=${started}`));
+  api.check(t, 'GET', '/api/v1/record/socket', await http(svc.url, `/api/v1/record/socket?conn=${ledgers[0].conn}`));
+  const unknown = await http(svc.url, `/api/v1/record/socket?conn=${ledgers[0].conn}999`);
+  t.equal(unknown.status, 404, 'an unknown socket');
+  api.check(t, 'GET', '/api/v1/record/socket', unknown);
   const isThin = (l: Ledger) => l.markets[M].spans.some((s) => s.conflate > 0);
   const byName = {
     fast: ledgers.find((l) => l.format === 'proto')!,
@@ -83,7 +90,9 @@ t.test('the ledger\'s spans and skips match what each socket received', async (t
   t.ok(received(thin).length < latest, 'conflation thinned what it got');
   t.same(byName.slow.closed, { at: byName.slow.closed!.at, code: 1005 }, 'how it ended');
 
-  const screen = (await http<{ markets: { mid: string; behind: number | null; odds: { seq: number } }[] }>(svc.url, `/api/v1/record/screen?conn=${byName.slow.conn}&at=${whileBehind}`)).body;
+  const screenReply = await http<{ markets: { mid: string; behind: number | null; odds: { seq: number } }[] }>(svc.url, `/api/v1/record/screen?conn=${byName.slow.conn}&at=${whileBehind}`);
+  api.check(t, 'GET', '/api/v1/record/screen', screenReply);
+  const screen = screenReply.body;
   const heldThen = slowSeqs[slowSeqs.indexOf(gaps[0].from - 1)];
   t.ok(screen.markets[0].behind, 'while behind, the screen says so');
   t.equal(screen.markets[0].odds.seq, heldThen, 'and shows the image it last received before its skip');

@@ -9,8 +9,10 @@ import { http, postJson, startTestService, type Reply } from '../helpers/service
 import { Client, image } from '../helpers/ws.js';
 import { waitFor } from '../helpers/wait.js';
 import type { OddsMessage, ServerMessage } from '../../src/odds/messages.js';
+import { loadChecker } from '../docs/schema.js';
 
 type Obj = Record<string, unknown>;
+const api = await loadChecker();
 const svc = await startTestService(t, { RECORD: 'on' });
 const ingest = (...data: Obj[]) => postJson<{ status: number }>(svc.url, '/api/v1/ingest', { data });
 
@@ -72,10 +74,15 @@ t.test('the price route at instants between changes answers what a subscriber he
   const changes = () => http<{ changes: Obj[] }>(svc.url, `/api/v1/record/changes?mid=${MID}&from=${instants[0].at}&limit=1000`);
   let last: Reply<{ changes: Obj[] }> | undefined;
   await waitFor(async () => ((last = await changes()).body.changes ?? []).length >= 10, () => `the record of ${MID}: ${last?.text.slice(0, 400)}`);
+  api.check(t, 'GET', '/api/v1/record/changes', last!);
+  const paged = await http<{ changes: Obj[]; next: string }>(svc.url, `/api/v1/record/changes?mid=${MID}&from=${instants[0].at}&limit=3`);
+  const rest = await http<{ changes: Obj[] }>(svc.url, `/api/v1/record/changes?mid=${MID}&from=${instants[0].at}&limit=1000&after=${paged.body.next}`);
+  t.same([...paged.body.changes, ...rest.body.changes], last!.body.changes, 'a page and the pages after it are the whole range');
 
   for (const i of instants) {
     const r = await http<Obj>(svc.url, `/api/v1/record/price?mid=${MID}&at=${i.at}`);
     t.equal(r.status, 200, i.name);
+    api.check(t, 'GET', '/api/v1/record/price', r);
     t.same({ odds: r.body.odds, market: (r.body.market as Obj | null)?.frame ?? null, result: (r.body.result as Obj | null)?.frame ?? null, freshness: (r.body.freshness as Obj | null)?.frame ?? null }, i.held, i.name);
   }
 });
@@ -92,6 +99,7 @@ t.test('price and changes refuse bad input with a reason', async (t) => {
   for (const [path, says] of cases) {
     const r = await http<{ status: number; message: string }>(svc.url, path);
     t.equal(r.status, 400, path);
+    api.check(t, 'GET', path.split('?')[0], r);
     t.match(r.body.message, says, path);
   }
 });
