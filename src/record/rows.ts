@@ -16,6 +16,8 @@ interface Held {
   image: OddsImage;
   day: number;
   changes: number;
+  /** Bytes of the last full image written: a change is stored whole when it would not be smaller. */
+  fullBytes: number;
 }
 
 /** One batch as COPY text, per table, with the days its rows fall in. */
@@ -87,19 +89,17 @@ export class RowEncoder {
       if (o.seq < h.seq) rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, null, bytea(fullBody(image))]);
       return;
     }
-    const full = fullBody(image);
-    let body = full;
-    let base: number | null = null;
+    let body: Uint8Array | undefined;
     if (h && h.epoch === o.epoch && h.day === day && h.changes < KEYFRAME_EVERY - 1) {
       const d = diff(h.image, image);
       const delta = d && encodeProto({ op: 'delta', mid: '', epoch: '', seq: 0, from: 0, pt: 0, ...d });
-      if (delta && delta.byteLength < full.byteLength) {
-        body = delta;
-        base = h.seq;
-      }
+      // Against the market's last full image: encoding this one whole too would double the work for a change that is almost always far smaller.
+      if (delta && delta.byteLength < h.fullBytes) body = delta;
     }
+    const base = body ? h!.seq : null;
+    body ??= fullBody(image);
     rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, base, bytea(body)]);
-    this.held.set(mid, { epoch: o.epoch, seq: o.seq, image, day, changes: base === null ? 0 : h!.changes + 1 });
+    this.held.set(mid, { epoch: o.epoch, seq: o.seq, image, day, changes: base === null ? 0 : h!.changes + 1, fullBytes: base === null ? body.byteLength : h!.fullBytes });
   }
 
   private note(rows: Rows, n: RecordNote): boolean {
