@@ -30,6 +30,9 @@ export class RecordMetrics {
       name: 'odds_record_lost_total', labelNames: ['where'], registers,
       help: 'Entries that never reached the record: dropped unread by the in-process queue past RECORD_QUEUE_MAX (log), refused as malformed (invalid), or not handed to the bus while it was down (unsent)',
     });
+    // Every label from zero: an alert on increase() sees the first loss, not a series that appears with it.
+    for (const where of ['log', 'unsent', 'invalid'] satisfies RecordLoss[]) this.lost.inc({ where }, 0);
+    for (const table of ['odds', 'states', 'ledger', 'sent']) this.written.inc({ table }, 0);
     this.appended = new Counter({ name: 'odds_record_appended_total', help: 'Entries this pod handed to the record log', registers });
     this.writeSeconds = new Histogram({
       name: 'odds_record_write_seconds', help: 'One batch written to the record (COPY and commit)', registers,

@@ -613,7 +613,7 @@ function natsConfigProblems(m: Manifests, conf: string, permissions: string): st
   if (!/^authorization\s*\{/m.test(conf)) p.push('nats-server.conf has no authorization block');
   const allowed = [...permissions.replace(/#.*$/gm, '').matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
   for (const subject of allowed) {
-    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_ODDS(\.>)?)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
+    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_(ODDS|RECORD)(\.>)?|\$JS\.ACK\.ODDS_RECORD\.>)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
   }
   if (!allowed.includes('odds.>')) p.push('the service user needs odds.>');
   return p;
