@@ -14,6 +14,14 @@ const RECORD_SQL = new URL('../../../sql/record/', import.meta.url).pathname;
 /** How often a pod without the lease tries to take it; and how often the recorder drops old partitions. */
 const LEASE_RETRY_MS = 2000;
 const RETENTION_MS = 3_600_000;
+/**
+ * How long a stop writes what the log still holds. With NATS what is left stays in the stream for
+ * the next recorder; with BUS=memory it is lost with the process, and counted by nothing: a
+ * drained pod publishes nothing more, so the log is all but empty by then.
+ */
+const FLUSH_MS = 5000;
+/** How long a stop waits for a write under way once it gives up (a frozen Postgres answers nothing). */
+const GIVE_UP_MS = 1000;
 
 export interface RecorderOptions {
   /** The record's Postgres (RECORD_DATABASE_URL, else the service's). */
@@ -52,7 +60,7 @@ const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.pt : e.no
 export class Recorder implements Component {
   readonly name = 'recorder';
   private readonly stopping = new AbortController();
-  /** Aborted first at stop: waiting for entries ends, and what the log still holds is written before the recorder stops. */
+  /** Aborted first at stop: waiting for entries ends, and what the log still holds is written (for FLUSH_MS) before the recorder stops. */
   private readonly idle = new AbortController();
   private readonly lease: Lease;
   private readonly writer: RecordWriter;
@@ -97,9 +105,9 @@ export class Recorder implements Component {
 
   async stop(): Promise<void> {
     this.idle.abort();
-    await Promise.race([this.loop, wait(this.opts.writeTimeoutMs)]);
+    await Promise.race([this.loop, wait(FLUSH_MS)]);
     this.stopping.abort();
-    await this.loop;
+    await Promise.race([this.loop, wait(GIVE_UP_MS)]);
     this.lease.release();
     this.writer.close();
     this.deps.metrics.leader.set(0);

@@ -70,6 +70,8 @@ const isName = (v: unknown): v is string => typeof v === 'string' && NAME.test(v
  */
 export class RowEncoder {
   private readonly held = new Map<string, Held>();
+  /** The newest day written: on a new one, markets held from days before are forgotten (their next image is whole anyway). */
+  private today = 0;
 
   encode(entries: readonly RecordEntry[]): Rows {
     const rows = new Rows();
@@ -84,6 +86,7 @@ export class RowEncoder {
     const { image } = o;
     const mid = image.mid;
     const day = dayOf(o.pt);
+    if (day > this.today) this.newDay(day);
     const h = this.held.get(mid);
     if (h && h.epoch === o.epoch && o.seq <= h.seq) {
       if (o.seq < h.seq) rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, null, bytea(fullBody(image))]);
@@ -100,6 +103,12 @@ export class RowEncoder {
     body ??= fullBody(image);
     rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, base, bytea(body)]);
     this.held.set(mid, { epoch: o.epoch, seq: o.seq, image, day, changes: base === null ? 0 : h!.changes + 1, fullBytes: base === null ? body.byteLength : h!.fullBytes });
+  }
+
+  /** Memory holds one image per market written today or yesterday, not every market ever recorded. */
+  private newDay(day: number): void {
+    this.today = day;
+    for (const [mid, h] of this.held) if (h.day < day - 1) this.held.delete(mid);
   }
 
   private note(rows: Rows, n: RecordNote): boolean {
