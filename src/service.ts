@@ -113,8 +113,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const record = bus.record && recordParts(config, databaseUrl, bus.record, recordMetrics, log);
   // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
   const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, log) : pool;
-  const states = record ? new RecordedStates(record.taps) : new MarketStates();
-  if (record && states instanceof RecordedStates) record.recorder.watch(states);
+  const recordedStates = record && new RecordedStates(record.taps);
+  if (recordedStates) record.recorder.watch(recordedStates);
+  const states = recordedStates ?? new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const ledger = record && new RecordedLedger(record.taps, book);

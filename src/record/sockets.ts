@@ -64,7 +64,7 @@ export class SocketRecord {
 
   /** Sockets opened from `from` to `to`, by key when given, oldest first, at most `limit`. */
   async list(from: number, to: number, key: string | undefined, limit: number): Promise<Connection[]> {
-    const { rows } = await this.db.query<{ conn: string; at: number; body: Record<string, string> }>(
+    const { rows } = await this.db.query<{ conn: string; at: number; body: Record<string, unknown> }>(
       `SELECT conn, at, body FROM record_ledger WHERE op = 'open' AND at >= $1 AND at <= $2 ${key ? 'AND body->>\'key\' = $4' : ''}
         ORDER BY at, conn LIMIT $3`, key ? [from, to, limit, key] : [from, to, limit]);
     return rows.map((r) => this.connection(r));
@@ -82,7 +82,7 @@ export class SocketRecord {
     }
     const close = events.find((e) => e.op === 'close');
     return {
-      ...this.connection({ conn, ...events[0] } as { conn: string; at: number; body: Record<string, string> }),
+      ...this.connection({ conn, at: events[0].at, body: events[0].body }),
       closed: close ? { at: close.at, code: Number(close.body.code) } : null,
       events,
       markets: Object.fromEntries(replay.markets),
