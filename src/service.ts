@@ -52,7 +52,7 @@ import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
 import { Named } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
-import { Notifications, ReferenceChanges, RevokedSockets } from './listeners.js';
+import { Notifications, ReferenceChanges, Revocations } from './listeners.js';
 
 export type { Service } from './lifecycle.js';
 
@@ -101,7 +101,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys);
   const storedSets = new StoredSets({
     pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });

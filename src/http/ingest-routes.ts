@@ -6,7 +6,7 @@ import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
-import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
+import { refuseRead, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
 import type { Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
@@ -31,12 +31,13 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
   const { id = 0, data } = body as { id?: unknown; data?: unknown };
-  // An id the ack could not echo would leave its publisher unable to match the ack: refused, unread.
+  // An id the ack could not echo would leave its publisher unable to match the ack: refused, its
+  // items read only for the markets they name.
   const echoable = Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff;
-  return {
-    id: echoable ? (id as number) : 0, bytes: bytes.byteLength,
-    items: echoable ? ingest.read(data) : { refusal: errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)') },
-  };
+  const items = ingest.read(data);
+  if (echoable) return { id: id as number, bytes: bytes.byteLength, items };
+  const refusal = errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)');
+  return { id: 0, bytes: bytes.byteLength, items: 'refusal' in items ? { ...items, refusal } : refuseRead(refusal, items, []) };
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -141,8 +142,8 @@ export interface IngestRoutesDeps extends UpgradeDeps {
  * Publishers' routes. Both take the same items. The socket form answers each
  * message with an ack in the socket's format, echoing the batch `id`, and
  * applies a connection's batches in the order sent (ingest/lane.ts). The hub
- * holds the sockets: it revokes and drains them through their lanes. Every
- * message and every POST is a sign of the publisher's life, whatever it holds.
+ * holds the sockets: it revokes and drains them through their lanes. Only a
+ * batch ingest accepts is a sign of the publisher's life (ingest/ingest.ts).
  */
 export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): void {
   const { ingest, log, auth } = deps;
@@ -151,7 +152,6 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
-    feeder.heard();
     const batch = readBatch(body, type === PROTO_TYPE, deps);
     const full = deps.keyQueues.take(who.keyId, batch.bytes);
     if (full) throw full;
@@ -176,7 +176,6 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     },
     message: (ws, data, isBinary) => {
       const socket = ws.getUserData().socket!;
-      socket.feeder.heard();
       let batch: Batch;
       // The message buffer is only valid during this callback: read it now, unless the lane's
       // bounds refuse it, when it is left unread (its id peeked) and refused in its place.

@@ -30,7 +30,17 @@ export interface ReadItems {
  * many items, a bad reference item), told only when the batch runs, after its key is checked; or,
  * for a message its lane's bounds refused, why it was left unread (the lane refuses it in its place).
  */
-export type BatchItems = ReadItems | { refusal: ServiceError };
+export type BatchItems = ReadItems | RefusedItems;
+
+/**
+ * A batch refused whole, and the markets its readable odds and stale items named: what their
+ * subscribers hold is not what the publisher meant, so they are `unreliable` until their next
+ * accepted image, as when one image is refused alone.
+ */
+export interface RefusedItems {
+  refusal: ServiceError;
+  mids?: readonly string[];
+}
 
 /**
  * One publisher batch on its way from the socket or the REST body to ingest: the id its ack

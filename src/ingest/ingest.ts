@@ -7,7 +7,7 @@ import type { FeedMonitor } from '../relay/feed-monitor.js';
 import type { Feeder, Freshness } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
-import { errors, isDatabaseError } from '../errors.js';
+import { errors, isDatabaseError, type ServiceError } from '../errors.js';
 import { isMarketId } from '../refdata/ids.js';
 import { writeReference, type PublisherKey } from './write.js';
 import type { Outcome } from './apply.js';
@@ -16,7 +16,7 @@ import { validateReference } from './validate.js';
 import { validateOddsItem, validateStale } from './validate-odds.js';
 import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import type { OutsideFeeds, Sender } from './outside.js';
-import type { BatchItems, ReadItems } from './batch.js';
+import type { BatchItems, ReadItems, RefusedItems } from './batch.js';
 import type { BatchRunner } from './lane.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
@@ -64,7 +64,8 @@ interface IngestDeps {
  * batch runs (`accept`), judged one by one against their markets
  * (odds-items.ts), and only once the reference items committed are the
  * accepted images published. An empty batch is a heartbeat.
- * Only a batch that was accepted counts as a publisher being heard.
+ * Only a batch that was accepted counts as a publisher being heard, for its markets' freshness
+ * and for the feed status: a refused one makes the markets its odds items named `unreliable`.
  *
  * A batch sent with a key takes effect only while the key is live: it is
  * checked before anything starts, inside the reference transaction (against
@@ -103,7 +104,7 @@ export class Ingest implements BatchRunner {
         continue;
       }
       const checked = validateReference(raw);
-      if ('error' in checked) return { refusal: errors.badItem(where, checked.error) };
+      if ('error' in checked) return refuseRead(errors.badItem(where, checked.error), items, data);
       items.reference.push([i, checked.item]);
     }
     return items;
@@ -136,11 +137,22 @@ export class Ingest implements BatchRunner {
       const result = this.tally(items, odds, judged, outcomes, arrived, t0);
       metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
+      feeder?.heard();
       return result;
     } catch (err) {
       metrics.ingestBatches.inc({ outcome: isDatabaseError(err) ? 'unavailable' : 'rejected' });
+      this.unreliable(feeder, items);
       throw err;
     }
+  }
+
+  /**
+   * A batch refused whole: the known markets its readable odds and stale items named are
+   * `unreliable` until their next accepted image, since none of its prices was published.
+   */
+  private unreliable(feeder: Feeder | undefined, items: BatchItems): void {
+    const mids = 'refusal' in items ? items.mids ?? [] : items.odds.flatMap((c) => (c.mid === undefined ? [] : [c.mid]));
+    for (const mid of new Set(mids)) if (this.deps.model.typeOf(mid) !== undefined) this.deps.freshness.refused(feeder, mid);
   }
 
   /** The batch's items in the metrics, and its ack's counts. */
@@ -190,4 +202,18 @@ export class Ingest implements BatchRunner {
     }
     for (const d of sports) d.ingestToPublish.observe(ingestSeconds);
   }
+}
+
+/**
+ * A batch refused whole while it was read: the markets of its odds and stale items, those read
+ * so far and those after the bad item (only their IDs are read), go with the refusal.
+ */
+export function refuseRead(refusal: ServiceError, read: ReadItems | undefined, data: readonly unknown[]): RefusedItems {
+  const mids = new Set<string>();
+  for (const c of read?.odds ?? []) if (c.mid !== undefined) mids.add(c.mid);
+  for (const raw of data.slice(read ? read.odds.length + read.reference.length : 0)) {
+    const item = raw as { kind?: unknown; mid?: unknown } | null;
+    if ((item?.kind === 'odds' || item?.kind === 'stale') && isMarketId(item.mid)) mids.add(item.mid);
+  }
+  return { refusal, mids: [...mids] };
 }

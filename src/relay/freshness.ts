@@ -155,14 +155,23 @@ export class Freshness implements FreshnessHandler, Component {
   }
 
   /**
-   * The feeder of a REST publisher's key, at the default interval: every POST is a sign of life;
-   * it never disconnects, it only falls silent. One per key that ever posted (keys are few and
-   * stored): kept, so a batch still in flight never names a feeder no longer watched.
+   * The feeder of a REST publisher's key, at the default interval: every accepted POST is a sign
+   * of life; it never disconnects, it only falls silent, or closes when its key is revoked. One
+   * per key that posted (keys are few and stored): kept, so a batch still in flight never names
+   * a feeder no longer watched.
    */
   rest(keyId: string): Feeder {
     let f = this.restFeeders.get(keyId);
     if (!f) this.restFeeders.set(keyId, (f = this.connect()));
     return f;
+  }
+
+  /** A key was revoked: what it fed over REST is stale at once (its sockets close, and their feeders with them). */
+  revoked(keyId: string): void {
+    const f = this.restFeeders.get(keyId);
+    if (!f) return;
+    this.restFeeders.delete(keyId);
+    this.closed(f);
   }
 
   /** An odds image of `feeder` was accepted: it feeds the market, now fresh unless the source says it is late. */
