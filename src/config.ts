@@ -91,6 +91,10 @@ export interface Config {
   readonly ingestKeyQueueBytes: number;
   /** The process's event-loop delay past which publishers' acks wait for it to pass. */
   readonly ingestMaxLoopDelayMs: number;
+  /** How far ahead of the server's clock an odds image's source time may be before it is refused. */
+  readonly ingestMaxSkewMs: number;
+  /** How old an odds image's source time may be before it is published as `late`. */
+  readonly ingestLateMs: number;
   /** How often the LISTEN connection is pinged to find it half-open. */
   readonly pgListenPingMs: number;
   readonly wsMaxMessageBytes: number;
@@ -357,6 +361,8 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     ingestQueueBytes: int(env, 'INGEST_QUEUE_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     ingestKeyQueueBytes: int(env, 'INGEST_KEY_QUEUE_BYTES', 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     ingestMaxLoopDelayMs: int(env, 'INGEST_MAX_LOOP_DELAY_MS', 200, 10, 60000),
+    ingestMaxSkewMs: int(env, 'INGEST_MAX_SKEW_MS', 5000, 0, 3600000),
+    ingestLateMs: int(env, 'INGEST_LATE_MS', 5000, 100, 86400000),
     pgListenPingMs: int(env, 'PG_LISTEN_PING_MS', 10000, 200, 60000),
     wsMaxMessageBytes,
     wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),

@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<number> {
   };
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key });
+    publisher = await Publisher.connect({ url: args.url, key: args.key, replay: true });
   } catch (err) {
     process.stderr.write(`replay: ${(err as Error).message}\n`);
     return 1;

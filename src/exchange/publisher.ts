@@ -73,6 +73,8 @@ interface ConnectOptions extends Omit<PublisherOptions, 'liveMs'> {
   key?: string;
   /** The liveness interval to declare; without it, a `live` in the URL, else the service's default. */
   liveMs?: number;
+  /** It publishes a recording: the service judges its source times by their order alone (`/ingest?replay=1`). */
+  replay?: boolean;
 }
 
 const DEFAULT_WINDOW = 32;
@@ -176,6 +178,7 @@ export class Publisher implements IngestListener {
   static connect(opts: ConnectOptions): Promise<Publisher> {
     const url = new URL(opts.url);
     if (opts.liveMs !== undefined || !url.searchParams.has('live')) url.searchParams.set('live', String(opts.liveMs ?? LIVENESS.default));
+    if (opts.replay) url.searchParams.set('replay', '1');
     // A `live` the service cannot take refuses the handshake with its own words.
     const liveMs = Number(url.searchParams.get('live'));
     const ws = new WebSocket(url, ['odds.v1.json'], { handshakeTimeout: HANDSHAKE_TIMEOUT_MS, headers: opts.key ? { 'x-api-key': opts.key } : {} });

@@ -54,6 +54,13 @@ function liveness(raw: string | undefined): number {
   return ms;
 }
 
+/** `?replay=`: 1 when the connection publishes a recording, whose source times are its own (docs/ingest.md#source-time). */
+function replaying(raw: string | undefined): boolean {
+  if (raw === undefined || raw === '0') return false;
+  if (raw === '1') return true;
+  throw errors.badParam('replay', 'must be 1 (the connection replays a recording) or 0');
+}
+
 /** A publisher's API key as ingest checks it while keys are in force: live while this pod holds it. */
 class LiveKey implements PublisherKey {
   constructor(private readonly auth: Auth, readonly id: string) {}
@@ -81,10 +88,10 @@ class PublisherSocket implements Publisher {
   private readonly maxUnreadBytes: number;
 
   constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
-    const { keyId, format, key, liveMs } = conn.getUserData();
+    const { keyId, format, key, liveMs, replay } = conn.getUserData();
     this.keyId = keyId;
     this.format = format;
-    this.feeder = deps.freshness.connect(liveMs);
+    this.feeder = deps.freshness.connect(liveMs, replay);
     this.maxUnreadBytes = deps.maxUnreadBytes;
     const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
     this.lane = new Lane({ ingest: deps.ingest, by: { key, feeder: this.feeder }, limits, keys: deps.keyQueues, keyId });
@@ -118,6 +125,7 @@ interface PublisherData {
   format: Format;
   key: PublisherKey | undefined;
   liveMs: number;
+  replay: boolean;
   /** From open: the connection's lane and freshness, and the socket as the hub holds it. */
   socket?: PublisherSocket;
 }
@@ -169,7 +177,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     idleTimeout: 60,
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (
-      { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
+      { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')), replay: replaying(query.get('replay')) }
     )),
     open: (ws) => {
       deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));

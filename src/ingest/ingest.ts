@@ -15,6 +15,7 @@ import { describe } from './items.js';
 import { validateReference } from './validate.js';
 import { validateOddsItem, validateStale } from './validate-odds.js';
 import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js';
+import { SourceTime, type SourceTimeLimits } from './source-time.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 import type { BatchItems, ReadItems, RefusedItems } from './batch.js';
 import type { BatchRunner } from './lane.js';
@@ -49,6 +50,8 @@ interface IngestDeps {
   /** Markets' freshness: told what each odds and stale item did. */
   freshness: Freshness;
   maxItems: number;
+  /** How odds images' source times are judged (source-time.ts). */
+  sourceTime: SourceTimeLimits;
   metrics: OddsMetrics;
   log: Logger;
   /** Markets other publishers feed: the simulator's odds for them are dropped. */
@@ -81,7 +84,7 @@ export class Ingest implements BatchRunner {
   private readonly judge: OddsJudge;
 
   constructor(private readonly deps: IngestDeps) {
-    this.judge = new OddsJudge(deps.pool, deps.model);
+    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime));
   }
 
   /**
@@ -118,7 +121,7 @@ export class Ingest implements BatchRunner {
     try {
       if (key && !key.live()) throw errors.keyRevoked();
       if ('refusal' in items) throw items.refusal;
-      const judged = await this.judge.judge(items);
+      const judged = await this.judge.judge(items, feeder);
       const written = new Set<string>();
       const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written) : [];
       // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
@@ -179,7 +182,7 @@ export class Ingest implements BatchRunner {
   private freshen(feeder: Feeder | undefined, odds: readonly AcceptedImage[], judged: JudgedOdds): void {
     const { freshness } = this.deps;
     const steps: [number, () => void][] = [
-      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late)]),
+      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late, o.image.ts)]),
       ...judged.marks.map((m): [number, () => void] => [m.i, () => freshness.marked(feeder, m.mid, m.why)]),
       ...judged.refused.filter((r) => r.known).map((r): [number, () => void] => [r.i, () => freshness.refused(feeder, r.mid)]),
     ];

@@ -77,7 +77,7 @@ t.test('bad usage exits 2 with the usage', async (t) => {
 });
 
 t.test('against the local stream server and the service', async (t) => {
-  const svc = await startTestService(t);
+  const svc = await startTestService(t, { INGEST_LATE_MS: '86400000' });
   const ingest = svc.url.replace(/^http/, 'ws') + '/ingest';
   const to = (esa: EsaServer) => ['--host', '127.0.0.1', '--port', String(esa.port), '--ca', TEST_CA_FILE, '--heartbeat', '500', '--url', ingest];
 
@@ -97,7 +97,7 @@ t.test('against the local stream server and the service', async (t) => {
   });
 
   t.test('a service that goes away stops the CLI with exit 1 at the next change', async (t) => {
-    const gone = await startTestService(t);
+    const gone = await startTestService(t, { INGEST_LATE_MS: '86400000' });
     let live: EsaConnection | undefined;
     const esa = await EsaServer.start(t, [{ play: (conn) => { live = conn; conn.send(IMAGE); conn.beat(500); } }]);
     const run = running(t, spawn(process.execPath, [CLI, ...BASE, ...to(esa).slice(0, -1), gone.url.replace(/^http/, 'ws') + '/ingest'], { stdio: ['ignore', 'pipe', 'pipe'] }));

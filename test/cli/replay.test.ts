@@ -97,6 +97,8 @@ t.test('against the real service', async (t) => {
       if (!frames.some((f) => f.con)) t.equal(frames.length, expected.length, `${mid}: every image arrived`);
       t.strictSame(seen(frames.at(-1)!), expected.at(-1), `${mid}: the last frame is the final book`);
     }
+    // Recorded times are the replay's own (it declares itself: /ingest?replay=1): its markets stay live.
+    t.same(client.frames.slice(from).filter((f) => f.op === 'freshness' && !f.live), [], 'a recording months old is not late');
     // The three recordings run over the same hours: merged, the frames of all markets come in publish-time order.
     const times = client.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds').map((f) => f.ts);
     t.ok(times.every((ts, i) => i === 0 || ts >= times[i - 1]), 'merged by publish time across files');
