@@ -183,7 +183,7 @@ export class OddsClient extends Emitter<ClientEvents> {
       case 'ack': {
         const answered = msg.status === 1 ? this.requests.answers(msg.id) : undefined;
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
-        // Live again unless the server says otherwise: it sends a stale market's state after the image.
+        // Live again unless the server says otherwise: it sends a stale market's state before the image.
         if (answered) this.told(this.fresh.resubscribed(answered.eids?.length || answered.sis?.length ? 'all' : answered.mids ?? []));
         return;
       }

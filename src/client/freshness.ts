@@ -10,7 +10,7 @@ export type MarketFreshness = { mid: string; live: true } | { mid: string; live:
  * The freshness of each market, by what the server said (`freshness` frames) and what the client
  * knows itself: without a connection every market it holds is stale (`disconnected`), and a
  * market is live again once its subscribe was answered on the new connection, unless the server
- * says otherwise after the image. Every market is live until told otherwise, so only stale
+ * says otherwise with the image (just before it). Every market is live until told otherwise, so only stale
  * markets are kept.
  */
 export class FreshnessBook {

@@ -157,7 +157,11 @@ export class Broadcaster implements Pressure, SessionWatcher {
     const subs = this.deps.hub.market(msg.mid);
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
-    for (const { variant: v } of subs.variants.values()) this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
+    for (const { variant: v } of subs.variants.values()) {
+      // A conflated socket is told a market is live with the image that makes it so, at the end of its interval.
+      if (msg.op === 'freshness' && v.conflate && this.conflator.hold(msg, v.conflate)) continue;
+      this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)));
+    }
     this.published(msg.mid);
   }
 
@@ -192,9 +196,9 @@ export class Broadcaster implements Pressure, SessionWatcher {
   }
 
   /**
-   * Adds markets to a socket, each followed at once by its current image unless
-   * `since` shows the client already holds it, then by its `freshness` frame
-   * when it is stale (a socket starts with every market assumed live). A socket
+   * Adds markets to a socket, each with its current image unless `since` shows
+   * the client already holds it, after its `freshness` frame when it is stale (a
+   * socket starts with every market assumed live). A socket
    * behind gets the image when it catches up, but the staleness at once: its
    * catch-up sends only what changed after it fell behind.
    */
@@ -206,13 +210,14 @@ export class Broadcaster implements Pressure, SessionWatcher {
     s.cork(() => {
       for (const mid of mids) {
         this.deps.hub.take(s, mid, v);
+        // Told it is stale before its image, so no screen takes that image for live.
+        const stale = this.deps.states.stale(mid);
+        if (stale) this.send(s, stale);
         const entry = this.deps.book.get(mid);
         if (entry && !s.lag) {
           if (!heldBy(since, entry)) this.sendFrame(s, entry.frame(s.format, 'none', v.depth));
           this.joined(mid, v, entry);
         }
-        const stale = this.deps.states.stale(mid);
-        if (stale) this.send(s, stale);
       }
     });
   }
@@ -267,6 +272,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
         this.bases.set(taken, entry);
       } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth));
     }
+    const live = this.conflator.release(mid, conflate);
+    if (live) for (const { variant: v } of subs.variants.values()) if (v.conflate === conflate) this.toTopic(topicOf(v, mid), v.format, encodeFor(v.format, live));
     this.published(mid);
   }
 

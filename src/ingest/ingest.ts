@@ -134,9 +134,15 @@ export class Ingest implements BatchRunner {
       let odds = judged.images;
       if (from === 'simulator') odds = odds.filter((o) => !outside.has(o.image.mid));
       else for (const o of odds) outside.claim(o.image.mid);
+      // What subscribers hold of each market once the batch is out: its last image in the batch.
+      const last = new Map<string, AcceptedImage>();
+      for (const o of odds) last.set(o.image.mid, o);
+      // A market whose last image is late is told stale before that image goes out, so no socket takes it for live.
+      for (const o of last.values()) if (o.late) this.deps.freshness.fed(feeder, o.image.mid, true, o.image.ts);
       const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
-      this.freshen(feeder, odds, judged);
+      // Each image is in the book (and queued for sockets) here before the notice that it is live.
       if (published) await published;
+      this.freshen(feeder, odds.filter((o) => last.get(o.image.mid) === o), judged);
       const result = this.tally(items, odds, judged, outcomes, arrived, t0);
       metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
@@ -174,9 +180,9 @@ export class Ingest implements BatchRunner {
   }
 
   /**
-   * What the batch did to its markets' freshness, item by item in batch order, in the turn its
-   * images were handed to the bus (so with one process each image goes out before the frame that
-   * says it is live): an image makes its market fresh unless `late`, a stale item marks it, a
+   * What the batch did to its markets' freshness, item by item in batch order, once its images are
+   * in the book (so each image goes out before the frame that says it is live): an image (its
+   * market's last in the batch) makes its market fresh unless `late`, a stale item marks it, a
    * refused item of a known market makes it unreliable; each names `feeder` as the market's publisher.
    */
   private freshen(feeder: Feeder | undefined, odds: readonly AcceptedImage[], judged: JudgedOdds): void {

@@ -103,7 +103,7 @@ t.test('images of one turn go out together at its end, in order, and a subscribe
   t.same(a.conn.messages().map((m) => m.op === 'odds' && m.seq), [1, 2, 3, 4], 'and the next turn\'s image at the end of it');
 });
 
-t.test('freshness: to every variant at once; after a subscribe\'s image only while stale; in the catch-up of a socket behind when it changed', async (t) => {
+t.test('freshness: to every variant at once; before a subscribe\'s image only while stale; in the catch-up of a socket behind when it changed', async (t) => {
   const { bc, sweeper, open, put, publish } = setup();
   const a = open();
   const b = open('proto');
@@ -117,8 +117,8 @@ t.test('freshness: to every variant at once; after a subscribe\'s image only whi
 
   const late = open();
   bc.attach(late.s, ['m', 'n'], variant('json'));
-  t.same(late.conn.messages().map((m) => m.op), ['odds', 'freshness'], 'the image, then its staleness; nothing for the live market');
-  t.same(late.conn.messages()[1], stale);
+  t.same(late.conn.messages().map((m) => m.op), ['freshness', 'odds'], 'its staleness, then the image; nothing for the live market');
+  t.same(late.conn.messages()[0], stale);
   const resumed = open();
   const e = put('m', 2.1);
   publish(e);
