@@ -105,6 +105,8 @@ export interface Config {
   readonly wsSlowBytes: number;
   readonly wsMaxBackpressure: number;
   readonly wsSlowCloseMs: number;
+  /** The age a price may reach on a subscriber's screen before the socket is told its markets are behind. */
+  readonly wsMaxAgeMs: number;
   readonly wsIdleTimeoutS: number;
   readonly wsCompression: boolean;
   readonly feedStaleMs: number;
@@ -371,6 +373,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     wsSlowBytes: int(env, 'WS_SLOW_BYTES', 256 * 1024, 1024, 1024 * 1024 * 1024),
     wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),
+    wsMaxAgeMs: int(env, 'WS_MAX_AGE_MS', 2000, 200, 60000),
     wsIdleTimeoutS: int(env, 'WS_IDLE_TIMEOUT_S', 32, 8, 960),
     wsCompression: bool(env, 'WS_COMPRESSION', false),
     feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),

@@ -12,7 +12,10 @@ import { Book } from './odds/book.js';
 import { Hub } from './hub/hub.js';
 import { Broadcaster } from './hub/broadcaster.js';
 import { MarketStates } from './hub/states.js';
-import { Sweeper } from './hub/sweep.js';
+import { MarketIndex } from './hub/market-index.js';
+import { Sweep } from './hub/sweep.js';
+import type { SubscriberDeps } from './hub/subscriber.js';
+import { systemClock } from './lib/clock.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
@@ -84,15 +87,22 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const states = new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
+  const index = new MarketIndex();
   const hub = new Hub(
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
-    { refusals: authMetrics, markets: model },
+    { refusals: authMetrics, markets: model, index },
   );
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
+  const clock = systemClock;
+  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, compress: config.wsCompression });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
   monitor.listen(bc);
-  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
-  const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
+  const sweep = new Sweep(index, clock);
+  bc.watch(sweep);
+  const subscribers: SubscriberDeps = {
+    index, publishing: bc, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression,
+    limits: { maxAgeMs: config.wsMaxAgeMs, slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs },
+  };
+  const socketSubs = new SocketSubscriptions({ hub, index, book, model });
   odds.watch(hub, monitor);
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
@@ -103,19 +113,15 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys);
   const storedSets = new StoredSets({
-    pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
+    pool, hub, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });
   const outside = new OutsideFeeds();
-  // Each keeps state per subscriber socket beside the hub's indexes: told of every open and close, in this order.
-  hub.watch(bc);
-  hub.watch(sweeper);
   hub.watch(storedSets);
-  bc.watchSends(sweeper);
   const hosts = new HostPolicy(config.allowedHosts);
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
+    subscribers, socketSubs, sweep, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
@@ -166,7 +172,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     new Named('broadcaster', bc),
     freshness,
     monitor,
-    new Named('sweep', sweeper),
+    new Named('sweep', sweep),
     loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator

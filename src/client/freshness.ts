@@ -1,7 +1,7 @@
-import type { FreshnessMessage, StaleReason } from '../odds/messages.js';
+import type { FreshnessMessage, StaleWhy } from '../odds/messages.js';
 
 /** Why the client holds a market's prices as stale: the server's reasons, or its own while it has no connection. */
-export type FreshnessReason = StaleReason | 'disconnected';
+export type FreshnessReason = StaleWhy | 'disconnected';
 
 /** A market's freshness as the client holds it: live, or stale with why and since when (ms). */
 export type MarketFreshness = { mid: string; live: true } | { mid: string; live: false; why: FreshnessReason; since: number };

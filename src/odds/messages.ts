@@ -23,6 +23,14 @@ export type FeedStatus = (typeof FEED_STATUSES)[number];
 export const STALE_REASONS = ['bus', 'publisher', 'unreliable', 'late'] as const;
 export type StaleReason = (typeof STALE_REASONS)[number];
 
+/**
+ * Why a socket is told a market is stale: the market's own reasons, or `behind`, this socket's
+ * alone: it was sent less than it could not read in time, so what it holds may be older than the
+ * bound (docs/protocol.md#the-age-of-a-price).
+ */
+export const STALE_WHYS = [...STALE_REASONS, 'behind'] as const;
+export type StaleWhy = (typeof STALE_WHYS)[number];
+
 /** The reasons a publisher may give itself, in a `stale` ingest item. */
 export const PUBLISHER_STALE_REASONS = ['late', 'unreliable'] as const satisfies readonly StaleReason[];
 export type PublisherStaleReason = (typeof PUBLISHER_STALE_REASONS)[number];
@@ -182,7 +190,7 @@ export interface FreshnessMessage {
   mid: string;
   live: boolean;
   /** Only when not live. */
-  why?: StaleReason;
+  why?: StaleWhy;
   /** Server time (ms) when this state began. */
   at: number;
 }

@@ -14,7 +14,7 @@ type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
 const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'ball-running': 'Ball running', closed: 'Closed' };
 /** Why a book's prices are not live, in a few words. */
 const NOT_LIVE: Record<FreshnessReason, string> = {
-  bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', disconnected: 'Not live: offline',
+  bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', behind: 'Not live: slow connection', disconnected: 'Not live: offline',
 };
 const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
 
