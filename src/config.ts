@@ -107,6 +107,8 @@ export interface Config {
   readonly wsSlowCloseMs: number;
   /** The age a price may reach on a subscriber's screen before the socket is told its markets are behind. */
   readonly wsMaxAgeMs: number;
+  /** How often every subscriber socket is sent the server's time (a `clock` frame); 0 never. */
+  readonly wsClockMs: number;
   readonly wsIdleTimeoutS: number;
   readonly wsCompression: boolean;
   readonly feedStaleMs: number;
@@ -138,6 +140,13 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${raw}`);
+  return value;
+}
+
+/** 0 (off), or a whole number from `min` to `max`. */
+function intOrOff(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = int(env, name, fallback, 0, max);
+  if (value !== 0 && value < min) throw new ConfigError(name, `must be 0 (off) or between ${min} and ${max}, got ${value}`);
   return value;
 }
 
@@ -374,6 +383,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),
     wsMaxAgeMs: int(env, 'WS_MAX_AGE_MS', 2000, 200, 60000),
+    wsClockMs: intOrOff(env, 'WS_CLOCK_MS', 1000, 100, 60000),
     wsIdleTimeoutS: int(env, 'WS_IDLE_TIMEOUT_S', 32, 8, 960),
     wsCompression: bool(env, 'WS_COMPRESSION', false),
     feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),

@@ -93,7 +93,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     { refusals: authMetrics, markets: model, index },
   );
   const clock = systemClock;
-  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, compress: config.wsCompression });
+  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
   monitor.listen(bc);
   const sweep = new Sweep(index, clock);

@@ -153,6 +153,7 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
     case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}`;
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
+    case 'clock': return `${at} clock ${clock(msg.ts)}`;
     case 'feed': return `${at} feed ${msg.status}`;
     case 'freshness': return formatFreshness(msg.live ? { mid: msg.mid, live: true } : { mid: msg.mid, live: false, why: msg.why!, since: msg.at }, now);
     case 'notice': return `${at} notice ${msg.message}`;

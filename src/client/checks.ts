@@ -86,6 +86,7 @@ export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
   unsubscribed: { keys: { mids: list(mid, 'market IDs') } },
   feed: { keys: { status: oneOf(FEED_STATUSES) } },
   hb: { keys: { ts: time } },
+  clock: { keys: { ts: time } },
   freshness: {
     keys: { mid, live: bool, why: optional(oneOf(STALE_WHYS)), at: time },
     // A stale market always says why; a live one has nothing to say.

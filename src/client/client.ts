@@ -1,13 +1,14 @@
 import { CLOSE } from '../errors.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
-import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus } from '../odds/messages.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
 import { readFrame } from './checks.js';
 import { MarketBook } from './market-book.js';
 import { Resyncs } from './resyncs.js';
 import { FreshnessBook, type MarketFreshness } from './freshness.js';
 import { Silence } from './silence.js';
+import { ServerClock } from './server-clock.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
@@ -44,6 +45,12 @@ export class OddsClient extends Emitter<ClientEvents> {
   private readonly maxMarkets: number;
   private readonly resyncs = new Resyncs((mid) => this.resync(mid));
   private ignoredFrames = 0;
+  private readonly serverClock = new ServerClock();
+  private readonly maxAgeMs: number;
+  /** The server's last `clock` frame, by its time and the least spacing seen between two. */
+  private lastClock: { ts: number; every: number } | undefined;
+  private clockTimer: ReturnType<typeof setTimeout> | undefined;
+  private late = 0;
 
   constructor(private readonly options: ClientOptions) {
     super();
@@ -52,6 +59,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.Socket = Socket;
     this.maxMarkets = options.maxMarkets ?? MAX_MARKETS;
     if (!(Number.isInteger(this.maxMarkets) && this.maxMarkets >= 1)) throw new Error('maxMarkets must be a whole number from 1');
+    this.maxAgeMs = options.maxAgeMs ?? 2000;
+    if (!(Number.isInteger(this.maxAgeMs) && this.maxAgeMs >= 200 && this.maxAgeMs <= 60_000)) throw new Error('maxAgeMs must be a whole number of ms from 200 to 60000');
     this.hbMs = options.hb ?? HEARTBEAT.default;
     if (!(this.hbMs >= HEARTBEAT.min && this.hbMs <= HEARTBEAT.max)) throw new Error(`hb must be ${HEARTBEAT.min} to ${HEARTBEAT.max} ms`);
     const url = new URL(options.url);
@@ -73,6 +82,14 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Frames dropped because they were about markets the client neither holds nor asked for (or holds maxMarkets of already). */
   get ignored(): number {
     return this.ignoredFrames;
+  }
+
+  /**
+   * How much later than its quickest the server's latest `clock` frame was read (ms): how late
+   * everything read with it is. Past `maxAgeMs`, every market is held `behind`.
+   */
+  get lateness(): number {
+    return this.late;
   }
 
   /** Whether a market's prices are live, or stale with why and since when. */
@@ -137,6 +154,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.silence.stop();
     this.resyncs.stop();
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.clockTimer);
     const socket = this.socket;
     const opened = this.live;
     this.socket = undefined;
@@ -167,6 +185,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.backoff.reset();
     if ('unknown' in read) return;
     const msg = read.msg;
+    this.timed(msg, at);
     if ('mid' in msg && !this.takes(msg.mid)) {
       this.ignoredFrames++;
       return;
@@ -202,7 +221,28 @@ export class OddsClient extends Emitter<ClientEvents> {
         this.emit('feed', msg);
         return;
       case 'freshness': this.told([this.fresh.apply(msg)]); return;
-      case 'hb': return;
+      case 'hb': case 'clock': return;
+    }
+  }
+
+  /**
+   * The server's clock from every frame that carries its time; from a `clock` frame, how late
+   * what the client reads arrives: past `maxAgeMs` every market it holds is `behind` until a
+   * timely one, and so when the next does not come within its spacing and the bound.
+   */
+  private timed(msg: ServerMessage, at: number): void {
+    const stamp = msg.op === 'clock' || msg.op === 'hb' ? msg.ts : msg.op === 'odds' || msg.op === 'delta' ? msg.pt : undefined;
+    if (stamp === undefined) return;
+    this.serverClock.observe(stamp, at);
+    if (msg.op !== 'clock') return;
+    this.late = this.serverClock.lateness(msg.ts, at);
+    if (this.late > this.maxAgeMs) this.told(this.fresh.late(this.book.mids(), at));
+    else if (this.late <= this.maxAgeMs / 2) this.told(this.fresh.timely(this.book.mids()));
+    const every = this.lastClock && msg.ts > this.lastClock.ts ? Math.min(this.lastClock.every, msg.ts - this.lastClock.ts) : Infinity;
+    this.lastClock = { ts: msg.ts, every };
+    clearTimeout(this.clockTimer);
+    if (every !== Infinity) {
+      this.clockTimer = setTimeout(() => this.told(this.fresh.late(this.book.mids(), Date.now())), every + this.maxAgeMs);
     }
   }
 
@@ -275,6 +315,10 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.resyncs.reset();
     // Nothing reaches the client now: every price it holds is stale until its market is answered again.
     this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
+    // A new connection is a new link: how late it reads is judged afresh.
+    clearTimeout(this.clockTimer);
+    this.lastClock = undefined;
+    this.fresh.timely([]);
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {
       this.stopped = true;

@@ -36,6 +36,12 @@ export interface ClientOptions {
    * set; default 2000, the server's default per socket): frames of further ones are ignored.
    */
   maxMarkets?: number;
+  /**
+   * How late what the client reads may arrive before it holds its markets `behind` (ms, 200 to
+   * 60000, default 2000: the server's WS_MAX_AGE_MS): judged by the server's `clock` frames,
+   * each stamped as it was sent, and by their stopping (docs/protocol.md#the-age-of-a-price).
+   */
+  maxAgeMs?: number;
 }
 
 export interface CloseInfo {

@@ -1,6 +1,6 @@
 import { encodeFor } from '../odds/codec.js';
 import { FORMATS, type Book, type BookEntry, type Format, type Frame } from '../odds/book.js';
-import type { FeedStatus } from '../odds/messages.js';
+import type { ClockMessage, FeedMessage, FeedStatus } from '../odds/messages.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock, Ticker } from '../lib/clock.js';
@@ -29,6 +29,8 @@ export interface BroadcasterDeps {
   metrics: OddsMetrics;
   log: Logger;
   clock: Clock;
+  /** How often every socket is sent the server's time (`clock`, WS_CLOCK_MS); 0 never. */
+  clockMs?: number;
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;
 }
@@ -56,8 +58,15 @@ export class Broadcaster implements Pressure, Publishing {
   private stopped = false;
   /** As its one owner (relay/feed-monitor.ts) last told it, through `feedChanged`: what a socket opening now is told. */
   private status: FeedStatus = 'OK';
+  private ticker: Ticker | undefined;
 
   constructor(private readonly deps: BroadcasterDeps) {}
+
+  /** Every socket is sent the server's time, on the feed topic, behind whatever was sent before it. */
+  start(): void {
+    const { clockMs = 0, clock } = this.deps;
+    if (clockMs > 0) this.ticker ??= clock.every(clockMs, () => this.tell({ op: 'clock', ts: clock.now() }));
+  }
 
   /** Told of everything published from now on. */
   watch(w: PublishWatcher): void {
@@ -161,7 +170,11 @@ export class Broadcaster implements Pressure, Publishing {
   feedChanged(status: FeedStatus): void {
     this.status = status;
     this.deps.log.info('feed status', { status });
-    const msg = { op: 'feed', status } as const;
+    this.tell({ op: 'feed', status });
+  }
+
+  /** A frame for every socket, on its format's feed topic. */
+  private tell(msg: FeedMessage | ClockMessage): void {
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg), this.feeds[format]);
   }
 
@@ -222,6 +235,8 @@ export class Broadcaster implements Pressure, Publishing {
   }
 
   stop(): void {
+    this.ticker?.stop();
+    this.ticker = undefined;
     this.flush();
     this.stopped = true;
     for (const timer of this.timers.values()) timer.stop();

@@ -47,6 +47,7 @@ export function encodeJson(msg: ServerMessage): string {
       return JSON.stringify({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia });
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
+    case 'clock': return JSON.stringify({ op: 'clock', ts: msg.ts });
     case 'feed': return JSON.stringify({ op: 'feed', status: msg.status });
     case 'freshness':
       return JSON.stringify(msg.live ? { op: 'freshness', mid: msg.mid, live: true, at: msg.at } : { op: 'freshness', mid: msg.mid, live: false, why: msg.why, at: msg.at });
@@ -75,6 +76,7 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
     case 'result': m = { result: msg }; break;
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
+    case 'clock': m = { clock: { ts: msg.ts } }; break;
     case 'feed': m = { feed: { status: enumValue(FEED_STATUSES, msg.status, 'feed status') } }; break;
     case 'freshness':
       m = { freshness: { mid: msg.mid, live: msg.live, why: msg.live ? 0 : enumValue(WHY_WIRE, msg.why, 'freshness why'), at: msg.at } };
@@ -133,6 +135,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     }
     case 'unsubscribed': return { op: 'unsubscribed', mids: (m.unsubscribed as pb.v1.Unsubscribed).mids };
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };
+    case 'clock': return { op: 'clock', ts: (m.clock as pb.v1.Heartbeat).ts };
     case 'feed':
       return { op: 'feed', status: enumName(FEED_STATUSES, (m.feed as pb.v1.Feed).status, 'feed status') };
     case 'freshness': {
@@ -146,7 +149,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   }
 }
 
-const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed', 'freshness', 'notice'];
+const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'clock', 'feed', 'freshness', 'notice'];
 
 /** Reads a text frame. Throws on malformed input. */
 export function decodeServerJson(text: string): ServerMessage {

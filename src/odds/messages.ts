@@ -179,6 +179,15 @@ export interface HeartbeatMessage {
   ts: number;
 }
 
+/**
+ * The server's time, to every socket every WS_CLOCK_MS behind whatever was sent before it: how
+ * late it arrives is how late everything a client reads is (docs/protocol.md#the-age-of-a-price).
+ */
+export interface ClockMessage {
+  op: 'clock';
+  ts: number;
+}
+
 export interface FeedMessage {
   op: 'feed';
   status: FeedStatus;
@@ -203,6 +212,7 @@ export type ServerMessage =
   | ResultMessage
   | UnsubscribedMessage
   | HeartbeatMessage
+  | ClockMessage
   | FeedMessage
   | FreshnessMessage
   | NoticeMessage;
