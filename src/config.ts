@@ -363,7 +363,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     authFailuresPerSecond: int(env, 'AUTH_FAILURES_PER_SECOND', 1, 1, 1_000_000),
     authFailureSources: int(env, 'AUTH_FAILURE_SOURCES', 10_000, 1, 10_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
-    ...(env.WS_MAX_SOCKETS || openFiles === undefined
+    ...(note(env, 'WS_MAX_SOCKETS', '1 to 10000000', 'what the open-file limit leaves for a reconnect storm, at most 50000'), env.WS_MAX_SOCKETS || openFiles === undefined
       ? { wsMaxSockets: int(env, 'WS_MAX_SOCKETS', WS_MAX_SOCKETS, 1, 10_000_000), wsMaxSocketsFromFiles: undefined }
       : { wsMaxSockets: Math.min(WS_MAX_SOCKETS, socketsFor(openFiles)), wsMaxSocketsFromFiles: openFiles }),
     wsHandshakesPerSource: int(env, 'WS_HANDSHAKES_PER_SOURCE', 1000, 0, 10_000_000),

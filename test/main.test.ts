@@ -8,7 +8,7 @@ import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 import { glibcVersion, noBuildMessage } from '../src/http/uws.js';
-import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
+import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
   const dir = await tempDir(t);
@@ -62,7 +62,7 @@ t.test('--fresh with DATABASE_URL is refused with exit 2 saying why; so is an un
   t.match(withUrl.output(), /--fresh: deletes the embedded Postgres data folder, and DATABASE_URL is set/);
   const unknown = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--frsh']);
   t.equal(await unknown.exited, 2);
-  t.match(unknown.output(), /unknown --frsh; the only one is --fresh/);
+  t.match(unknown.output(), /unknown --frsh; the only ones are --fresh \(start from a clean embedded demo\) and --help/);
 });
 
 /** An address of this machine that is not loopback, to dial from outside loopback's reach. */
@@ -299,12 +299,29 @@ t.test('while Postgres is awaited at start, /health answers, /ready and the data
   await t.rejects(http(url, '/health'), 'the listener it had started is closed');
 });
 
-t.test('killed with SIGKILL, its embedded Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
+t.test('killed with SIGKILL, its embedded Postgres stops with it, and keeps the data', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.ok(lifelineOf(postmasterPid(pgDir)), 'a watcher waits on the service');
+  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  await waitFor(() => postgresOn(pgDir).length === 0, () => `its Postgres stopped: ${JSON.stringify(postgresOn(pgDir))}`, 30_000, 50);
+  const again = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.notMatch(again.output(), /left running/, 'nothing was left for the next start');
+  const sports = await http<{ si: number }[]>(again.url, '/api/v1/sports');
+  t.ok(sports.body.some((s) => s.si === 901), 'the sport is still there');
+  again.child.kill('SIGTERM');
+  t.equal(await again.exited, 0);
+});
+
+t.test('killed with SIGKILL with its watcher (no /bin/sh, or both killed), its Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
   const first = await run({ EMBEDDED_PG_DIR: pgDir });
   const ingest = await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] });
   t.equal(ingest.status, 200, 'a sport ingested before the kill');
   const orphan = postmasterPid(pgDir);
+  process.kill(lifelineOf(orphan)!, 'SIGKILL');
   first.child.kill('SIGKILL');
   await first.exited;
   t.same(postgresOn(pgDir), [orphan], 'its Postgres outlived it');
