@@ -1,13 +1,14 @@
 import t from 'tap';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
-import { glibcVersion, noBuildMessage } from '../src/http/uws.js';
+import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
 import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
@@ -185,6 +186,23 @@ t.test('when UWS_BUILD pins a build this host cannot load, the start stops with 
   t.match(lines[0], `cannot start: UWS_BUILD=${pin} pins a uWebSockets.js build that does not load natively on Node ${process.version}`);
   t.match(lines[0], glibc ? `glibc ${glibc}` : 'no glibc');
   t.match(lines[0], /Unset UWS_BUILD to let the service pick the newest build that loads, or run Node 22 or 24 on a host with glibc 2.38 or newer/);
+});
+
+t.test('a build whose binary for this Node is missing is named by the file it could not load, not by its loader', async (t) => {
+  // The v20.57 loader as installed, in a folder holding none of its binaries.
+  const dir = join(await tempDir(t), 'uws');
+  mkdirSync(dir);
+  for (const f of ['uws.js', 'package.json']) copyFileSync(join(dirname(createRequire(import.meta.url).resolve('uWebSockets.js-v20.57')), f), join(dir, f));
+  let err: unknown;
+  try {
+    createRequire(import.meta.url)(join(dir, 'uws.js'));
+  } catch (e) {
+    err = e;
+  }
+  t.match(String(err), /Require stack:\n- /, 'the loader\'s own error ends with the require stack');
+  const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  t.equal(whyNotLoaded(err, dir), `cannot find ${join(dir, binary)}`);
+  t.equal(whyNotLoaded(new Error('advice\n\n/lib/libc.so.6: version `GLIBC_2.38\' not found (required by /x/uws.node)'), dir), "/lib/libc.so.6: version `GLIBC_2.38' not found (required by /x/uws.node)", 'the linker\'s line as it is');
 });
 
 t.test('unpinned, the one line says no build loads and names the Node to run, not UWS_BUILD', async (t) => {

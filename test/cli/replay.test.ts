@@ -32,7 +32,16 @@ t.test('command line', async (t) => {
   t.teardown(() => delete process.env.ODDS_INGEST_KEY_FILE);
   t.match(parseArgs(['a']), { key: 'ok_from_a_file' }, 'from the file a variable names');
   t.equal(parseArgs(['--help']), 'help');
-  for (const [argv, why] of [[[], /at least one file/], [['a', '--speed', '0'], /--speed must be/], [['a', '--speed', 'fast'], /--speed must be/], [['a', '--url', 'http://x'], /--url must be a ws/], [['a', '--nope'], /Unknown option/],
+  // The service where npm start put it, in either form of its address, from --url or URL alike.
+  const url = (argv: string[], env: NodeJS.ProcessEnv) => (parseArgs(['a', ...argv], env) as { url: string }).url;
+  t.equal(url([], { PORT: '18431' }), 'ws://127.0.0.1:18431/ingest', 'PORT');
+  t.equal(url([], { PORT: '18431', HOST: '0.0.0.0' }), 'ws://127.0.0.1:18431/ingest', 'every interface, dialled on loopback');
+  t.equal(url([], { HOST: '::1' }), 'ws://[::1]:8080/ingest', 'HOST');
+  t.equal(url(['--url', 'http://127.0.0.1:18431'], {}), 'ws://127.0.0.1:18431/ingest', '--url as npm start prints it');
+  t.equal(url([], { URL: 'https://odds.example' }), 'wss://odds.example/ingest', 'URL the same');
+  t.equal(url(['--url', 'ws://a:1/ingest'], { URL: 'http://b:2', PORT: '3' }), 'ws://a:1/ingest', '--url wins');
+  t.throws(() => parseArgs(['a'], { PORT: 'eighty' }), /PORT must be the service's port/);
+  for (const [argv, why] of [[[], /at least one file/], [['a', '--speed', '0'], /--speed must be/], [['a', '--speed', 'fast'], /--speed must be/], [['a', '--url', 'ftp://x'], /--url must be an http\(s\):\/\/ or ws\(s\):\/\/ address, got ftp:\/\/x/], [['a', '--nope'], /Unknown option/],
     [['a', '--from', 'yesterday'], /--from must be an ISO 8601 time/], [['a', '--from', '2026-05-02T00:00:00Z', '--to', '2026-05-01T00:00:00Z'], /--to must not be before --from/],
     [['a', '--key-file', '/nonexistent/key'], /--key-file \/nonexistent\/key: ENOENT/]] as const) {
     t.throws(() => parseArgs([...argv]), new UsageError(''), argv.join(' '));
