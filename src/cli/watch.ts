@@ -4,7 +4,7 @@
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { parseArgs as parseOptions } from 'node:util';
-import { OddsClient, RefusedError, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
+import { AGE_SINCE_MS, OddsClient, RefusedError, formatAge, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
@@ -109,8 +109,18 @@ const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2
 /** What last traded and how much, each only when the publisher said. */
 const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
-/** How late an odds frame arrived, from the source's time and from the service's publish time (the client's receipt delay). */
-const late = (d: ReceiptDelay | undefined) => (d ? `  delay ${Math.round(d.source)} ms from source, ${Math.round(d.publish)} ms from publish` : '');
+/**
+ * How late an odds frame arrived, from the source's time and from the service's publish time (the
+ * client's receipt delay); past a day, since when the source has sent nothing.
+ */
+const late = (d: ReceiptDelay | undefined) => {
+  if (!d) return '';
+  if (d.source >= AGE_SINCE_MS) {
+    const published = d.publish >= AGE_SINCE_MS ? formatAge(d.publish, d.at).replace('no data since', 'published') : `${Math.round(d.publish)} ms from publish`;
+    return `  ${formatAge(d.source, d.at)} by the source's time, ${published}`;
+  }
+  return `  delay ${Math.round(d.source)} ms from source, ${Math.round(d.publish)} ms from publish`;
+};
 
 /**
  * One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function

@@ -258,6 +258,10 @@ t.test('odds lines show the best level of each runner and mark con frames', asyn
 t.test('odds lines end with how late the frame arrived, from the source and from the service', async (t) => {
   const msg: OddsMessage = { op: 'odds', mid: MID, epoch: 'm1', seq: 7, ts: 1000, pt: 1400, st: 'OPEN', ip: false, con: false, cf: false, r: [] };
   t.match(formatFrame(msg, false, 1450, { at: 1450, source: 450, publish: 50.4 }), /^\S+ 1\.200001001 seq=7 OPEN {4}delay 450 ms from source, 50 ms from publish$/);
+  // A market whose source stopped days ago: since when, not 18263643000 ms.
+  const at = Date.UTC(2026, 10, 28, 12, 0);
+  t.match(formatFrame(msg, false, at, { at, source: 3 * 86_400_000, publish: 40 }), / {4}no data since 2026-11-25 12:00 UTC by the source's time, 40 ms from publish$/);
+  t.match(formatFrame(msg, false, at, { at, source: 3 * 86_400_000, publish: 2 * 86_400_000 }), / {4}no data since 2026-11-25 12:00 UTC by the source's time, published 2026-11-26 12:00 UTC$/);
 });
 
 t.test('odds lines show what each runner last traded at, its volume and the market matched, when known', async (t) => {
