@@ -31,7 +31,8 @@ function npmStart(env: Record<string, string>, args: string[] = []): NpmStart {
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
   child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
-  const exited = new Promise<number | null>((ok) => child.on('exit', (code, signal) => ok(code ?? (signal ? -1 : null))));
+  // Once npm has exited and its output has ended: the service writes to the same pipes, and may outlive npm.
+  const exited = new Promise<number | null>((ok) => child.on('close', (code, signal) => ok(code ?? (signal ? -1 : null))));
   return { pid: child.pid!, output: () => out, exited };
 }
 
