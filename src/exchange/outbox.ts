@@ -9,7 +9,8 @@
  *   (`mid`, the market whose definition made it) and named. The rest go in batches of their
  *   own, by market: the sport, league and event rows of a market's definition in one, its market
  *   and result rows in the next, so a row the service refuses anyway (its database's rules: an ID
- *   another publisher's nested market holds) costs only that market.
+ *   another publisher's nested market holds) costs only that market. An item larger than the
+ *   service's message limit is kept back too: sent, it would close the socket.
  * - `touch(mid)` queues the market's newest state, rendered by the translator only when its
  *   batch is cut: while the service is behind, a busy market's changes merge into that one slot,
  *   so the live adapter sends the newest image of a market rather than every one. A reference

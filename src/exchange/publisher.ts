@@ -81,7 +81,7 @@ interface PublisherOptions {
   clock?: Clock;
 }
 
-interface ConnectOptions extends Omit<PublisherOptions, 'liveMs'> {
+interface ConnectOptions extends Omit<PublisherOptions, 'liveMs' | 'limits'> {
   url: string;
   key?: string;
   /** The liveness interval to declare; without it, a `live` in the URL, else the service's default. */
@@ -301,21 +301,24 @@ export class Publisher implements IngestListener {
     if (!batch) return this.fail(new PublishError(`the service acked batch ${String(msg.id)}, which is not in flight: ${message}`));
     if (msg.id !== batch.id) return this.fail(new PublishError(`the service acked batch ${String(msg.id)} where batch ${batch.id} was next`));
     this.window.remove(batch.bytes);
-    // A heartbeat refused for a limit was heard all the same: only batches of items go again.
-    if (msg.status !== 1 && msg.code === 'LIMIT' && !batch.heartbeat) this.held.push(batch);
-    else {
-      if (msg.status === 1 && !batch.heartbeat) {
-        this.rounds = 0;
-        this.backoff.reset();
-      }
-      batch.ok({ status: msg.status === 1 ? 1 : 0, message, refused: refusedOf(msg.refused) });
-    }
+    this.answered(batch, msg, message);
     if (this.held.length && !this.pending.length) this.sendHeldLater();
     this.wake();
   }
 
   lost(reason: string): void {
     this.fail(new PublishError(reason));
+  }
+
+  /** A batch's ack: one refused for a limit is held to go again; any other answers its caller. */
+  private answered(batch: Pending, msg: Obj, message: string): void {
+    // A heartbeat refused for a limit was heard all the same: only batches of items go again.
+    if (msg.status !== 1 && msg.code === 'LIMIT' && !batch.heartbeat) return void this.held.push(batch);
+    if (msg.status === 1 && !batch.heartbeat) {
+      this.rounds = 0;
+      this.backoff.reset();
+    }
+    batch.ok({ status: msg.status === 1 ? 1 : 0, message, refused: refusedOf(msg.refused) });
   }
 
   /** Numbers a batch and sends it; `bytes` is its message's size on the wire. */
