@@ -3,7 +3,8 @@
  * markets are its own). In process, `replay` keeps the recording's pace at a speed N. As
  * `npm run replay` (dist/src/cli/replay.js, in its own process), read by a subscriber over a
  * real socket: the troubled market of real-forms.ts among healthy ones, in the forms Betfair's
- * stream really uses, and a market whose images the service refuses item by item.
+ * stream really uses, and a market whose definition the service refuses (by its rules, which the
+ * adapter applies itself, or by its database) beside a healthy one of the same sport.
  */
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
