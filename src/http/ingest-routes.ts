@@ -9,6 +9,7 @@ import type { Publisher } from '../hub/hub.js';
 import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
 import type { Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
+import { limitHeaders } from '../ingest/limits.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
 import { peekId } from './peek.js';
@@ -148,6 +149,10 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
   const { ingest, log, auth } = deps;
   /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
   const keyOf = (keyId: string): PublisherKey | undefined => (auth.enabled ? new LiveKey(auth, keyId) : undefined);
+  /** The bounds a connection keeps, announced on every handshake so publishers size their pipelines by them. */
+  const announced = limitHeaders({
+    maxInFlight: deps.maxInFlight, queueBytes: deps.maxQueuedBytes, keyQueueBytes: deps.keyQueues.max, maxItems: deps.maxItems, maxMessageBytes: deps.maxBodyBytes,
+  });
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
@@ -170,7 +175,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (
       { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
-    )),
+    ), announced),
     open: (ws) => {
       deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
     },
@@ -191,7 +196,10 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       }
       socket.lane.submit(batch).then(
         (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),
-        (err: unknown) => socket.reply(refusal(batch.id, known(err, log, 'ingest'))),
+        (err: unknown) => {
+          const refused = known(err, log, 'ingest');
+          socket.reply({ ...refusal(batch.id, refused), code: refused.code });
+        },
       );
     },
     close: (ws) => {
