@@ -98,6 +98,8 @@ export const errors = {
   unsupportedType: (allowed: string) => new ServiceError('UNSUPPORTED_TYPE', `content-type must be ${allowed}`),
   aborted: () => new ServiceError('ABORTED', 'request aborted'),
   databaseDown: () => new ServiceError('DB_UNAVAILABLE', 'the database is unavailable; nothing was changed, try again'),
+  /** Rows a batch writes stayed taken by another transaction past PG_LOCK_WAIT_MS (or it kept crossing them): a wait, never an outage. */
+  rowsBusy: () => new ServiceError('BUSY', 'another batch is writing the same rows and held them past PG_LOCK_WAIT_MS; nothing was changed, send it again', { 'retry-after': '1' }),
   /** The commit was sent but never confirmed: the change may or may not have been applied. */
   outcomeUnknown: () => new ServiceError('OUTCOME_UNKNOWN', 'the database did not confirm the commit, so the change may or may not have been applied; sending it again is safe'),
   /** Committed, but this pod could not read it back into what it serves (acks wait for that): the database went away meanwhile. */
