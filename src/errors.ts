@@ -27,6 +27,8 @@ const PER_SOURCE: Readonly<Record<AdmissionSource, string>> = { key: 'per API ke
 export const errors = {
   badParam: (name: string, rule: string) => new ServiceError('BAD_PARAM', `${name} ${rule}`),
   badBody: (rule: string) => new ServiceError('BAD_BODY', `request body ${rule}`),
+  /** A request whose framing two readers could take differently (RFC 9112): answered, then its connection closed. */
+  badFraming: (why: string) => new ServiceError('BAD_PARAM', `${why}: the request is refused and the connection closed`),
   badItem: (item: string, why: string) => new ServiceError('ITEM_REJECTED', `${item}: ${why}`),
   /** A client's stored set would pass its limit: nothing of the request was stored. */
   storedSetFull: (adding: number, limit: number, held: number) =>
