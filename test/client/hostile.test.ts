@@ -189,6 +189,17 @@ function hostileClient(t: Test, url: string, format: Format) {
   return watched;
 }
 
+/** Sends `chunks` times 10,000 frames made by `frame`; returns how much the heap grew. */
+async function heapGrowth(srv: Hostile, client: OddsClient, chunks: number, frame: (chunk: number, i: number) => string): Promise<number> {
+  const before = await heapAfterGc();
+  for (let chunk = 0; chunk < chunks; chunk++) {
+    for (let i = 0; i < 10_000; i++) srv.send(frame(chunk, i));
+    // Read before more is sent, so what is measured is the client and not the server's send queue.
+    await client.ping();
+  }
+  return (await heapAfterGc()) - before;
+}
+
 t.test('300,000 odds frames of markets the client never asked for: ignored, and memory does not grow', async (t) => {
   const srv = await Hostile.start(t);
   const { client } = hostileClient(t, srv.url, 'json');
@@ -196,13 +207,7 @@ t.test('300,000 odds frames of markets the client never asked for: ignored, and 
   const image = (mid: string) => `{"op":"odds","mid":"${mid}","epoch":"e1","seq":1,"ts":${now},"pt":${now},"st":"OPEN","ip":true,"con":false,"cf":false,"r":[{"rid":1,"st":"ACTIVE","b":[[1.9,10]],"l":[[2,10]]}]}`;
   srv.send(image('n.0'));
   await client.ping();
-  const before = await heapAfterGc();
-  for (let chunk = 0; chunk < 30; chunk++) {
-    for (let i = 0; i < 10_000; i++) srv.send(image(`u.${chunk}.${i}`));
-    // Read before more is sent, so what is measured is the client and not the server's send queue.
-    await client.ping();
-  }
-  const grown = (await heapAfterGc()) - before;
+  const grown = await heapGrowth(srv, client, 30, (chunk, i) => image(`u.${chunk}.${i}`));
   t.equal(client.ignored, 300_000, 'every one ignored');
   t.same([...client.book.mids()], ['n.0'], 'the book holds what was asked for');
   t.ok(grown < 8 * 1024 * 1024, `the heap grew ${(grown / 1024 / 1024).toFixed(1)} MB`);
@@ -250,12 +255,7 @@ t.test('200,000 freshness frames of markets the client never held, while it take
   const { client } = hostileClient(t, srv.url, 'json');
   await client.subscribe({ eids: [1] });
   const stale = (mid: string) => `{"op":"freshness","mid":"${mid}","live":false,"why":"publisher","at":${now}}`;
-  const before = await heapAfterGc();
-  for (let chunk = 0; chunk < 20; chunk++) {
-    for (let i = 0; i < 10_000; i++) srv.send(stale(`f.${chunk}.${i}`));
-    await client.ping();
-  }
-  const grown = (await heapAfterGc()) - before;
+  const grown = await heapGrowth(srv, client, 20, (chunk, i) => stale(`f.${chunk}.${i}`));
   t.equal(client.ignored, 200_000, 'every one ignored');
   t.same(client.freshness('f.3.3'), { mid: 'f.3.3', live: true }, 'no state kept for a market it holds nothing of');
   t.ok(grown < 8 * 1024 * 1024, `the heap grew ${(grown / 1024 / 1024).toFixed(1)} MB`);

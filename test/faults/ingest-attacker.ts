@@ -6,17 +6,14 @@
  * JSON line counting acks and refusals (by message) once every batch is answered. Not a test file.
  */
 import WebSocket from 'ws';
+import { countAck, oddsImage } from './acks.js';
 
 const { URL: base, KEYS, CONNS, ODDS } = process.env as Record<string, string>;
 const markets = Array.from({ length: 5000 }, (_, i) => ({
   kind: 'market', mid: `9.${i}`, eid: 30000001, na: `M${i}`, ty: 'match-odd', s: true, go: false, rt: false, r: [{ rid: 1, na: 'A' }, { rid: 2, na: 'B' }],
 }));
-const image = (i: number) => ({
-  kind: 'odds', mid: '1.200001007', ts: Date.now(), st: 'OPEN', ip: true,
-  r: Array.from({ length: 150 }, (_, k) => ({ rid: k + 1, st: 'ACTIVE', b: [[2 + (i % 50) / 100, 10], [1.99, 20], [1.98, 30]], l: [[2.5, 11], [2.52, 21], [2.54, 31]] })),
-});
 const odds: Record<string, unknown>[] = [];
-for (let i = 0; JSON.stringify({ id: 0, data: odds }).length < 1024 * 1024 - 32 * 1024; i++) odds.push(image(i));
+for (let i = 0; JSON.stringify({ id: 0, data: odds }).length < 1024 * 1024 - 32 * 1024; i++) odds.push(oddsImage('1.200001007', 150, i));
 const reference = JSON.stringify({ id: 1, data: markets });
 const perConnection = 1 + Number(ODDS);
 const counts = { acked: 0, refused: {} as Record<string, number>, closed: 0, referenceBytes: reference.length };
@@ -38,12 +35,7 @@ for (const key of KEYS.split(',')) {
       for (let id = 2; id <= perConnection; id++) ws.send(JSON.stringify({ id, data: odds }));
     });
     ws.on('message', (frame: Buffer) => {
-      const ack = JSON.parse(frame.toString()) as { status: number; message: string };
-      if (ack.status === 1) counts.acked++;
-      else {
-        const why = ack.message.replace(/\d+/g, 'N');
-        counts.refused[why] = (counts.refused[why] ?? 0) + 1;
-      }
+      countAck(counts, frame);
       mine++;
       answered++;
       done();
