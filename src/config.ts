@@ -80,6 +80,8 @@ export interface Config {
   readonly pgPoolMax: number;
   readonly pgConnectTimeoutMs: number;
   readonly pgStatementTimeoutMs: number;
+  /** How long a reference write waits for rows another transaction holds before it is refused as busy. */
+  readonly pgLockWaitMs: number;
   readonly wsMaxMarkets: number;
   /** Markets a client's stored set (REST subscribe) may hold. */
   readonly clientMaxMarkets: number;
@@ -379,6 +381,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),
+    pgLockWaitMs: int(env, 'PG_LOCK_WAIT_MS', 30000, 100, 600000),
     wsMaxMarkets: int(env, 'WS_MAX_MARKETS', 2000, 1, 100000),
     clientMaxMarkets: int(env, 'CLIENT_MAX_MARKETS', 2000, 1, 100000),
     ingestMaxInFlight: int(env, 'INGEST_MAX_IN_FLIGHT', 128, 1, 100000),

@@ -129,7 +129,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   });
   const frames = new ReferenceFrames(bc, socketSubs);
   const sync = new ModelSync(pool, model, log, new ReferenceChanges({ frames, outside, freshness, metrics }));
-  const ingest = new Ingest({ pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  const ingest = new Ingest({ pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, lockWaitMs: config.pgLockWaitMs, metrics: odds, log, outside });
   const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
   listener.listen(new Notifications({ sync, auth, pool, listener, metrics, log }));
   const httpMetrics = new HttpMetrics(metrics.registry);

@@ -10,7 +10,7 @@
  *   client.connect();
  *   await client.subscribe({ mids: ['1.200001001'] });
  */
-export { MAX_MARKETS, OddsClient } from './client.js';
+export { MAX_FRAME_BYTES, MAX_MARKETS, OddsClient } from './client.js';
 export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
 export { MarketBook, PAST_EPOCHS, type ReceiptDelay } from './market-book.js';
 export { RESYNC } from './resyncs.js';

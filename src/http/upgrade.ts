@@ -10,6 +10,7 @@ import type { HostPolicy } from './host.js';
 import type { ClientAddresses } from './address.js';
 import type { ReadyGate } from './readiness.js';
 import { parseQuery, sendError, type Query } from './request.js';
+import { framingError, refuseFraming } from './framing.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
 
@@ -75,6 +76,8 @@ export function upgrade<T>(
   res: HttpResponse, req: HttpRequest, context: us_socket_context_t, deps: UpgradeDeps, role: Role,
   accept: (h: Handshake) => T, headers: readonly (readonly [string, string])[] = [],
 ): void {
+  const bad = framingError(req);
+  if (bad) return refuseFraming(res, bad);
   let data: T;
   let name: string;
   try {

@@ -7,7 +7,7 @@
 export interface IngestLimits {
   /** Batches one connection may have unanswered. */
   readonly maxInFlight: number;
-  /** Their bytes on the wire, per connection. */
+  /** Their bytes on the wire, per connection: what the connection's bound holds once read, at most. */
   readonly queueBytes: number;
   /** The same per API key, all its connections and REST posts together. */
   readonly keyQueueBytes: number;

@@ -191,7 +191,7 @@ t.test('404, 405 with Allow, 413 and 415', async (t) => {
   const missing = await get('/api/v2/sports');
   t.equal(missing.status, 404);
   api.check(t, 'GET', '/api/v2/sports', missing);
-  for (const [method, path, allow] of [['DELETE', '/api/v1/sports', 'GET'], ['GET', '/api/v1/subscribe', 'POST'], ['POST', '/health', 'GET']]) {
+  for (const [method, path, allow] of [['DELETE', '/api/v1/sports', 'GET, HEAD'], ['GET', '/api/v1/subscribe', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const r = await get(path, { method });
     t.equal(r.status, 405, `${method} ${path}`);
     t.equal(r.headers.get('allow'), allow);
