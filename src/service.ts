@@ -136,7 +136,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const frames = new ReferenceFrames(bc, socketSubs);
   const sync = new ModelSync(pool, model, log, new ReferenceChanges({ frames, outside, freshness, metrics }));
   const ingest = new Ingest({
-    pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, metrics: odds, log, outside,
+    pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, lockWaitMs: config.pgLockWaitMs, metrics: odds, log, outside,
     sourceTime: { maxSkewMs: config.ingestMaxSkewMs, lateMs: config.ingestLateMs },
   });
   const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
@@ -176,7 +176,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator
-      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })]
+      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log })]
       : []),
     readiness,
   ]);

@@ -16,6 +16,11 @@ import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from 
 /** Markets the client takes without naming them (by event or sport, or its stored set), unless told otherwise: the server's default per socket. */
 export const MAX_MARKETS = 2000;
 
+/** The largest frame the client reads unless told otherwise: far above the largest the server sends (an image of 500 runners is about 200 KB). */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** RFC 6455's close code for a message too big to process. */
+const TOO_BIG = 1009;
+
 /**
  * An odds feed client that runs in browsers and Node: subscribes with
  * promises settled by the acks, keeps a book per market by the epoch and seq
@@ -43,6 +48,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private feedStatus: FeedStatus = 'OK';
   private readonly maxMarkets: number;
+  private readonly maxFrameBytes: number;
   private readonly resyncs = new Resyncs((mid) => this.resync(mid));
   private ignoredFrames = 0;
   private readonly serverClock = new ServerClock();
@@ -61,6 +67,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     if (!(Number.isInteger(this.maxMarkets) && this.maxMarkets >= 1)) throw new Error('maxMarkets must be a whole number from 1');
     this.maxAgeMs = options.maxAgeMs ?? 2000;
     if (!(Number.isInteger(this.maxAgeMs) && this.maxAgeMs >= 200 && this.maxAgeMs <= 60_000)) throw new Error('maxAgeMs must be a whole number of ms from 200 to 60000');
+    this.maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    if (!(Number.isInteger(this.maxFrameBytes) && this.maxFrameBytes >= 1024)) throw new Error('maxFrameBytes must be a whole number of bytes from 1024');
     this.hbMs = options.hb ?? HEARTBEAT.default;
     if (!(this.hbMs >= HEARTBEAT.min && this.hbMs <= HEARTBEAT.max)) throw new Error(`hb must be ${HEARTBEAT.min} to ${HEARTBEAT.max} ms`);
     const url = new URL(options.url);
@@ -106,7 +114,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   connect(): void {
     if (this.stopped || this.socket) return;
     const format = this.options.format ?? 'json';
-    const socket = new this.Socket(this.url, [`odds.v1.${format}`]);
+    const socket = new this.Socket(this.url, [`odds.v1.${format}`], { maxPayload: this.maxFrameBytes });
     socket.binaryType = 'arraybuffer';
     this.socket = socket;
     let opened = false;
@@ -176,6 +184,8 @@ export class OddsClient extends Emitter<ClientEvents> {
   private receive(data: unknown): void {
     const at = Date.now();
     this.silence.heard();
+    const size = typeof data === 'string' ? data.length : (data as ArrayBuffer | undefined)?.byteLength ?? 0;
+    if (size > this.maxFrameBytes) return this.tooBig(size);
     const read = readFrame(data);
     if ('error' in read) {
       this.emit('error', new Error(read.error));
@@ -186,7 +196,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     if ('unknown' in read) return;
     const msg = read.msg;
     this.timed(msg, at);
-    if ('mid' in msg && !this.takes(msg.mid)) {
+    if ('mid' in msg && !this.takes(msg.mid, msg.op)) {
       this.ignoredFrames++;
       return;
     }
@@ -248,10 +258,13 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   /**
    * Whether a frame of this market is for this client: one it holds or names, or, while it takes
-   * markets it cannot name (a filter, its stored set), one more up to maxMarkets held.
+   * markets it cannot name (a filter, its stored set), one more up to maxMarkets held (the
+   * freshness of one it does not hold excepted).
    */
-  private takes(mid: string): boolean {
+  private takes(mid: string, op: string): boolean {
     if (this.book.has(mid) || this.requests.names(mid)) return true;
+    // Only a stale market's freshness is kept: of a market it neither holds nor named it would be kept for nothing, without bound.
+    if (op === 'freshness') return false;
     return (this.requests.filtered || this.options.storedSet === true) && this.book.size < this.maxMarkets;
   }
 
@@ -305,6 +318,19 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.lost(1006, `no frame for ${silentMs} ms (two heartbeats of ${this.hbMs} ms): dead peer`, true, undefined);
     if (socket?.terminate) socket.terminate();
     else socket?.close();
+  }
+
+  /**
+   * A frame past maxFrameBytes (where the socket did not refuse it itself): not read; the
+   * connection is given up as `dead` does, saying why, and made again after the backoff.
+   */
+  private tooBig(size: number): void {
+    const socket = this.socket;
+    const why = `a frame of ${size} bytes is larger than maxFrameBytes (${this.maxFrameBytes}): not read`;
+    this.emit('error', new Error(why));
+    this.lost(TOO_BIG, why, true, undefined);
+    // Browsers let a script close only with 1000 or 3000 to 4999.
+    socket?.close(1000, 'frame too large');
   }
 
   private lost(code: number, reason: string, opened: boolean, error: string | undefined): void {

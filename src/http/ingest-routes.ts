@@ -7,8 +7,9 @@ import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
 import { refuseRead, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
-import type { Batch } from '../ingest/batch.js';
+import { HELD_PER_WIRE_BYTE, batchOf, readBytes, type Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
+import { limitHeaders } from '../ingest/limits.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
 import { peekId } from './peek.js';
@@ -26,7 +27,7 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   if (binary) {
     const decoded = decodeIngestProto(bytes, maxItems);
     if ('error' in decoded) throw errors.badBody(decoded.error);
-    return { id: 0, bytes: bytes.byteLength, items: ingest.read(decoded.data) };
+    return batchOf(0, bytes.byteLength, ingest.read(decoded.data));
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
@@ -35,9 +36,9 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   // items read only for the markets they name.
   const echoable = Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff;
   const items = ingest.read(data);
-  if (echoable) return { id: id as number, bytes: bytes.byteLength, items };
+  if (echoable) return batchOf(id as number, bytes.byteLength, items);
   const refusal = errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)');
-  return { id: 0, bytes: bytes.byteLength, items: 'refusal' in items ? { ...items, refusal } : refuseRead(refusal, items, []) };
+  return batchOf(0, bytes.byteLength, 'refusal' in items ? { ...items, refusal } : refuseRead(refusal, items, []));
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -157,6 +158,15 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
   const { ingest, log, auth } = deps;
   /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
   const keyOf = (keyId: string): PublisherKey | undefined => (auth.enabled ? new LiveKey(auth, keyId) : undefined);
+  /**
+   * The bounds a connection keeps, announced on every handshake so publishers size their
+   * pipelines by them: the byte bounds as what may be on the wire, since a message is judged at
+   * what it may hold once read.
+   */
+  const announced = limitHeaders({
+    maxInFlight: deps.maxInFlight, maxItems: deps.maxItems, maxMessageBytes: deps.maxBodyBytes,
+    queueBytes: Math.floor(deps.maxQueuedBytes / HELD_PER_WIRE_BYTE), keyQueueBytes: Math.floor(deps.keyQueues.max / HELD_PER_WIRE_BYTE),
+  });
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
@@ -178,7 +188,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (
       { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')), replay: replaying(query.get('replay')) }
-    )),
+    ), announced),
     open: (ws) => {
       deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
     },
@@ -187,7 +197,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       let batch: Batch;
       // The message buffer is only valid during this callback: read it now, unless the lane's
       // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
-      const unread = socket.lane.boundRefusal(data.byteLength);
+      const unread = socket.lane.boundRefusal(readBytes(data.byteLength));
       try {
         batch = unread
           ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
@@ -198,7 +208,10 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       }
       socket.lane.submit(batch).then(
         (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),
-        (err: unknown) => socket.reply(refusal(batch.id, known(err, log, 'ingest'))),
+        (err: unknown) => {
+          const refused = known(err, log, 'ingest');
+          socket.reply({ ...refusal(batch.id, refused), code: refused.code });
+        },
       );
     },
     close: (ws) => {

@@ -52,6 +52,8 @@ interface IngestDeps {
   maxItems: number;
   /** How odds images' source times are judged (source-time.ts). */
   sourceTime: SourceTimeLimits;
+  /** How long a reference write waits for rows another batch holds (PG_LOCK_WAIT_MS). */
+  lockWaitMs?: number;
   metrics: OddsMetrics;
   log: Logger;
   /** Markets other publishers feed: the simulator's odds for them are dropped. */
@@ -123,7 +125,7 @@ export class Ingest implements BatchRunner {
       if ('refusal' in items) throw items.refusal;
       const judged = await this.judge.judge(items, feeder);
       const written = new Set<string>();
-      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written) : [];
+      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written, this.deps.lockWaitMs) : [];
       // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
       if (written.size) await this.deps.sync.show(written);
       // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.

@@ -15,6 +15,7 @@ function ackJson(msg: AckMessage): AckMessage {
   const out: AckMessage = { op: 'ack', id: msg.id, status: msg.status, message: msg.message };
   if (msg.current !== undefined) out.current = msg.current;
   if (msg.refused?.length) out.refused = msg.refused.map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+  if (msg.code !== undefined) out.code = msg.code;
   return out;
 }
 
@@ -108,6 +109,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
       const ack: AckMessage = { op: 'ack', id: a.id, status: a.status === 1 ? 1 : 0, message: a.message };
       if (a.current != null) ack.current = a.current;
       if (a.refused.length) ack.refused = (a.refused as ItemRefusal[]).map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+      if (a.code != null) ack.code = a.code;
       return ack;
     }
     case 'odds': {

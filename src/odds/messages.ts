@@ -122,6 +122,11 @@ export interface AckMessage {
   current?: number;
   /** On an ingest ack: the items refused one by one (odds and stale items); absent when none. */
   refused?: ItemRefusal[];
+  /**
+   * On an ingest ack with status 0: the refusal's code (errors.ts), so a publisher can tell a
+   * batch to send again (`LIMIT`: once the batches before it are acked) from one to mend.
+   */
+  code?: string;
 }
 
 /** One ingest item refused alone: its index in the batch, its market, and why. */

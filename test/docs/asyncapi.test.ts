@@ -130,8 +130,8 @@ for (const format of ['json', 'proto'] as const) {
       { op: 'ack', status: 1, message: 'Ingested 2 items' },
       { op: 'ack', status: 1, message: 'Ingested 2 items; refused 1', refused: [{ i: 0, mid: 'nope' }] },
       { op: 'ack', status: 1, message: 'Ingested 0 items' },
-      { op: 'ack', status: 0 },
-    ], 'applied; odds refused alone; a heartbeat; a bad reference item refusing its batch');
+      { op: 'ack', status: 0, code: 'ITEM_REJECTED' },
+    ], 'applied; odds refused alone; a heartbeat; a bad reference item refusing its batch, with its code');
     for (const a of acks) t.same(errorsOf(schemaOf('ingest', a.op), a), [], 'ack as documented');
   });
 }
