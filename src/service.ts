@@ -16,6 +16,7 @@ import { MarketIndex } from './hub/market-index.js';
 import { Sweep } from './hub/sweep.js';
 import type { SubscriberDeps } from './hub/subscriber.js';
 import { systemClock } from './lib/clock.js';
+import { notsentLowat } from './lib/kernel.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
@@ -188,7 +189,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   } finally {
     opts.stopping?.removeEventListener('abort', abort);
   }
-  log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth });
+  log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth, tcp_notsent_lowat: notsentLowat() || 'unbounded' });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,
     pool, model, book, hub, broadcaster: bc, ingest,

@@ -173,9 +173,9 @@ export class Broadcaster implements Pressure, Publishing {
     this.tell({ op: 'feed', status });
   }
 
-  /** A frame for every socket, on its format's feed topic. */
+  /** A frame for every socket, on its format's feed topic; the clock's are not counted as frames the feed published. */
   private tell(msg: FeedMessage | ClockMessage): void {
-    for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg), this.feeds[format]);
+    for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg), this.feeds[format], msg.op !== 'clock');
   }
 
   private mark(mid: string, conflate: number, updates = 1): void {
@@ -217,11 +217,12 @@ export class Broadcaster implements Pressure, Publishing {
    * Publishes where someone listens, and counts what the topic carried on it (its sockets were
    * sent it); counts per format, in plain numbers folded into metrics at scrape.
    */
-  private toTopic(topic: string, format: Format, frame: Frame, carried: Carried): void {
+  private toTopic(topic: string, format: Format, frame: Frame, carried: Carried, counted = true): void {
     const n = this.deps.topics.numSubscribers(topic);
     if (n === 0) return;
     this.deps.topics.publish(topic, frame, format === 'proto', this.deps.compress === true);
     carried.bytes += wireBytes(frame);
+    if (!counted) return;
     this.deps.metrics.published[format]++;
     this.deps.metrics.delivered[format] += n;
   }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FORMATS, type Format } from '../lib/encodings.js';
+import { notsentLowat } from '../lib/kernel.js';
 
 /** One sport's delay histograms, made once per sport name. */
 export interface SportDelays {
@@ -86,6 +87,9 @@ export class OddsMetrics {
     this.slowCloses = new Counter({ name: 'odds_slow_consumer_closes_total', help: 'Sockets closed for staying behind (4008)', registers });
     this.fellBehind = new Counter({ name: 'odds_ws_fell_behind_total', help: 'Times a socket fell behind: what was on its way could not be read within half of WS_MAX_AGE_MS', registers });
     this.behindNotices = new Counter({ name: 'odds_ws_behind_notices_total', help: 'Markets a socket was told are behind (freshness why=behind)', registers });
+    new Gauge({
+      name: 'odds_tcp_notsent_lowat_bytes', help: 'What the kernel lets a socket hold unsent (net.ipv4.tcp_notsent_lowat); 0: unbounded, the default', registers,
+    }).set(notsentLowat());
     this.readDelay = new Histogram({
       name: 'odds_ws_read_delay_seconds', help: 'How long a socket took to read what it was sent (a probe to its pong): the age of what it reads', registers,
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],

@@ -18,7 +18,7 @@ import type { Shown } from './slow-reader.js';
  */
 
 const BOUND = 4000;
-const svc = await startTestService(t, { DEMO_DATA: 'off', WS_MAX_AGE_MS: String(BOUND), WS_SLOW_CLOSE_MS: '3600000' });
+const svc = await startTestService(t, { DEMO_DATA: 'off', WS_MAX_AGE_MS: String(BOUND), WS_CLOCK_MS: '1000', WS_SLOW_CLOSE_MS: '3600000' });
 const MIDS = Array.from({ length: 20 }, (_, i) => `7.77${String(i).padStart(3, '0')}`);
 const RUNNERS = [1, 2, 3];
 

@@ -12,7 +12,7 @@ import { http, keyLive, postJson, startTestService, type TestService } from '../
 import { createKey } from '../../src/auth/keys.js';
 import { isLineType } from '../../src/refdata/types.js';
 import type { WireMarket as Market } from '../../src/refdata/wire.js';
-import { lineImage } from '../helpers/ws.js';
+import { ingestOnSocket, lineImage } from '../helpers/ws.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 // Over five minutes on a slow 2-core machine with seven files beside it; the runner's hard stop (10 min) still holds.
@@ -237,12 +237,14 @@ if (!hasChromium()) {
     const mid = named('Tied Match');
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const delay = `.book[data-mid="${mid}"] .delay`;
-    // An hour old at the source: a late feed, told in minutes.
-    await ingest(quiet, { ...image(mid, [9001, 9002], 4), ts: Date.now() - 3_600_000 });
+    // An hour old at the source: a late feed, told in minutes. Each from a publisher of its own:
+    // one publisher's images of a market must keep their source times' order.
+    const fromOwnPublisher = async (item: Record<string, unknown>) => t.equal((await ingestOnSocket(quiet.url, 'json', [item])).status, 1);
+    await fromOwnPublisher({ ...image(mid, [9001, 9002], 4), ts: Date.now() - 3_600_000 });
     await page.waitForSelector(`${delay}:text-matches("^60 min$")`);
     // Past a day: since when, not a count of seconds nobody can read.
     const since = Date.UTC(2026, 0, 2, 3, 4);
-    await ingest(quiet, { ...image(mid, [9001, 9002], 4.2), ts: since });
+    await fromOwnPublisher({ ...image(mid, [9001, 9002], 4.2), ts: since });
     await page.waitForSelector(`${delay}:text-is("no data since 2026-01-02 03:04 UTC")`);
     t.match(await page.getAttribute(delay, 'title'), /^no data since 2026-01-02 03:04 UTC by the source's time; published \d+ ms before it arrived$/);
     await ingest(quiet, image(mid, [9001, 9002], 4.5));
