@@ -131,7 +131,7 @@ export function formatFreshness(state: MarketFreshness, now = Date.now()): strin
   return `${clock(now)} freshness ${state.mid} ${state.live ? 'live' : `STALE ${state.why} since ${clock(state.since)}`}`;
 }
 
-export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay): string {
+export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay, lateness?: number): string {
   if (raw) return JSON.stringify(msg);
   const at = clock(now);
   switch (msg.op) {
@@ -145,7 +145,7 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
     case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}`;
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
-    case 'clock': return `${at} clock ${clock(msg.ts)}`;
+    case 'clock': return `${at} clock ${clock(msg.ts)}${lateness === undefined ? '' : `, read ${Math.round(lateness)} ms later than the quickest`}`;
     case 'feed': return `${at} feed ${msg.status}`;
     case 'freshness': return formatFreshness(msg.live ? { mid: msg.mid, live: true } : { mid: msg.mid, live: false, why: msg.why!, since: msg.at }, now);
     case 'notice': return `${at} notice ${msg.message}`;
@@ -215,12 +215,12 @@ function main(argv: string[]): void {
   const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
-  const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay) + '\n');
+  const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay, client.lateness) + '\n');
   // Odds lines come from the client's book, so an image the server sends again (the client's stored
   // set attaches a market at connect, the subscribe sends its image once more) prints once. Summary
   // freshness lines come from the client too, which also says when markets are stale for want of a
   // connection; --raw prints the server's frames as they are.
-  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && (opts.raw || msg.op !== 'freshness') && print(msg));
+  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && (opts.raw || msg.op !== 'freshness') && print(msg, undefined));
   client.on('odds', (frame) => print(frame, client.book.delay(frame.mid)));
   if (!opts.raw) client.on('freshness', (state) => process.stdout.write(formatFreshness(state) + '\n'));
   // One bad frame is worth reporting, not worth dropping the whole session over.
