@@ -6,7 +6,7 @@ import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, typ
 export class ApplyError extends Error {}
 
 export type Outcome = 'inserted' | 'updated';
-type Client = Pick<pg.PoolClient, 'query'>;
+export type Client = Pick<pg.PoolClient, 'query'>;
 type Columns = Record<string, unknown>;
 
 /**
@@ -169,7 +169,7 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
 }
 
 /** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5`. */
-const modelKey = (item: ReferenceItem): string => `${item.kind}:${itemId(item)}`;
+export const modelKey = (item: ReferenceItem): string => `${item.kind}:${itemId(item)}`;
 
 /**
  * Applies one item inside the caller's transaction, adding to `keys` the read

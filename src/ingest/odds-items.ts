@@ -6,6 +6,8 @@ import { asDatabaseError } from '../db/pool.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import type { ReferenceItem } from './items.js';
 import type { ReadItems } from './batch.js';
+import type { SourceTime } from './source-time.js';
+import type { Feeder } from '../relay/freshness.js';
 
 /** An image to publish, its index in the batch, and whether its source says it is late. */
 export interface AcceptedImage {
@@ -40,16 +42,21 @@ export interface JudgedOdds {
  * judged here: they stay all or nothing per batch.
  */
 export class OddsJudge {
-  constructor(private readonly pool: pg.Pool, private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners'>) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners'>,
+    private readonly times: SourceTime,
+  ) {}
 
   /**
    * Each candidate against its market, priced as a market item earlier in the batch leaves it
    * (a nested market is a runner market), else as the read model holds it, else as Postgres
    * does (committed a moment ago, here or on another pod, and known there before its NOTIFY
    * reaches the model). Still unknown: refused. Then each image against its market's price rule
-   * (`checkPrices`). Postgres not answering refuses the batch, never blamed on the publisher.
+   * (`checkPrices`), and its source time against the server's clock and what its publisher sent
+   * before (`SourceTime`). Postgres not answering refuses the batch, never blamed on the publisher.
    */
-  async judge({ reference, odds }: ReadItems): Promise<JudgedOdds> {
+  async judge({ reference, odds }: ReadItems, feeder?: Feeder): Promise<JudgedOdds> {
     const created = new Map<string, Pricing>();
     let r = 0;
     const priced = odds.map((c) => {
@@ -58,16 +65,27 @@ export class OddsJudge {
     });
     const stored = await this.lookUp(odds.filter((c, k) => priced[k] === undefined && c.mid !== undefined).map((c) => c.mid!));
     const out: JudgedOdds = { images: [], marks: [], refused: [] };
+    /** The newest source time accepted in this batch per market: the batch's images must keep its order too. */
+    const newest = new Map<string, number>();
     for (const [k, c] of odds.entries()) {
       const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
       const { read } = c;
       let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
       if (!error && 'image' in read) error = checkPrices(read.image, how!);
+      const time = !error && 'image' in read ? this.time(read.image, newest, feeder) : undefined;
+      if (time && 'error' in time) error = time.error;
       if (error) out.refused.push({ i: c.i, mid: c.mid ?? '', message: `${c.where}: ${error}`, known: how !== undefined });
-      else if ('image' in read) out.images.push({ i: c.i, image: read.image, late: read.late });
-      else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
+      else if ('image' in read) {
+        newest.set(read.image.mid, read.image.ts);
+        out.images.push({ i: c.i, image: read.image, late: read.late || (time !== undefined && 'late' in time && time.late) });
+      } else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
+  }
+
+  /** An image's source time, judged against the newest its publisher sent for its market (in this batch, else before). */
+  private time(image: OddsImage, newest: ReadonlyMap<string, number>, feeder: Feeder | undefined) {
+    return this.times.judge(image.ts, newest.get(image.mid) ?? feeder?.times.get(image.mid), feeder?.replay ?? false);
   }
 
   /** How a market item leaves its market's pricing: a partial one changes only what it carries, the rest is as the model holds it. */

@@ -14,73 +14,85 @@ export interface Numbered {
   readonly seq: number;
 }
 
-/** A subscriber socket as the ledger sees it (the hub's Session is one). */
+/** A subscriber socket as the ledger sees it (the hub's Subscriber is one). */
 export interface LedgerSocket {
   readonly id: number;
   readonly keyId: string;
   readonly client: string;
   readonly format: string;
   readonly hbMs: number;
-  readonly closed: boolean;
-  /** Each market it takes and how. */
-  readonly markets: ReadonlyMap<string, LedgerVariant>;
-  /** While it is behind: what each market had been sent when it fell behind. */
-  readonly lag: { readonly seqs: ReadonlyMap<string, Numbered> } | undefined;
 }
 
-/** A freshness frame sent with a market as a socket took it. */
-export interface StaleNotice {
-  readonly why?: string;
-  readonly at: number;
-}
+/** A market and the image a socket holds of it; none where that is not known here (a newer image was held back from its topic) or it holds none. */
+export type Holding = readonly [mid: string, holds: Numbered | undefined];
+
+/** A market joining its topic: the image it holds then, and whether it was sent it now (else it held it already). */
+export type Joining = readonly [mid: string, holds: Numbered | undefined, sent: boolean];
 
 /**
- * The events a subscriber socket goes through, as the hub tells them: each call is one line at
- * the place it happens (the socket route, the broadcaster, the sweep). What a socket was sent is
- * derived from these and the record: between taking a market and dropping it or falling behind,
- * a socket on its topic gets every image of the market (or, conflated, every image its variant
- * sent); nothing per frame is written.
+ * The events a subscriber socket goes through, as the socket tells them: each call is one line
+ * where it happens (its subscriber, the broadcaster's conflated publish, the socket route's
+ * open). Each market a socket takes is, at any time, on its topic or owed its newest image; what
+ * it was sent is derived from these and the record: while on a market's topic, a socket gets
+ * every image of the market (or, conflated, every image its variant sent); while owed, nothing
+ * but what rejoining sends it. Nothing per frame is written.
  */
 export interface SocketLedger {
   /** Opened, from this address. */
   opened(s: LedgerSocket, address: string): void;
   /** An event or sport filter set (with how it takes the markets) or removed. */
   filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined): void;
-  /** Took a market with a variant; `sent` the image it was sent then (none: it held that image already, or has none yet); `stale` the freshness it was told with it. */
-  took(s: LedgerSocket, mid: string, v: LedgerVariant, sent: Numbered | undefined, stale: StaleNotice | undefined): void;
-  /** About to drop these markets (those it takes). */
-  dropping(s: LedgerSocket, mids: Iterable<string>): void;
-  /** Fell behind: off its topics, holding what `s.lag` says. */
-  fellBehind(s: LedgerSocket): void;
-  /** Caught up: sent the newest image of each market that moved, and back on its topics. */
-  caughtUp(s: LedgerSocket): void;
+  /** Took markets as `v` (or took them again another way): each owed its image from now, holding what it says (a resume, or what its topic had handed it). */
+  took(s: LedgerSocket, v: LedgerVariant, markets: readonly Holding[]): void;
+  /** Fell behind: these markets left their topics, owed from now, each holding what its topic had handed it. */
+  owed(s: LedgerSocket, markets: readonly Holding[]): void;
+  /** In one round, these owed markets were sent their newest image (or held it already) and joined their topics again. */
+  joined(s: LedgerSocket, markets: readonly Joining[]): void;
+  /** Told these owed markets are `behind`, each with the time it has been owed since (the notice's `at`). */
+  behind(s: LedgerSocket, markets: readonly (readonly [mid: string, since: number])[]): void;
+  /**
+   * Kept up again after `behind`: told these markets are `live`, and not these others (`stale`),
+   * which the server holds stale and whose stale frame it was sent since.
+   */
+  live(s: LedgerSocket, mids: readonly string[], stale: readonly string[]): void;
+  /** Dropped these markets, holding what each says. */
+  dropped(s: LedgerSocket, markets: readonly Holding[]): void;
   /** A conflated variant sent a market's image to its topic. */
   conflated(v: LedgerVariant, mid: string, sent: Numbered): void;
-  /** Closed with this code. */
-  closed(s: LedgerSocket, code: number): void;
+  /** Closed with this code, holding what each market says. */
+  closed(s: LedgerSocket, code: number, markets: readonly Holding[]): void;
 }
 
-/** What a market's topic has handed its sockets for a variant (the broadcaster): none while a newer image waits. */
-export interface Handed {
-  handed(mid: string, v: LedgerVariant): Numbered | undefined;
-}
+/** No record (RECORD=off): every event is let go. */
+export const UNRECORDED: SocketLedger = {
+  opened() {},
+  filtered() {},
+  took() {},
+  owed() {},
+  joined() {},
+  behind() {},
+  live() {},
+  dropped() {},
+  conflated() {},
+  closed() {},
+};
 
-/** [mid, epoch, seq], epoch and seq null when what the socket holds is not known here (its conflation held a newer image back). */
-type SeqAt = [string, string | null, number | null];
+/** [mid, epoch, seq] as a note holds what a socket holds of a market; epoch and seq null where none is known. */
+export type SeqAt = [string, string | null, number | null];
+/** A `join` note's [mid, epoch, seq, sent]: `sent` false when it held that image already. */
+export type JoinAt = [string, string | null, number | null, boolean];
+
+const seqs = (markets: readonly Holding[]): SeqAt[] => markets.map(([mid, e]) => [mid, e?.epoch ?? null, e?.seq ?? null]);
+const how = (v: LedgerVariant) => ({ variant: v.key, depth: v.depth, conflate: v.conflate, delta: v.delta });
 
 /**
  * The ledger as the record keeps it: one note per event, through the pod's taps, in the order
- * the socket went through them. A socket is named `<pod>.<id>` across the cluster.
+ * the socket went through them (a round or a fall behind is one note, however many markets it
+ * moves). A socket is named `<pod>.<id>` across the cluster. The events and how they are read
+ * back are docs/record.md's; `spans.ts` replays them.
  */
 export class RecordedLedger implements SocketLedger {
-  private handedBy: Handed | undefined;
-
-  constructor(private readonly taps: Pick<RecordTaps, 'note' | 'pod'>, private readonly book: { get(mid: string): Numbered | undefined }) {}
-
-  /** The broadcaster registers once it exists: it is built with this ledger. */
-  watch(h: Handed): void {
-    this.handedBy = h;
-  }
+  constructor(private readonly taps: Pick<RecordTaps, 'note' | 'pod'>) {}
 
   conn(s: LedgerSocket): string {
     return `${this.taps.pod}.${s.id}`;
@@ -91,52 +103,42 @@ export class RecordedLedger implements SocketLedger {
   }
 
   filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined): void {
-    // A closing socket's filters go with it: its close says so.
-    if (!s.closed) this.note(s, 'filter', { kind, id, ...(v ? how(v) : { removed: true }) });
+    this.note(s, 'filter', { kind, id, ...(v ? how(v) : { removed: true }) });
   }
 
-  took(s: LedgerSocket, mid: string, v: LedgerVariant, sent: Numbered | undefined, stale: StaleNotice | undefined): void {
-    // Behind, it is sent the image when it catches up; not sent, it held the newest already (a resume).
-    const holds = s.lag ? undefined : sent ?? this.book.get(mid);
-    this.note(s, 'take', { mid, ...how(v), epoch: holds?.epoch ?? null, seq: holds?.seq ?? null, sent: sent !== undefined, behind: s.lag !== undefined, ...(stale ? { stale } : {}) });
+  took(s: LedgerSocket, v: LedgerVariant, markets: readonly Holding[]): void {
+    if (markets.length) this.note(s, 'take', { ...how(v), seqs: seqs(markets) });
   }
 
-  dropping(s: LedgerSocket, mids: Iterable<string>): void {
-    const seqs: SeqAt[] = [];
-    for (const mid of mids) if (s.markets.has(mid)) seqs.push(this.holds(s, mid));
-    if (seqs.length) this.note(s, 'drop', { seqs });
+  owed(s: LedgerSocket, markets: readonly Holding[]): void {
+    if (markets.length) this.note(s, 'owe', { seqs: seqs(markets) });
   }
 
-  fellBehind(s: LedgerSocket): void {
-    this.note(s, 'behind', { seqs: [...s.markets.keys()].map((mid) => this.holds(s, mid)) });
+  joined(s: LedgerSocket, markets: readonly Joining[]): void {
+    if (markets.length) this.note(s, 'join', { seqs: markets.map(([mid, e, sent]): JoinAt => [mid, e?.epoch ?? null, e?.seq ?? null, sent]) });
   }
 
-  caughtUp(s: LedgerSocket): void {
-    const seqs: SeqAt[] = [];
-    for (const mid of s.markets.keys()) {
-      const e = this.book.get(mid);
-      seqs.push([mid, e?.epoch ?? null, e?.seq ?? null]);
-    }
-    this.note(s, 'caught', { seqs });
+  behind(s: LedgerSocket, markets: readonly (readonly [string, number])[]): void {
+    if (markets.length) this.note(s, 'behind', { mids: markets });
+  }
+
+  live(s: LedgerSocket, mids: readonly string[], stale: readonly string[]): void {
+    if (mids.length || stale.length) this.note(s, 'live', { mids, stale });
+  }
+
+  dropped(s: LedgerSocket, markets: readonly Holding[]): void {
+    if (markets.length) this.note(s, 'drop', { seqs: seqs(markets) });
   }
 
   conflated(v: LedgerVariant, mid: string, sent: Numbered): void {
     this.taps.note('sent', { variant: v.key, mid, epoch: sent.epoch, seq: sent.seq });
   }
 
-  closed(s: LedgerSocket, code: number): void {
-    this.note(s, 'close', { code, seqs: [...s.markets.keys()].map((mid) => this.holds(s, mid)) });
-  }
-
-  /** What the socket holds of a market now: what it had when it fell behind, or what its topic handed it. */
-  private holds(s: LedgerSocket, mid: string): SeqAt {
-    const e = s.lag ? s.lag.seqs.get(mid) : this.handedBy?.handed(mid, s.markets.get(mid)!);
-    return [mid, e?.epoch ?? null, e?.seq ?? null];
+  closed(s: LedgerSocket, code: number, markets: readonly Holding[]): void {
+    this.note(s, 'close', { code, seqs: seqs(markets) });
   }
 
   private note(s: LedgerSocket, op: string, body: Record<string, unknown>): void {
     this.taps.note('ledger', { conn: this.conn(s), op, ...body });
   }
 }
-
-const how = (v: LedgerVariant) => ({ variant: v.key, depth: v.depth, conflate: v.conflate, delta: v.delta });

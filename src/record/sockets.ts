@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { errors } from '../errors.js';
 import { recorded, type RecordReader, type RecordedImage, type RecordedState } from './query.js';
-import { LedgerReplay, type LedgerEvent, type MarketLedger, type Span } from './spans.js';
+import { LedgerReplay, type Behind, type LedgerEvent, type MarketAt, type MarketLedger, type Owed, type Span } from './spans.js';
 
 /** Ledger events one answer reads at most: a socket that did more is asked about an earlier instant. */
 const MAX_EVENTS = 20_000;
@@ -30,11 +30,12 @@ export interface ScreenMarket {
   depth: number;
   conflate: number;
   delta: boolean;
-  /** Off its topic since `behind` (ms): what it shows is what it had then. */
+  /** Off its topic since `behind` (ms), owed its newest image: what it shows is what it had then. */
   behind: number | null;
   odds: RecordedImage | null;
   market: RecordedState | null;
   result: RecordedState | null;
+  /** The freshness it was last told: the record's frame, or the `behind` the socket itself was told since. */
   freshness: RecordedState | null;
 }
 
@@ -94,19 +95,22 @@ export class SocketRecord {
     const replay = new LedgerReplay();
     for (const e of events) replay.apply(e);
     const markets: ScreenMarket[] = [];
-    for (const [mid, now] of replay.now) {
-      const span = now.live ?? now.behind!.span;
-      const until = now.behind?.at ?? at;
-      const seq = now.behind ? await this.heldBehind(conn, mid, now.behind) : await this.heldLive(conn, mid, span, at);
-      const image = seq ? await this.reader.imageAt(mid, { at: until, ...seq }) : await this.reader.imageAt(mid, { at: until });
-      const states = await this.reader.priceAt(mid, until);
-      markets.push({
-        mid, variant: span.variant, depth: span.depth, conflate: span.conflate, delta: span.delta, behind: now.behind?.at ?? null,
-        odds: cut(image ? recorded(image) : null, span.depth),
-        market: states.market, result: states.result, freshness: states.freshness,
-      });
-    }
+    for (const [mid, now] of replay.now) markets.push(await this.market(conn, mid, now, at));
     return { conn, at, open: !events.some((e) => e.op === 'close'), markets: markets.sort((a, b) => a.mid.localeCompare(b.mid)) };
+  }
+
+  /** One market on the screen at `at`: owed, what it held when it left its topic (or took it), with the state it had been told then. */
+  private async market(conn: string, mid: string, now: MarketAt, at: number): Promise<ScreenMarket> {
+    const until = now.owed?.at ?? at;
+    const seq = now.owed ? await this.heldOwed(conn, mid, now.owed) : await this.heldLive(conn, mid, now.live!, at);
+    const image = seq && (await this.reader.imageAt(mid, { at: until, ...seq }));
+    const states = await this.reader.priceAt(mid, until);
+    const { variant, depth, conflate, delta } = now.how;
+    return {
+      mid, variant, depth, conflate, delta, behind: now.owed?.at ?? null,
+      odds: cut(image ? recorded(image) : null, depth),
+      market: states.market, result: states.result, freshness: told(mid, states.freshness, now.behind),
+    };
   }
 
   private async events(conn: string, until: number): Promise<LedgerEvent[]> {
@@ -129,6 +133,7 @@ export class SocketRecord {
     if (!rows[0] || (span.epoch !== null && span.epoch !== rows[0].epoch)) return;
     span.epoch = rows[0].epoch;
     span.from = rows[0].seq;
+    span.sent = true;
   }
 
   /** A conflated span's sends: the image it took, then each its variant sent on this pod while it was on the topic. */
@@ -136,10 +141,10 @@ export class SocketRecord {
     const { rows } = await this.db.query<{ epoch: string; seq: number }>(
       `SELECT epoch, seq FROM record_sent WHERE src = $1 AND variant = $2 AND mid = $3 AND at >= $4 AND at <= $5 ORDER BY at, seq LIMIT $6`,
       [pod(conn), span.variant, mid, span.start, span.end ?? Number.MAX_SAFE_INTEGER, MAX_SENT]);
-    const seqs = span.from === null ? [] : [span.from];
+    const seqs = span.from === null || !span.sent ? [] : [span.from];
     for (const r of rows) if (r.seq !== seqs.at(-1) && (span.epoch === null || r.epoch === span.epoch)) seqs.push(r.seq);
     span.seqs = seqs;
-    if (span.to === null && span.end !== null) span.to = seqs.at(-1) ?? null;
+    if (span.to === null && span.end !== null) span.to = seqs.at(-1) ?? span.from;
   }
 
   /** On the topic at `at`: unconflated, the newest image then (never older than the one it took); conflated, the newest its variant sent. */
@@ -150,10 +155,12 @@ export class SocketRecord {
     return newest ? { epoch: newest.epoch, seq: newest.seq } : undefined;
   }
 
-  private async heldBehind(conn: string, mid: string, b: { at: number; epoch: string | null; seq: number | null; span: Span }): Promise<{ epoch: string; seq: number } | undefined> {
-    if (b.epoch !== null && b.seq !== null) return { epoch: b.epoch, seq: b.seq };
-    if (b.span.conflate) return this.lastSent(conn, mid, b.span, b.at);
-    const before = await this.reader.imageAt(mid, { at: b.at - 1 });
+  /** Owed: what it held when it left its topic (found in the record when not known then), or what a resume said; nothing for a market it never held. */
+  private async heldOwed(conn: string, mid: string, o: Owed): Promise<{ epoch: string; seq: number } | undefined> {
+    if (o.epoch !== null && o.seq !== null) return { epoch: o.epoch, seq: o.seq };
+    if (!o.left) return undefined;
+    if (o.left.conflate) return this.lastSent(conn, mid, o.left, o.at);
+    const before = await this.reader.imageAt(mid, { at: o.at - 1 });
     return before ? { epoch: before.epoch, seq: before.seq } : undefined;
   }
 
@@ -164,4 +171,10 @@ export class SocketRecord {
     if (rows[0]) return rows[0];
     return span.epoch !== null && span.from !== null ? { epoch: span.epoch, seq: span.from } : undefined;
   }
+}
+
+/** The freshness a market showed: the `behind` it was told, while in force and newer than the record's frame, else the record's. */
+function told(mid: string, recorded: RecordedState | null, behind: Behind | undefined): RecordedState | null {
+  if (!behind || (recorded && recorded.at > behind.start)) return recorded;
+  return { at: behind.start, frame: { op: 'freshness', mid, live: false, why: 'behind', at: behind.since } };
 }

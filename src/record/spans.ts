@@ -1,3 +1,5 @@
+import type { JoinAt, SeqAt } from './ledger.js';
+
 /** One event of a socket's ledger, as recorded. */
 export interface LedgerEvent {
   at: number;
@@ -5,30 +7,34 @@ export interface LedgerEvent {
   body: Record<string, unknown>;
 }
 
-/** [mid, epoch, seq] as the ledger writes what a socket holds; null where it is not known there. */
-type SeqAt = [string, string | null, number | null];
-
-/**
- * A stretch in which a socket was on a market's topic: from the image it took or caught up with
- * (`from`) to what it held when it dropped the market, fell behind or closed (`to`; null while
- * still on it, or when its conflation held a newer image back). Unconflated, it got every image
- * in between; conflated, the images its variant sent.
- */
-export interface Span {
-  epoch: string | null;
-  from: number | null;
-  to: number | null;
-  start: number;
-  end: number | null;
+/** How a socket took a market. */
+export interface Taking {
   variant: string;
   depth: number;
   conflate: number;
   delta: boolean;
+}
+
+/**
+ * A stretch in which a socket was on a market's topic: from the image it joined with (`from`,
+ * sent it then unless `sent` is false: it held it already) to what it held when it left the
+ * topic, dropped the market or closed (`to`; null while still on it, or when its conflation held
+ * a newer image back). Unconflated, it got every image in between; conflated, the images its
+ * variant sent.
+ */
+export interface Span extends Taking {
+  epoch: string | null;
+  from: number | null;
+  /** Whether it was sent `from` as it joined. */
+  sent: boolean;
+  to: number | null;
+  start: number;
+  end: number | null;
   /** Conflated only: every seq it was sent in the span, in order. */
   seqs?: number[];
 }
 
-/** Images skipped while the socket was behind: it held `from - 1` and caught up with `to + 1`. */
+/** Images skipped while the market was off its topic: it held `from - 1` when it left and joined again with `to + 1`. */
 export interface Skip {
   epoch: string;
   from: number;
@@ -37,94 +43,132 @@ export interface Skip {
   end: number;
 }
 
+/** A stretch in which a market was told `behind` (stale on its screen): from the notice (`start`) to the `live` after it, the drop or the close (`end`). */
+export interface Behind {
+  /** Owed since then: the notice's `at`. */
+  since: number;
+  start: number;
+  end: number | null;
+}
+
 export interface MarketLedger {
   spans: Span[];
   skipped: Skip[];
+  behind: Behind[];
 }
 
-/** Where one market stood for the socket at the end of the events read: on its topic, behind, or dropped. */
+/** Off its topic, owed its newest image, since `at`, holding (epoch, seq) (null: none, or not known here). */
+export interface Owed {
+  at: number;
+  epoch: string | null;
+  seq: number | null;
+  /** Set when it left its topic (it fell behind, or took the market again another way): the span it left, so what it held can be found when it was not known here, and what it missed until it joins again is a skip. */
+  left?: Span;
+}
+
+/** Where one market stood for the socket at the end of the events read: on its topic or owed, how it took it, and whether it was told `behind`. */
 export interface MarketAt {
+  how: Taking;
   live?: Span;
-  behind?: { at: number; epoch: string | null; seq: number | null; span: Span };
-}
-
-interface Taking {
-  variant: string;
-  depth: number;
-  conflate: number;
-  delta: boolean;
+  owed?: Owed;
+  behind?: Behind;
 }
 
 const taking = (b: Record<string, unknown>): Taking => ({ variant: String(b.variant), depth: Number(b.depth), conflate: Number(b.conflate), delta: b.delta === true });
 
 /**
- * Replays a socket's ledger events, in order: per market, the spans it was on the topic and the
- * images it skipped while behind, and where each market stood after the last event.
+ * Replays a socket's ledger events, in order: per market, the spans it was on the topic, the
+ * images it skipped while owed after falling behind, the stretches it was told `behind`, and
+ * where each market stood after the last event.
  */
 export class LedgerReplay {
   readonly markets = new Map<string, MarketLedger>();
   readonly now = new Map<string, MarketAt>();
-  /** The variant of each market taken, kept while it is behind or live. */
-  private readonly how = new Map<string, Taking>();
 
   apply(e: LedgerEvent): void {
     const b = e.body;
-    if (e.op === 'take') this.take(e.at, b);
-    else if (e.op === 'drop') for (const [mid, epoch, seq] of b.seqs as SeqAt[]) this.end(mid, e.at, epoch, seq, false);
-    else if (e.op === 'behind') for (const [mid, epoch, seq] of b.seqs as SeqAt[]) this.end(mid, e.at, epoch, seq, true);
-    else if (e.op === 'caught') for (const [mid, epoch, seq] of b.seqs as SeqAt[]) this.caught(mid, e.at, epoch, seq);
-    else if (e.op === 'close') for (const [mid, epoch, seq] of b.seqs as SeqAt[]) this.end(mid, e.at, epoch, seq, false);
+    const seqs = (b.seqs ?? []) as SeqAt[];
+    if (e.op === 'take') for (const [mid, epoch, seq] of seqs) this.take(mid, e.at, epoch, seq, taking(b));
+    else if (e.op === 'owe') for (const [mid, epoch, seq] of seqs) this.owe(mid, e.at, epoch, seq);
+    else if (e.op === 'join') for (const [mid, epoch, seq, sent] of b.seqs as JoinAt[]) this.join(mid, e.at, epoch, seq, sent);
+    else if (e.op === 'drop' || e.op === 'close') for (const [mid, epoch, seq] of seqs) this.drop(mid, e.at, epoch, seq);
+    else if (e.op === 'behind') for (const [mid, since] of b.mids as [string, number][]) this.told(mid, e.at, since);
+    else if (e.op === 'live') for (const mid of [...(b.mids as string[]), ...((b.stale ?? []) as string[])]) this.settled(mid, e.at);
   }
 
   private ledger(mid: string): MarketLedger {
     let m = this.markets.get(mid);
-    if (!m) this.markets.set(mid, (m = { spans: [], skipped: [] }));
+    if (!m) this.markets.set(mid, (m = { spans: [], skipped: [], behind: [] }));
     return m;
   }
 
-  private open(mid: string, at: number, epoch: string | null, seq: number | null): void {
-    const how = this.how.get(mid)!;
-    const span: Span = { epoch, from: seq, to: null, start: at, end: null, ...how };
+  /**
+   * Took a market, or took it again: owed from now. New, it holds what a resume said; on its
+   * topic, what the topic had handed it (the span ends there); owed already, what it held before.
+   */
+  private take(mid: string, at: number, epoch: string | null, seq: number | null, how: Taking): void {
+    const was = this.now.get(mid);
+    this.ledger(mid);
+    if (was?.owed) {
+      was.how = how;
+      return;
+    }
+    if (was?.live) close(was.live, at, epoch, seq);
+    this.now.set(mid, { how, owed: { at, epoch, seq, left: was?.live }, behind: was?.behind });
+  }
+
+  /** Fell behind: off the topic, holding (epoch, seq). */
+  private owe(mid: string, at: number, epoch: string | null, seq: number | null): void {
+    const was = this.now.get(mid);
+    if (!was?.live) return;
+    close(was.live, at, epoch, seq);
+    was.owed = { at, epoch, seq, left: was.live };
+    was.live = undefined;
+  }
+
+  /** Sent its newest image (epoch, seq), or held it already, and back on the topic: what it missed since it left the topic was skipped. */
+  private join(mid: string, at: number, epoch: string | null, seq: number | null, sent: boolean): void {
+    const was = this.now.get(mid);
+    if (!was?.owed) return;
+    const o = was.owed;
+    if (o.left && o.epoch !== null && o.epoch === epoch && o.seq !== null && seq !== null && seq > o.seq + 1) {
+      this.ledger(mid).skipped.push({ epoch, from: o.seq + 1, to: seq - 1, start: o.at, end: at });
+    }
+    const span: Span = { epoch, from: seq, sent, to: null, start: at, end: null, ...was.how };
     this.ledger(mid).spans.push(span);
-    this.now.set(mid, { live: span });
+    was.owed = undefined;
+    was.live = span;
   }
 
-  private take(at: number, b: Record<string, unknown>): void {
-    const mid = String(b.mid);
+  /** Dropped, or the socket closed, holding (epoch, seq). */
+  private drop(mid: string, at: number, epoch: string | null, seq: number | null): void {
     const was = this.now.get(mid);
-    // Taken again another way while on the topic: the old span ends where the new one starts.
-    if (was?.live) this.close(was.live, at, (b.epoch as string | null) ?? null, (b.seq as number | null) ?? null);
-    this.how.set(mid, taking(b));
-    if (b.behind === true) {
-      const span: Span = { epoch: null, from: null, to: null, start: at, end: at, ...taking(b) };
-      this.now.set(mid, { behind: { at, epoch: null, seq: null, span } });
-    } else this.open(mid, at, (b.epoch as string | null) ?? null, (b.seq as number | null) ?? null);
+    if (!was) return;
+    if (was.live) close(was.live, at, epoch, seq);
+    if (was.behind) was.behind.end = at;
+    this.now.delete(mid);
   }
 
-  private close(span: Span, at: number, epoch: string | null, seq: number | null): void {
-    span.end = at;
-    if (seq !== null && (span.epoch === null || span.epoch === epoch)) {
-      span.epoch = epoch;
-      span.to = seq;
-    }
-  }
-
-  /** The socket dropped the market, closed, or fell behind holding (epoch, seq). */
-  private end(mid: string, at: number, epoch: string | null, seq: number | null, behind: boolean): void {
+  private told(mid: string, at: number, since: number): void {
     const was = this.now.get(mid);
-    if (was?.live) this.close(was.live, at, epoch, seq);
-    if (behind && was?.live) this.now.set(mid, { behind: { at, epoch, seq, span: was.live } });
-    else if (!behind) {
-      this.now.delete(mid);
-      this.how.delete(mid);
-    }
+    if (!was || was.behind) return;
+    was.behind = { since, start: at, end: null };
+    this.ledger(mid).behind.push(was.behind);
   }
 
-  private caught(mid: string, at: number, epoch: string | null, seq: number | null): void {
-    const was = this.now.get(mid)?.behind;
-    if (was && was.epoch !== null && was.epoch === epoch && was.seq !== null && seq !== null && seq > was.seq + 1) {
-      this.ledger(mid).skipped.push({ epoch, from: was.seq + 1, to: seq - 1, start: was.at, end: at });
-    }
-    if (this.how.has(mid)) this.open(mid, at, epoch, seq);
+  private settled(mid: string, at: number): void {
+    const was = this.now.get(mid);
+    if (!was?.behind) return;
+    was.behind.end = at;
+    was.behind = undefined;
+  }
+}
+
+/** A span ends at `at`, holding (epoch, seq) when that is known and of its epoch. */
+function close(span: Span, at: number, epoch: string | null, seq: number | null): void {
+  span.end = at;
+  if (seq !== null && (span.epoch === null || span.epoch === epoch)) {
+    span.epoch = epoch;
+    span.to = seq;
   }
 }

@@ -27,9 +27,12 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
   return before ? before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned : !unsettled(after);
 }
 
-/** Told of each market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
-export interface NewMarkets {
+/** Who takes markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
+export interface MarketTakers {
+  /** A market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
   appeared(mid: string, eid: number, si: number): void;
+  /** Markets that concluded: every socket that takes them loses them, and is told. */
+  concluded(mids: readonly string[]): void;
 }
 
 /**
@@ -43,11 +46,11 @@ export interface NewMarkets {
 export class ReferenceFrames {
   constructor(
     private readonly bc: Broadcaster,
-    private readonly filters: NewMarkets,
+    private readonly takers: MarketTakers,
   ) {}
 
   changed(changes: readonly ModelChange[]): void {
-    const { bc, filters } = this;
+    const { bc, takers } = this;
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
@@ -58,9 +61,9 @@ export class ReferenceFrames {
         marketFrames(bc, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
         if (!c.after.concluded) {
-          if (!c.before) filters.appeared(id, eventId, sportId);
+          if (!c.before) takers.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
-            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) filters.appeared(n.id, eventId, sportId);
+            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) takers.appeared(n.id, eventId, sportId);
           }
         }
         if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
@@ -70,6 +73,6 @@ export class ReferenceFrames {
       }
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.
-    if (concluded.length) bc.detachEverywhere(concluded);
+    if (concluded.length) takers.concluded(concluded);
   }
 }

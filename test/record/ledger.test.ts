@@ -1,18 +1,23 @@
 /**
- * What a socket was sent, from its ledger: a socket that stops reading falls behind, skips
- * images and catches up; one with conflation gets one image per interval; one reads everything.
- * Once they close, each socket's ledger (spans of seqs per market, and what was skipped) says
- * exactly which images it received, and the screen route says what it held while behind.
+ * What a socket was sent, from its ledger: a socket that stops reading falls behind, is told its
+ * market is `behind`, skips images, is sent the newest once it reads again and is told `live`;
+ * one with conflation gets one image per interval; one reads everything. Once they close, each
+ * socket's ledger (spans of seqs per market, what was skipped, when it was told `behind`) says
+ * exactly which images and notices it received, and the screen route says what it held and
+ * whether it was told it was live.
  */
 import t from 'tap';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { waitFor } from '../helpers/wait.js';
 import { loadChecker } from '../docs/schema.js';
+import type { FreshnessMessage } from '../../src/odds/messages.js';
 
 type Obj = Record<string, unknown>;
-interface Span { epoch: string; from: number | null; to: number | null; conflate: number; seqs?: number[] }
-interface Ledger { conn: string; format: string; closed: { at: number; code: number } | null; events: { op: string; body: Obj }[]; markets: Record<string, { spans: Span[]; skipped: { from: number; to: number }[] }> }
+interface Span { epoch: string; from: number | null; sent: boolean; to: number | null; conflate: number; seqs?: number[] }
+interface Behind { since: number; start: number; end: number | null }
+interface Ledger { conn: string; format: string; closed: { at: number; code: number } | null; events: { op: string; body: Obj }[]; markets: Record<string, { spans: Span[]; skipped: { from: number; to: number }[]; behind: Behind[] }> }
+interface Screen { markets: { mid: string; behind: number | null; odds: { seq: number }; freshness: { at: number; frame: Obj } | null }[] }
 
 const M = '1.200001007';
 const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
@@ -21,8 +26,12 @@ const svc = await startTestService(t, { RECORD: 'on', WS_SLOW_BYTES: '1048576', 
 const started = Date.now();
 const api = await loadChecker();
 
-/** Every seq from each span: all of them unconflated, those listed conflated. */
-const sentBy = (spans: Span[]): number[] => spans.flatMap((s) => s.seqs ?? Array.from({ length: s.to! - s.from! + 1 }, (_, i) => s.from! + i));
+/** Every seq each span sent: all of them unconflated (`from` only when it was sent it as it joined), those listed conflated. */
+const sentBy = (spans: Span[]): number[] => spans.flatMap((s) => {
+  if (s.seqs) return s.seqs;
+  const first = s.sent ? s.from! : s.from! + 1;
+  return Array.from({ length: s.to! - first + 1 }, (_, i) => first + i);
+});
 
 t.test('the ledger\'s spans and skips match what each socket received', async (t) => {
   const slow = await Client.connect(svc.url);
@@ -41,21 +50,27 @@ t.test('the ledger\'s spans and skips match what each socket received', async (t
     const seq = svc.book.get(M)!.seq;
     await fast.next((f) => f.op === 'odds' && f.mid === M && f.seq === seq, 20_000);
   };
-  while (![...svc.hub.sessions()].some((s) => s.format === 'json' && s.lag !== undefined)) {
-    if (round > 400) throw new Error('the paused socket never fell behind');
+  const listed = async () => (await http<Obj[]>(svc.url, `/api/v1/record/sockets?from=${started}`)).body;
+  const toldBehind = async () => {
+    for (const c of await listed()) if ((await http<Ledger>(svc.url, `/api/v1/record/socket?conn=${c.conn}`)).body.events.some((e) => e.op === 'behind')) return true;
+    return false;
+  };
+  // On until it is told its market is behind: owed past a quarter of WS_MAX_AGE_MS, with newer images.
+  while (!(await toldBehind())) {
+    if (round > 400) throw new Error('the paused socket was never told it is behind');
     await publish();
   }
-  for (let i = 0; i < 3; i++) await publish();
+  await publish();
   const whileBehind = Date.now();
   raw.resume();
   const latest = svc.book.get(M)!.seq;
   await slow.next((f) => f.op === 'odds' && f.seq === latest, 30_000);
   await thin.next((f) => f.op === 'odds' && f.seq === latest, 30_000);
+  await slow.next((f) => f.op === 'freshness' && f.mid === M && f.live, 10_000);
   for (const c of [slow, fast, thin]) await c.settled();
   for (const c of [slow, fast, thin]) c.close();
   await Promise.all([slow.closed, fast.closed, thin.closed]);
 
-  const listed = async () => (await http<Obj[]>(svc.url, `/api/v1/record/sockets?from=${started}`)).body;
   await waitFor(async () => (await listed()).length === 3, 'three sockets in the record');
   const ledgers: Ledger[] = [];
   for (const c of await listed()) ledgers.push((await http<Ledger>(svc.url, `/api/v1/record/socket?conn=${c.conn}`)).body);
@@ -90,12 +105,24 @@ t.test('the ledger\'s spans and skips match what each socket received', async (t
   t.ok(received(thin).length < latest, 'conflation thinned what it got');
   t.same(byName.slow.closed, { at: byName.slow.closed!.at, code: 1005 }, 'how it ended');
 
-  const screenReply = await http<{ markets: { mid: string; behind: number | null; odds: { seq: number } }[] }>(svc.url, `/api/v1/record/screen?conn=${byName.slow.conn}&at=${whileBehind}`);
+  const notices = slow.frames.filter((f): f is FreshnessMessage => f.op === 'freshness' && f.mid === M);
+  t.match(notices, [{ live: false, why: 'behind' }, { live: true }], 'the slow socket was told behind, then live');
+  const told = byName.slow.markets[M].behind;
+  t.equal(told.length, 1, 'one stretch told behind in its ledger');
+  t.equal(told[0].since, notices[0].at, 'owed since when its notice said');
+  t.ok(told[0].end !== null && told[0].end >= told[0].start, 'ended by its live notice');
+  t.same(byName.fast.markets[M].behind, [], 'the reading socket was never told behind');
+
+  const screenReply = await http<Screen>(svc.url, `/api/v1/record/screen?conn=${byName.slow.conn}&at=${whileBehind}`);
   api.check(t, 'GET', '/api/v1/record/screen', screenReply);
   const screen = screenReply.body;
   const heldThen = slowSeqs[slowSeqs.indexOf(gaps[0].from - 1)];
   t.ok(screen.markets[0].behind, 'while behind, the screen says so');
   t.equal(screen.markets[0].odds.seq, heldThen, 'and shows the image it last received before its skip');
+  t.match(screen.markets[0].freshness, { at: told[0].start, frame: { op: 'freshness', mid: M, live: false, why: 'behind', at: told[0].since } }, 'and that it was told behind');
+  const after = (await http<Screen>(svc.url, `/api/v1/record/screen?conn=${byName.slow.conn}&at=${told[0].end}`)).body;
+  t.equal(after.markets[0].behind, null, 'told live, it was on its topic again');
+  t.not((after.markets[0].freshness?.frame as Obj | undefined)?.why, 'behind', 'and no longer told behind');
   const end = (await http<{ markets: { odds: Obj }[] }>(svc.url, `/api/v1/record/screen?conn=${byName.fast.conn}&at=${Date.now()}`)).body;
   t.same(end.markets, [], 'a closed socket\'s screen holds nothing');
 });
