@@ -156,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`export: ${(e as Error).message}\n`);
     return 1;
   }
+  process.stderr.write(`export: database: ${db.where}${config.recordDatabaseUrl ? '; the record: RECORD_DATABASE_URL' : ''}\n`);
   const record = config.recordDatabaseUrl ? createPool(config.recordDatabaseUrl, config, log) : db.pool;
   try {
     return await run(args, db.pool, record);
