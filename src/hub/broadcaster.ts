@@ -194,7 +194,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
   /**
    * Adds markets to a socket, each followed at once by its current image unless
    * `since` shows the client already holds it, then by its `freshness` frame
-   * when it is stale (a socket starts with every market assumed live). A socket
+   * when it is stale (a socket starts with every market assumed live), then by
+   * its `market` frame when that carries terms, so every subscriber holds them. A socket
    * behind gets the image when it catches up, but the staleness at once: its
    * catch-up sends only what changed after it fell behind.
    */
@@ -213,6 +214,8 @@ export class Broadcaster implements Pressure, SessionWatcher {
         }
         const stale = this.deps.states.stale(mid);
         if (stale) this.send(s, stale);
+        const terms = this.deps.states.terms(mid);
+        if (terms) this.send(s, terms);
       }
     });
   }

@@ -5,8 +5,14 @@
  * one JSON.stringify of a freshly ordered object.
  */
 import { odds as pb } from './gen/odds.js';
-import { FEED_STATUSES, MARKET_STATUSES, type AckMessage, type DeltaMessage, type ItemRefusal, type OddsMessage, type RunnerDelta, type ServerMessage } from './messages.js';
-import { WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, traded } from './wire.js';
+import {
+  FEED_STATUSES, MARKET_STATUSES, type AckMessage, type DeltaMessage, type ItemRefusal, type MarketStateMessage, type OddsMessage, type ResultMessage, type RunnerDelta,
+  type ServerMessage,
+} from './messages.js';
+import {
+  WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, settled, settlementFromProto, settlementToProto,
+  termsFromProto, termsJson, termsToProto, traded,
+} from './wire.js';
 
 const v1 = pb.v1;
 
@@ -42,9 +48,10 @@ export function encodeJson(msg: ServerMessage): string {
         r: msg.r.map(runnerDeltaJson),
       }, { tv: msg.tv }));
     case 'ack': return JSON.stringify(ackJson(msg));
-    case 'market': return JSON.stringify({ op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt });
+    case 'market':
+      return JSON.stringify(msg.terms ? { op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt, terms: termsJson(msg.terms) } : { op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt });
     case 'result':
-      return JSON.stringify({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia });
+      return JSON.stringify(settled({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia }, msg));
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
     case 'feed': return JSON.stringify({ op: 'feed', status: msg.status });
@@ -71,8 +78,8 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
       break;
     // The proto encoders read only their own fields, so `op` needs no stripping.
     case 'ack': m = { ack: msg }; break;
-    case 'market': m = { market: msg }; break;
-    case 'result': m = { result: msg }; break;
+    case 'market': m = { market: { mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt, terms: msg.terms && termsToProto(msg.terms) } }; break;
+    case 'result': m = { result: { ...msg, rs: settlementToProto(msg.rs) } }; break;
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
     case 'feed': m = { feed: { status: enumValue(FEED_STATUSES, msg.status, 'feed status') } }; break;
@@ -125,11 +132,13 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     }
     case 'market': {
       const s = m.market as pb.v1.MarketState;
-      return { op: 'market', mid: s.mid, s: s.s, go: s.go, rt: s.rt };
+      const state: MarketStateMessage = { op: 'market', mid: s.mid, s: s.s, go: s.go, rt: s.rt };
+      if (s.terms) state.terms = termsFromProto(s.terms as pb.v1.MarketTerms);
+      return state;
     }
     case 'result': {
       const r = m.result as pb.v1.Result;
-      return { op: 'result', mid: r.mid, mt: r.mt, res: r.res, rt: r.rt, ia: r.ia };
+      return settled<ResultMessage>({ op: 'result', mid: r.mid, mt: r.mt, res: r.res, rt: r.rt, ia: r.ia }, { cert: r.cert, at: r.at, rs: settlementFromProto(r.rs as pb.v1.RunnerSettlement[]) });
     }
     case 'unsubscribed': return { op: 'unsubscribed', mids: (m.unsubscribed as pb.v1.Unsubscribed).mids };
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };

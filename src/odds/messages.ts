@@ -4,6 +4,9 @@
  * files convert between them.
  */
 import type { ServiceError } from '../errors.js';
+import type { WireSettlement, WireTerms } from '../refdata/wire.js';
+
+export type { WireRunnerSettlement, WireRunnerTerms, WireSettlement, WireTerms } from '../refdata/wire.js';
 
 export const MARKET_STATUSES = ['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED'] as const;
 export type MarketStatus = (typeof MARKET_STATUSES)[number];
@@ -150,9 +153,16 @@ export interface MarketStateMessage {
   go: boolean;
   /** The market was recalled. */
   rt: boolean;
+  /** The terms a bet on it is taken under (bet delay, runners' status and factors...), as its source gave them; absent when it gave none. */
+  terms?: WireTerms;
 }
 
-export interface ResultMessage {
+/**
+ * A market's result with the REST keys of its result, and how it was settled beyond them when
+ * the source says: `cert` (provisional or confirmed), `at` (when), `rs` (each runner's status,
+ * dead-heat share and void factor). `rt` true: the settlement, or the void, was rolled back.
+ */
+export interface ResultMessage extends WireSettlement {
   op: 'result';
   mid: string;
   mt: string;
@@ -243,7 +253,7 @@ export interface ClientMessage {
   delta?: boolean;
 }
 
-export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds', 'stale'] as const;
+export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'terms', 'odds', 'stale'] as const;
 type IngestKind = (typeof INGEST_KINDS)[number];
 
 /**

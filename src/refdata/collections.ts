@@ -1,16 +1,21 @@
 import type { Event, Market, MarketResult, MarketType, Sport } from './types.js';
-import { eventToWire, marketToWire, resultToWire, sportToWire } from './wire.js';
+import { eventToWire, marketToWire, resultToWire, settlementToWire, sportToWire, termsToWire, type WireMarketTerms } from './wire.js';
 
 export interface Entry<T> {
   readonly value: T;
   /** The element in its REST form, translated and serialised once, when it changed, not per request. */
   readonly json: string;
+  /** What it carries beyond its REST keys (a market's terms, a result's settlement), serialised to compare; '' when nothing. */
+  readonly more: string;
 }
 
-const entryOf = <T>(toWire: (value: T) => object) => (value: T): Entry<T> => ({ value, json: JSON.stringify(toWire(value)) });
+const entryOf = <T>(toWire: (value: T) => object, beyond: (value: T) => object | undefined = () => undefined) => (value: T): Entry<T> => {
+  const more = beyond(value);
+  return { value, json: JSON.stringify(toWire(value)), more: more ? JSON.stringify(more) : '' };
+};
 export const eventEntry = entryOf(eventToWire);
-export const marketEntry = entryOf(marketToWire);
-export const resultEntry = entryOf(resultToWire);
+export const marketEntry = entryOf(marketToWire, (m) => m.terms && termsToWire(m.terms));
+export const resultEntry = entryOf(resultToWire, (r) => r.settlement && settlementToWire(r.settlement));
 
 /** Bytes of their own, outside Node's shared 8 KiB pool, of which one long-lived slice would keep all. */
 function bytes(json: string): Buffer {
@@ -86,6 +91,16 @@ export class Collections {
 
   resultJson(mid: string): string | undefined {
     return this.results.get(mid)?.json;
+  }
+
+  /** A known market's terms and settlement (a nested market has no terms of its own); undefined when the market is unknown. */
+  termsOf(mid: string): WireMarketTerms | undefined {
+    const top = this.markets.get(mid)?.value;
+    if (!top && !this.nestedParent.has(mid)) return undefined;
+    const out: WireMarketTerms = { mid, terms: top?.terms ? termsToWire(top.terms) : {} };
+    const settlement = this.results.get(mid)?.value.settlement;
+    if (settlement) out.settlement = settlementToWire(settlement);
+    return out;
   }
 
   /** Every market of an event, nested player-race markets included. */
