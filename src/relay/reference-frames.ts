@@ -48,9 +48,9 @@ export interface NewMarkets {
 
 /**
  * Turns committed reference changes into frames for subscribers: `market`
- * when state moves, `result` when a result appears or changes, and, once a
- * market concludes, `unsubscribed` after its final frames; a new market goes
- * to the sockets whose filters cover it. Driven by the read
+ * when state or terms move, `result` when a result appears or changes, and, once a
+ * market concludes, `unsubscribed` after its final frames; a new market (or one
+ * reopened) goes to the sockets whose filters cover it. Driven by the read
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
  * it replaced), so every pod tells its own sockets and nothing is silent.
  */
@@ -70,9 +70,10 @@ export class ReferenceFrames {
       } else if (c.after) {
         const { id, eventId, sportId } = c.after;
         marketFrames(bc, c.before, c.after);
-        // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
+        // New markets (and new nested ones) reach the sockets whose event or sport filters cover
+        // them, and so does a market reopened after it concluded (a settlement rolled back).
         if (!c.after.concluded) {
-          if (!c.before) filters.appeared(id, eventId, sportId);
+          if (!c.before || c.before.concluded) filters.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
             if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) filters.appeared(n.id, eventId, sportId);
           }

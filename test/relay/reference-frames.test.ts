@@ -105,3 +105,9 @@ t.test('a settlement: a result frame when only its certainty or a dead heat move
     { op: 'result', mid: '1.1', mt: 'match-odd', res: '1,2', rt: false, ia: false, cert: 'confirmed', rs },
   ]);
 });
+
+t.test('a market reopened after it concluded (its settlement rolled back) reaches the filters again', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'market', before: market({ concluded: true }), after: market() }]);
+  t.same(r.appeared, [['1.1', 7, 4]]);
+});
