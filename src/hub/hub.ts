@@ -1,6 +1,8 @@
 import { CLOSE, errors, type Close, type ServiceError } from '../errors.js';
 import { FORMATS, type Format } from '../odds/book.js';
 import { Session, type FilterKind, type Variant } from './session.js';
+import { passes, type Narrowing } from './narrowing.js';
+import type { MarketFacts } from '../refdata/types.js';
 
 /** Anything that can be closed with a code: subscriber and publisher sockets alike. */
 export interface Closable {
@@ -96,8 +98,11 @@ export class Hub {
   private readonly byClient = new Map<string, Set<Session>>();
   private readonly byFormat: Record<Format, Set<Session>> = { json: new Set(), proto: new Set() };
   private readonly markets = new Map<string, MarketSubs>();
-  /** Sessions with an event or sport filter, by that ID: markets created later are offered to them. */
-  private readonly filters = { events: new Map<number, Set<Session>>(), sports: new Map<number, Set<Session>>() };
+  /**
+   * Sessions with an event or sport filter, by that ID, with the filter's narrowing (undefined:
+   * every market): markets created later are offered to them.
+   */
+  private readonly filters = { events: new Map<number, Map<Session, Narrowing | undefined>>(), sports: new Map<number, Map<Session, Narrowing | undefined>>() };
   private readonly watchers: SessionWatcher[] = [];
 
   constructor(private readonly limits: HubLimits, private readonly deps: HubDeps) {}
@@ -162,25 +167,28 @@ export class Hub {
     for (const w of this.watchers) w.closed?.(s);
   }
 
-  /** Sets (or, with no variant, removes) a session's filter on an event or sport. */
-  filter(s: Session, kind: FilterKind, id: number, v: Variant | undefined): void {
+  /**
+   * Sets (or, with no variant, removes) a session's filter on an event or sport, narrowed to some
+   * of its markets or not; set again, it replaces the one before.
+   */
+  filter(s: Session, kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
     const index = this.filters[kind];
-    let set = index.get(id);
+    let held = index.get(id);
     s.setFilter(kind, id, v);
     if (v) {
-      if (!set) index.set(id, (set = new Set()));
-      set.add(s);
+      if (!held) index.set(id, (held = new Map()));
+      held.set(s, narrowing);
     } else {
-      set?.delete(s);
-      if (set?.size === 0) index.delete(id);
+      held?.delete(s);
+      if (held?.size === 0) index.delete(id);
     }
   }
 
-  /** Sessions whose filters cover a market of this event and sport, with the variant each asked for. */
-  filtered(eid: number, si: number): Map<Session, Variant> {
+  /** Sessions whose filters cover a market of this event and sport with these facts, with the variant each asked for. */
+  filtered(eid: number, si: number, facts: MarketFacts): Map<Session, Variant> {
     const out = new Map<Session, Variant>();
-    for (const s of this.filters.sports.get(si) ?? []) out.set(s, s.filtersOf('sports').get(si)!);
-    for (const s of this.filters.events.get(eid) ?? []) out.set(s, s.filtersOf('events').get(eid)!);
+    for (const [s, n] of this.filters.sports.get(si) ?? []) if (passes(n, facts)) out.set(s, s.filtersOf('sports').get(si)!);
+    for (const [s, n] of this.filters.events.get(eid) ?? []) if (passes(n, facts)) out.set(s, s.filtersOf('events').get(eid)!);
     return out;
   }
 

@@ -5,6 +5,7 @@
  */
 import type { ServiceError } from '../errors.js';
 import type { WireSettlement, WireTerms } from '../refdata/wire.js';
+import type { BettingType, MarketType } from '../refdata/types.js';
 
 export type { WireRunnerSettlement, WireRunnerTerms, WireSettlement, WireTerms } from '../refdata/wire.js';
 
@@ -251,6 +252,14 @@ export interface ClientMessage {
   since?: Since;
   /** After the first image, send what changed (`delta` frames) rather than whole images. */
   delta?: boolean;
+  /** Narrowing `eids` and `sis` to markets of these types (the REST `ty`). */
+  tys?: MarketType[];
+  /** ... whose terms give one of these countries (ISO 3166, `GB`). */
+  ccs?: string[];
+  /** ... of these betting types (as terms give it; line types LINE, others ODDS when they do not). */
+  bts?: BettingType[];
+  /** ... that turn in play (true) or do not (false), as their terms say. */
+  tip?: boolean;
 }
 
 export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'terms', 'odds', 'stale'] as const;

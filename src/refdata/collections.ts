@@ -1,4 +1,4 @@
-import type { Event, Market, MarketResult, MarketType, Sport } from './types.js';
+import { bettingTypeOf, type Event, type Market, type MarketFacts, type MarketResult, type MarketType, type Sport } from './types.js';
 import { eventToWire, marketToWire, resultToWire, settlementToWire, sportToWire, termsToWire, type WireMarketTerms } from './wire.js';
 
 export interface Entry<T> {
@@ -124,6 +124,17 @@ export class Collections {
     if (parent === undefined) return this.markets.get(mid)?.value.concluded ?? false;
     const p = this.markets.get(parent)?.value;
     return (p?.concluded ?? false) || (p?.nested?.find((n) => n.id === mid)?.concluded ?? false);
+  }
+
+  /**
+   * What a subscribe's filters look at of a market (a nested market: its player race's), or
+   * undefined when the market is unknown.
+   */
+  factsOf(mid: string): MarketFacts | undefined {
+    const m = this.markets.get(this.nestedParent.get(mid) ?? mid)?.value;
+    if (!m) return undefined;
+    const { country, turnInPlay } = m.terms ?? {};
+    return { type: m.type, bettingType: bettingTypeOf(m), ...(country === undefined ? {} : { country }), ...(turnInPlay === undefined ? {} : { turnInPlay }) };
   }
 
   /** A market's type: null for a market nested in a player-race (it has none of its own), undefined when unknown. */

@@ -97,6 +97,14 @@ export type BettingType = (typeof BETTING_TYPES)[number];
 /** The betting type of a market whose source gave none: a line for the line types, decimal odds otherwise. */
 export const bettingTypeOf = (m: Pick<Market, 'type' | 'terms'>): BettingType => m.terms?.bettingType ?? (isLineType(m.type) ? 'LINE' : 'ODDS');
 
+/** What a subscribe's filters look at of a market: its type, and of its terms the betting type, country and turn in play. */
+export interface MarketFacts {
+  readonly type: MarketType;
+  readonly bettingType: BettingType;
+  readonly country?: string;
+  readonly turnInPlay?: boolean;
+}
+
 /**
  * A runner's standing as its market's terms give it: taking bets (ACTIVE), withdrawn before the
  * off (REMOVED: its bets are void and the others' matched prices reduced by its factor), settled

@@ -71,9 +71,10 @@ export class ReferenceFrames {
         const { id, eventId, sportId } = c.after;
         marketFrames(bc, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover
-        // them, and so does a market reopened after it concluded (a settlement rolled back).
+        // them, and so does a market reopened after it concluded (a settlement rolled back), or
+        // one whose terms moved (a filter on its country or turning in play may now cover it).
         if (!c.after.concluded) {
-          if (!c.before || c.before.concluded) filters.appeared(id, eventId, sportId);
+          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) filters.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
             if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) filters.appeared(n.id, eventId, sportId);
           }

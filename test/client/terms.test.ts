@@ -35,7 +35,8 @@ for (const format of ['json', 'proto'] as const) {
     );
     const { client } = startClient(t, { url: wsUrl(svc.url), format });
     const first = next(client, 'terms', (m) => m === mid);
-    await client.subscribe({ mids: [mid] });
+    const ack = await client.subscribe({ eids: [900001], tys: ['winner-market'], ccs: ['GB'], bsp: undefined } as never);
+    t.match(ack.message, /^Subscribed from event 900001 \(ty winner-market; cc GB\) \(\d+ markets\)$/, 'narrowed as asked');
     const [, terms, previous] = await first;
     t.same([terms, previous], [{ bd: 0, tip: true, nw: 1, bsp: true, cc: 'GB', r: [{ rid: 1, st: 'ACTIVE', af: 40 }, { rid: 2, st: 'ACTIVE', af: 25 }] }, undefined], 'on subscribe, after the image');
     t.match(client.canTake(mid, 1, 'back'), { ok: true, why: [], price: 3, market: { status: 'OPEN', betDelay: 0, turnInPlay: true }, runner: { status: 'ACTIVE', adjustmentFactor: 40 } });

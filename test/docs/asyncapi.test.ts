@@ -82,6 +82,9 @@ for (const format of ['json', 'proto'] as const) {
       { op: 'subscribe', mids: ['1.200001001'], since: { epoch: 'x', seqs: { '1.200001001': 1 } } },
       { op: 'unsubscribe', eids: [30000001] },
       { op: 'subscribe', mids: ['1.200001001', '1.200001002'] },
+      { op: 'subscribe', eids: [30000001], tys: ['match-odd', 'session'], bts: ['ODDS', 'LINE'] },
+      { op: 'unsubscribe', eids: [30000001] },
+      { op: 'subscribe', mids: ['1.200001001', '1.200001002'] },
       { op: 'subscribe', mids: ['1.200001001'], delta: true },
       { op: 'ping' },
     ];

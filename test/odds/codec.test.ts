@@ -162,6 +162,14 @@ t.test('client decode accepts', async (t) => {
   t.test('duplicates collapse, conflate 0 means every update', async (t) => {
     t.strictSame(decodeClient(text('{"op":"subscribe","id":1,"mids":["1.1","1.1"],"conflate":0}'), false, 2000), { op: 'subscribe', id: 1, mids: ['1.1'], eids: [], sis: [] });
   });
+  const narrowed: ClientMessage = { op: 'subscribe', id: 3, mids: [], eids: [], sis: [7], tys: ['winner-market', 'other-market'], ccs: ['GB', 'IE'], bts: ['ODDS'], tip: false };
+  t.test('JSON subscribe narrowed by market type, country, betting type and turning in play', async (t) => {
+    t.strictSame(decodeClient(text(JSON.stringify(narrowed)), false, 2000), narrowed);
+  });
+  t.test('protobuf subscribe narrowed by market type, country, betting type and turning in play', async (t) => {
+    t.strictSame(decodeClient(ab(encodeClientProto(narrowed)), true, 2000), narrowed);
+    t.strictSame(decodeClient(ab(encodeClientProto({ op: 'subscribe', id: 4, eids: [5], tip: true })), true, 2000), { op: 'subscribe', id: 4, mids: [], eids: [5], sis: [], tip: true }, 'tip alone');
+  });
   t.test('an event filter alone', async (t) => {
     t.strictSame(decodeClient(text('{"op":"unsubscribe","id":1,"eids":[5]}'), false, 2000), { op: 'unsubscribe', id: 1, mids: [], eids: [5], sis: [] });
   });
