@@ -26,6 +26,8 @@ export interface BetAnswer {
   market: {
     /** The book's status: only OPEN takes bets. */
     status?: MarketStatus;
+    /** Why it is suspended or its ball running, when the source says (goal, wicket, VAR, ball running...). */
+    suspendReason?: string;
     inPlay?: boolean;
     /** The market's state (`s`, `go`) as its newest `market` frame gave it. */
     active?: boolean;
@@ -57,8 +59,9 @@ function marketPart(held: Held, why: string[]): BetAnswer['market'] {
   const out: BetAnswer['market'] = {};
   if (frame) {
     out.status = frame.st;
+    if (frame.sr !== undefined) out.suspendReason = frame.sr;
     out.inPlay = frame.ip;
-    if (frame.st !== 'OPEN') why.push(`market ${frame.st}`);
+    if (frame.st !== 'OPEN') why.push(`market ${frame.st}${frame.sr ? ` (${frame.sr})` : ''}`);
   } else why.push('no prices for the market');
   if (!freshness.live) why.push(`prices stale: ${freshness.why}`);
   if (state) {

@@ -77,13 +77,13 @@ const runnerSettlement = object('{rid, st, dh?, vf?}', { rid, st: oneOf(SETTLED_
 export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
   odds: {
     keys: {
-      mid, epoch, seq, ts: time, pt: time, st: marketStatus, ip: bool, con: bool, cf: bool, r: list(runner, 'runners {rid, st, b, l, ltp?, tv?}', RUNNERS),
+      mid, epoch, seq, ts: time, pt: time, st: marketStatus, sr: optional(text), ip: bool, con: bool, cf: bool, r: list(runner, 'runners {rid, st, b, l, ltp?, tv?}', RUNNERS),
       tv: optional(amount),
     },
   },
   delta: {
     keys: {
-      mid, epoch, seq, from: seq, ts: time, pt: time, st: marketStatus, ip: bool, r: list(runnerDelta, 'runner changes {rid, st?, b?, l?, ltp?, tv?}', RUNNERS),
+      mid, epoch, seq, from: seq, ts: time, pt: time, st: marketStatus, sr: optional(text), ip: bool, r: list(runnerDelta, 'runner changes {rid, st?, b?, l?, ltp?, tv?}', RUNNERS),
       tv: optional(amount),
     },
     // A delta leads to a newer image: one that would lead back is no delta.

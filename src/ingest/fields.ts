@@ -17,7 +17,7 @@ export function opt<T>(o: Obj, key: string, check: (v: unknown, key: string) => 
 }
 
 /** A UTF-16 surrogate without its other half. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export const text = (max: number) => (v: unknown, key: string): string => {
   if (typeof v !== 'string' || v.length > max) return fail(key, `must be a string of at most ${max} characters`);

@@ -54,7 +54,7 @@ export const itemId = (item: ReferenceItem): string | number => (item.kind === '
 
 /** How an item, as the publisher sent it, names itself in an error: `item 3 (market 1.234)`. */
 export function describe(index: number, item: { kind?: unknown } & Record<string, unknown>): string {
-  const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' ? 'eid' : 'mid';
+  const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' || item.kind === 'suspend' ? 'eid' : 'mid';
   const id = item[idKey];
   return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number')
     ? `item ${index} (${item.kind} ${id})`

@@ -5,7 +5,12 @@ import type { MarketType } from '../refdata/types.js';
 import { asDatabaseError } from '../db/pool.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import type { ReferenceItem } from './items.js';
-import type { ReadItems } from './batch.js';
+import type { BetStop, ReadItems } from './batch.js';
+
+/** The newest image of a market (the book, through the odds relay): what a bet stop suspends. */
+export interface HeldImages {
+  image(mid: string): OddsImage | undefined;
+}
 
 /** An image to publish, its index in the batch, and whether its source says it is late. */
 export interface AcceptedImage {
@@ -40,7 +45,11 @@ export interface JudgedOdds {
  * judged here: they stay all or nothing per batch.
  */
 export class OddsJudge {
-  constructor(private readonly pool: pg.Pool, private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners'>) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners' | 'event' | 'eventMarkets' | 'factsOf'>,
+    private readonly held: HeldImages,
+  ) {}
 
   /**
    * Each candidate against its market, priced as a market item earlier in the batch leaves it
@@ -61,6 +70,10 @@ export class OddsJudge {
     for (const [k, c] of odds.entries()) {
       const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
       const { read } = c;
+      if ('stop' in read) {
+        this.stop(c.i, c.where, read.stop, out);
+        continue;
+      }
       let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
       if (!error && 'image' in read) error = checkPrices(read.image, how!);
       if (error) out.refused.push({ i: c.i, mid: c.mid ?? '', message: `${c.where}: ${error}`, known: how !== undefined });
@@ -68,6 +81,23 @@ export class OddsJudge {
       else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
+  }
+
+  /**
+   * A bet stop: the newest image of each market of the event (of its types) that trades, again,
+   * SUSPENDED with its reason; refused when the event is not known.
+   */
+  private stop(i: number, where: string, s: BetStop, out: JudgedOdds): void {
+    if (!this.model.event(s.eid)) {
+      out.refused.push({ i, mid: '', message: `${where}: event ${s.eid} is not known`, known: false });
+      return;
+    }
+    for (const mid of this.model.eventMarkets(s.eid)) {
+      const held = this.held.image(mid);
+      const type = this.model.factsOf(mid)?.type;
+      if (!held || held.st === 'CLOSED' || (s.types && (type === undefined || !s.types.has(type)))) continue;
+      out.images.push({ i, image: { ...held, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: false });
+    }
   }
 
   /** How a market item leaves its market's pricing: a partial one changes only what it carries, the rest is as the model holds it. */

@@ -11,7 +11,7 @@ import {
 } from './messages.js';
 import {
   WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, settled, settlementFromProto, settlementToProto,
-  termsFromProto, termsJson, termsToProto, traded,
+  reasoned, termsFromProto, termsJson, termsToProto, traded,
 } from './wire.js';
 
 const v1 = pb.v1;
@@ -39,12 +39,12 @@ export function encodeJson(msg: ServerMessage): string {
     case 'odds':
       // `tv` after `r`, and `ltp`, `tv` after `l`; each only when known.
       return JSON.stringify(traded({
-        op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
+        ...reasoned({ op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st }, msg), ip: msg.ip,
         con: msg.con === true, cf: msg.cf === true, r: msg.r.map((x) => traded({ rid: x.rid, st: x.st, b: x.b, l: x.l }, x)),
       }, { tv: msg.tv }));
     case 'delta':
       return JSON.stringify(traded({
-        op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
+        ...reasoned({ op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st }, msg), ip: msg.ip,
         r: msg.r.map(runnerDeltaJson),
       }, { tv: msg.tv }));
     case 'ack': return JSON.stringify(ackJson(msg));
@@ -65,16 +65,16 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
   let m: pb.v1.ServerMessage.$Properties;
   switch (msg.op) {
     case 'odds':
-      m = { odds: traded({
+      m = { odds: reasoned(traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: enumValue(MARKET_STATUSES, msg.st, 'st'),
         ip: msg.ip, con: msg.con, cf: msg.cf, r: runnersToProto(msg.r),
-      }, { tv: msg.tv }) };
+      }, { tv: msg.tv }), msg) };
       break;
     case 'delta':
-      m = { delta: traded({
+      m = { delta: reasoned(traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt,
         st: enumValue(MARKET_STATUSES, msg.st, 'st'), ip: msg.ip, r: runnerDeltasToProto(msg.r),
-      }, { tv: msg.tv }) };
+      }, { tv: msg.tv }), msg) };
       break;
     // The proto encoders read only their own fields, so `op` needs no stripping.
     case 'ack': m = { ack: msg }; break;
@@ -118,16 +118,15 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     case 'odds': {
       const o = m.odds as pb.v1.Odds;
       return traded<OddsMessage>({
-        op: 'odds', mid: o.mid, epoch: o.epoch, seq: int(o.seq, 'seq'), ts: o.ts, pt: o.pt,
-        st: enumName(MARKET_STATUSES, o.st, 'st'), ip: o.ip, con: o.con, cf: o.cf,
-        r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
+        ...reasoned({ op: 'odds' as const, mid: o.mid, epoch: o.epoch, seq: int(o.seq, 'seq'), ts: o.ts, pt: o.pt, st: enumName(MARKET_STATUSES, o.st, 'st') }, o),
+        ip: o.ip, con: o.con, cf: o.cf, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
       }, { tv: o.tv });
     }
     case 'delta': {
       const d = m.delta as pb.v1.Delta;
       return traded<DeltaMessage>({
-        op: 'delta', mid: d.mid, epoch: d.epoch, seq: int(d.seq, 'seq'), from: int(d.from, 'from'), ts: d.ts, pt: d.pt,
-        st: enumName(MARKET_STATUSES, d.st, 'st'), ip: d.ip, r: runnerDeltasFromProto(d.r as pb.v1.RunnerDelta[]),
+        ...reasoned({ op: 'delta' as const, mid: d.mid, epoch: d.epoch, seq: int(d.seq, 'seq'), from: int(d.from, 'from'), ts: d.ts, pt: d.pt, st: enumName(MARKET_STATUSES, d.st, 'st') }, d),
+        ip: d.ip, r: runnerDeltasFromProto(d.r as pb.v1.RunnerDelta[]),
       }, { tv: d.tv });
     }
     case 'market': {

@@ -90,7 +90,14 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
       const o = it.odds as pb.v1.OddsItem;
       const st = enumName(MARKET_STATUSES, o.st, 'st');
       const out: IngestItemInput = traded({ kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) }, { tv: o.tv });
+      if (o.sr != null) out.sr = o.sr;
       if (o.late) out.late = true;
+      return out;
+    }
+    case 'suspend': {
+      const s = it.suspend as pb.v1.SuspendItem;
+      const out: IngestItemInput = { kind: 'suspend', eid: int(s.eid, 'eid'), sr: s.sr, ts: s.ts };
+      if (s.tys.length) out.tys = s.tys;
       return out;
     }
     case 'stale': {
@@ -174,9 +181,10 @@ function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
     }
     case 'odds': return { odds: traded({
       mid: item.mid as string, ts: item.ts as number, st: enumValue(MARKET_STATUSES, item.st, 'st'),
-      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]), late: item.late === true,
+      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]), late: item.late === true, sr: item.sr as string | undefined,
     }, { tv: item.tv as number | undefined }) };
     case 'stale': return { stale: { mid: item.mid as string, why: enumValue(WHY_WIRE, item.why, 'why') } };
+    case 'suspend': return { suspend: item as pb.v1.SuspendItem.$Properties };
     default: throw new Error(`unknown ingest kind ${String(item.kind)}`);
   }
 }

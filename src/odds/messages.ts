@@ -47,12 +47,19 @@ export interface RunnerOdds {
   tv?: number;
 }
 
+/** What the demo's simulator gives as a suspension's reason; a publisher may give its own words. */
+export const SUSPENSION_REASONS = ['goal', 'wicket', 'VAR', 'ball running'] as const;
+/** A suspension's reason: at most this many characters. */
+export const MAX_REASON = 50;
+
 /** A full image of one market's book, as a publisher sends it and the book keeps it. */
 export interface OddsImage {
   mid: string;
   /** Source time, ms. */
   ts: number;
   st: MarketStatus;
+  /** Why it is SUSPENDED or BALL_RUNNING, when the source says: `goal`, `wicket`, `VAR`, `ball running`, or a publisher's own words. */
+  sr?: string;
   ip: boolean;
   r: RunnerOdds[];
   /** Total matched on the market; absent means unknown, not 0. */
@@ -103,6 +110,8 @@ export interface DeltaMessage {
   ts: number;
   pt: number;
   st: MarketStatus;
+  /** As the image's: present whenever the image it leads to has one. */
+  sr?: string;
   ip: boolean;
   r: RunnerDelta[];
   tv?: number;
@@ -262,7 +271,7 @@ export interface ClientMessage {
   tip?: boolean;
 }
 
-export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'terms', 'odds', 'stale'] as const;
+export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'terms', 'odds', 'stale', 'suspend'] as const;
 type IngestKind = (typeof INGEST_KINDS)[number];
 
 /**

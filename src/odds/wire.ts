@@ -49,6 +49,12 @@ function pairs(flat: number[], what: string): PriceSize[] {
   return out;
 }
 
+/** Copies a suspension's reason where it is present (absent in JSON, null from a decoded proto). */
+export function reasoned<T extends object>(out: T, src: { sr?: string | null }): T {
+  if (src.sr != null) (out as { sr?: string }).sr = src.sr;
+  return out;
+}
+
 /**
  * Copies `ltp` and `tv` where they are present. They are optional in both formats: absent means
  * unknown, never 0, so an absent one (undefined in JSON, null from a decoded proto) stays absent.

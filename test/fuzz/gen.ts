@@ -671,6 +671,7 @@ export function ingestTemplate(g: Gen, known: Known): Obj {
     [3, () => ({ kind: 'odds', mid, ts: 1795313378336, st: g.pick(['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED']), ip: true,
       r: Array.from({ length: g.int(1, 3) }, (_, i) => ({ rid: i + 1, st: 'ACTIVE', ...book(g) })) })],
     [1, () => ({ kind: 'stale', mid, why: g.pick(['late', 'unreliable']) })],
+    [1, () => ({ kind: 'suspend', eid, sr: g.pick(['goal', 'wicket', 'VAR', 'ball running']), ts: 1795313378336, tys: ['match-odd'] })],
   ]);
 }
 

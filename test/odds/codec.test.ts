@@ -32,6 +32,8 @@ const serverMessages: ServerMessage[] = [
     { rid: Number.MAX_SAFE_INTEGER, st: 'ACTIVE', l: [[0, 2.5, 4]], tv: 0 },
   ], tv: 1600 },
   { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 2 ** 40, from: 5, ts: 1, pt: 2, st: 'SUSPENDED', ip: false, r: [] },
+  { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 9, from: 8, ts: 1, pt: 2, st: 'SUSPENDED', sr: 'goal', ip: true, r: [] },
+  { ...odds, st: 'BALL_RUNNING', sr: 'ball running' },
   { op: 'ack', id: 9, status: 1, message: 'Subscribed from market 1.1', current: 1 },
   { op: 'ack', id: 4294967295, status: 1, message: 'Subscribed from market 1.1,1.2' },
   { op: 'ack', id: 0, status: 0, message: 'over 50 IDs' },
@@ -269,6 +271,9 @@ t.test('ingest protobuf round trip keeps', async (t) => {
     ['odds with ltp and tv, a volume of 0 included', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'OPEN', ip: false,
       r: [{ rid: 1, st: 'ACTIVE', b: [[2, 100]], l: [[2.02, 5]], ltp: 2.01, tv: 0 }], tv: 12345.5 }],
     ['odds the source says are late', { kind: 'odds', mid: '1.5', ts: 1, st: 'OPEN', ip: false, r: [], late: true }],
+    ['odds suspended with a reason', { kind: 'odds', mid: '1.5', ts: 1, st: 'SUSPENDED', ip: true, r: [], sr: 'VAR' }],
+    ['a bet stop of an event', { kind: 'suspend', eid: 77, sr: 'goal', ts: 1795313378336 }],
+    ['a bet stop of a group of its markets', { kind: 'suspend', eid: 77, sr: 'wicket', ts: 1, tys: ['match-odd', 'session'] }],
     ['a stale item, late', { kind: 'stale', mid: '1.5', why: 'late' }],
     ['a stale item, unreliable', { kind: 'stale', mid: '1.5', why: 'unreliable' }],
   ];
