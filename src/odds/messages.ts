@@ -49,6 +49,7 @@ export interface RunnerOdds {
 
 /** What the demo's simulator gives as a suspension's reason; a publisher may give its own words. */
 export const SUSPENSION_REASONS = ['goal', 'wicket', 'VAR', 'ball running'] as const;
+export type SuspensionReason = (typeof SUSPENSION_REASONS)[number];
 /** A suspension's reason: at most this many characters. */
 export const MAX_REASON = 50;
 
