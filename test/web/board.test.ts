@@ -285,6 +285,11 @@ if (!hasChromium()) {
       await bookState(page, named(na), state);
       t.equal(await page.textContent(`.book[data-mid="${named(na)}"] .badge`), badge, na);
     }
+ 
+    // A suspension's reason, when the source gives one, beside it.
+    await ingest(quiet, { ...line(named('15 Over Runs IND'), 41, 'SUSPENDED'), sr: 'wicket' });
+    await page.waitForFunction((mid) => document.querySelector(`.book[data-mid="${mid}"] .badge`)?.textContent === 'Suspended · wicket', named('15 Over Runs IND'), { timeout: 30_000 });
+    t.pass('Suspended · wicket');
   });
 
   t.test('a price that moves is marked by an outline and an arrow, up and down apart, and its cell keeps its colour', async (t) => {
