@@ -327,6 +327,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.live = false;
     this.requests.lost();
     this.resyncs.reset();
+    // A concluded market waits for its final frames only on the connection that was sending them.
+    this.held.retain((mid) => this.book.has(mid) || this.requests.names(mid) || this.requests.filtered);
     // Nothing reaches the client now: every price it holds is stale until its market is answered again.
     this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
     // A revoked key: trying again cannot help.

@@ -123,4 +123,9 @@ export class TermsBook {
     this.states.delete(mid);
     this.settled.delete(mid);
   }
+
+  /** Keeps only the markets `keep` says (a lost connection: a concluded market's final frames will not come now). */
+  retain(keep: (mid: string) => boolean): void {
+    for (const mid of [...this.states.keys(), ...this.settled.keys()]) if (!keep(mid)) this.delete(mid);
+  }
 }

@@ -93,3 +93,12 @@ t.test('can I take this bet: the price, its age and freshness, the market\'s sta
   t.same(no(held({ frame: undefined, delay: undefined })), ['no prices for the market']);
   t.same(checkBet('1.1', 1, 'back', held({ state: undefined }), 10_000).market, { status: 'OPEN', inPlay: true }, 'without terms: no delay to report');
 });
+
+t.test('the terms book keeps only what it is told to: a lost connection drops the concluded markets it held', async (t) => {
+  const book = new TermsBook();
+  book.market({ op: 'market', mid: '1.1', s: true, go: false, rt: false, terms: { bd: 1 } });
+  book.market({ op: 'market', mid: '1.2', s: false, go: true, rt: false, terms: { bd: 1 } });
+  book.result({ op: 'result', mid: '1.2', mt: 'match-odd', res: '1', rt: false, ia: false });
+  book.retain((mid) => mid === '1.1');
+  t.same([book.terms('1.1'), book.terms('1.2'), book.settlement('1.2')], [{ bd: 1 }, undefined, undefined]);
+});
