@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocketServer } from 'ws';
 import { Burst } from '../test/exchange/esa-burst.js';
+import { announceLimits } from '../test/exchange/fake-ingest.js';
 import { APP_KEY, EsaServer, SESSION, TEST_CA_FILE } from '../test/exchange/esa-server.js';
 import { matchOdds, writeRecording } from '../test/exchange/fixtures.js';
 import { envNumber, envNumbers } from './lib/env.js';
@@ -37,10 +38,11 @@ const SETTINGS = Object.freeze({
   daySteps: envNumber('BENCH_DAY_STEPS', 1000),
 });
 
-/** An /ingest that acks every batch at once. */
+/** An /ingest that acks every batch at once, announcing the service's default bounds as the service does. */
 async function sink(): Promise<{ url: string; close: () => Promise<void> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise((ok) => wss.once('listening', ok));
+  announceLimits(wss);
   wss.on('connection', (ws) => ws.on('message', (data: Buffer) => {
     const id = /^\{"id":(\d+)/.exec(data.toString('latin1', 0, 24))?.[1];
     ws.send(`{"op":"ack","id":${id},"status":1,"message":"ok"}`);

@@ -2,7 +2,7 @@
  * Encode-once under any client parameters (`npm run bench:variants`): the same
  * 100 sockets taking the same 10 markets, first all asking one conflation
  * interval, then each asking a different one (100 to 991 ms). The server snaps
- * intervals to presets (src/hub/session.ts) and caches each conflated delta
+ * intervals to presets (src/hub/variant.ts) and caches each conflated delta
  * once per variant and base, so the second costs about what the first does.
  * Server CPU ÷ frames received, per format, as images and as deltas; the
  * service in its own process, pinned to one core and the load to the other.
@@ -15,7 +15,7 @@
  */
 import WebSocket from 'ws';
 import { FORMATS, type Format } from '../src/odds/book.js';
-import { conflatePreset } from '../src/hub/session.js';
+import { conflatePreset } from '../src/hub/variant.js';
 import { pinLoadGenerator } from './lib/cores.js';
 import { envNumber } from './lib/env.js';
 import { cpuMicros, machine } from './lib/proc.js';

@@ -80,6 +80,8 @@ export interface Config {
   readonly pgPoolMax: number;
   readonly pgConnectTimeoutMs: number;
   readonly pgStatementTimeoutMs: number;
+  /** How long a reference write waits for rows another transaction holds before it is refused as busy. */
+  readonly pgLockWaitMs: number;
   readonly wsMaxMarkets: number;
   /** Markets a client's stored set (REST subscribe) may hold. */
   readonly clientMaxMarkets: number;
@@ -91,6 +93,10 @@ export interface Config {
   readonly ingestKeyQueueBytes: number;
   /** The process's event-loop delay past which publishers' acks wait for it to pass. */
   readonly ingestMaxLoopDelayMs: number;
+  /** How far ahead of the server's clock an odds image's source time may be before it is refused. */
+  readonly ingestMaxSkewMs: number;
+  /** How old an odds image's source time may be before it is published as `late`. */
+  readonly ingestLateMs: number;
   /** How often the LISTEN connection is pinged to find it half-open. */
   readonly pgListenPingMs: number;
   readonly wsMaxMessageBytes: number;
@@ -101,6 +107,10 @@ export interface Config {
   readonly wsSlowBytes: number;
   readonly wsMaxBackpressure: number;
   readonly wsSlowCloseMs: number;
+  /** The age a price may reach on a subscriber's screen before the socket is told its markets are behind. */
+  readonly wsMaxAgeMs: number;
+  /** How often every subscriber socket is sent the server's time (a `clock` frame); 0 never. */
+  readonly wsClockMs: number;
   readonly wsIdleTimeoutS: number;
   readonly wsCompression: boolean;
   readonly feedStaleMs: number;
@@ -126,7 +136,22 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** One variable as `--help` lists it: what it takes and what it is when unset (AUTH=off, no DATABASE_URL). */
+export interface Setting {
+  readonly name: string;
+  readonly rule: string;
+  readonly fallback: string;
+}
+
+/** Where describeSettings collects what each reader of an Env says of its variable. */
+const SETTINGS = Symbol('settings');
+
+function note(env: Env, name: string, rule: string, fallback: unknown): void {
+  (env as { [SETTINGS]?: Map<string, Setting> })[SETTINGS]?.set(name, { name, rule, fallback: String(fallback) });
+}
+
 function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  note(env, name, `${min} to ${max}`, fallback);
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
@@ -135,7 +160,15 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
   return value;
 }
 
+/** 0 (off), or a whole number from `min` to `max`. */
+function intOrOff(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = int(env, name, fallback, 0, max);
+  if (value !== 0 && value < min) throw new ConfigError(name, `must be 0 (off) or between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
+  note(env, name, 'on or off', fallback ? 'on' : 'off');
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (/^(1|true|on|yes)$/i.test(raw)) return true;
@@ -144,6 +177,7 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 }
 
 function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  note(env, name, allowed.join(', '), fallback);
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!(allowed as readonly string[]).includes(raw)) {
@@ -161,6 +195,7 @@ const ORIGIN = /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9a-f:.]+\](
  * An empty value is the empty list: no browser origin at all.
  */
 function origins(env: Env, name: string, fallback: readonly string[], words: readonly string[]): readonly string[] {
+  note(env, name, `browser origins, comma-separated${words.length ? `, or ${words.join(', ')}` : ''}`, fallback.join(',') || 'none');
   const raw = env[name];
   if (raw === undefined) return Object.freeze([...fallback]);
   const list = raw.split(',').map((o) => o.trim()).filter((o) => o !== '');
@@ -173,6 +208,7 @@ function origins(env: Env, name: string, fallback: readonly string[], words: rea
 }
 
 function databaseUrl(env: Env): string | undefined {
+  note(env, 'DATABASE_URL', 'a postgres:// URL', 'unset: the embedded Postgres');
   const raw = env.DATABASE_URL;
   if (raw === undefined || raw === '') return undefined;
   let url: URL;
@@ -188,12 +224,14 @@ function databaseUrl(env: Env): string | undefined {
 }
 
 function natsUrl(env: Env): string {
+  note(env, 'NATS_URL', 'a nats://, tls:// or ws(s):// URL', 'nats://127.0.0.1:4222');
   const raw = env.NATS_URL || 'nats://127.0.0.1:4222';
   if (!/^(nats|tls|wss?):\/\/[^\s]+$/.test(raw)) throw new ConfigError('NATS_URL', `must be a nats:// URL, got "${raw}"`);
   return raw;
 }
 
 function prefix(env: Env): string {
+  note(env, 'NATS_PREFIX', '1 to 32 letters, digits, _ or -', 'odds');
   const raw = env.NATS_PREFIX || 'odds';
   if (!/^[A-Za-z0-9_-]{1,32}$/.test(raw)) throw new ConfigError('NATS_PREFIX', 'must be 1 to 32 letters, digits, _ or -');
   return raw;
@@ -207,6 +245,7 @@ function keyBytes(env: Env, maxMessage: number): number {
 }
 
 function readableFile(env: Env, name: string): string | undefined {
+  note(env, name, 'a readable file', 'none');
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   try {
@@ -218,6 +257,8 @@ function readableFile(env: Env, name: string): string | undefined {
 }
 
 function natsAuth(env: Env): NatsAuth {
+  note(env, 'NATS_USER', 'a NATS user, with NATS_PASSWORD', 'none');
+  note(env, 'NATS_PASSWORD', 'its password', 'none');
   const user = env.NATS_USER || undefined;
   const password = env.NATS_PASSWORD || undefined;
   const seedFile = readableFile(env, 'NATS_NKEY_FILE');
@@ -240,6 +281,7 @@ function natsTls(env: Env): NatsTls | undefined {
 const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 function hostNames(env: Env): readonly string[] {
+  note(env, 'ALLOWED_HOSTS', 'host names, comma-separated (*.example.com, *)', 'none');
   const list = (env.ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
   for (const h of list) {
     if (h !== '*' && !HOST_NAME.test(h)) throw new ConfigError('ALLOWED_HOSTS', `must list host names such as odds.example.com or *.example.com (no scheme, no port), or *, separated by commas; got "${h}"`);
@@ -256,6 +298,7 @@ function isAddressBlock(text: string): boolean {
 }
 
 function proxies(env: Env): readonly string[] {
+  note(env, 'TRUSTED_PROXIES', 'addresses and CIDR blocks, comma-separated', 'none');
   const list = (env.TRUSTED_PROXIES ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
   for (const p of list) {
     if (!isAddressBlock(p)) throw new ConfigError('TRUSTED_PROXIES', `must list addresses or CIDR blocks such as 10.0.0.0/8 or fd00::/8, separated by commas; got "${p}"`);
@@ -268,6 +311,7 @@ const TOKEN = /^[\x21-\x7e]{16,4096}$/;
 
 function metricsToken(env: Env): string | undefined {
   const file = readableFile(env, 'METRICS_TOKEN_FILE');
+  note(env, 'METRICS_TOKEN', '16 to 4096 printable characters', 'none');
   const literal = env.METRICS_TOKEN || undefined;
   if (file && literal) throw new ConfigError('METRICS_TOKEN_FILE', 'give either METRICS_TOKEN or METRICS_TOKEN_FILE, not both');
   const [name, token] = file ? ['METRICS_TOKEN_FILE', readFileSync(file, 'utf8').trim()] : ['METRICS_TOKEN', literal];
@@ -306,13 +350,14 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
   const auth = oneOf(env, 'AUTH', 'off', ['off', 'on'] as const) === 'on';
   const wsMaxMessageBytes = int(env, 'WS_MAX_MESSAGE_BYTES', 64 * 1024, 256, 16 * 1024 * 1024);
   // With auth off anyone who reaches the port may publish prices, so only this machine may reach it.
+  note(env, 'HOST', 'an address to listen on', '127.0.0.1 (0.0.0.0 with AUTH=on)');
   const host = env.HOST || (auth ? '0.0.0.0' : '127.0.0.1');
   const port = int(env, 'PORT', 8080, 0, 65535);
   return Object.freeze({
     host,
     port,
     // What it tells is for the operator: open it on purpose, to Prometheus alone (docs/security.md).
-    metricsHost: env.METRICS_HOST || '127.0.0.1',
+    metricsHost: (note(env, 'METRICS_HOST', 'an address to listen on', '127.0.0.1'), env.METRICS_HOST || '127.0.0.1'),
     // A free public port (tests) makes a free metrics port too, so services started side by side do not collide.
     metricsPort: int(env, 'METRICS_PORT', port === 0 ? 0 : 9464, 0, 65535),
     metricsToken: metricsToken(env),
@@ -324,7 +369,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     // With keys, a page of any origin still needs a subscriber key, and no cookie rides along; without, only the board.
     wsOrigins: origins(env, 'WS_ORIGINS', auth ? ['*'] : ['self'], ['*', 'self']),
     databaseUrl: url,
-    embeddedPgDir: env.EMBEDDED_PG_DIR || '.data/pg',
+    embeddedPgDir: (note(env, 'EMBEDDED_PG_DIR', 'a folder', '.data/pg'), env.EMBEDDED_PG_DIR || '.data/pg'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     demoData: bool(env, 'DEMO_DATA', embedded),
     simulator: bool(env, 'SIMULATOR', embedded),
@@ -335,7 +380,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     authFailuresPerSecond: int(env, 'AUTH_FAILURES_PER_SECOND', 1, 1, 1_000_000),
     authFailureSources: int(env, 'AUTH_FAILURE_SOURCES', 10_000, 1, 10_000_000),
     wsMaxSocketsPerKey: int(env, 'WS_MAX_SOCKETS_PER_KEY', 100, 1, 1_000_000),
-    ...(env.WS_MAX_SOCKETS || openFiles === undefined
+    ...(note(env, 'WS_MAX_SOCKETS', '1 to 10000000', 'what the open-file limit leaves for a reconnect storm, at most 50000'), env.WS_MAX_SOCKETS || openFiles === undefined
       ? { wsMaxSockets: int(env, 'WS_MAX_SOCKETS', WS_MAX_SOCKETS, 1, 10_000_000), wsMaxSocketsFromFiles: undefined }
       : { wsMaxSockets: Math.min(WS_MAX_SOCKETS, socketsFor(openFiles)), wsMaxSocketsFromFiles: openFiles }),
     wsHandshakesPerSource: int(env, 'WS_HANDSHAKES_PER_SOURCE', 1000, 0, 10_000_000),
@@ -351,12 +396,15 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     pgPoolMax: int(env, 'PG_POOL_MAX', 10, 1, 1000),
     pgConnectTimeoutMs: int(env, 'PG_CONNECT_TIMEOUT_MS', 2000, 100, 60000),
     pgStatementTimeoutMs: int(env, 'PG_STATEMENT_TIMEOUT_MS', 5000, 100, 600000),
+    pgLockWaitMs: int(env, 'PG_LOCK_WAIT_MS', 30000, 100, 600000),
     wsMaxMarkets: int(env, 'WS_MAX_MARKETS', 2000, 1, 100000),
     clientMaxMarkets: int(env, 'CLIENT_MAX_MARKETS', 2000, 1, 100000),
     ingestMaxInFlight: int(env, 'INGEST_MAX_IN_FLIGHT', 128, 1, 100000),
     ingestQueueBytes: int(env, 'INGEST_QUEUE_BYTES', 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     ingestKeyQueueBytes: int(env, 'INGEST_KEY_QUEUE_BYTES', 32 * 1024 * 1024, 1024, 4 * 1024 * 1024 * 1024),
     ingestMaxLoopDelayMs: int(env, 'INGEST_MAX_LOOP_DELAY_MS', 200, 10, 60000),
+    ingestMaxSkewMs: int(env, 'INGEST_MAX_SKEW_MS', 5000, 0, 3600000),
+    ingestLateMs: int(env, 'INGEST_LATE_MS', 5000, 100, 86400000),
     pgListenPingMs: int(env, 'PG_LISTEN_PING_MS', 10000, 200, 60000),
     wsMaxMessageBytes,
     wsMessagesPerSecond: int(env, 'WS_MESSAGES_PER_SECOND', 50, 1, 100000),
@@ -365,6 +413,8 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     wsSlowBytes: int(env, 'WS_SLOW_BYTES', 256 * 1024, 1024, 1024 * 1024 * 1024),
     wsMaxBackpressure: int(env, 'WS_MAX_BACKPRESSURE', 1024 * 1024, 1024, 1024 * 1024 * 1024),
     wsSlowCloseMs: int(env, 'WS_SLOW_CLOSE_MS', 30000, 100, 3600000),
+    wsMaxAgeMs: int(env, 'WS_MAX_AGE_MS', 2000, 200, 60000),
+    wsClockMs: intOrOff(env, 'WS_CLOCK_MS', 1000, 100, 60000),
     wsIdleTimeoutS: int(env, 'WS_IDLE_TIMEOUT_S', 32, 8, 960),
     wsCompression: bool(env, 'WS_COMPRESSION', false),
     feedStaleMs: int(env, 'FEED_STALE_MS', 20000, 100, 3600000),
@@ -379,4 +429,20 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     natsTls: natsTls(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
   });
+}
+
+/**
+ * Every variable loadConfig reads, in its order, with what each takes and its value when unset,
+ * for `--help`: read from loadConfig itself, so the list cannot drift from what is read.
+ */
+export function describeSettings(): readonly Setting[] {
+  const seen = new Map<string, Setting>();
+  const env = new Proxy({ [SETTINGS]: seen } as Env, {
+    get(target, key) {
+      if (typeof key === 'string' && !seen.has(key)) seen.set(key, { name: key, rule: '', fallback: '' });
+      return Reflect.get(target, key);
+    },
+  });
+  loadConfig(env, undefined);
+  return [...seen.values()];
 }

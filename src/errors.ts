@@ -27,6 +27,8 @@ const PER_SOURCE: Readonly<Record<AdmissionSource, string>> = { key: 'per API ke
 export const errors = {
   badParam: (name: string, rule: string) => new ServiceError('BAD_PARAM', `${name} ${rule}`),
   badBody: (rule: string) => new ServiceError('BAD_BODY', `request body ${rule}`),
+  /** A request whose framing two readers could take differently (RFC 9112): answered, then its connection closed. */
+  badFraming: (why: string) => new ServiceError('BAD_PARAM', `${why}: the request is refused and the connection closed`),
   badItem: (item: string, why: string) => new ServiceError('ITEM_REJECTED', `${item}: ${why}`),
   /** A client's stored set would pass its limit: nothing of the request was stored. */
   storedSetFull: (adding: number, limit: number, held: number) =>
@@ -98,6 +100,8 @@ export const errors = {
   unsupportedType: (allowed: string) => new ServiceError('UNSUPPORTED_TYPE', `content-type must be ${allowed}`),
   aborted: () => new ServiceError('ABORTED', 'request aborted'),
   databaseDown: () => new ServiceError('DB_UNAVAILABLE', 'the database is unavailable; nothing was changed, try again'),
+  /** Rows a batch writes stayed taken by another transaction past PG_LOCK_WAIT_MS (or it kept crossing them): a wait, never an outage. */
+  rowsBusy: () => new ServiceError('BUSY', 'another batch is writing the same rows and held them past PG_LOCK_WAIT_MS; nothing was changed, send it again', { 'retry-after': '1' }),
   /** The commit was sent but never confirmed: the change may or may not have been applied. */
   outcomeUnknown: () => new ServiceError('OUTCOME_UNKNOWN', 'the database did not confirm the commit, so the change may or may not have been applied; sending it again is safe'),
   /** Committed, but this pod could not read it back into what it serves (acks wait for that): the database went away meanwhile. */

@@ -79,14 +79,19 @@ export class ReferenceChanges implements SyncObserver {
   }
 }
 
-/** A key revoked or deleted: its sockets on this pod close, each counted. */
-export class RevokedSockets implements KeyRevocations {
+/**
+ * A key revoked or deleted: its sockets on this pod close, each counted, and the markets it fed
+ * over REST are stale at once (those it fed over its sockets go stale as they close).
+ */
+export class Revocations implements KeyRevocations {
   constructor(
     private readonly hub: Hub,
+    private readonly freshness: Pick<Freshness, 'revoked'>,
     private readonly metrics: AuthMetrics,
   ) {}
 
   revoked(keyId: string): void {
+    this.freshness.revoked(keyId);
     this.hub.revoke(keyId, this.metrics);
   }
 }

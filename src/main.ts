@@ -1,4 +1,4 @@
-import { ConfigError, OWN_FILES, loadConfig, openFileLimit, socketsFor, type Config } from './config.js';
+import { ConfigError, OWN_FILES, describeSettings, loadConfig, openFileLimit, socketsFor, type Config } from './config.js';
 import { createLogger, errorFields, type Logger } from './log.js';
 import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
@@ -10,10 +10,10 @@ function reason(err: unknown): string {
   return message || code || (err === undefined ? 'no reason given' : String(err));
 }
 
-/** The command line: `--fresh` is the only flag. */
+/** The command line: `--fresh`, and `--help` (handled before the settings are read). */
 function parseArgs(args: string[], config: Config): { fresh: boolean } {
   const unknown = args.filter((a) => a !== '--fresh');
-  if (unknown.length) throw new ConfigError('arguments', `unknown ${unknown.join(' ')}; the only one is --fresh (start from a clean embedded demo)`);
+  if (unknown.length) throw new ConfigError('arguments', `unknown ${unknown.join(' ')}; the only ones are --fresh (start from a clean embedded demo) and --help`);
   const fresh = args.includes('--fresh');
   if (fresh && config.databaseUrl) {
     throw new ConfigError('--fresh', 'deletes the embedded Postgres data folder, and DATABASE_URL is set, so there is none to delete; clear that database yourself, or unset DATABASE_URL');
@@ -43,7 +43,61 @@ function checkOpenFiles(config: Config, log: Logger): void {
   }
 }
 
+/** `--help`: the command line, then every setting as loadConfig reads it, with what it takes and its default. */
+function help(): string {
+  const settings = describeSettings();
+  const width = Math.max(...settings.map((s) => s.name.length)) + 2;
+  return [
+    'usage: npm start [-- --fresh]    (or: node dist/src/main.js [--fresh])',
+    '  --fresh     start from a clean embedded demo: deletes the data folder of the embedded Postgres (EMBEDDED_PG_DIR), data and API keys',
+    '  -h, --help  this text',
+    '',
+    'Settings, read from the environment at start (a bad value stops the start, naming it); docs/configuration.md tells what each does.',
+    'Defaults are those with AUTH=off and no DATABASE_URL.',
+    '',
+    ...settings.map((s) => `  ${s.name.padEnd(width)}${s.fallback ? `default ${s.fallback}` : ''}${s.rule ? `; ${s.rule}` : ''}`),
+  ].join('\n') + '\n';
+}
+
+/**
+ * A closed stdout or stderr (`npm start | head -3`, a log shipper gone) is no reason to stop serving,
+ * still less to crash and leave the embedded Postgres running: what would have been written is
+ * dropped, said once on the other stream while it is open.
+ */
+function surviveClosedOutput(): void {
+  for (const [stream, other] of [[process.stdout, process.stderr], [process.stderr, process.stdout]] as const) {
+    let said = false;
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (said || !other.writable) return;
+      said = true;
+      other.write(`${stream === process.stdout ? 'stdout' : 'stderr'} is closed (${err.code ?? err.message}): what the service writes there is dropped; it goes on serving\n`);
+    });
+  }
+}
+
+/**
+ * npm passes SIGINT and SIGTERM on to the script it runs, but dies of SIGHUP without passing it on
+ * (a supervisor or a closed window sending it to npm alone): the service it started, orphaned, stops
+ * as on Ctrl-C. Only under `npm start`: run on its own, `node dist/src/main.js` may outlive its
+ * parent on purpose (setsid, a shell that exits).
+ */
+function stopWhenNpmGone(stop: () => void, everyMs = 1000): void {
+  if (process.env.npm_lifecycle_event !== 'start') return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, everyMs);
+  timer.unref();
+}
+
 async function main(): Promise<void> {
+  surviveClosedOutput();
+  if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
+    process.stdout.write(help());
+    return;
+  }
   let config;
   let args;
   try {
@@ -95,6 +149,9 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (err) => log.error('unhandled rejection', errorFields(err)));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  // A closed terminal: the service and its Postgres stop as on Ctrl-C.
+  process.on('SIGHUP', () => void stop('SIGHUP'));
+  stopWhenNpmGone(() => void stop('npm exited'));
 
   started = (async () => {
     if (!config.databaseUrl) {

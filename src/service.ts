@@ -12,7 +12,11 @@ import { Book } from './odds/book.js';
 import { Hub } from './hub/hub.js';
 import { Broadcaster } from './hub/broadcaster.js';
 import { MarketStates } from './hub/states.js';
-import { Sweeper } from './hub/sweep.js';
+import { MarketIndex } from './hub/market-index.js';
+import { Sweep } from './hub/sweep.js';
+import type { SubscriberDeps } from './hub/subscriber.js';
+import { systemClock } from './lib/clock.js';
+import { notsentLowat } from './lib/kernel.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
 import { OddsRelay } from './relay/odds-relay.js';
@@ -52,7 +56,7 @@ import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
 import { Named } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
-import { Notifications, ReferenceChanges, RevokedSockets } from './listeners.js';
+import { Notifications, ReferenceChanges, Revocations } from './listeners.js';
 
 export type { Service } from './lifecycle.js';
 
@@ -84,15 +88,22 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const states = new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
+  const index = new MarketIndex();
   const hub = new Hub(
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
-    { refusals: authMetrics, markets: model },
+    { refusals: authMetrics, markets: model, index },
   );
-  const bc = new Broadcaster({ topics: app, hub, book, states, metrics: odds, log, compress: config.wsCompression });
+  const clock = systemClock;
+  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
   monitor.listen(bc);
-  const sweeper = new Sweeper({ bc, hub, book, states, limits: { slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs }, metrics: odds, log });
-  const socketSubs = new SocketSubscriptions({ hub, bc, book, model });
+  const sweep = new Sweep(index, clock);
+  bc.watch(sweep);
+  const subscribers: SubscriberDeps = {
+    index, publishing: bc, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression,
+    limits: { maxAgeMs: config.wsMaxAgeMs, slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs },
+  };
+  const socketSubs = new SocketSubscriptions({ hub, index, book, model });
   odds.watch(hub, monitor);
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
@@ -101,21 +112,17 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new RevokedSockets(hub, authMetrics), failedKeys);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys);
   const storedSets = new StoredSets({
-    pool, hub, bc, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
+    pool, hub, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });
   const outside = new OutsideFeeds();
-  // Each keeps state per subscriber socket beside the hub's indexes: told of every open and close, in this order.
-  hub.watch(bc);
-  hub.watch(sweeper);
   hub.watch(storedSets);
-  bc.watchSends(sweeper);
   const hosts = new HostPolicy(config.allowedHosts);
   const addresses = new ClientAddresses(config.trustedProxies, config.proxyHeader);
   // uWS sets up its topics with the first socket route: publishing before it would crash the process.
   registerWs(app, {
-    bc, socketSubs, sweeper, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
+    subscribers, socketSubs, sweep, auth, hub, gate: readiness, metrics: authMetrics, log, hosts, addresses,
     origins: new OriginPolicy('/ws', 'WS_ORIGINS', config.wsOrigins, hosts),
     admission: new Admission({
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
@@ -129,7 +136,10 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   });
   const frames = new ReferenceFrames(bc, socketSubs);
   const sync = new ModelSync(pool, model, log, new ReferenceChanges({ frames, outside, freshness, metrics }));
-  const ingest = new Ingest({ pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, metrics: odds, log, outside });
+  const ingest = new Ingest({
+    pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, lockWaitMs: config.pgLockWaitMs, metrics: odds, log, outside,
+    sourceTime: { maxSkewMs: config.ingestMaxSkewMs, lateMs: config.ingestLateMs },
+  });
   const listener = new Listener({ url: databaseUrl, channel: 'refdata', log, connectTimeoutMs: config.pgConnectTimeoutMs, pingMs: config.pgListenPingMs });
   listener.listen(new Notifications({ sync, auth, pool, listener, metrics, log }));
   const httpMetrics = new HttpMetrics(metrics.registry);
@@ -163,11 +173,11 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     new Named('broadcaster', bc),
     freshness,
     monitor,
-    new Named('sweep', sweeper),
+    new Named('sweep', sweep),
     loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator
-      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, log })]
+      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log })]
       : []),
     readiness,
   ]);
@@ -179,7 +189,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   } finally {
     opts.stopping?.removeEventListener('abort', abort);
   }
-  log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth });
+  log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth, tcp_notsent_lowat: notsentLowat() || 'unbounded' });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,
     pool, model, book, hub, broadcaster: bc, ingest,

@@ -1,14 +1,15 @@
 import t from 'tap';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freshDatabase } from './helpers/db.js';
 import { http, postJson } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
-import { glibcVersion, noBuildMessage } from '../src/http/uws.js';
-import { TEST_RUNNER, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
+import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
+import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
 
 t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
   const dir = await tempDir(t);
@@ -62,7 +63,7 @@ t.test('--fresh with DATABASE_URL is refused with exit 2 saying why; so is an un
   t.match(withUrl.output(), /--fresh: deletes the embedded Postgres data folder, and DATABASE_URL is set/);
   const unknown = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--frsh']);
   t.equal(await unknown.exited, 2);
-  t.match(unknown.output(), /unknown --frsh; the only one is --fresh/);
+  t.match(unknown.output(), /unknown --frsh; the only ones are --fresh \(start from a clean embedded demo\) and --help/);
 });
 
 /** An address of this machine that is not loopback, to dial from outside loopback's reach. */
@@ -187,6 +188,23 @@ t.test('when UWS_BUILD pins a build this host cannot load, the start stops with 
   t.match(lines[0], /Unset UWS_BUILD to let the service pick the newest build that loads, or run Node 22 or 24 on a host with glibc 2.38 or newer/);
 });
 
+t.test('a build whose binary for this Node is missing is named by the file it could not load, not by its loader', async (t) => {
+  // The v20.57 loader as installed, in a folder holding none of its binaries.
+  const dir = join(await tempDir(t), 'uws');
+  mkdirSync(dir);
+  for (const f of ['uws.js', 'package.json']) copyFileSync(join(dirname(createRequire(import.meta.url).resolve('uWebSockets.js-v20.57')), f), join(dir, f));
+  let err: unknown;
+  try {
+    createRequire(import.meta.url)(join(dir, 'uws.js'));
+  } catch (e) {
+    err = e;
+  }
+  t.match(String(err), /Require stack:\n- /, 'the loader\'s own error ends with the require stack');
+  const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
+  t.equal(whyNotLoaded(err, dir), `cannot find ${join(dir, binary)}`);
+  t.equal(whyNotLoaded(new Error('advice\n\n/lib/libc.so.6: version `GLIBC_2.38\' not found (required by /x/uws.node)'), dir), "/lib/libc.so.6: version `GLIBC_2.38' not found (required by /x/uws.node)", 'the linker\'s line as it is');
+});
+
 t.test('unpinned, the one line says no build loads and names the Node to run, not UWS_BUILD', async (t) => {
   // No host here lacks every build, so the unpinned line is read from the function both starts print.
   const line = noBuildMessage({ pinned: undefined, failure: 'v20.57: not installed; v20.30: not installed' });
@@ -299,12 +317,29 @@ t.test('while Postgres is awaited at start, /health answers, /ready and the data
   await t.rejects(http(url, '/health'), 'the listener it had started is closed');
 });
 
-t.test('killed with SIGKILL, its embedded Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
+t.test('killed with SIGKILL, its embedded Postgres stops with it, and keeps the data', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.ok(lifelineOf(postmasterPid(pgDir)), 'a watcher waits on the service');
+  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  await waitFor(() => postgresOn(pgDir).length === 0, () => `its Postgres stopped: ${JSON.stringify(postgresOn(pgDir))}`, 30_000, 50);
+  const again = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
+  t.notMatch(again.output(), /left running/, 'nothing was left for the next start');
+  const sports = await http<{ si: number }[]>(again.url, '/api/v1/sports');
+  t.ok(sports.body.some((s) => s.si === 901), 'the sport is still there');
+  again.child.kill('SIGTERM');
+  t.equal(await again.exited, 0);
+});
+
+t.test('killed with SIGKILL with its watcher (no /bin/sh, or both killed), its Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
   const first = await run({ EMBEDDED_PG_DIR: pgDir });
   const ingest = await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] });
   t.equal(ingest.status, 200, 'a sport ingested before the kill');
   const orphan = postmasterPid(pgDir);
+  process.kill(lifelineOf(orphan)!, 'SIGKILL');
   first.child.kill('SIGKILL');
   await first.exited;
   t.same(postgresOn(pgDir), [orphan], 'its Postgres outlived it');

@@ -73,3 +73,32 @@ export function wholeNumber(value: string | undefined, option: string, min: numb
   if (!(n >= min && n <= max)) throw new UsageError(`${option} must be a whole number from ${min} to ${max}, got ${value}`);
   return n;
 }
+
+/** A HOST the service listens on that is no address to dial (every interface) is reached on loopback. */
+const DIAL: Readonly<Record<string, string>> = { '0.0.0.0': '127.0.0.1', '::': '::1', '[::]': '::1' };
+
+/**
+ * The service's socket for a tool: `--url` if given, else the variable URL, else HOST and PORT as
+ * `npm start` reads them (127.0.0.1 and 8080 when unset; every interface is dialled on loopback).
+ * Either form of its address is taken: `http(s)://HOST:PORT` (as `npm start` prints it, given the
+ * socket's `path`) or the socket's own `ws(s)://` URL.
+ */
+export function serviceUrl(given: string | undefined, env: NodeJS.ProcessEnv, path: '/ws' | '/ingest'): string {
+  const [name, raw] = given !== undefined ? ['--url', given] : ['URL', env.URL || undefined];
+  if (raw === undefined) {
+    const host = DIAL[env.HOST ?? ''] ?? (env.HOST || '127.0.0.1');
+    const port = env.PORT || '8080';
+    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`PORT must be the service's port, a whole number from 0 to 65535, got ${port}`);
+    return serviceUrl(`ws://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}${path}`, {}, path);
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`${name} must be the service's address (http://HOST:PORT) or its socket (ws://HOST:PORT${path}), got ${raw}`);
+  }
+  if (!/^(http|ws)s?:$/.test(url.protocol) || !url.host) throw new UsageError(`${name} must be an http(s):// or ws(s):// address, got ${raw}`);
+  url.protocol = url.protocol.replace('http', 'ws');
+  if (url.pathname === '/') url.pathname = path;
+  return url.toString();
+}

@@ -18,7 +18,7 @@ import { Outbox, OUTBOX_DEFAULTS } from '../exchange/outbox.js';
 import { Publisher } from '../exchange/publisher.js';
 import { Translator } from '../exchange/translate.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
-import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
+import { parseCommandLine, refuseStart, secret, serviceUrl, UsageError, wholeNumber } from './args.js';
 import { loadCatalogue, printSummary } from './replay.js';
 import { runsAsTool } from './fresh.js';
 
@@ -38,7 +38,9 @@ const USAGE = `usage: npm run betfair -- (--markets IDS | --event-types IDS [--m
   --ca            a PEM file of extra CA certificates to trust (a private stream server); certificates are always verified
   --heartbeat     ms between the exchange's heartbeats on a quiet stream, ${HEARTBEAT_MS.min} to ${HEARTBEAT_MS.max} (default ${HEARTBEAT_MS.default})
   --conflate      ms the exchange may conflate changes over, ${CONFLATE_MS.min} to ${CONFLATE_MS.max} (default: the exchange's)
-  --url           the service's publisher socket (default ws://127.0.0.1:8080/ingest)
+  --url           the service (http://HOST:PORT, as npm start prints it) or its publisher socket (ws://HOST:PORT/ingest);
+                  default: the variable URL, the same, else the service's HOST and PORT as npm start reads them
+                  (127.0.0.1:8080 when unset; --host and --port are the stream server's)
   --key           API key with the publisher role (needed with AUTH=on); or --key-file, ODDS_INGEST_KEY, ODDS_INGEST_KEY_FILE
   --catalogue     a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks
   --queue-bytes   bytes waiting for the service before the stream is paused (default ${OUTBOX_DEFAULTS.maxBytes})
@@ -83,7 +85,7 @@ function required(value: string | undefined, what: string): string {
   return value;
 }
 
-export function parseArgs(argv: string[]): BetfairArgs | 'help' {
+export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): BetfairArgs | 'help' {
   const line = parseCommandLine(argv, NAMES);
   if (line.help) return 'help';
   if (line.positionals.length) throw new UsageError(`unexpected argument "${line.positionals[0]}"`);
@@ -96,8 +98,7 @@ export function parseArgs(argv: string[]): BetfairArgs | 'help' {
   if (marketIds) filter.marketIds = marketIds;
   if (eventTypeIds) filter.eventTypeIds = eventTypeIds;
   if (marketTypes) filter.marketTypes = marketTypes;
-  const url = o.url ?? 'ws://127.0.0.1:8080/ingest';
-  if (!/^wss?:\/\/[^/]/.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
+  const url = serviceUrl(o.url, env, '/ingest');
   if (o.host !== undefined && !/^[A-Za-z0-9.:-]{1,253}$/.test(o.host)) throw new UsageError(`--host must be a host name or IP address, got "${o.host}"`);
   return {
     appKey: required(secret(o, 'app-key', 'BETFAIR_APP_KEY'), '--app-key (or --app-key-file, BETFAIR_APP_KEY, BETFAIR_APP_KEY_FILE)'),

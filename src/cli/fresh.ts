@@ -37,6 +37,33 @@ export function staleSource(root = ROOT): string | undefined {
   return undefined;
 }
 
+/** The board's bundle (dist/web/, built from src/ by esbuild after tsc): its page is written last. */
+const BOARD = 'dist/web/index.html';
+
+/**
+ * What `npm start` would run stale: a source newer than its compiled file (staleSource), or any
+ * source the board may bundle newer than the bundle (a tsc alone leaves the board as it was).
+ * Undefined when everything is current, so the start skips the build.
+ */
+export function staleBuild(root = ROOT): string | undefined {
+  const stale = staleSource(root);
+  if (stale) return stale;
+  const board = mtime(join(root, BOARD));
+  if (board === undefined) return BOARD;
+  let entries;
+  try {
+    entries = readdirSync(join(root, 'src'), { recursive: true, withFileTypes: true });
+  } catch {
+    return undefined;
+  }
+  for (const e of entries) {
+    if (!e.isFile() || !/\.(ts|css|html)$/.test(e.name)) continue;
+    const source = join(e.parentPath, e.name);
+    if (mtime(source)! > board) return relative(root, source);
+  }
+  return undefined;
+}
+
 /**
  * Whether the module at `url` is the process's entry point, that is, a tool
  * being run. The tools run their compiled files directly (built once by

@@ -142,6 +142,7 @@ async function main(argv: string[]): Promise<number> {
     err(`import: ${(e as Error).message}`);
     return 1;
   }
+  err(`import: database: ${db.where}`);
   const summary: Summary = { done: 0, inserted: 0, updated: 0, rejected: [] };
   let code: number;
   try {

@@ -15,7 +15,8 @@ const USAGE = `usage: npm run key -- create --client NAME --role ${ROLES.join('|
 
 Manages the API keys used with AUTH=on, in DATABASE_URL's database. When that is unset:
 the embedded Postgres in EMBEDDED_PG_DIR (default .data/pg) that the running service holds,
-or, with no service running, one started for the command and stopped after it. A new key
+or, with no service running, one started for the command and stopped after it (list and
+revoke make none where there is none). Each command names the database on stderr. A new key
 is printed once: only a hash of it is stored. create and revoke return once every running
 service has confirmed the change (a new key works, a revoked one is refused, on every pod);
 exit 1 if one did not confirm within ${CONFIRM_MS / 1000} s, naming how many.`;
@@ -55,11 +56,12 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger('warn', config.logPretty, (l) => process.stderr.write(l));
   let db;
   try {
-    db = await openDatabase(config, log, 'key');
+    db = await openDatabase(config, log, 'key', cmd.op === 'create');
   } catch (e) {
     err(`key: ${(e as Error).message}`);
     return 1;
   }
+  err(`key: database: ${db.where}`);
   /** 1 when a running service has not confirmed the change yet: it applies it once it reloads its keys. */
   const confirmed = (unconfirmed: number): number => {
     if (!unconfirmed) return 0;

@@ -14,7 +14,7 @@ import { Outbox } from '../exchange/outbox.js';
 import { Publisher, PublishError } from '../exchange/publisher.js';
 import { newStats, replay, type ReplayStats } from '../exchange/replay.js';
 import { Translator } from '../exchange/translate.js';
-import { parseCommandLine, refuseStart, secret, UsageError, wholeNumber } from './args.js';
+import { parseCommandLine, refuseStart, secret, serviceUrl, UsageError, wholeNumber } from './args.js';
 import { runsAsTool } from './fresh.js';
 
 const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--from TIME] [--to TIME] [--sequential] [--open N]
@@ -25,7 +25,8 @@ const USAGE = `usage: npm run replay -- FILE|FOLDER... [--speed N|max] [--from T
   --to        replay up to this publish time
   --sequential  the files one after another in the order given, instead of merged by publish time
   --open      files read at once while merging (default ${DEFAULT_MAX_OPEN})
-  --url       the service's publisher socket (default ws://127.0.0.1:8080/ingest)
+  --url       the service (http://HOST:PORT, as npm start prints it) or its publisher socket (ws://HOST:PORT/ingest);
+              default: the variable URL, the same, else HOST and PORT as npm start reads them (127.0.0.1:8080 when unset)
   --key       API key with the publisher role (needed with AUTH=on); or --key-file, ODDS_INGEST_KEY, ODDS_INGEST_KEY_FILE
   --catalogue a saved listMarketCatalogue answer (JSON): names and competitions the stream lacks
   --progress  seconds between progress lines on stderr (default: every 0.5 s on a terminal, none otherwise)
@@ -62,14 +63,14 @@ function time(value: string | undefined, option: string): number | undefined {
   return ms;
 }
 
-export function parseArgs(argv: string[]): ReplayArgs | 'help' {
+export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ReplayArgs | 'help' {
   const line = parseCommandLine(argv, ['speed', 'from', 'to', 'open', 'url', 'key', 'key-file', 'catalogue', 'progress', 'max-file-bytes'], ['sequential']);
   if (line.help) return 'help';
-  const { speed = '1', url = 'ws://127.0.0.1:8080/ingest', catalogue, progress } = line.options;
+  const { speed = '1', catalogue, progress } = line.options;
   if (!line.positionals.length) throw new UsageError('give at least one file or folder');
   const n = /^\d+(\.\d+)?$/.test(speed) ? Number(speed) : NaN;
   if (speed !== 'max' && !(n > 0 && n <= MAX_SPEED)) throw new UsageError(`--speed must be a number above 0 and at most ${MAX_SPEED}, or max; got ${speed}`);
-  if (!/^wss?:\/\/[^/]/.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
+  const url = serviceUrl(line.options.url, env, '/ingest');
   const from = time(line.options.from, '--from');
   const to = time(line.options.to, '--to');
   if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from');
@@ -140,7 +141,7 @@ async function main(argv: string[]): Promise<number> {
   };
   let publisher: Publisher;
   try {
-    publisher = await Publisher.connect({ url: args.url, key: args.key });
+    publisher = await Publisher.connect({ url: args.url, key: args.key, replay: true });
   } catch (err) {
     process.stderr.write(`replay: ${(err as Error).message}\n`);
     return 1;

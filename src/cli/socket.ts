@@ -27,8 +27,8 @@ function reasonOf(status: number, body: string): string {
  */
 export function toolSocket(key: string | undefined): SocketConstructor {
   return class ToolSocket extends WebSocket {
-    constructor(url: string, protocols: string[]) {
-      super(url, protocols, { handshakeTimeout: HANDSHAKE_TIMEOUT_MS, ...(key ? { headers: { 'x-api-key': key } } : {}) });
+    constructor(url: string, protocols: string[], options?: { maxPayload?: number }) {
+      super(url, protocols, { ...options, handshakeTimeout: HANDSHAKE_TIMEOUT_MS, ...(key ? { headers: { 'x-api-key': key } } : {}) });
       this.on('unexpected-response', (_req, res: IncomingMessage) => {
         let body = '';
         res.setEncoding('utf8');

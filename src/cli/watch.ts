@@ -4,19 +4,20 @@
  * development. It reconnects and resumes as the client does, saying so on stderr.
  */
 import { parseArgs as parseOptions } from 'node:util';
-import { OddsClient, RefusedError, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
+import { AGE_SINCE_MS, OddsClient, RefusedError, formatAge, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
 import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type ResultMessage, type RunnerOdds, type ServerMessage, type WireTerms } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
-import { UsageError, refuseStart } from './args.js';
+import { UsageError, refuseStart, serviceUrl } from './args.js';
 import { runsAsTool } from './fresh.js';
 import { toolSocket } from './socket.js';
 import { HANDSHAKE_TIMEOUT_MS } from '../exchange/publisher.js';
 
-const USAGE = `usage: npm run watch -- [--url ws://127.0.0.1:8080/ws] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
+const USAGE = `usage: npm run watch -- [--url http://127.0.0.1:8080] [--key KEY] [--format json|proto] [--hb 5000] [--raw]
                         [--event EID[,EID...]]... [--sport SI[,SI...]]... [--depth N] [--conflate MS] [<mid>...]
-  --url       odds WebSocket endpoint (default: the service at URL, as http:// or ws://, else
-              ws://127.0.0.1:PORT/ws, PORT 8080 when unset)
+  --url       the service (http://HOST:PORT, as npm start prints it) or its socket (ws://HOST:PORT/ws);
+              default: the variable URL, the same, else HOST and PORT as npm start reads them
+              (127.0.0.1:8080 when unset)
   --key       API key, with AUTH=on (sent in the x-api-key header; ?key= in --url works too)
   --format    wire format: json (default) or proto
   --hb        heartbeat after this many ms of silence, 500 to 30000
@@ -63,24 +64,6 @@ function whole(value: string | undefined, option: string, ok: (n: number) => boo
   return n;
 }
 
-/**
- * Where the service is when --url is not given: URL (its address, as `npm start` prints it, or its
- * socket), else PORT on this machine, as `npm start` reads them.
- */
-export function defaultUrl(env: NodeJS.ProcessEnv): string {
-  if (!env.URL) return `ws://127.0.0.1:${env.PORT || 8080}/ws`;
-  let url: URL;
-  try {
-    url = new URL(env.URL);
-  } catch {
-    throw new UsageError(`URL must be the service's address (http://HOST:PORT) or its socket (ws://HOST:PORT/ws), got ${env.URL}`);
-  }
-  if (!/^(http|ws)s?:$/.test(url.protocol)) throw new UsageError(`URL must be an http(s):// or ws(s):// address, got ${env.URL}`);
-  url.protocol = url.protocol.replace('http', 'ws');
-  if (url.pathname === '/') url.pathname = '/ws';
-  return url.toString();
-}
-
 export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): WatchOptions | 'help' {
   let parsed;
   try {
@@ -104,8 +87,7 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env):
     hb = parseHeartbeat(values.hb);
     if (hb === undefined) throw new UsageError(`--hb must be a whole number from ${HEARTBEAT.min} to ${HEARTBEAT.max}, got ${values.hb}`);
   }
-  const url = values.url ?? defaultUrl(env);
-  if (!/^wss?:\/\//.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL, got ${url}`);
+  const url = serviceUrl(values.url, env, '/ws');
   const eids = ids(values.event, '--event');
   const sis = ids(values.sport, '--sport');
   if (positionals.length === 0 && !eids.length && !sis.length) throw new UsageError('give at least one market ID, --event or --sport');
@@ -149,8 +131,18 @@ function formatSettlement(r: ResultMessage): string {
   return [r.cert ? `cert=${r.cert}` : '', dh.length ? `dh ${dh.join(',')}` : '', voids.length ? `void ${voids.join(',')}` : ''].filter(Boolean).map((w) => ` ${w}`).join('');
 }
 
-/** How late an odds frame arrived, from the source's time and from the service's publish time (the client's receipt delay). */
-const late = (d: ReceiptDelay | undefined) => (d ? `  delay ${Math.round(d.source)} ms from source, ${Math.round(d.publish)} ms from publish` : '');
+/**
+ * How late an odds frame arrived, from the source's time and from the service's publish time (the
+ * client's receipt delay); past a day, since when the source has sent nothing.
+ */
+const late = (d: ReceiptDelay | undefined) => {
+  if (!d) return '';
+  if (d.source >= AGE_SINCE_MS) {
+    const published = d.publish >= AGE_SINCE_MS ? formatAge(d.publish, d.at).replace('no data since', 'published') : `${Math.round(d.publish)} ms from publish`;
+    return `  ${formatAge(d.source, d.at)} by the source's time, ${published}`;
+  }
+  return `  delay ${Math.round(d.source)} ms from source, ${Math.round(d.publish)} ms from publish`;
+};
 
 /**
  * One line per frame (a delta arrives as the image the client rebuilt); `now` is the receive time, passed in so the function
@@ -161,7 +153,7 @@ export function formatFreshness(state: MarketFreshness, now = Date.now()): strin
   return `${clock(now)} freshness ${state.mid} ${state.live ? 'live' : `STALE ${state.why} since ${clock(state.since)}`}`;
 }
 
-export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay): string {
+export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: boolean, now = Date.now(), delay?: ReceiptDelay, lateness?: number): string {
   if (raw) return JSON.stringify(msg);
   const at = clock(now);
   switch (msg.op) {
@@ -175,6 +167,7 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
     case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}${formatSettlement(msg)}`;
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
+    case 'clock': return `${at} clock ${clock(msg.ts)}${lateness === undefined ? '' : `, read ${Math.round(lateness)} ms later than the quickest`}`;
     case 'feed': return `${at} feed ${msg.status}`;
     case 'freshness': return formatFreshness(msg.live ? { mid: msg.mid, live: true } : { mid: msg.mid, live: false, why: msg.why!, since: msg.at }, now);
     case 'notice': return `${at} notice ${msg.message}`;
@@ -244,12 +237,12 @@ function main(argv: string[]): void {
   const client = new OddsClient({ url: opts.url, format: opts.format, hb: opts.hb, WebSocket: toolSocket(opts.key) });
   let everOpened = false;
   client.on('open', () => (everOpened = true));
-  const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay) + '\n');
+  const print = (msg: Exclude<ServerMessage, DeltaMessage>, delay?: ReceiptDelay) => process.stdout.write(formatFrame(msg, opts.raw, Date.now(), delay, client.lateness) + '\n');
   // Odds lines come from the client's book, so an image the server sends again (the client's stored
   // set attaches a market at connect, the subscribe sends its image once more) prints once. Summary
   // freshness lines come from the client too, which also says when markets are stale for want of a
   // connection; --raw prints the server's frames as they are.
-  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && (opts.raw || msg.op !== 'freshness') && print(msg));
+  client.on('message', (msg) => msg.op !== 'odds' && msg.op !== 'delta' && (opts.raw || msg.op !== 'freshness') && print(msg, undefined));
   client.on('odds', (frame) => print(frame, client.book.delay(frame.mid)));
   if (!opts.raw) client.on('freshness', (state) => process.stdout.write(formatFreshness(state) + '\n'));
   // One bad frame is worth reporting, not worth dropping the whole session over.

@@ -6,7 +6,7 @@
  */
 import { decodeServerProto, UnknownServerMessage } from '../odds/codec.js';
 import { MAX_EPOCH } from '../odds/client-codec.js';
-import { FEED_STATUSES, INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, STALE_REASONS, type ServerMessage } from '../odds/messages.js';
+import { FEED_STATUSES, INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, STALE_WHYS, type ServerMessage } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import { BETTING_TYPES, CERTAINTIES, SETTLED_STATUSES, TERMS_RUNNER_STATUSES } from '../refdata/types.js';
 
@@ -101,8 +101,9 @@ export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
   unsubscribed: { keys: { mids: list(mid, 'market IDs') } },
   feed: { keys: { status: oneOf(FEED_STATUSES) } },
   hb: { keys: { ts: time } },
+  clock: { keys: { ts: time } },
   freshness: {
-    keys: { mid, live: bool, why: optional(oneOf(STALE_REASONS)), at: time },
+    keys: { mid, live: bool, why: optional(oneOf(STALE_WHYS)), at: time },
     // A stale market always says why; a live one has nothing to say.
     also: (m) => ((m.live === true) === (m.why === undefined) ? undefined : m.live ? 'a live market has no why' : 'a stale market must say why'),
   },

@@ -1,13 +1,14 @@
 import { CLOSE } from '../errors.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
-import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type MarketStateMessage, type WireTerms } from '../odds/messages.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type MarketStateMessage, type ServerMessage, type WireTerms } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
 import { readFrame } from './checks.js';
 import { MarketBook } from './market-book.js';
 import { Resyncs } from './resyncs.js';
 import { FreshnessBook, type MarketFreshness } from './freshness.js';
 import { Silence } from './silence.js';
+import { ServerClock } from './server-clock.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
 import { TermsBook, type Settlement } from './terms.js';
@@ -17,6 +18,11 @@ import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from 
 
 /** Markets the client takes without naming them (by event or sport, or its stored set), unless told otherwise: the server's default per socket. */
 export const MAX_MARKETS = 2000;
+
+/** The largest frame the client reads unless told otherwise: far above the largest the server sends (an image of 500 runners is about 200 KB). */
+export const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** RFC 6455's close code for a message too big to process. */
+const TOO_BIG = 1009;
 
 /**
  * An odds feed client that runs in browsers and Node: subscribes with
@@ -47,8 +53,15 @@ export class OddsClient extends Emitter<ClientEvents> {
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private feedStatus: FeedStatus = 'OK';
   private readonly maxMarkets: number;
+  private readonly maxFrameBytes: number;
   private readonly resyncs = new Resyncs((mid) => this.resync(mid));
   private ignoredFrames = 0;
+  private readonly serverClock = new ServerClock();
+  private readonly maxAgeMs: number;
+  /** The server's last `clock` frame, by its time and the least spacing seen between two. */
+  private lastClock: { ts: number; every: number } | undefined;
+  private clockTimer: ReturnType<typeof setTimeout> | undefined;
+  private late = 0;
 
   constructor(private readonly options: ClientOptions) {
     super();
@@ -57,6 +70,10 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.Socket = Socket;
     this.maxMarkets = options.maxMarkets ?? MAX_MARKETS;
     if (!(Number.isInteger(this.maxMarkets) && this.maxMarkets >= 1)) throw new Error('maxMarkets must be a whole number from 1');
+    this.maxAgeMs = options.maxAgeMs ?? 2000;
+    if (!(Number.isInteger(this.maxAgeMs) && this.maxAgeMs >= 200 && this.maxAgeMs <= 60_000)) throw new Error('maxAgeMs must be a whole number of ms from 200 to 60000');
+    this.maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+    if (!(Number.isInteger(this.maxFrameBytes) && this.maxFrameBytes >= 1024)) throw new Error('maxFrameBytes must be a whole number of bytes from 1024');
     this.hbMs = options.hb ?? HEARTBEAT.default;
     if (!(this.hbMs >= HEARTBEAT.min && this.hbMs <= HEARTBEAT.max)) throw new Error(`hb must be ${HEARTBEAT.min} to ${HEARTBEAT.max} ms`);
     const url = new URL(options.url);
@@ -78,6 +95,14 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Frames dropped because they were about markets the client neither holds nor asked for (or holds maxMarkets of already). */
   get ignored(): number {
     return this.ignoredFrames;
+  }
+
+  /**
+   * How much later than its quickest the server's latest `clock` frame was read (ms): how late
+   * everything read with it is. Past `maxAgeMs`, every market is held `behind`.
+   */
+  get lateness(): number {
+    return this.late;
   }
 
   /** Whether a market's prices are live, or stale with why and since when. */
@@ -120,7 +145,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   connect(): void {
     if (this.stopped || this.socket) return;
     const format = this.options.format ?? 'json';
-    const socket = new this.Socket(this.url, [`odds.v1.${format}`]);
+    const socket = new this.Socket(this.url, [`odds.v1.${format}`], { maxPayload: this.maxFrameBytes });
     socket.binaryType = 'arraybuffer';
     this.socket = socket;
     let opened = false;
@@ -168,6 +193,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.silence.stop();
     this.resyncs.stop();
     clearTimeout(this.reconnectTimer);
+    clearTimeout(this.clockTimer);
     const socket = this.socket;
     const opened = this.live;
     this.socket = undefined;
@@ -189,6 +215,8 @@ export class OddsClient extends Emitter<ClientEvents> {
   private receive(data: unknown): void {
     const at = Date.now();
     this.silence.heard();
+    const size = typeof data === 'string' ? data.length : (data as ArrayBuffer | undefined)?.byteLength ?? 0;
+    if (size > this.maxFrameBytes) return this.tooBig(size);
     const read = readFrame(data);
     if ('error' in read) {
       this.emit('error', new Error(read.error));
@@ -198,7 +226,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.backoff.reset();
     if ('unknown' in read) return;
     const msg = read.msg;
-    if ('mid' in msg && !this.takes(msg.mid)) {
+    this.timed(msg, at);
+    if ('mid' in msg && !this.takes(msg.mid, msg.op)) {
       this.ignoredFrames++;
       return;
     }
@@ -214,7 +243,7 @@ export class OddsClient extends Emitter<ClientEvents> {
       case 'ack': {
         const answered = msg.status === 1 ? this.requests.answers(msg.id) : undefined;
         if (!this.requests.settle(msg) && msg.status === 0) this.emit('notice', { op: 'notice', status: 0, message: msg.message });
-        // Live again unless the server says otherwise: it sends a stale market's state after the image.
+        // Live again unless the server says otherwise: it sends a stale market's state before the image.
         if (answered) this.told(this.fresh.resubscribed(answered.eids?.length || answered.sis?.length ? 'all' : answered.mids ?? []));
         return;
       }
@@ -236,7 +265,28 @@ export class OddsClient extends Emitter<ClientEvents> {
         this.emit('feed', msg);
         return;
       case 'freshness': this.told([this.fresh.apply(msg)]); return;
-      case 'hb': return;
+      case 'hb': case 'clock': return;
+    }
+  }
+
+  /**
+   * The server's clock from every frame that carries its time; from a `clock` frame, how late
+   * what the client reads arrives: past `maxAgeMs` every market it holds is `behind` until a
+   * timely one, and so when the next does not come within its spacing and the bound.
+   */
+  private timed(msg: ServerMessage, at: number): void {
+    const stamp = msg.op === 'clock' || msg.op === 'hb' ? msg.ts : msg.op === 'odds' || msg.op === 'delta' ? msg.pt : undefined;
+    if (stamp === undefined) return;
+    this.serverClock.observe(stamp, at);
+    if (msg.op !== 'clock') return;
+    this.late = this.serverClock.lateness(msg.ts, at);
+    if (this.late > this.maxAgeMs) this.told(this.fresh.late(this.book.mids(), at));
+    else if (this.late <= this.maxAgeMs / 2) this.told(this.fresh.timely(this.book.mids()));
+    const every = this.lastClock && msg.ts > this.lastClock.ts ? Math.min(this.lastClock.every, msg.ts - this.lastClock.ts) : Infinity;
+    this.lastClock = { ts: msg.ts, every };
+    clearTimeout(this.clockTimer);
+    if (every !== Infinity) {
+      this.clockTimer = setTimeout(() => this.told(this.fresh.late(this.book.mids(), Date.now())), every + this.maxAgeMs);
     }
   }
 
@@ -255,11 +305,14 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   /**
    * Whether a frame of this market is for this client: one it holds or names, or, while it takes
-   * markets it cannot name (a filter, its stored set), one more up to maxMarkets held; and a
-   * concluded market's frames until the server detaches it.
+   * markets it cannot name (a filter, its stored set), one more up to maxMarkets held (the
+   * freshness of one it does not hold excepted); and a concluded market's frames until the
+   * server detaches it.
    */
-  private takes(mid: string): boolean {
+  private takes(mid: string, op: string): boolean {
     if (this.book.has(mid) || this.requests.names(mid) || this.held.state(mid)) return true;
+    // Only a stale market's freshness is kept: of a market it neither holds nor named it would be kept for nothing, without bound.
+    if (op === 'freshness') return false;
     return (this.requests.filtered || this.options.storedSet === true) && this.book.size < this.maxMarkets;
   }
 
@@ -321,6 +374,19 @@ export class OddsClient extends Emitter<ClientEvents> {
     else socket?.close();
   }
 
+  /**
+   * A frame past maxFrameBytes (where the socket did not refuse it itself): not read; the
+   * connection is given up as `dead` does, saying why, and made again after the backoff.
+   */
+  private tooBig(size: number): void {
+    const socket = this.socket;
+    const why = `a frame of ${size} bytes is larger than maxFrameBytes (${this.maxFrameBytes}): not read`;
+    this.emit('error', new Error(why));
+    this.lost(TOO_BIG, why, true, undefined);
+    // Browsers let a script close only with 1000 or 3000 to 4999.
+    socket?.close(1000, 'frame too large');
+  }
+
   private lost(code: number, reason: string, opened: boolean, error: string | undefined): void {
     this.silence.stop();
     this.socket = undefined;
@@ -331,6 +397,10 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.held.retain((mid) => this.book.has(mid) || this.requests.names(mid) || this.requests.filtered);
     // Nothing reaches the client now: every price it holds is stale until its market is answered again.
     this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
+    // A new connection is a new link: how late it reads is judged afresh.
+    clearTimeout(this.clockTimer);
+    this.lastClock = undefined;
+    this.fresh.timely([]);
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {
       this.stopped = true;

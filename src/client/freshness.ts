@@ -1,7 +1,7 @@
-import type { FreshnessMessage, StaleReason } from '../odds/messages.js';
+import type { FreshnessMessage, StaleWhy } from '../odds/messages.js';
 
 /** Why the client holds a market's prices as stale: the server's reasons, or its own while it has no connection. */
-export type FreshnessReason = StaleReason | 'disconnected';
+export type FreshnessReason = StaleWhy | 'disconnected';
 
 /** A market's freshness as the client holds it: live, or stale with why and since when (ms). */
 export type MarketFreshness = { mid: string; live: true } | { mid: string; live: false; why: FreshnessReason; since: number };
@@ -10,14 +10,34 @@ export type MarketFreshness = { mid: string; live: true } | { mid: string; live:
  * The freshness of each market, by what the server said (`freshness` frames) and what the client
  * knows itself: without a connection every market it holds is stale (`disconnected`), and a
  * market is live again once its subscribe was answered on the new connection, unless the server
- * says otherwise after the image. Every market is live until told otherwise, so only stale
+ * says otherwise with the image (just before it). Every market is live until told otherwise, so only stale
  * markets are kept.
  */
 export class FreshnessBook {
   private readonly stale = new Map<string, MarketFreshness & { live: false }>();
+  /** Since when what the client reads has arrived later than the bound (its own judgement); undefined while timely. */
+  private lagging: number | undefined;
 
   get(mid: string): MarketFreshness {
-    return this.stale.get(mid) ?? { mid, live: true };
+    return this.stale.get(mid) ?? (this.lagging === undefined ? { mid, live: true } : { mid, live: false, why: 'behind', since: this.lagging });
+  }
+
+  /**
+   * What the client reads arrives later than the bound (its `clock` frames say so, or stopped
+   * coming): every market it holds that the server has not said is stale is `behind`, until it
+   * is timely again. Returns those that changed.
+   */
+  late(mids: Iterable<string>, since: number): MarketFreshness[] {
+    if (this.lagging !== undefined) return [];
+    this.lagging = since;
+    return [...mids].filter((mid) => !this.stale.has(mid)).map((mid) => this.get(mid));
+  }
+
+  /** What the client reads is timely again: the markets behind only for that are live. Returns those that changed. */
+  timely(mids: Iterable<string>): MarketFreshness[] {
+    if (this.lagging === undefined) return [];
+    this.lagging = undefined;
+    return [...mids].filter((mid) => !this.stale.has(mid)).map((mid) => ({ mid, live: true }));
   }
 
   /** A `freshness` frame: the market's new state, or undefined when it was already so. */
@@ -56,7 +76,8 @@ export class FreshnessBook {
     return state;
   }
 
+  /** The server's word that it is live: live, or `behind` while what the client reads is late. */
   private live(mid: string): MarketFreshness | undefined {
-    return this.stale.delete(mid) ? { mid, live: true } : undefined;
+    return this.stale.delete(mid) ? this.get(mid) : undefined;
   }
 }

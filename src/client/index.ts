@@ -10,13 +10,13 @@
  *   client.connect();
  *   await client.subscribe({ mids: ['1.200001001'] });
  */
-export { MAX_MARKETS, OddsClient } from './client.js';
+export { MAX_FRAME_BYTES, MAX_MARKETS, OddsClient } from './client.js';
 export type { ClientEvents, ClientOptions, CloseInfo, SocketConstructor, SocketLike } from './types.js';
 export { MarketBook, PAST_EPOCHS, type ReceiptDelay } from './market-book.js';
 export { RESYNC } from './resyncs.js';
 export type { FreshnessReason, MarketFreshness } from './freshness.js';
 export { Emitter } from './emitter.js';
-export { formatVolume } from './format.js';
+export { AGE_SINCE_MS, formatAge, formatVolume } from './format.js';
 export { TermsBook, settlementOf, type Removal as RunnerRemoval, type Settlement, type Voided, type Winner } from './terms.js';
 export { reduce, WIN_MINIMUM_FACTOR, type Reduced } from './reduction.js';
 export { checkBet, type BetAnswer, type Side } from './bet-check.js';

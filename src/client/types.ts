@@ -11,7 +11,11 @@ export interface SocketLike {
   // Any event argument: the browser's and the `ws` package's event types differ.
   addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: any) => void): void;
 }
-export type SocketConstructor = new (url: string, protocols: string[]) => SocketLike;
+/**
+ * A WebSocket class. The client passes `{ maxPayload }` as a third argument: the `ws` package then
+ * refuses a larger frame before reading it; a browser's WebSocket ignores the argument.
+ */
+export type SocketConstructor = new (url: string, protocols: string[], options?: { maxPayload?: number }) => SocketLike;
 
 export interface ClientOptions {
   /** The odds feed, `ws://HOST:PORT/ws` or `wss://...`. */
@@ -37,6 +41,20 @@ export interface ClientOptions {
    * set; default 2000, the server's default per socket): frames of further ones are ignored.
    */
   maxMarkets?: number;
+  /**
+   * How late what the client reads may arrive before it holds its markets `behind` (ms, 200 to
+   * 60000, default 2000: the server's WS_MAX_AGE_MS): judged by the server's `clock` frames,
+   * each stamped as it was sent, and by their stopping (docs/protocol.md#the-age-of-a-price).
+   */
+  maxAgeMs?: number;
+  /**
+   * The largest frame the client reads, in bytes (a text frame's length in characters where the
+   * socket hands over text): default 4 MiB, far above the largest the server sends. A larger frame
+   * is not read: the connection is closed and made again after the usual backoff. The `ws`
+   * package refuses it itself from its header (close 1006, error `Max payload size exceeded`);
+   * with another socket the client does (close 1009, and an `error` event naming the sizes).
+   */
+  maxFrameBytes?: number;
 }
 
 export interface CloseInfo {

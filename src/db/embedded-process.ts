@@ -119,6 +119,31 @@ export async function initialise(bins: Binaries, dataDir: string, who: RunAs, lo
   if (end.code !== 0) throw failed(`initdb could not create the embedded Postgres in ${dataDir}`, end, initdb);
 }
 
+/**
+ * A watcher that stops the postmaster when this process dies however it dies (SIGKILL, the OOM
+ * killer), which Postgres would otherwise outlive: a shell holding a pipe from this process, which
+ * on its end (every end of a process closes its files) asks Postgres for a fast shutdown. It ignores
+ * the signals a terminal or a process group gets, so it outlives what this process survives; it is
+ * killed once the postmaster has exited, before its pid can be reused. Without /bin/sh there is
+ * none, and the next start stops what was left (embedded-owner.ts).
+ */
+function lifeline(pid: number, who: RunAs, detached: boolean): { cut(): void } {
+  let child: ChildProcess;
+  try {
+    child = spawn('/bin/sh', ['-c', 'trap "" INT TERM HUP QUIT; read -r _ || kill -INT "$0"', String(pid)], {
+      uid: who.uid, gid: who.gid, detached, stdio: ['pipe', 'ignore', 'ignore'],
+    });
+  } catch {
+    return { cut: () => undefined };
+  }
+  child.on('error', () => undefined);
+  child.stdin!.on('error', () => undefined);
+  // It must not keep a tool's process alive: it ends with it.
+  child.unref();
+  (child.stdin as unknown as { unref(): void }).unref();
+  return { cut: () => child.kill('SIGKILL') };
+}
+
 export interface Postmaster {
   readonly pid: number;
   /** Fast shutdown (sessions end, data is checkpointed), then waits for the exit. */
@@ -141,8 +166,10 @@ export async function startPostgres(
     if (line.includes(READY)) ready();
   });
   let watching = false;
+  const guard = pg.child.pid === undefined ? undefined : lifeline(pg.child.pid, who, detached);
   const exited = new Promise<void>((ok) => {
     pg.child.once('exit', (code, signal) => {
+      guard?.cut();
       if (watching) died(signal ? `killed by ${signal}` : `exit code ${code}: ${pg.said()}`);
       ok();
     });

@@ -134,18 +134,33 @@ export async function wipeEmbedded(dir: string, log: Logger): Promise<void> {
   log.info('embedded postgres data deleted for a fresh start', { dir: dataDir });
 }
 
+/** The embedded Postgres a CLI reached, and which it is, in words for its user. */
+export interface ReachedServer extends EmbeddedServer {
+  readonly where: string;
+}
+
 /**
  * For a CLI with no DATABASE_URL: the embedded Postgres a running service
  * holds on the folder, reached and left running; otherwise one started for
- * the CLI's run, stopped by `stop`.
+ * the CLI's run, stopped by `stop`. With `create` false (a command that only
+ * reads), a folder holding no server yet is refused rather than made.
  */
-export async function reachEmbedded(dir: string, port: number, log: Logger, command: string): Promise<EmbeddedServer> {
+export async function reachEmbedded(dir: string, port: number, log: Logger, command: string, create = true): Promise<ReachedServer> {
   const dataDir = resolve(dir);
   const holder = inspect(dataDir);
-  if (holder.state !== 'held' || holder.owner.kind !== 'service') return startEmbedded(dir, port, log, { kind: 'cli', command });
+  if (holder.state !== 'held' || holder.owner.kind !== 'service') {
+    if (!create && !existsSync(join(dataDir, 'PG_VERSION'))) {
+      throw new EmbeddedError(`there is no embedded Postgres in ${dataDir} (EMBEDDED_PG_DIR), so nothing to read: set EMBEDDED_PG_DIR to the folder the service uses, or DATABASE_URL to its database`);
+    }
+    const started = await startEmbedded(dir, port, log, { kind: 'cli', command });
+    return { ...started, where: `the embedded Postgres in ${dataDir}, started for this command (no service runs on it)` };
+  }
   if (!holder.port) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) is still starting the embedded Postgres in ${dataDir}: try again in a moment`);
   const password = await readPassword(dataDir);
   if (!password) throw new EmbeddedError(`${holder.owner.command} (pid ${holder.owner.pid}) has not yet written the password of the embedded Postgres in ${dataDir}: try again in a moment`);
   log.info('using the embedded postgres of the running service', { pid: holder.owner.pid, port: holder.port });
-  return { url: urlFor(holder.port, password), failed: () => undefined, stop: async () => undefined };
+  return {
+    url: urlFor(holder.port, password), failed: () => undefined, stop: async () => undefined,
+    where: `the embedded Postgres in ${dataDir} of the running service (${holder.owner.command}, pid ${holder.owner.pid})`,
+  };
 }

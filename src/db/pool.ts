@@ -61,6 +61,8 @@ export function isUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | null;
   if (!e) return false;
   const code = e.code ?? '';
+  // A lock waited for past lock_timeout: Postgres answered, another transaction holds the rows.
+  if (code === '55P03') return false;
   if (/^(08|57P|53)/.test(code)) return true;
   if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
   return /timeout|terminat|Connection|ECONNREFUSED/i.test(e.message ?? '');

@@ -8,6 +8,7 @@ import { demoMarketIds } from './data.js';
 import { MatchDay } from './match-day.js';
 import { Simulator, type SimMarket } from './simulator.js';
 import { openingLine } from './outcomes.js';
+import { SimFeed } from './feed.js';
 
 /**
  * What the simulator animates, read from the read model each tick so markets
@@ -45,6 +46,8 @@ interface SimulatorRun {
   freshness: Pick<Freshness, 'connect'>;
   intervalMs: number;
   lifecycleMs: number;
+  /** Items a batch may hold (`INGEST_MAX_ITEMS`): the simulator's batches keep within it. */
+  maxItems: number;
   log: Logger;
 }
 
@@ -57,13 +60,14 @@ interface SimulatorRun {
  */
 export class DemoSimulator implements Component {
   readonly name = 'simulator';
-  private running: { sim: Simulator; life: MatchDay; feeder: Feeder } | undefined;
+  private running: { sim: Simulator; life: MatchDay; feeder: Feeder; feed: SimFeed } | undefined;
 
   constructor(private readonly o: SimulatorRun) {}
 
   start(): void {
-    const { model, ingest, outside, intervalMs, lifecycleMs, log } = this.o;
+    const { model, ingest, outside, intervalMs, lifecycleMs, maxItems, log } = this.o;
     const feeder = this.o.freshness.connect();
+    const feed = new SimFeed({ ingest, feeder, maxItems, log });
     const demo = demoMarketIds();
     const ours = (mid: string) => demo.has(mid) && !outside.has(mid);
     const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
@@ -71,21 +75,20 @@ export class DemoSimulator implements Component {
       intervalMs,
       markets: () => simMarkets(model, ours),
       alive: () => feeder.heard(),
-      publish: (images) => {
-        ingest.accept(ingest.read(images.map((image) => ({ kind: 'odds', ...image }))), { from: 'simulator', feeder }).catch((err: Error) => log.warn('simulator batch refused', { err: err.message }));
-      },
+      publish: (images) => feed.publish(images),
     });
     sim.start();
     life.start();
-    this.running = { sim, life, feeder };
+    this.running = { sim, life, feeder, feed };
     log.info('odds simulator started', { intervalMs, lifecycleMs });
   }
 
   stop(): void {
     if (!this.running) return;
-    const { sim, life, feeder } = this.running;
+    const { sim, life, feeder, feed } = this.running;
     this.running = undefined;
     sim.stop();
+    feed.stop();
     life.stop();
     feeder.close();
   }

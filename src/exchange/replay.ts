@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { merged, type MergeOptions } from './merge.js';
 import type { Outbox } from './outbox.js';
 import type { Translator } from './translate.js';
+import type { IngestItemInput } from '../odds/messages.js';
 
 export interface ReplayStats {
   /** Messages replayed, from `from` on. */
@@ -67,17 +68,14 @@ export async function replay(opts: ReplayOptions): Promise<void> {
       continue;
     }
     if (held && m.pt !== undefined && m.pt >= opts.from!) {
-      for (const mid of held) {
-        const item = translator.render(mid);
-        if (item) outbox.push(item);
-      }
+      for (const mid of held) stats.images += publish(translator.render(mid), outbox);
       held = undefined;
     }
     if (held) {
       stats.before++;
       const { steps, problems } = translator.apply(m.msg, m.where);
       note(problems, opts);
-      for (const step of steps) if ('item' in step) outbox.push(step.item);
+      for (const step of steps) if ('item' in step) outbox.push(step.item, step.mid);
       else held.add(step.mid);
       continue;
     }
@@ -86,14 +84,22 @@ export async function replay(opts: ReplayOptions): Promise<void> {
       if (wait > 0) await sleep(wait);
       stats.clock = m.pt;
     }
-    const out = translator.translate(m.msg, m.where);
-    note(out.problems, opts);
+    const { steps, problems } = translator.apply(m.msg, m.where);
+    note(problems, opts);
     stats.messages++;
-    stats.images += out.images;
-    for (const item of out.items) outbox.push(item);
+    // Every image as the message left its market: the reference rows with the market they belong to.
+    for (const step of steps) if ('item' in step) outbox.push(step.item, step.mid);
+    else stats.images += publish(translator.render(step.mid), outbox);
     await outbox.room();
   }
   await outbox.flush();
+}
+
+/** Queues what tells the service a market's state; 1 when it is an odds image. */
+function publish(item: IngestItemInput | undefined, outbox: Outbox): number {
+  if (!item) return 0;
+  outbox.push(item);
+  return item.kind === 'odds' ? 1 : 0;
 }
 
 function note(problems: string[], opts: Pick<ReplayOptions, 'problem' | 'stats'>): void {

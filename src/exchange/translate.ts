@@ -5,10 +5,11 @@
  *   const translator = new Translator({ catalogue, ledger });   // both optional
  *   const { items, problems, images } = translator.translate(JSON.parse(line), 'file.bz2:12');
  *
- * or in two steps, as the live adapter does to send only the newest state of a busy market:
- * `apply` updates the books and returns the reference items and the markets whose state moved,
- * in the order they must take effect; `render(mid)` gives the item that tells the service a
- * market's state now (an odds image, or a `stale` item), or nothing when it was told already.
+ * or in two steps, as the adapters do (the live one to send only the newest state of a busy
+ * market): `apply` updates the books and returns the reference items, each with the market whose
+ * definition made it, and the markets whose state moved, in the order they must take effect;
+ * `render(mid)` gives the item that tells the service a market's state now (an odds image, or a
+ * `stale` item), or nothing when it was told already.
  *
  * Each market change updates that market's book (exchange-book.ts) and yields one odds image: the
  * best 10 levels a side per runner, `ltp` and `tv` per runner, the market's `tv`, `ts` = the
@@ -39,8 +40,11 @@ const IMAGE_DEPTH = 10;
 /** Markets held at once; the one closed longest ago is forgotten first. */
 const DEFAULT_MAX_MARKETS = 50_000;
 
-/** A reference item, or a market whose state the service must be told (`render` it). */
-export type Step = { item: IngestItemInput } | { mid: string };
+/**
+ * A reference item with the market whose definition made it (`mid`: a publisher keeps each
+ * market's rows apart), or a market whose state the service must be told (`render` it).
+ */
+export type Step = { item: IngestItemInput; mid: string } | { mid: string };
 
 interface TranslatorOptions {
   catalogue?: Catalogue;
@@ -162,9 +166,9 @@ export class Translator {
       const before: IngestItemInput[] = [];
       const after: IngestItemInput[] = [];
       if (mc.marketDefinition) this.reference(mc.id, state, before, after);
-      for (const item of before) steps.push({ item });
+      for (const item of before) steps.push({ item, mid: mc.id });
       steps.push({ mid: mc.id });
-      for (const item of after) steps.push({ item });
+      for (const item of after) steps.push({ item, mid: mc.id });
     }
     // Late or well again: every market hears it, those this message changed already with their image.
     const late = msg.status !== undefined && msg.status !== null;

@@ -6,9 +6,10 @@ import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { Publisher } from '../hub/hub.js';
-import type { Ingest, IngestResult, PublisherKey } from '../ingest/ingest.js';
-import type { Batch } from '../ingest/batch.js';
+import { refuseRead, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
+import { HELD_PER_WIRE_BYTE, batchOf, readBytes, type Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
+import { limitHeaders } from '../ingest/limits.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
 import { peekId } from './peek.js';
@@ -26,17 +27,18 @@ function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pic
   if (binary) {
     const decoded = decodeIngestProto(bytes, maxItems);
     if ('error' in decoded) throw errors.badBody(decoded.error);
-    return { id: 0, bytes: bytes.byteLength, items: ingest.read(decoded.data) };
+    return batchOf(0, bytes.byteLength, ingest.read(decoded.data));
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');
   const { id = 0, data } = body as { id?: unknown; data?: unknown };
-  // An id the ack could not echo would leave its publisher unable to match the ack: refused, unread.
+  // An id the ack could not echo would leave its publisher unable to match the ack: refused, its
+  // items read only for the markets they name.
   const echoable = Number.isSafeInteger(id) && (id as number) >= 0 && (id as number) <= 0xffffffff;
-  return {
-    id: echoable ? (id as number) : 0, bytes: bytes.byteLength,
-    items: echoable ? ingest.read(data) : { refusal: errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)') },
-  };
+  const items = ingest.read(data);
+  if (echoable) return batchOf(id as number, bytes.byteLength, items);
+  const refusal = errors.badBody('id must be a whole number from 0 to 4294967295 (the ack echoes it)');
+  return batchOf(0, bytes.byteLength, 'refusal' in items ? { ...items, refusal } : refuseRead(refusal, items, []));
 }
 
 /** A batch's answer, both routes: `Ingested 499 items; refused 1`, and the refused items when there are any. */
@@ -51,6 +53,13 @@ function liveness(raw: string | undefined): number {
   const ms = parseLiveness(raw);
   if (ms === undefined) throw errors.badParam('live', `must be a whole number of milliseconds from ${LIVENESS.min} to ${LIVENESS.max}`);
   return ms;
+}
+
+/** `?replay=`: 1 when the connection publishes a recording, whose source times are its own (docs/ingest.md#source-time). */
+function replaying(raw: string | undefined): boolean {
+  if (raw === undefined || raw === '0') return false;
+  if (raw === '1') return true;
+  throw errors.badParam('replay', 'must be 1 (the connection replays a recording) or 0');
 }
 
 /** A publisher's API key as ingest checks it while keys are in force: live while this pod holds it. */
@@ -80,10 +89,10 @@ class PublisherSocket implements Publisher {
   private readonly maxUnreadBytes: number;
 
   constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
-    const { keyId, format, key, liveMs } = conn.getUserData();
+    const { keyId, format, key, liveMs, replay } = conn.getUserData();
     this.keyId = keyId;
     this.format = format;
-    this.feeder = deps.freshness.connect(liveMs);
+    this.feeder = deps.freshness.connect(liveMs, replay);
     this.maxUnreadBytes = deps.maxUnreadBytes;
     const limits = { maxInFlight: deps.maxInFlight, maxBytes: deps.maxQueuedBytes };
     this.lane = new Lane({ ingest: deps.ingest, by: { key, feeder: this.feeder }, limits, keys: deps.keyQueues, keyId });
@@ -117,6 +126,7 @@ interface PublisherData {
   format: Format;
   key: PublisherKey | undefined;
   liveMs: number;
+  replay: boolean;
   /** From open: the connection's lane and freshness, and the socket as the hub holds it. */
   socket?: PublisherSocket;
 }
@@ -141,17 +151,25 @@ export interface IngestRoutesDeps extends UpgradeDeps {
  * Publishers' routes. Both take the same items. The socket form answers each
  * message with an ack in the socket's format, echoing the batch `id`, and
  * applies a connection's batches in the order sent (ingest/lane.ts). The hub
- * holds the sockets: it revokes and drains them through their lanes. Every
- * message and every POST is a sign of the publisher's life, whatever it holds.
+ * holds the sockets: it revokes and drains them through their lanes. Only a
+ * batch ingest accepts is a sign of the publisher's life (ingest/ingest.ts).
  */
 export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRoutesDeps): void {
   const { ingest, log, auth } = deps;
   /** With keys in force, a batch takes effect only while its key is live (ingest/ingest.ts). */
   const keyOf = (keyId: string): PublisherKey | undefined => (auth.enabled ? new LiveKey(auth, keyId) : undefined);
+  /**
+   * The bounds a connection keeps, announced on every handshake so publishers size their
+   * pipelines by them: the byte bounds as what may be on the wire, since a message is judged at
+   * what it may hold once read.
+   */
+  const announced = limitHeaders({
+    maxInFlight: deps.maxInFlight, maxItems: deps.maxItems, maxMessageBytes: deps.maxBodyBytes,
+    queueBytes: Math.floor(deps.maxQueuedBytes / HELD_PER_WIRE_BYTE), keyQueueBytes: Math.floor(deps.keyQueues.max / HELD_PER_WIRE_BYTE),
+  });
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
-    feeder.heard();
     const batch = readBatch(body, type === PROTO_TYPE, deps);
     const full = deps.keyQueues.take(who.keyId, batch.bytes);
     if (full) throw full;
@@ -169,18 +187,17 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
     idleTimeout: 60,
     sendPingsAutomatically: true,
     upgrade: (res, req, context) => upgrade(res, req, context, deps, 'publisher', ({ who, format, query }): PublisherData => (
-      { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')) }
-    )),
+      { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')), replay: replaying(query.get('replay')) }
+    ), announced),
     open: (ws) => {
       deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
     },
     message: (ws, data, isBinary) => {
       const socket = ws.getUserData().socket!;
-      socket.feeder.heard();
       let batch: Batch;
       // The message buffer is only valid during this callback: read it now, unless the lane's
       // bounds refuse it, when it is left unread (its id peeked) and refused in its place.
-      const unread = socket.lane.boundRefusal(data.byteLength);
+      const unread = socket.lane.boundRefusal(readBytes(data.byteLength));
       try {
         batch = unread
           ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
@@ -191,7 +208,10 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       }
       socket.lane.submit(batch).then(
         (result) => socket.reply({ op: 'ack', id: batch.id, ...answer(result) }),
-        (err: unknown) => socket.reply(refusal(batch.id, known(err, log, 'ingest'))),
+        (err: unknown) => {
+          const refused = known(err, log, 'ingest');
+          socket.reply({ ...refusal(batch.id, refused), code: refused.code });
+        },
       );
     },
     close: (ws) => {

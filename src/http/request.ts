@@ -119,19 +119,32 @@ export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>
 }
 
 /** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */
-function send(res: HttpResponse, status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false): void {
-  res.cork(() => write(res, status, body, headers, type, close));
+function send(res: HttpResponse, status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type = 'application/json', close = false, head = false): void {
+  res.cork(() => write(res, status, body, headers, type, close, head));
 }
 
 /**
  * `send` without the cork, for the synchronous top of a uWS handler, which uWS
  * has corked already. A Buffer body is sent as it is; a string is encoded first.
+ * `head`: the answer to a HEAD, the same headers without the body.
  */
-export function write(res: HttpResponse, status: number, body: string | Buffer, headers: Readonly<Record<string, string>> | undefined, type: string, close: boolean): void {
+export function write(res: HttpResponse, status: number, body: string | Buffer, headers: Readonly<Record<string, string>> | undefined, type: string, close: boolean, head = false): void {
   res.writeStatus(STATUS_LINES[status] ?? String(status));
   res.writeHeader('content-type', type);
   if (headers) for (const k in headers) res.writeHeader(k, headers[k]);
-  endPaced(res, body, close);
+  if (head) endHead(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, close);
+  else endPaced(res, body, close);
+}
+
+/**
+ * Ends the answer to a HEAD: the length the GET's body would have, and no body. The length is
+ * written as a header: v20.30 aborts the process when endWithoutBody is given one, and v20.57
+ * then writes a wrong one. uWS closes nothing here, so `close` is said for the client to act on.
+ */
+export function endHead(res: HttpResponse, size: number, close: boolean): void {
+  res.writeHeader('content-length', String(size));
+  if (close) res.writeHeader('connection', 'close');
+  res.endWithoutBody();
 }
 
 /**
@@ -154,8 +167,8 @@ export function endPaced(res: HttpResponse, body: string | Buffer, close: boolea
   res.onWritable((offset) => res.tryEnd(bytes.subarray(offset - base), size)[0]);
 }
 
-export function sendError(res: HttpResponse, err: ServiceError, close = false): void {
-  send(res, httpStatus(err), errorBody(err), err.headers, undefined, close);
+export function sendError(res: HttpResponse, err: ServiceError, close = false, head = false): void {
+  send(res, httpStatus(err), errorBody(err), err.headers, undefined, close, head);
 }
 
 /**
@@ -185,7 +198,8 @@ export class Exchange {
   aborted = false;
   private onAbort: (() => void) | undefined;
 
-  constructor(readonly res: HttpResponse) {
+  /** `head`: the request is a HEAD, answered with the headers alone. */
+  constructor(readonly res: HttpResponse, private readonly head = false) {
     res.onAborted(() => {
       this.aborted = true;
       this.onAbort?.();
@@ -193,12 +207,12 @@ export class Exchange {
   }
 
   reply(status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type?: string, close = false): void {
-    if (!this.aborted) send(this.res, status, body, headers, type, close);
+    if (!this.aborted) send(this.res, status, body, headers, type, close, this.head);
   }
 
   fail(err: ServiceError, close = false): void {
     // A body we stopped reading early leaves bytes on the wire: close after answering.
-    this.reply(httpStatus(err), errorBody(err), err.headers, undefined, close || this.unread || err.code === 'TOO_LARGE');
+    this.reply(httpStatus(err), errorBody(err), err.headers, undefined, close || this.unread);
   }
 
   /** Set when the body was refused before its end: its rest is still on the wire. */
@@ -206,39 +220,63 @@ export class Exchange {
 
   /**
    * Reads the whole body, refusing more than `limit` bytes, counting what has
-   * arrived against `account` until the last byte. Call before any await.
+   * arrived against `account` until the last byte. Call before any await. A
+   * body past `limit` is read to its end and dropped (nothing held, nothing
+   * counted) before the 413, so its client, still sending, reads the answer
+   * (closing with bytes unread resets the connection, and the client sees
+   * that instead); past DISCARDED_BYTES more it is left unread, the
+   * connection closed after the answer.
    */
   body(req: HttpRequest, limit: number, types: readonly string[], account?: BodyAccount): Promise<Buffer> {
     const type = req.getHeader('content-type').split(';')[0].trim().toLowerCase();
     const declared = Number(req.getHeader('content-length') || '0');
     return new Promise((resolve, reject) => {
       if (!types.includes(type)) return reject(errors.unsupportedType(types.join(' or ')));
-      if (declared > limit) return reject(errors.tooLarge(limit));
       const chunks: Buffer[] = [];
       let size = 0;
       let counted = 0;
+      /** Set once the body is refused and its rest is read to be dropped. */
+      let dropping: ServiceError | undefined;
       const settle = (): void => {
         account?.budget.give(account.source, counted);
         counted = 0;
-        size = -1;
       };
       const refuse = (err: ServiceError): void => {
         settle();
+        size = -1;
         this.unread = true;
         reject(err);
       };
+      const drop = (err: ServiceError): void => {
+        settle();
+        chunks.length = 0;
+        dropping = err;
+      };
       this.onAbort = () => {
         settle();
+        size = -1;
         reject(errors.aborted());
       };
-      // The declared length is counted before a byte is read, so a refused body costs nothing.
-      const full = account?.budget.take(account.source, declared);
-      if (full) return refuse(full);
-      counted = declared;
+      if (declared > limit + DISCARDED_BYTES) return refuse(errors.tooLarge(limit));
+      if (declared > limit) drop(errors.tooLarge(limit));
+      else {
+        // The declared length is counted before a byte is read, so a refused body costs nothing.
+        const full = account?.budget.take(account.source, declared);
+        if (full) return refuse(full);
+        counted = declared;
+      }
       this.res.onData((chunk, isLast) => {
         if (size < 0) return;
         size += chunk.byteLength;
-        if (size > limit) return refuse(errors.tooLarge(limit));
+        if (!dropping && size > limit) drop(errors.tooLarge(limit));
+        if (dropping) {
+          if (size > limit + DISCARDED_BYTES) return refuse(dropping);
+          if (isLast) {
+            size = -1;
+            reject(dropping);
+          }
+          return;
+        }
         if (account && size > counted) {
           const more = account.budget.take(account.source, size - counted);
           if (more) return refuse(more);
@@ -248,6 +286,7 @@ export class Exchange {
         chunks.push(Buffer.from(new Uint8Array(chunk)));
         if (isLast) {
           settle();
+          size = -1;
           resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
         }
       });
@@ -255,12 +294,86 @@ export class Exchange {
   }
 }
 
-/** Parses a JSON body, turning a syntax error into a 400 that says so. */
+/** How far past its limit a refused body is read and dropped, so that its client reads the 413. */
+export const DISCARDED_BYTES = 16 * 1024 * 1024;
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Parses a JSON body, turning a syntax error into a 400 that says so, and bytes that are not
+ * UTF-8 (RFC 8259 8.1) into a 400 naming the field they are in: decoded loosely they would be
+ * taken, and stored, as U+FFFD, which nobody sent.
+ */
 export function parseJson(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    throw notUtf8(body);
+  }
   try {
     // A leading byte-order mark is allowed by RFC 8259 to be ignored, and the socket path ignores it too.
-    return JSON.parse(body.toString('utf8').replace(/^\uFEFF/, ''));
+    return JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch {
     throw errors.badBody('is not valid JSON');
   }
+}
+
+/** The 400 for a body that is not UTF-8, naming the field (or key) of its first bad byte when the rest is JSON. */
+function notUtf8(body: Buffer): ServiceError {
+  const at = firstBadByte(body);
+  // The bad bytes made a NUL escape, which no valid JSON text holds unescaped: the field holding a NUL is the one.
+  const marked = Buffer.concat([body.subarray(0, at), Buffer.from('\\u0000'), body.subarray(at + badLength(body, at))]);
+  let field: string | undefined;
+  try {
+    field = pathOf(JSON.parse(marked.toString('utf8')), '');
+  } catch {
+    // not JSON around the bad bytes either: the byte is all there is to name
+  }
+  return field === undefined
+    ? errors.badBody(`is not valid UTF-8 (byte ${at})`)
+    : errors.badParam(field || 'the body', `is not valid UTF-8 (byte ${at} of the body)`);
+}
+
+/** Where a NUL is in a parsed JSON value: `data[0].na`, `data[0] (a key)`; undefined when nowhere. */
+function pathOf(v: unknown, path: string): string | undefined {
+  if (typeof v === 'string') return v.includes('\0') ? path : undefined;
+  if (!v || typeof v !== 'object') return undefined;
+  for (const [k, x] of Object.entries(v)) {
+    const inner = Array.isArray(v) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+    if (!Array.isArray(v) && k.includes('\0')) return `${path || 'the body'} (a key)`;
+    const found = pathOf(x, inner);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629), or the length. */
+function firstBadByte(b: Uint8Array): number {
+  for (let i = 0; i < b.length;) {
+    const n = b[i] < 0x80 ? 1 : wellFormed(b, i);
+    if (n === 0) return i;
+    i += n;
+  }
+  return b.length;
+}
+
+/** The length of the well-formed multi-byte sequence at `i`, or 0. */
+function wellFormed(b: Uint8Array, i: number): number {
+  const c = b[i];
+  const n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (!n || i + n > b.length) return 0;
+  // The second byte's range excludes overlong forms, surrogates and code points past U+10FFFF.
+  const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80;
+  const hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
+  if (b[i + 1] < lo || b[i + 1] > hi) return 0;
+  for (let k = 2; k < n; k++) if (b[i + k] < 0x80 || b[i + k] > 0xbf) return 0;
+  return n;
+}
+
+/** How many bytes of the bad sequence at `at` to replace: its lead byte and the continuation bytes after it. */
+function badLength(b: Uint8Array, at: number): number {
+  let n = 1;
+  while (n < 4 && at + n < b.length && b[at + n] >= 0x80 && b[at + n] <= 0xbf) n++;
+  return n;
 }

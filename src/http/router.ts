@@ -9,6 +9,7 @@ import { Exchange, sendError, write, type BodyBudget } from './request.js';
 import type { ClientAddresses } from './address.js';
 import type { HostPolicy } from './host.js';
 import type { ReadyGate } from './readiness.js';
+import { framingError, refuseFraming } from './framing.js';
 
 const JSON_TYPE = 'application/json';
 /** Logged as the status of a request whose client went away before the answer. */
@@ -50,45 +51,56 @@ export class Router {
   /**
    * An answer computed synchronously, from memory. With `need`, the caller's
    * key must have that role (or admin) and the call spends its rate allowance.
+   * HEAD is answered too: the same headers, no body.
    */
   get(path: string, fn: (req: HttpRequest, who: Principal) => string | Buffer | Answer, need?: Role): void {
-    this.remember(path, 'GET');
-    const counts = this.metrics.route(path, 'GET');
-    this.app.get(path, (res, req) => {
-      const t0 = performance.now();
-      let status: number;
-      try {
-        this.hosts.check(req.getHeader('host'));
-        const out = fn(req, this.who(res, req, need));
-        // uWS corks the synchronous top of a handler itself.
-        if (typeof out === 'string' || Buffer.isBuffer(out)) {
-          status = 200;
-          write(res, status, out, undefined, JSON_TYPE, this.draining);
-        } else {
-          status = out.status ?? 200;
-          write(res, status, out.body, undefined, out.type ?? JSON_TYPE, this.draining);
+    this.remember(path, 'GET', 'HEAD');
+    const handler = (method: 'GET' | 'HEAD') => {
+      const counts = this.metrics.route(path, method);
+      const head = method === 'HEAD';
+      return (res: HttpResponse, req: HttpRequest) => {
+        if (this.refusedFraming(res, req, path, method)) return;
+        const t0 = performance.now();
+        let status: number;
+        try {
+          this.hosts.check(req.getHeader('host'));
+          const out = fn(req, this.who(res, req, need));
+          // uWS corks the synchronous top of a handler itself.
+          if (typeof out === 'string' || Buffer.isBuffer(out)) {
+            status = 200;
+            write(res, status, out, undefined, JSON_TYPE, this.draining, head);
+          } else {
+            status = out.status ?? 200;
+            write(res, status, out.body, undefined, out.type ?? JSON_TYPE, this.draining, head);
+          }
+        } catch (err) {
+          status = this.fail(res, err, path, head);
         }
-      } catch (err) {
-        status = this.fail(res, err, path);
-      }
-      counts.observe(status, (performance.now() - t0) / 1000);
-    });
+        counts.observe(status, (performance.now() - t0) / 1000);
+      };
+    };
+    this.app.get(path, handler('GET'));
+    this.app.head(path, handler('HEAD'));
   }
 
-  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. */
+  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. HEAD too. */
   getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>): void {
-    this.remember(path, 'GET');
-    this.app.get(path, (res, req) => {
-      const ex = new Exchange(res);
+    this.remember(path, 'GET', 'HEAD');
+    const handler = (method: 'GET' | 'HEAD') => (res: HttpResponse, req: HttpRequest) => {
+      if (this.refusedFraming(res, req, path, method)) return;
+      const ex = new Exchange(res, method === 'HEAD');
       const refused = this.hosts.refusal(req.getHeader('host'));
-      void this.finish(ex, path, 'GET', performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
-    });
+      void this.finish(ex, path, method, performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
+    };
+    this.app.get(path, handler('GET'));
+    this.app.head(path, handler('HEAD'));
   }
 
   /** A body-carrying request: the key is checked, then the body read whole (within `limit`), then the handler runs. */
   post(path: string, types: readonly string[], limit: number, fn: (body: Buffer, type: string, who: Principal) => Promise<string>, need: Role): void {
     this.remember(path, 'POST');
     this.app.post(path, (res, req) => {
+      if (this.refusedFraming(res, req, path, 'POST')) return;
       const t0 = performance.now();
       const ex = new Exchange(res);
       let who: Principal;
@@ -109,9 +121,11 @@ export class Router {
   /** 400 for plain requests to socket routes, 405 with Allow for known paths, 404 for the rest. Call last. */
   fallbacks(socketRoutes: readonly string[]): void {
     const fallback = (path: string, err: (req: HttpRequest) => ServiceError) => (res: HttpResponse, req: HttpRequest) => {
+      const method = req.getCaseSensitiveMethod().toUpperCase();
+      if (this.refusedFraming(res, req, path, method)) return;
       const e = this.hosts.refusal(req.getHeader('host')) ?? err(req);
-      sendError(res, e, this.draining);
-      this.metrics.observe(path, req.getCaseSensitiveMethod().toUpperCase(), httpStatus(e), 0);
+      sendError(res, e, this.draining, method === 'HEAD');
+      this.metrics.observe(path, method, httpStatus(e), 0);
     };
     for (const path of socketRoutes) this.app.any(path, fallback(path, () => errors.notWebSocket(path)));
     for (const [path, allowed] of this.methods) {
@@ -141,8 +155,17 @@ export class Router {
     return p;
   }
 
-  private remember(path: string, method: string): void {
-    this.methods.set(path, [...(this.methods.get(path) ?? []), method]);
+  private remember(path: string, ...methods: string[]): void {
+    this.methods.set(path, [...(this.methods.get(path) ?? []), ...methods]);
+  }
+
+  /** A request whose framing is refused (framing.ts) is answered there, and counted here. */
+  private refusedFraming(res: HttpResponse, req: HttpRequest, path: string, method: string): boolean {
+    const bad = framingError(req);
+    if (!bad) return false;
+    refuseFraming(res, bad);
+    this.metrics.observe(path, method, httpStatus(bad), 0);
+    return true;
   }
 
   private async finish(ex: Exchange, path: string, method: string, t0: number, fn: () => Promise<Answer>): Promise<void> {
@@ -160,9 +183,9 @@ export class Router {
     if (--this.inFlight === 0) for (const ok of this.idleWaiters.splice(0)) ok();
   }
 
-  private fail(res: HttpResponse, err: unknown, path: string): number {
+  private fail(res: HttpResponse, err: unknown, path: string, head: boolean): number {
     const e = known(err, this.log, path);
-    sendError(res, e, this.draining);
+    sendError(res, e, this.draining, head);
     return httpStatus(e);
   }
 

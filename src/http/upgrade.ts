@@ -10,6 +10,7 @@ import type { HostPolicy } from './host.js';
 import type { ClientAddresses } from './address.js';
 import type { ReadyGate } from './readiness.js';
 import { parseQuery, sendError, type Query } from './request.js';
+import { framingError, refuseFraming } from './framing.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
 
@@ -68,12 +69,15 @@ function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string |
  * caller's key and role (see `token`; a wrong key counts against its address
  * and key ID), and the socket limits. `accept` builds
  * the socket's data and may refuse by throwing; any refusal is answered with
- * the usual error body and the upgrade does not happen.
+ * the usual error body and the upgrade does not happen. `headers` go on the
+ * 101 answer (uWS takes them only after a status of our own, before `upgrade`).
  */
 export function upgrade<T>(
   res: HttpResponse, req: HttpRequest, context: us_socket_context_t, deps: UpgradeDeps, role: Role,
-  accept: (h: Handshake) => T,
+  accept: (h: Handshake) => T, headers: readonly (readonly [string, string])[] = [],
 ): void {
+  const bad = framingError(req);
+  if (bad) return refuseFraming(res, bad);
   let data: T;
   let name: string;
   try {
@@ -94,5 +98,7 @@ export function upgrade<T>(
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));
   }
+  if (headers.length) res.writeStatus('101 Switching Protocols');
+  for (const [name, value] of headers) res.writeHeader(name, value);
   res.upgrade(data, req.getHeader('sec-websocket-key'), name, req.getHeader('sec-websocket-extensions'), context);
 }

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type * as Uws from 'uWebSockets.js';
 
 /**
@@ -54,7 +55,7 @@ function load(wanted: string | undefined): UwsBuild {
       if (isNative(lib)) return { name, lib, native: true, pinned, failure: why.join('; ') };
       why.push(`v${name} gave its pure-JS fallback instead of a native binary`);
     } catch (err) {
-      why.push(`v${name}: ${notInstalled(err, PACKAGES[name]) ? 'not installed' : lastLine(err)}`);
+      why.push(`v${name}: ${notInstalled(err, PACKAGES[name]) ? 'not installed' : whyNotLoaded(err, packageDir(PACKAGES[name]))}`);
     }
   }
   return { name: undefined, lib: {} as typeof Uws, native: false, pinned, failure: why.join('; ') };
@@ -74,10 +75,27 @@ function quietly<T>(f: () => T): T {
 const notInstalled = (err: unknown, pkg: string): boolean =>
   (err as { code?: string }).code === 'MODULE_NOT_FOUND' && (err as Error).message.startsWith(`Cannot find module '${pkg}'`);
 
-/** The loaders wrap the dynamic linker's message in paragraphs of advice; its last line says what failed. */
-function lastLine(err: unknown): string {
+/** The folder a build's package is installed in, when it is. */
+function packageDir(pkg: string): string | undefined {
+  try {
+    return dirname(require.resolve(pkg));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why a build did not load, in one line naming the file. The loaders wrap what failed in paragraphs
+ * of advice: a binary for this Node and platform that is not there (`Cannot find module
+ * './uws_linux_x64_115.node'`, then Node's require stack, whose last line names only the loader),
+ * named here by its path; or the dynamic linker's complaint, which names the binary itself.
+ */
+export function whyNotLoaded(err: unknown, dir: string | undefined): string {
   const text = err instanceof Error ? err.message : String(err);
-  return text.trim().split('\n').filter(Boolean).at(-1)!.replace(/^Error: /, '').slice(0, 300);
+  const missing = /Cannot find module '([^']+)'/.exec(text)?.[1];
+  if (missing) return `cannot find ${dir && missing.startsWith('.') ? join(dir, missing) : missing}`;
+  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && l !== 'Require stack:' && !l.startsWith('- '));
+  return (lines.at(-1) ?? 'no reason given').replace(/^Error: /, '').slice(0, 300);
 }
 
 export const uwsBuild: UwsBuild = load(process.env.UWS_BUILD || undefined);

@@ -3,7 +3,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { extname } from 'node:path';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { HostPolicy } from './host.js';
-import { endPaced, sendError } from './request.js';
+import { endHead, endPaced, sendError } from './request.js';
+import { framingError, refuseFraming } from './framing.js';
 
 /** dist/web/, which `npm run build` writes; this file runs from dist/src/http/. */
 const WEB = new URL('../../web/', import.meta.url);
@@ -25,11 +26,13 @@ const POLICY = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-
 
 type Headers = readonly (readonly [string, string])[];
 
-function reply(res: HttpResponse, status: string, headers: Headers, body?: Buffer): void {
+/** `head`: the headers a GET would have, its body's length, no body. */
+function reply(res: HttpResponse, status: string, headers: Headers, body: Buffer | undefined, head: boolean): void {
   res.cork(() => {
     res.writeStatus(status);
     for (const [name, value] of headers) res.writeHeader(name, value);
-    if (body) endPaced(res, body, false);
+    if (head && body) endHead(res, body.byteLength, false);
+    else if (body) endPaced(res, body, false);
     else res.end();
   });
 }
@@ -51,11 +54,18 @@ function read(path: string): Buffer {
  * route it answers only to the service's own names (`hosts`).
  */
 export function registerWeb(app: TemplatedApp, hosts: HostPolicy): void {
-  /** True when answered: a Host the service does not answer to gets the 421. */
-  const refused = (res: HttpResponse, req: HttpRequest): boolean => {
-    const no = hosts.refusal(req.getHeader('host'));
-    if (no) sendError(res, no);
-    return no !== undefined;
+  /** True when answered: a request framed two ways gets the 400, a Host the service does not answer to the 421. */
+  const refused = (res: HttpResponse, req: HttpRequest, head: boolean): boolean => {
+    const bad = framingError(req);
+    if (bad) refuseFraming(res, bad);
+    const no = bad ? undefined : hosts.refusal(req.getHeader('host'));
+    if (no) sendError(res, no, false, head);
+    return bad !== undefined || no !== undefined;
+  };
+  /** GET and HEAD alike. */
+  const both = (path: string, handler: (res: HttpResponse, req: HttpRequest, head: boolean) => void): void => {
+    app.get(path, (res, req) => handler(res, req, false));
+    app.head(path, (res, req) => handler(res, req, true));
   };
   const page = read('index.html');
   const etag = `"${createHash('sha256').update(page).digest('base64url').slice(0, 27)}"`;
@@ -64,10 +74,10 @@ export function registerWeb(app: TemplatedApp, hosts: HostPolicy): void {
     // The page's address may carry ?key=.
     ['referrer-policy', 'no-referrer'], ['x-content-type-options', 'nosniff'],
   ];
-  app.get('/', (res, req) => {
-    if (refused(res, req)) return;
-    if (req.getHeader('if-none-match') === etag) reply(res, '304 Not Modified', pageHeaders);
-    else reply(res, '200 OK', pageHeaders, page);
+  both('/', (res, req, head) => {
+    if (refused(res, req, head)) return;
+    if (req.getHeader('if-none-match') === etag) reply(res, '304 Not Modified', pageHeaders, undefined, head);
+    else reply(res, '200 OK', pageHeaders, page, head);
   });
   for (const name of readdirSync(new URL('assets/', WEB))) {
     const body = read(`assets/${name}`);
@@ -75,8 +85,8 @@ export function registerWeb(app: TemplatedApp, hosts: HostPolicy): void {
       ['content-type', TYPES[extname(name)] ?? 'application/octet-stream'],
       ['cache-control', 'public, max-age=31536000, immutable'], ['x-content-type-options', 'nosniff'],
     ];
-    app.get(`/assets/${name}`, (res, req) => {
-      if (!refused(res, req)) reply(res, '200 OK', headers, body);
+    both(`/assets/${name}`, (res, req, head) => {
+      if (!refused(res, req, head)) reply(res, '200 OK', headers, body, head);
     });
   }
 }

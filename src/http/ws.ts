@@ -5,12 +5,10 @@ import { decodeClient } from '../odds/client-codec.js';
 import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
-import type { Broadcaster } from '../hub/broadcaster.js';
 import { narrowingOf, type MarketsRequest, type SocketSubscriptions, type SubscribeRequest } from '../hub/socket-subscriptions.js';
-import { Session } from '../hub/session.js';
-import type { Sweeper } from '../hub/sweep.js';
+import { Subscriber, type SubscriberDeps } from '../hub/subscriber.js';
+import type { Sweep } from '../hub/sweep.js';
 import type { AuthMetrics } from '../metrics/auth.js';
-import type { TokenBucket } from '../lib/token-bucket.js';
 import { Budgets, type BudgetLimits } from './budget.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 import type { Admission } from './admission.js';
@@ -23,26 +21,24 @@ export interface WsLimits extends BudgetLimits {
 }
 
 export interface WsDeps extends UpgradeDeps {
-  bc: Broadcaster;
+  /** What every subscriber shares (hub/subscriber.ts). */
+  subscribers: SubscriberDeps;
   socketSubs: SocketSubscriptions;
-  sweeper: Sweeper;
+  sweep: Sweep;
   metrics: AuthMetrics;
   limits: WsLimits;
   admission: Admission;
 }
 
-/** The socket's data: who it is from the handshake, the session once open, and the transport's own rate bucket. */
+/** The socket's data: who it is from the handshake, and its subscriber once open. */
 interface WsData {
   keyId: string;
   client: string;
   format: Format;
   hbMs: number;
-  bucket?: TokenBucket;
-  /** Messages refused for rate in a row; reset by one that is read. */
-  strikes: number;
   /** Whom the subscribe rate limit counts (admission.ts): the API key with keys in force, else the address. */
   source: string;
-  session?: Session;
+  subscriber?: Subscriber;
 }
 
 let nextId = 1;
@@ -67,18 +63,18 @@ function heartbeat(raw: string | undefined): number {
 
 /**
  * The subscriber socket route, `/ws`: the transport edge. It rate-limits
- * requests and decodes them into the hub's words, and leaves sockets' lives
- * to the hub (which tells the broadcaster, the sweep and the stored sets),
- * requests to SocketSubscriptions (which answers them) and backpressure to
- * the sweep.
+ * requests and decodes them into the hub's words, and hands everything else
+ * to the socket's `Subscriber`: its life (through the hub, which indexes it),
+ * its requests (through SocketSubscriptions, which answers them), its pongs
+ * and drains.
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
-  const { bc, hub, limits } = deps;
+  const { hub, limits } = deps;
   const budgets = new Budgets(limits, hub);
-  const refuse = (s: Session, id: number, err: ServiceError) => bc.send(s, refusal(id, err));
+  const refuse = (s: Subscriber, id: number, err: ServiceError) => s.send(refusal(id, err));
 
-  const handle = (s: Session, msg: ClientMessage): void => {
-    if (msg.op === 'ping') bc.send(s, { op: 'ack', id: msg.id, status: 1, message: 'pong' });
+  const handle = (s: Subscriber, msg: ClientMessage): void => {
+    if (msg.op === 'ping') s.send({ op: 'ack', id: msg.id, status: 1, message: 'pong' });
     else if (msg.op === 'subscribe') deps.socketSubs.subscribe(s, subscribeRequest(msg));
     else deps.socketSubs.unsubscribe(s, marketsRequest(msg));
   };
@@ -98,29 +94,30 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const hbMs = heartbeat(query.get('hb'));
       const refused = deps.admission.handshake(source) ?? budgets.refuseOpen(who.keyId);
       if (refused) throw refused;
-      return { keyId: who.keyId, client: who.client, format, hbMs, strikes: 0, source };
+      return { keyId: who.keyId, client: who.client, format, hbMs, source };
     }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
-      d.bucket = budgets.opened(d.keyId);
-      hub.open((d.session = new Session(nextId++, d.keyId, d.client, d.format, d.hbMs, ws)));
+      const s = (d.subscriber = new Subscriber(nextId++, d.keyId, d.client, d.format, d.hbMs, budgets.opened(d.keyId), ws, deps.subscribers));
+      hub.open(s);
+      deps.sweep.add(s);
     },
 
     // A message's cost is paid before it is read: a refused one is never decoded (its ack's id is peeked at its start).
     message: (ws: WebSocket<WsData>, data: ArrayBuffer, isBinary: boolean) => {
       const d = ws.getUserData();
-      const s = d.session!;
-      const refused = budgets.spend(d.keyId, d.bucket!, data.byteLength);
+      const s = d.subscriber!;
+      const refused = budgets.spend(d.keyId, s.bucket, data.byteLength);
       if (refused) {
         deps.metrics.rateLimited.inc({ scope: refused.scope });
-        if (++d.strikes > PERSISTENT) {
+        if (s.refusedForRate() > PERSISTENT) {
           budgets.abused(d.keyId);
           return hub.end(s, CLOSE.RATE);
         }
         return refuse(s, peekId(data, isBinary), refused.err);
       }
-      d.strikes = 0;
+      s.readForRate();
       if (data.byteLength > limits.maxMessageBytes) return refuse(s, 0, errors.messageTooLarge(data.byteLength, limits.maxMessageBytes));
       const msg = decodeClient(data, isBinary, hub.maxMarkets);
       if ('error' in msg) return refuse(s, msg.id ?? 0, errors.badMessage(msg.error));
@@ -129,10 +126,12 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       handle(s, msg);
     },
 
-    drain: (ws: WebSocket<WsData>) => deps.sweeper.drained(ws.getUserData().session!),
+    // A pong answers one of the subscriber's probes: how far it has read (subscriber.ts).
+    pong: (ws: WebSocket<WsData>, message: ArrayBuffer) => ws.getUserData().subscriber!.pong(message),
+    drain: (ws: WebSocket<WsData>) => ws.getUserData().subscriber!.drained(),
     close: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
-      hub.close(d.session!);
+      hub.close(d.subscriber!);
       budgets.closed(d.keyId);
     },
   });

@@ -1,3 +1,5 @@
+import type { FreshnessMessage } from '../odds/messages.js';
+
 /**
  * Conflation as a queue per interval: a market that changes during an
  * interval is marked, and at the end of the interval its owner (the
@@ -8,6 +10,11 @@
  */
 export class Conflator {
   private readonly groups = new Map<number, Map<string, number>>();
+  /**
+   * Per interval, a market's `freshness` frame saying it is live again, held while its image is:
+   * a socket is told a market is live only with (after) the image that makes it so.
+   */
+  private readonly held = new Map<number, Map<string, FreshnessMessage>>();
 
   /**
    * A market changed (or, with no update, needs its frame sent again); its subscribers at this
@@ -41,7 +48,31 @@ export class Conflator {
     return this.groups.get(conflate)?.has(mid) ?? false;
   }
 
+  /**
+   * A `freshness` frame for the market's sockets at this interval: one saying live waits for the
+   * image the interval holds (returns true: held, sent by `release`); any other goes now, and a
+   * live one held before it is dropped.
+   */
+  hold(msg: FreshnessMessage, conflate: number): boolean {
+    const held = this.held.get(conflate);
+    held?.delete(msg.mid);
+    if (!msg.live || !this.holds(msg.mid, conflate)) return false;
+    if (held) held.set(msg.mid, msg);
+    else this.held.set(conflate, new Map([[msg.mid, msg]]));
+    return true;
+  }
+
+  /** The `freshness` frame held for the market's image at this interval, now that the image went out. */
+  release(mid: string, conflate: number): FreshnessMessage | undefined {
+    const held = this.held.get(conflate);
+    const msg = held?.get(mid);
+    if (msg) held!.delete(mid);
+    if (held?.size === 0) this.held.delete(conflate);
+    return msg;
+  }
+
   clear(): void {
     this.groups.clear();
+    this.held.clear();
   }
 }

@@ -2,14 +2,15 @@ import { errors } from '../errors.js';
 import { heldBy, type Book } from '../odds/book.js';
 import { notice, refusal, type AckMessage, type ClientMessage, type Since } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
-import type { Broadcaster } from './broadcaster.js';
 import type { Hub } from './hub.js';
-import { variant, type Session } from './session.js';
+import type { MarketIndex } from './market-index.js';
+import type { Subscriber } from './subscriber.js';
+import { variant } from './variant.js';
 import { describeNarrowing, passes, type Narrowing } from './narrowing.js';
 
 export interface SocketSubscriptionsDeps {
   hub: Hub;
-  bc: Broadcaster;
+  index: MarketIndex;
   book: Book;
   model: ReadModel;
 }
@@ -72,17 +73,17 @@ export class SocketSubscriptions {
   constructor(private readonly deps: SocketSubscriptionsDeps) {}
 
   /** Answers the request: refused with nothing changed, or the ack and then each market's image. */
-  subscribe(s: Session, req: SubscribeRequest): void {
-    const { hub, bc, book } = this.deps;
+  subscribe(s: Subscriber, req: SubscribeRequest): void {
+    const { hub, book } = this.deps;
     const { take, refused } = hub.admit(s, this.covered(req), new Set(req.marketIds));
-    if (refused) return bc.send(s, refusal(req.requestId, refused));
+    if (refused) return s.send(refusal(req.requestId, refused));
     const moreFilters = req.eventIds.filter((eid) => !s.filtersOf('events').has(eid)).length + req.sportIds.filter((si) => !s.filtersOf('sports').has(si)).length;
     if (s.filtersOf('events').size + s.filtersOf('sports').size + moreFilters > MAX_FILTERS) {
-      return bc.send(s, refusal(req.requestId, errors.socketFilters(moreFilters, MAX_FILTERS)));
+      return s.send(refusal(req.requestId, errors.socketFilters(moreFilters, MAX_FILTERS)));
     }
     const v = variant(s.format, req.depth, req.conflateMs, req.deltas);
-    for (const eid of req.eventIds) hub.filter(s, 'events', eid, v, req.narrowing);
-    for (const si of req.sportIds) hub.filter(s, 'sports', si, v, req.narrowing);
+    for (const eid of req.eventIds) s.setFilter('events', eid, v, req.narrowing);
+    for (const si of req.sportIds) s.setFilter('sports', si, v, req.narrowing);
     const filters = req.eventIds.length || req.sportIds.length;
     const ack: AckMessage = { op: 'ack', id: req.requestId, status: 1, message: `Subscribed from ${describe(req)}${filters ? ` (${take.length} markets)` : ''}` };
     if (req.resume) {
@@ -94,19 +95,18 @@ export class SocketSubscriptions {
       ack.current = current;
     }
     // The ack goes first; each market's image right after it, before any newer frame.
-    bc.send(s, ack);
-    bc.attach(s, take, v, req.resume);
+    s.send(ack);
+    s.subscribe(take, v, req.resume);
   }
 
   /** Answers the request with its ack; then the markets that went with an event or sport are listed, so a client knows what to drop. */
-  unsubscribe(s: Session, req: MarketsRequest): void {
-    const { hub, bc } = this.deps;
-    for (const eid of req.eventIds) hub.filter(s, 'events', eid, undefined);
-    for (const si of req.sportIds) hub.filter(s, 'sports', si, undefined);
+  unsubscribe(s: Subscriber, req: MarketsRequest): void {
+    for (const eid of req.eventIds) s.setFilter('events', eid, undefined);
+    for (const si of req.sportIds) s.setFilter('sports', si, undefined);
     const named = new Set(req.marketIds);
-    const withFilters = bc.detach(s, this.covered(req)).filter((mid) => !named.has(mid));
-    bc.send(s, { op: 'ack', id: req.requestId, status: 1, message: `Unsubscribed from ${describe(req)}` });
-    if (withFilters.length) bc.send(s, { op: 'unsubscribed', mids: withFilters });
+    const withFilters = s.unsubscribe(this.covered(req)).filter((mid) => !named.has(mid));
+    s.send({ op: 'ack', id: req.requestId, status: 1, message: `Unsubscribed from ${describe(req)}` });
+    if (withFilters.length) s.send({ op: 'unsubscribed', mids: withFilters });
   }
 
   /**
@@ -114,15 +114,28 @@ export class SocketSubscriptions {
    * filter covers one takes it, if the hub admits it.
    */
   appeared(mid: string, eid: number, si: number): void {
-    const { hub, bc, model } = this.deps;
+    const { hub, index, model } = this.deps;
     const facts = model.factsOf(mid);
     if (!facts) return;
-    for (const [s, v] of hub.filtered(eid, si, facts)) {
-      if (s.markets.has(mid)) continue;
+    for (const [s, v] of index.filtered(eid, si, facts)) {
+      if (s.takes(mid)) continue;
       const { take, refused } = hub.admit(s, [mid]);
-      if (refused) bc.send(s, notice(refused));
-      else bc.attach(s, take, v);
+      if (refused) s.send(notice(refused));
+      else s.subscribe(take, v);
     }
+  }
+
+  /** Markets that concluded: every socket that takes them loses them, and is told. */
+  concluded(mids: readonly string[]): void {
+    const bySubscriber = new Map<Subscriber, string[]>();
+    for (const mid of mids) {
+      for (const s of this.deps.index.market(mid)?.subscribers ?? []) {
+        const list = bySubscriber.get(s);
+        if (list) list.push(mid);
+        else bySubscriber.set(s, [mid]);
+      }
+    }
+    for (const [s, list] of bySubscriber) s.lose(list);
   }
 
   /** The markets a request names: its IDs, and every market of its events and sports that passes its narrowing. */

@@ -6,7 +6,7 @@ import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, typ
 export class ApplyError extends Error {}
 
 export type Outcome = 'inserted' | 'updated';
-type Client = Pick<pg.PoolClient, 'query'>;
+export type Client = Pick<pg.PoolClient, 'query'>;
 type Columns = Record<string, unknown>;
 
 /**
@@ -208,8 +208,8 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
   return undefined;
 }
 
-/** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5` (a market's terms reload the market). */
-const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms' ? 'market' : item.kind}:${itemId(item)}`;
+/** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5` (a market's terms are its market's). */
+export const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms' ? 'market' : item.kind}:${itemId(item)}`;
 
 /**
  * Applies one item inside the caller's transaction, adding to `keys` the read

@@ -39,14 +39,65 @@ export interface ReadItems {
  * many items, a bad reference item), told only when the batch runs, after its key is checked; or,
  * for a message its lane's bounds refused, why it was left unread (the lane refuses it in its place).
  */
-export type BatchItems = ReadItems | { refusal: ServiceError };
+export type BatchItems = ReadItems | RefusedItems;
+
+/**
+ * A batch refused whole, and the markets its readable odds and stale items named: what their
+ * subscribers hold is not what the publisher meant, so they are `unreliable` until their next
+ * accepted image, as when one image is refused alone.
+ */
+export interface RefusedItems {
+  refusal: ServiceError;
+  mids?: readonly string[];
+}
 
 /**
  * One publisher batch on its way from the socket or the REST body to ingest: the id its ack
- * echoes, its size on the wire, which is what the queues count, and its items, read.
+ * echoes, the bytes it holds, which is what the queues count (`batchOf`), and its items, read.
  */
 export interface Batch {
   readonly id: number;
   readonly bytes: number;
   readonly items: BatchItems;
+}
+
+/**
+ * What V8 holds per part of a read batch, rounded up from heap snapshots: an item with its object
+ * and strings; a runner, or one `[price, size]` level, with its arrays and numbers. A MiB of JSON
+ * odds of 150 runners reads into about 6 MiB of them.
+ */
+const ITEM_BYTES = 256;
+const PART_BYTES = 96;
+
+/**
+ * A batch as the queues count it: by the memory its read items hold, estimated from their
+ * runners and price levels, or its size on the wire when that is more. Counting the wire alone
+ * let a key's queues of a few MiB hold hundreds of MB once read.
+ */
+export function batchOf(id: number, wireBytes: number, items: BatchItems): Batch {
+  return { id, bytes: Math.max(wireBytes, heldBytes(items)), items };
+}
+
+/**
+ * What a message of `wireBytes` may hold once read, before it is read: a MiB of JSON odds
+ * images reads into about 6 MiB (`heldBytes`), rounded up. Asked of the bounds before a message
+ * is read, so that one they would refuse once read is refused unread.
+ */
+export const readBytes = (wireBytes: number): number => HELD_PER_WIRE_BYTE * wireBytes;
+
+/** What one byte of a message may hold once read, at most (`readBytes`): publishers keep this share of the bounds on the wire. */
+export const HELD_PER_WIRE_BYTE = 8;
+
+function heldBytes(items: BatchItems): number {
+  if ('refusal' in items) return 0;
+  let parts = 0;
+  for (const { read } of items.odds) {
+    if ('image' in read) for (const r of read.image.r) parts += 1 + r.b.length + r.l.length;
+  }
+  for (const [, item] of items.reference) {
+    if (item.kind !== 'market') continue;
+    parts += item.runners?.length ?? 0;
+    for (const n of item.nested ?? []) parts += 1 + n.runners.length;
+  }
+  return items.count * ITEM_BYTES + parts * PART_BYTES;
 }

@@ -7,7 +7,7 @@ import type { FeedMonitor } from '../relay/feed-monitor.js';
 import type { Feeder, Freshness } from '../relay/freshness.js';
 import type { Logger } from '../log.js';
 import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
-import { errors, isDatabaseError } from '../errors.js';
+import { errors, isDatabaseError, type ServiceError } from '../errors.js';
 import { isMarketId } from '../refdata/ids.js';
 import { writeReference, type PublisherKey } from './write.js';
 import type { Outcome } from './apply.js';
@@ -15,8 +15,9 @@ import { describe } from './items.js';
 import { validateReference } from './validate.js';
 import { validateOddsItem, validateStale, validateSuspend } from './validate-odds.js';
 import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js';
+import { SourceTime, type SourceTimeLimits } from './source-time.js';
 import type { OutsideFeeds, Sender } from './outside.js';
-import type { BatchItems, ReadItems } from './batch.js';
+import type { BatchItems, ReadItems, RefusedItems } from './batch.js';
 import type { BatchRunner } from './lane.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
@@ -49,6 +50,10 @@ interface IngestDeps {
   /** Markets' freshness: told what each odds and stale item did. */
   freshness: Freshness;
   maxItems: number;
+  /** How odds images' source times are judged (source-time.ts). */
+  sourceTime: SourceTimeLimits;
+  /** How long a reference write waits for rows another batch holds (PG_LOCK_WAIT_MS). */
+  lockWaitMs?: number;
   metrics: OddsMetrics;
   log: Logger;
   /** Markets other publishers feed: the simulator's odds for them are dropped. */
@@ -64,7 +69,8 @@ interface IngestDeps {
  * batch runs (`accept`), judged one by one against their markets
  * (odds-items.ts), and only once the reference items committed are the
  * accepted images published. An empty batch is a heartbeat.
- * Only a batch that was accepted counts as a publisher being heard.
+ * Only a batch that was accepted counts as a publisher being heard, for its markets' freshness
+ * and for the feed status: a refused one makes the markets its odds items named `unreliable`.
  *
  * A batch sent with a key takes effect only while the key is live: it is
  * checked before anything starts, inside the reference transaction (against
@@ -80,7 +86,7 @@ export class Ingest implements BatchRunner {
   private readonly judge: OddsJudge;
 
   constructor(private readonly deps: IngestDeps) {
-    this.judge = new OddsJudge(deps.pool, deps.model, deps.relay);
+    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime), deps.relay);
   }
 
   /**
@@ -103,7 +109,7 @@ export class Ingest implements BatchRunner {
         continue;
       }
       const checked = validateReference(raw);
-      if ('error' in checked) return { refusal: errors.badItem(where, checked.error) };
+      if ('error' in checked) return refuseRead(errors.badItem(where, checked.error), items, data);
       items.reference.push([i, checked.item]);
     }
     return items;
@@ -117,9 +123,9 @@ export class Ingest implements BatchRunner {
     try {
       if (key && !key.live()) throw errors.keyRevoked();
       if ('refusal' in items) throw items.refusal;
-      const judged = await this.judge.judge(items);
+      const judged = await this.judge.judge(items, feeder);
       const written = new Set<string>();
-      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written) : [];
+      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written, this.deps.lockWaitMs) : [];
       // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
       if (written.size) await this.deps.sync.show(written);
       // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.
@@ -130,17 +136,34 @@ export class Ingest implements BatchRunner {
       let odds = judged.images;
       if (from === 'simulator') odds = odds.filter((o) => !outside.has(o.image.mid));
       else for (const o of odds) outside.claim(o.image.mid);
+      // What subscribers hold of each market once the batch is out: its last image in the batch.
+      const last = new Map<string, AcceptedImage>();
+      for (const o of odds) last.set(o.image.mid, o);
+      // A market whose last image is late is told stale before that image goes out, so no socket takes it for live.
+      for (const o of last.values()) if (o.late) this.deps.freshness.fed(feeder, o.image.mid, true, o.image.ts);
       const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
-      this.freshen(feeder, odds, judged);
+      // Each image is in the book (and queued for sockets) here before the notice that it is live.
       if (published) await published;
+      this.freshen(feeder, odds.filter((o) => last.get(o.image.mid) === o), judged);
       const result = this.tally(items, odds, judged, outcomes, arrived, t0);
       metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
+      feeder?.heard();
       return result;
     } catch (err) {
       metrics.ingestBatches.inc({ outcome: isDatabaseError(err) ? 'unavailable' : 'rejected' });
+      this.unreliable(feeder, items);
       throw err;
     }
+  }
+
+  /**
+   * A batch refused whole: the known markets its readable odds and stale items named are
+   * `unreliable` until their next accepted image, since none of its prices was published.
+   */
+  private unreliable(feeder: Feeder | undefined, items: BatchItems): void {
+    const mids = 'refusal' in items ? items.mids ?? [] : items.odds.flatMap((c) => (c.mid === undefined ? [] : [c.mid]));
+    for (const mid of new Set(mids)) if (this.deps.model.typeOf(mid) !== undefined) this.deps.freshness.refused(feeder, mid);
   }
 
   /** The batch's items in the metrics, and its ack's counts. */
@@ -159,15 +182,15 @@ export class Ingest implements BatchRunner {
   }
 
   /**
-   * What the batch did to its markets' freshness, item by item in batch order, in the turn its
-   * images were handed to the bus (so with one process each image goes out before the frame that
-   * says it is live): an image makes its market fresh unless `late`, a stale item marks it, a
+   * What the batch did to its markets' freshness, item by item in batch order, once its images are
+   * in the book (so each image goes out before the frame that says it is live): an image (its
+   * market's last in the batch) makes its market fresh unless `late`, a stale item marks it, a
    * refused item of a known market makes it unreliable; each names `feeder` as the market's publisher.
    */
   private freshen(feeder: Feeder | undefined, odds: readonly AcceptedImage[], judged: JudgedOdds): void {
     const { freshness } = this.deps;
     const steps: [number, () => void][] = [
-      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late)]),
+      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late, o.image.ts)]),
       ...judged.marks.map((m): [number, () => void] => [m.i, () => freshness.marked(feeder, m.mid, m.why)]),
       ...judged.refused.filter((r) => r.known).map((r): [number, () => void] => [r.i, () => freshness.refused(feeder, r.mid)]),
     ];
@@ -190,4 +213,18 @@ export class Ingest implements BatchRunner {
     }
     for (const d of sports) d.ingestToPublish.observe(ingestSeconds);
   }
+}
+
+/**
+ * A batch refused whole while it was read: the markets of its odds and stale items, those read
+ * so far and those after the bad item (only their IDs are read), go with the refusal.
+ */
+export function refuseRead(refusal: ServiceError, read: ReadItems | undefined, data: readonly unknown[]): RefusedItems {
+  const mids = new Set<string>();
+  for (const c of read?.odds ?? []) if (c.mid !== undefined) mids.add(c.mid);
+  for (const raw of data.slice(read ? read.odds.length + read.reference.length : 0)) {
+    const item = raw as { kind?: unknown; mid?: unknown } | null;
+    if ((item?.kind === 'odds' || item?.kind === 'stale') && isMarketId(item.mid)) mids.add(item.mid);
+  }
+  return { refusal, mids: [...mids] };
 }

@@ -52,13 +52,17 @@ export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
 /** The ID an item names its row by: a market's for a result. */
 export const itemId = (item: ReferenceItem): string | number => (item.kind === 'result' || item.kind === 'terms' ? item.marketId : item.id);
 
-/** How an item, as the publisher sent it, names itself in an error: `item 3 (market 1.234)`. */
-export function describe(index: number, item: { kind?: unknown } & Record<string, unknown>): string {
+/** How an item, as the publisher sent it, names its row: `market 1.234`; undefined without a kind and an ID. */
+export function rowName(item: { kind?: unknown } & Record<string, unknown>): string | undefined {
   const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' || item.kind === 'suspend' ? 'eid' : 'mid';
   const id = item[idKey];
-  return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number')
-    ? `item ${index} (${item.kind} ${id})`
-    : `item ${index}`;
+  return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number') ? `${item.kind} ${id}` : undefined;
+}
+
+/** How an item names itself in an error: `item 3 (market 1.234)`. */
+export function describe(index: number, item: { kind?: unknown } & Record<string, unknown>): string {
+  const name = rowName(item);
+  return name ? `item ${index} (${name})` : `item ${index}`;
 }
 
 /** The same, for an item already validated. */

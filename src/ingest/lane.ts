@@ -80,16 +80,17 @@ export class Lane {
   }
 
   /**
-   * Why this connection's bounds refuse a batch of `bytes` now (closing, batches in flight, bytes
-   * queued), before its key's: the socket then leaves the message unread, so a publisher past its
-   * bound costs no memory.
+   * Why the bounds refuse a batch of `bytes` now (closing, batches in flight, bytes queued on
+   * this connection, then on its key), counting nothing: the socket asks before it reads a
+   * message, with what the message would hold once read (`readBytes`), and leaves a refused one
+   * unread, so a publisher past its bounds costs no memory, not even for a moment.
    */
   boundRefusal(bytes: number): ServiceError | undefined {
     if (this.closing) return this.closing;
     const { maxInFlight, maxBytes } = this.deps.limits;
     if (this.inFlight() >= maxInFlight) return errors.batchesInFlight(maxInFlight);
     if (this.bytes > 0 && this.bytes + bytes > maxBytes) return errors.ingestQueueFull('connection', this.bytes, maxBytes);
-    return undefined;
+    return this.deps.keys.refuses(this.deps.keyId, bytes);
   }
 
   /** Shutdown: takes no more batches; resolves once every batch taken so far has been answered. */

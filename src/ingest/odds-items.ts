@@ -11,6 +11,8 @@ import type { BetStop, ReadItems } from './batch.js';
 export interface HeldImages {
   image(mid: string): OddsImage | undefined;
 }
+import type { SourceTime } from './source-time.js';
+import type { Feeder } from '../relay/freshness.js';
 
 /** An image to publish, its index in the batch, and whether its source says it is late. */
 export interface AcceptedImage {
@@ -48,6 +50,7 @@ export class OddsJudge {
   constructor(
     private readonly pool: pg.Pool,
     private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners' | 'event' | 'eventMarkets' | 'factsOf'>,
+    private readonly times: SourceTime,
     private readonly held: HeldImages,
   ) {}
 
@@ -56,9 +59,10 @@ export class OddsJudge {
    * (a nested market is a runner market), else as the read model holds it, else as Postgres
    * does (committed a moment ago, here or on another pod, and known there before its NOTIFY
    * reaches the model). Still unknown: refused. Then each image against its market's price rule
-   * (`checkPrices`). Postgres not answering refuses the batch, never blamed on the publisher.
+   * (`checkPrices`), and its source time against the server's clock and what its publisher sent
+   * before (`SourceTime`). Postgres not answering refuses the batch, never blamed on the publisher.
    */
-  async judge({ reference, odds }: ReadItems): Promise<JudgedOdds> {
+  async judge({ reference, odds }: ReadItems, feeder?: Feeder): Promise<JudgedOdds> {
     const created = new Map<string, Pricing>();
     let r = 0;
     const priced = odds.map((c) => {
@@ -67,37 +71,51 @@ export class OddsJudge {
     });
     const stored = await this.lookUp(odds.filter((c, k) => priced[k] === undefined && c.mid !== undefined).map((c) => c.mid!));
     const out: JudgedOdds = { images: [], marks: [], refused: [] };
+    /** The newest source time accepted in this batch per market: the batch's images must keep its order too. */
+    const newest = new Map<string, number>();
     for (const [k, c] of odds.entries()) {
       const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
       const { read } = c;
       if ('stop' in read) {
-        this.stop(c.i, c.where, read.stop, out);
+        this.stop(c.i, c.where, read.stop, out, feeder);
         continue;
       }
       let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
       if (!error && 'image' in read) error = checkPrices(read.image, how!);
+      const time = !error && 'image' in read ? this.time(read.image, newest, feeder) : undefined;
+      if (time && 'error' in time) error = time.error;
       if (error) out.refused.push({ i: c.i, mid: c.mid ?? '', message: `${c.where}: ${error}`, known: how !== undefined });
-      else if ('image' in read) out.images.push({ i: c.i, image: read.image, late: read.late });
-      else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
+      else if ('image' in read) {
+        newest.set(read.image.mid, read.image.ts);
+        out.images.push({ i: c.i, image: read.image, late: read.late || (time !== undefined && 'late' in time && time.late) });
+      } else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
   }
 
   /**
    * A bet stop: the newest image of each market of the event (of its types) that trades, again,
-   * SUSPENDED with its reason; refused when the event is not known.
+   * SUSPENDED with its reason at the stop's source time; refused when the event is not known or
+   * that time is ahead of the server's clock, late when it is old.
    */
-  private stop(i: number, where: string, s: BetStop, out: JudgedOdds): void {
-    if (!this.model.event(s.eid)) {
-      out.refused.push({ i, mid: '', message: `${where}: event ${s.eid} is not known`, known: false });
+  private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined): void {
+    const time = this.times.judge(s.ts, undefined, feeder?.replay ?? false);
+    const error = !this.model.event(s.eid) ? `event ${s.eid} is not known` : 'error' in time ? time.error : undefined;
+    if (error) {
+      out.refused.push({ i, mid: '', message: `${where}: ${error}`, known: false });
       return;
     }
     for (const mid of this.model.eventMarkets(s.eid)) {
       const held = this.held.image(mid);
       const type = this.model.factsOf(mid)?.type;
       if (!held || held.st === 'CLOSED' || (s.types && (type === undefined || !s.types.has(type)))) continue;
-      out.images.push({ i, image: { ...held, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: false });
+      out.images.push({ i, image: { ...held, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: 'late' in time && time.late });
     }
+  }
+
+  /** An image's source time, judged against the newest its publisher sent for its market (in this batch, else before). */
+  private time(image: OddsImage, newest: ReadonlyMap<string, number>, feeder: Feeder | undefined) {
+    return this.times.judge(image.ts, newest.get(image.mid) ?? feeder?.times.get(image.mid), feeder?.replay ?? false);
   }
 
   /** How a market item leaves its market's pricing: a partial one changes only what it carries, the rest is as the model holds it. */

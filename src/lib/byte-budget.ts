@@ -11,10 +11,15 @@ export class ByteBudget<Refusal> {
 
   /** Counts `bytes` against `source`, or returns the refusal when they do not fit. */
   take(source: string, bytes: number): Refusal | undefined {
+    const no = this.refuses(source, bytes);
+    if (!no) this.held.set(source, (this.held.get(source) ?? 0) + bytes);
+    return no;
+  }
+
+  /** The refusal `take` would give now, counting nothing. */
+  refuses(source: string, bytes: number): Refusal | undefined {
     const held = this.held.get(source) ?? 0;
-    if (held > 0 && held + bytes > this.max) return this.refusal(held, this.max);
-    this.held.set(source, held + bytes);
-    return undefined;
+    return held > 0 && held + bytes > this.max ? this.refusal(held, this.max) : undefined;
   }
 
   give(source: string, bytes: number): void {

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { FORMATS, type Format } from '../lib/encodings.js';
+import { notsentLowat } from '../lib/kernel.js';
 
 /** One sport's delay histograms, made once per sport name. */
 export interface SportDelays {
@@ -39,6 +40,10 @@ export class OddsMetrics {
   readonly framesSkipped: Counter;
   readonly resyncs: Counter;
   readonly slowCloses: Counter;
+  readonly fellBehind: Counter;
+  readonly behindNotices: Counter;
+  /** How long each probe waited for its pong: how old what a socket reads is, when it reads it. */
+  readonly readDelay: Histogram;
   private readonly sourceToIngest: Histogram<'sport'>;
   private readonly ingestToPublish: Histogram<'sport'>;
   private readonly sourceToPublish: Histogram<'sport'>;
@@ -78,8 +83,17 @@ export class OddsMetrics {
     plain('odds_frames_published_total', 'Frames published to a market topic, by format', this.published);
     plain('odds_frames_delivered_total', 'Frames handed to sockets (published frames times subscribers, plus direct sends), by format', this.delivered);
     this.framesSkipped = new Counter({ name: 'odds_frames_skipped_total', help: 'Odds frames skipped for slow sockets', registers });
-    this.resyncs = new Counter({ name: 'odds_resyncs_total', help: 'Slow sockets that drained and were sent what changed', registers });
+    this.resyncs = new Counter({ name: 'odds_resyncs_total', help: 'Rounds in which a socket that fell behind was sent what changed', registers });
     this.slowCloses = new Counter({ name: 'odds_slow_consumer_closes_total', help: 'Sockets closed for staying behind (4008)', registers });
+    this.fellBehind = new Counter({ name: 'odds_ws_fell_behind_total', help: 'Times a socket fell behind: what was on its way could not be read within half of WS_MAX_AGE_MS', registers });
+    this.behindNotices = new Counter({ name: 'odds_ws_behind_notices_total', help: 'Markets a socket was told are behind (freshness why=behind)', registers });
+    new Gauge({
+      name: 'odds_tcp_notsent_lowat_bytes', help: 'What the kernel lets a socket hold unsent (net.ipv4.tcp_notsent_lowat); 0: unbounded, the default', registers,
+    }).set(notsentLowat());
+    this.readDelay = new Histogram({
+      name: 'odds_ws_read_delay_seconds', help: 'How long a socket took to read what it was sent (a probe to its pong): the age of what it reads', registers,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    });
     // By sport, never by market: a label per market ID would grow without bound.
     this.sourceToIngest = new Histogram({
       name: 'odds_source_to_ingest_seconds', help: 'Time from an odds image\'s source time (ts) to its batch arriving, by sport', labelNames: ['sport'], registers,

@@ -21,6 +21,7 @@ function ackJson(msg: AckMessage): AckMessage {
   const out: AckMessage = { op: 'ack', id: msg.id, status: msg.status, message: msg.message };
   if (msg.current !== undefined) out.current = msg.current;
   if (msg.refused?.length) out.refused = msg.refused.map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+  if (msg.code !== undefined) out.code = msg.code;
   return out;
 }
 
@@ -54,6 +55,7 @@ export function encodeJson(msg: ServerMessage): string {
       return JSON.stringify(settled({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia }, msg));
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
+    case 'clock': return JSON.stringify({ op: 'clock', ts: msg.ts });
     case 'feed': return JSON.stringify({ op: 'feed', status: msg.status });
     case 'freshness':
       return JSON.stringify(msg.live ? { op: 'freshness', mid: msg.mid, live: true, at: msg.at } : { op: 'freshness', mid: msg.mid, live: false, why: msg.why, at: msg.at });
@@ -82,6 +84,7 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
     case 'result': m = { result: { ...msg, rs: settlementToProto(msg.rs) } }; break;
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
+    case 'clock': m = { clock: { ts: msg.ts } }; break;
     case 'feed': m = { feed: { status: enumValue(FEED_STATUSES, msg.status, 'feed status') } }; break;
     case 'freshness':
       m = { freshness: { mid: msg.mid, live: msg.live, why: msg.live ? 0 : enumValue(WHY_WIRE, msg.why, 'freshness why'), at: msg.at } };
@@ -113,6 +116,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
       const ack: AckMessage = { op: 'ack', id: a.id, status: a.status === 1 ? 1 : 0, message: a.message };
       if (a.current != null) ack.current = a.current;
       if (a.refused.length) ack.refused = (a.refused as ItemRefusal[]).map((r) => ({ i: r.i, mid: r.mid, message: r.message }));
+      if (a.code != null) ack.code = a.code;
       return ack;
     }
     case 'odds': {
@@ -141,6 +145,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     }
     case 'unsubscribed': return { op: 'unsubscribed', mids: (m.unsubscribed as pb.v1.Unsubscribed).mids };
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };
+    case 'clock': return { op: 'clock', ts: (m.clock as pb.v1.Heartbeat).ts };
     case 'feed':
       return { op: 'feed', status: enumName(FEED_STATUSES, (m.feed as pb.v1.Feed).status, 'feed status') };
     case 'freshness': {
@@ -154,7 +159,7 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
   }
 }
 
-const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'feed', 'freshness', 'notice'];
+const SERVER_OPS = ['ack', 'odds', 'delta', 'market', 'result', 'unsubscribed', 'hb', 'clock', 'feed', 'freshness', 'notice'];
 
 /** Reads a text frame. Throws on malformed input. */
 export function decodeServerJson(text: string): ServerMessage {

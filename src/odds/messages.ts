@@ -27,6 +27,14 @@ export type FeedStatus = (typeof FEED_STATUSES)[number];
 export const STALE_REASONS = ['bus', 'publisher', 'unreliable', 'late'] as const;
 export type StaleReason = (typeof STALE_REASONS)[number];
 
+/**
+ * Why a socket is told a market is stale: the market's own reasons, or `behind`, this socket's
+ * alone: it was sent less than it could not read in time, so what it holds may be older than the
+ * bound (docs/protocol.md#the-age-of-a-price).
+ */
+export const STALE_WHYS = [...STALE_REASONS, 'behind'] as const;
+export type StaleWhy = (typeof STALE_WHYS)[number];
+
 /** The reasons a publisher may give itself, in a `stale` ingest item. */
 export const PUBLISHER_STALE_REASONS = ['late', 'unreliable'] as const satisfies readonly StaleReason[];
 export type PublisherStaleReason = (typeof PUBLISHER_STALE_REASONS)[number];
@@ -128,6 +136,11 @@ export interface AckMessage {
   current?: number;
   /** On an ingest ack: the items refused one by one (odds and stale items); absent when none. */
   refused?: ItemRefusal[];
+  /**
+   * On an ingest ack with status 0: the refusal's code (errors.ts), so a publisher can tell a
+   * batch to send again (`LIMIT`: once the batches before it are acked) from one to mend.
+   */
+  code?: string;
 }
 
 /** One ingest item refused alone: its index in the batch, its market, and why. */
@@ -192,6 +205,15 @@ export interface HeartbeatMessage {
   ts: number;
 }
 
+/**
+ * The server's time, to every socket every WS_CLOCK_MS behind whatever was sent before it: how
+ * late it arrives is how late everything a client reads is (docs/protocol.md#the-age-of-a-price).
+ */
+export interface ClockMessage {
+  op: 'clock';
+  ts: number;
+}
+
 export interface FeedMessage {
   op: 'feed';
   status: FeedStatus;
@@ -203,7 +225,7 @@ export interface FreshnessMessage {
   mid: string;
   live: boolean;
   /** Only when not live. */
-  why?: StaleReason;
+  why?: StaleWhy;
   /** Server time (ms) when this state began. */
   at: number;
 }
@@ -216,6 +238,7 @@ export type ServerMessage =
   | ResultMessage
   | UnsubscribedMessage
   | HeartbeatMessage
+  | ClockMessage
   | FeedMessage
   | FreshnessMessage
   | NoticeMessage;

@@ -3,7 +3,7 @@
  * 64-bit integers, and ladders flattened to packed lists.
  */
 import type { odds as pb } from './gen/odds.js';
-import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds, type StaleReason } from './messages.js';
+import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds, type StaleWhy } from './messages.js';
 import { SETTLED_STATUSES, TERMS_RUNNER_STATUSES } from '../refdata/types.js';
 import { TERMS_KEYS, type WireRunnerSettlement, type WireRunnerTerms, type WireSettlement, type WireTerms } from '../refdata/wire.js';
 
@@ -23,7 +23,7 @@ export function enumName<T>(names: readonly T[], value: number, what: string): T
 }
 
 /** `Freshness.Why` by wire number (proto/odds.proto), in frames and in `stale` ingest items; NONE is live. */
-export const WHY_WIRE: readonly (StaleReason | 'NONE')[] = ['NONE', 'publisher', 'late', 'unreliable', 'bus'];
+export const WHY_WIRE: readonly (StaleWhy | 'NONE')[] = ['NONE', 'publisher', 'late', 'unreliable', 'bus', 'behind'];
 
 /** protobufjs reads 64-bit integers as Long; the JSON shape wants plain numbers. */
 export function int(v: Int64, what: string): number {

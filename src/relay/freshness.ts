@@ -27,11 +27,14 @@ const CHECK_MS = 250;
 export class Feeder {
   /** Markets whose newest odds or stale item came from this feeder. */
   readonly markets = new Set<string>();
+  /** The newest source time (`ts`) of an image accepted from it, per market it feeds: an older one is out of order. */
+  readonly times = new Map<string, number>();
   lastHeard: number;
   silent = false;
   closed = false;
 
-  constructor(private readonly tracker: Freshness, readonly liveMs: number, now: number) {
+  /** `replay`: it publishes a recording, whose source times are its own (ingest/source-time.ts). */
+  constructor(private readonly tracker: Freshness, readonly liveMs: number, now: number, readonly replay = false) {
     this.lastHeard = now;
   }
 
@@ -147,17 +150,18 @@ export class Freshness implements FreshnessHandler, Component {
     this.timer = undefined;
   }
 
-  /** A publisher connection opened, with its liveness interval. */
-  connect(liveMs: number = LIVENESS.default): Feeder {
-    const f = new Feeder(this, liveMs, this.now());
+  /** A publisher connection opened, with its liveness interval, publishing live or a recording. */
+  connect(liveMs: number = LIVENESS.default, replay = false): Feeder {
+    const f = new Feeder(this, liveMs, this.now(), replay);
     this.feeders.add(f);
     return f;
   }
 
   /**
-   * The feeder of a REST publisher's key, at the default interval: every POST is a sign of life;
-   * it never disconnects, it only falls silent. One per key that ever posted (keys are few and
-   * stored): kept, so a batch still in flight never names a feeder no longer watched.
+   * The feeder of a REST publisher's key, at the default interval: every accepted POST is a sign
+   * of life; it never disconnects, it only falls silent, or closes when its key is revoked. One
+   * per key that posted (keys are few and stored): kept, so a batch still in flight never names
+   * a feeder no longer watched.
    */
   rest(keyId: string): Feeder {
     let f = this.restFeeders.get(keyId);
@@ -165,9 +169,18 @@ export class Freshness implements FreshnessHandler, Component {
     return f;
   }
 
-  /** An odds image of `feeder` was accepted: it feeds the market, now fresh unless the source says it is late. */
-  fed(feeder: Feeder | undefined, mid: string, late: boolean): void {
+  /** A key was revoked: what it fed over REST is stale at once (its sockets close, and their feeders with them). */
+  revoked(keyId: string): void {
+    const f = this.restFeeders.get(keyId);
+    if (!f) return;
+    this.restFeeders.delete(keyId);
+    this.closed(f);
+  }
+
+  /** An odds image of `feeder`, with source time `ts`, was accepted: it feeds the market, now fresh unless the image is late. */
+  fed(feeder: Feeder | undefined, mid: string, late: boolean, ts?: number): void {
     const e = this.claim(feeder, mid);
+    if (feeder && ts !== undefined) feeder.times.set(mid, ts);
     e.late = late;
     e.unreliable = false;
     this.update(e);
@@ -290,8 +303,10 @@ export class Freshness implements FreshnessHandler, Component {
 
   private disown(e: Entry): void {
     const o = e.owner;
-    if (o instanceof Feeder) o.markets.delete(e.mid);
-    else if (o) {
+    if (o instanceof Feeder) {
+      o.markets.delete(e.mid);
+      o.times.delete(e.mid);
+    } else if (o) {
       const p = this.pods.get(o.pod);
       p?.markets.delete(e.mid);
       if (p && !p.markets.size) this.pods.delete(o.pod);

@@ -59,11 +59,13 @@ export interface OddsRelayDeps {
  *    `deltaFrame` and (21) `toTopic` publishes it to the variant's uWS topic,
  *    (22) `Topics.publish`; a conflated variant's market waits in the
  *    broadcaster's `Conflator`, drained at the end of the interval.
- * 6. uWS writes the frame to every `Session` on the topic. The broadcaster
- *    tells the `Sweeper` (hub/sweep.ts) what it sent (`SendWatcher`); on its
- *    next pass the sweep decides for each of those sessions alone: backed up,
- *    it falls behind (`Session.fallBehind`) and catches up once drained
- *    (`Session.catchUp`); stuck, it is closed.
+ * 6. uWS writes the frame to every `Subscriber` on the topic, and the topic
+ *    counts what it carried. The broadcaster tells the `Sweep` (hub/sweep.ts)
+ *    what it published (`PublishWatcher`); each of those subscribers is
+ *    looked at on its next pass, and one close to what its link can carry at
+ *    once: each decides alone (`Subscriber.check`), by what it was sent and
+ *    what its pongs say it has read, whether it falls behind (owed its
+ *    markets, sent the newest of each as its link takes them) or is closed.
  * 7. Back in step 3, while the service itself cannot keep up (the
  *    broadcaster's queue, or the process's event loop: `LoopDelay`), the
  *    publisher's ack waits until they have `eased()`. What sockets hold never

@@ -41,9 +41,12 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
   return before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned || !same(before.settlement, after.settlement, settlementToWire);
 }
 
-/** Told of each market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
-export interface NewMarkets {
+/** Who takes markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
+export interface MarketTakers {
+  /** A market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
   appeared(mid: string, eid: number, si: number): void;
+  /** Markets that concluded: every socket that takes them loses them, and is told. */
+  concluded(mids: readonly string[]): void;
 }
 
 /**
@@ -57,11 +60,11 @@ export interface NewMarkets {
 export class ReferenceFrames {
   constructor(
     private readonly bc: Broadcaster,
-    private readonly filters: NewMarkets,
+    private readonly takers: MarketTakers,
   ) {}
 
   changed(changes: readonly ModelChange[]): void {
-    const { bc, filters } = this;
+    const { bc, takers } = this;
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
@@ -74,9 +77,9 @@ export class ReferenceFrames {
         // them, and so does a market reopened after it concluded (a settlement rolled back), or
         // one whose terms moved (a filter on its country or turning in play may now cover it).
         if (!c.after.concluded) {
-          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) filters.appeared(id, eventId, sportId);
+          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) takers.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
-            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) filters.appeared(n.id, eventId, sportId);
+            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) takers.appeared(n.id, eventId, sportId);
           }
         }
         if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
@@ -86,6 +89,6 @@ export class ReferenceFrames {
       }
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.
-    if (concluded.length) bc.detachEverywhere(concluded);
+    if (concluded.length) takers.concluded(concluded);
   }
 }

@@ -2,9 +2,9 @@ import type pg from 'pg';
 import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
 import { notice } from '../odds/messages.js';
-import type { Broadcaster } from '../hub/broadcaster.js';
-import type { Hub, SessionWatcher } from '../hub/hub.js';
-import { variant, type Session } from '../hub/session.js';
+import type { Hub, OpenWatcher } from '../hub/hub.js';
+import type { Subscriber } from '../hub/subscriber.js';
+import { variant } from '../hub/variant.js';
 import type { Bus, ClientHandler, ClientOp } from '../bus/types.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
@@ -18,7 +18,6 @@ export interface DatabaseOutages {
 export interface StoredSetsDeps {
   pool: pg.Pool;
   hub: Hub;
-  bc: Broadcaster;
   bus: Bus;
   /** Markets a client's stored set may hold. */
   maxStored: number;
@@ -38,12 +37,10 @@ const BATCH = 1000;
  * through the bus. Postgres changes first, so a refused or failed change
  * leaves sockets as they were.
  */
-export class StoredSets implements SessionWatcher, ClientHandler {
+export class StoredSets implements OpenWatcher, ClientHandler {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
   private pending = new Map<string, { mids: Promise<string[]>; ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
-  /** New sockets whose stored set is loading: true once a change of it landed meanwhile, so the load may be older than an ack. */
-  private readonly loading = new Map<Session, boolean>();
 
   constructor(private readonly deps: StoredSetsDeps) {}
 
@@ -62,10 +59,10 @@ export class StoredSets implements SessionWatcher, ClientHandler {
   /** A change made on this pod or another (the bus's `ClientHandler`): this pod's sockets of the client follow it. */
   client(op: ClientOp, client: string, mids: string[]): void {
     this.cache.delete(client);
-    for (const s of this.deps.hub.clientSessions(client)) {
-      if (this.loading.has(s)) this.loading.set(s, true);
+    for (const s of this.deps.hub.clientSubscribers(client)) {
+      s.storedSetChanged();
       if (op === 'attach') this.attach(s, mids);
-      else this.deps.bc.detachAndTell(s, mids);
+      else s.lose(mids);
     }
   }
 
@@ -111,14 +108,14 @@ export class StoredSets implements SessionWatcher, ClientHandler {
    * answer, the socket is told, and the load is retried until it works or the
    * socket closes.
    */
-  opened(s: Session): void {
+  opened(s: Subscriber): void {
     retry(() => this.current(s), {
       minMs: 500, maxMs: 10000, cancelled: () => s.closed,
       onRetry: (err, attempt) => {
         this.deps.log.warn('could not load a client\'s stored markets for a new socket; retrying', { client: s.client, attempt, err: (err as Error).message });
-        if (attempt === 1) this.deps.bc.send(s, notice(errors.storedSetPending()));
+        if (attempt === 1) s.send(notice(errors.storedSetPending()));
       },
-    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined).finally(() => this.loading.delete(s));
+    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined).finally(() => s.loadingStoredSet(false));
   }
 
   /**
@@ -126,19 +123,19 @@ export class StoredSets implements SessionWatcher, ClientHandler {
    * while it loaded: that change was applied to the socket already, and an
    * older set attached after it would undo an acked unsubscribe.
    */
-  private async current(s: Session): Promise<string[]> {
+  private async current(s: Subscriber): Promise<string[]> {
     for (;;) {
-      this.loading.set(s, false);
+      s.loadingStoredSet(true);
       const mids = await this.stored(s.client);
-      if (s.closed || !this.loading.get(s)) return mids;
+      if (s.closed || !s.storedSetMovedSinceLoad) return mids;
     }
   }
 
   /** Adds the markets the hub admits to one socket; the socket is told of any that did not fit. */
-  private attach(s: Session, mids: readonly string[]): void {
-    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.markets.has(mid)));
-    this.deps.bc.attach(s, take, variant(s.format));
-    if (refused) this.deps.bc.send(s, notice(refused));
+  private attach(s: Subscriber, mids: readonly string[]): void {
+    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.takes(mid)));
+    s.subscribe(take, variant(s.format));
+    if (refused) s.send(notice(refused));
   }
 
   private async db<T>(work: Promise<T>): Promise<T> {

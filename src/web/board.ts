@@ -42,6 +42,8 @@ export class Board {
   private scheduled = false;
   /** Whether the event's market list has been read: before that, every market is unknown. */
   private loaded = false;
+  /** What stands in for the markets while there are none to show: loading, or none open. */
+  private note: HTMLElement | undefined;
 
   constructor(
     private readonly root: HTMLElement,
@@ -49,9 +51,12 @@ export class Board {
     private readonly delay: Delay,
     /** A frame of a market the board does not list: a market created since the list was read. */
     private readonly unknown: (mid: string) => void,
-  ) {}
+  ) {
+    this.say('Loading markets…');
+  }
 
-  clear(): void {
+  /** Empties the board; `loading`: an event's markets are being read, and the board says so until they are. */
+  clear(loading = true): void {
     this.cards.clear();
     this.books.clear();
     this.pending.clear();
@@ -60,7 +65,17 @@ export class Board {
     this.early.clear();
     this.loaded = false;
     this.root.replaceChildren();
+    this.note = undefined;
     this.results.clear();
+    if (loading) this.say('Loading markets…');
+  }
+
+  /** The line in place of the markets (`aria-busy` while loading), or none once there are markets to show. */
+  private say(text: string | undefined): void {
+    this.note?.remove();
+    this.note = text === undefined ? undefined : h('p', { class: 'empty note' }, text);
+    if (this.note) this.root.prepend(this.note);
+    this.root.setAttribute('aria-busy', String(text?.startsWith('Loading') ?? false));
   }
 
   /**
@@ -99,6 +114,7 @@ export class Board {
     }
     // Concluded while the socket was away, or before the subscribe took: a list read later is the truth.
     this.drop([...this.cards.keys(), ...this.books.keys()].filter((mid) => !live.has(mid)));
+    this.say(this.cards.size ? undefined : 'No open markets in this event');
   }
 
   /** Results read over REST for markets that concluded before the page opened. */
@@ -166,6 +182,7 @@ export class Board {
       on.card.books = on.card.books.filter((b) => b !== on.book);
       if (!on.card.books.length) this.drop([on.card.el.dataset.mid!]);
     }
+    if (this.loaded && !this.cards.size && !this.note) this.say('No open markets in this event');
   }
 
   private learn(m: Market): void {

@@ -1,7 +1,7 @@
 import type { ReceiptDelay } from '../client/index.js';
 import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus, WireRunnerTerms, WireTerms } from '../odds/messages.js';
 import type { WireRunner as Runner } from '../refdata/wire.js';
-import { formatVolume } from '../client/format.js';
+import { formatAge, formatVolume } from '../client/format.js';
 import type { FreshnessReason, MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';
 
@@ -14,7 +14,7 @@ type BookState = 'open' | 'suspended' | 'ball-running' | 'closed';
 const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'ball-running': 'Ball running', closed: 'Closed' };
 /** Why a book's prices are not live, in a few words. */
 const NOT_LIVE: Record<FreshnessReason, string> = {
-  bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', disconnected: 'Not live: offline',
+  bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', behind: 'Not live: slow connection', disconnected: 'Not live: offline',
 };
 const RUNNER_TAGS: Record<RunnerStatus | WireRunnerTerms['st'], string> = {
   ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed', PLACED: 'placed', HIDDEN: 'hidden',
@@ -42,9 +42,6 @@ const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 /** As every betting screen shows odds: 2.00, never 2; from 100 the ladder is whole (110), and shown so. A line book's price is a run line: 58. */
 const odds = (p: number): string => (p < 100 ? p.toFixed(2) : String(p));
 const runs = (p: number): string => String(p);
-
-/** A delay in ms as a book shows it: ms up to 10 s, then whole seconds. */
-export const delayText = (ms: number): string => (ms < 10_000 ? `${Math.round(Math.max(0, ms))} ms` : `${Math.round(ms / 1000)} s`);
 
 /** One price and size on screen, with what it shows, so an unchanged value costs a comparison. */
 class Cell {
@@ -147,6 +144,8 @@ export class BookView {
   private readonly fresh = document.createTextNode('');
   private readonly betDelay = document.createTextNode('');
   private readonly termsText = document.createTextNode('');
+  /** Said until the book's first image: a book of empty cells looks like a market nobody prices. */
+  private readonly waiting = document.createTextNode('No prices yet');
   private tv: number | undefined;
   /** Why it is suspended, as its newest frame says. */
   private sr: string | undefined;
@@ -175,7 +174,7 @@ export class BookView {
     this.el = h('div', { class: 'book', 'data-mid': mid },
       h('div', { class: 'book-head' },
         h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'terms' }, this.termsText), h('span', { class: 'matched' }, this.matched), this.late,
-        h('span', { class: 'bet-delay' }, this.betDelay), h('span', { class: 'fresh' }, this.fresh), h('span', { class: 'badge' }, this.badge)),
+        h('span', { class: 'waiting' }, this.waiting), h('span', { class: 'bet-delay' }, this.betDelay), h('span', { class: 'fresh' }, this.fresh), h('span', { class: 'badge' }, this.badge)),
       h('table', { class: 'ladder' },
         h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
         this.body),
@@ -185,9 +184,15 @@ export class BookView {
 
   /** Draws the frame, and how late it arrived: from the source's time, and (in the title) from the service's publish time. */
   show(frame: OddsMessage, delay?: ReceiptDelay): void {
+    this.waiting.data = '';
     if (delay) {
-      this.lateText.data = delayText(delay.source);
-      this.late.title = `arrived ${delayText(delay.source)} after the source's time, ${delayText(delay.publish)} after the service published it`;
+      // A delay past a day is a market whose prices stopped long ago: said as since when.
+      const now = Date.now();
+      const [source, publish] = [formatAge(delay.source, now), formatAge(delay.publish, now)];
+      this.lateText.data = source;
+      this.late.title = source.startsWith('no data')
+        ? `${source} by the source's time; ${publish.startsWith('no data') ? publish.replace('no data since', 'published') : `published ${publish} before it arrived`}`
+        : `arrived ${source} after the source's time, ${publish} after the service published it`;
     }
     const seen = new Set<number>();
     for (const r of frame.r) {

@@ -130,7 +130,7 @@ function chooseEvent(e: Event | undefined): void {
   choice++;
   armed = false;
   looked.clear();
-  board.clear();
+  board.clear(e !== undefined);
   remember();
   if (before && client) client.unsubscribe({ eids: [before.eid] }).catch(() => undefined);
   if (!e) {
@@ -176,6 +176,7 @@ async function start(): Promise<void> {
   showSports(elements.sports, sports, undefined, (s) => chooseSport(s));
   const first = sports.find((s) => s.si === asked) ?? sports[0];
   if (first) chooseSport(first, Number(params.get('eid')) || undefined);
+  else chooseEvent(undefined);
   setInterval(() => {
     if (sport !== undefined) loadEvents(sport, undefined).catch(refused);
     if (event) void reload(event.eid, choice);

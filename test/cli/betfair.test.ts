@@ -42,6 +42,11 @@ t.test('arguments', async (t) => {
     t.match(parseArgs(['--app-key', 'from-args', '--markets', MARKET_ID]), { appKey: 'from-args' }, 'an argument wins');
     t.throws(() => parseArgs(['--session-file', join(dir, 'missing'), '--markets', MARKET_ID]), /--session-file .*missing: ENOENT/);
   });
+  t.test('the service from --url or URL, as http(s):// or ws(s)://, else at HOST and PORT; --host and --port stay the stream server\'s', async (t) => {
+    t.match(parseArgs([...BASE, '--url', 'http://127.0.0.1:18431'], {}), { url: 'ws://127.0.0.1:18431/ingest', host: 'stream-api.betfair.com' });
+    t.match(parseArgs(BASE, { URL: 'https://odds.example/' }), { url: 'wss://odds.example/ingest' });
+    t.match(parseArgs(BASE, { HOST: '0.0.0.0', PORT: '18431' }), { url: 'ws://127.0.0.1:18431/ingest', port: 443 });
+  });
   t.test('defaults: the exchange\'s host and port, a 5 s heartbeat', async (t) => {
     t.match(parseArgs(['--app-key', 'a', '--session', 's', '--event-types', '1,4,1']), { filter: { eventTypeIds: ['1', '4'] }, host: 'stream-api.betfair.com', port: 443, heartbeatMs: 5000, conflateMs: undefined });
   });
@@ -56,7 +61,7 @@ t.test('arguments', async (t) => {
     [[...BASE, '--heartbeat', '100'], /--heartbeat must be a whole number from 500 to 30000, got 100/],
     [[...BASE, '--conflate', '200000'], /--conflate must be a whole number from 0 to 120000/],
     [[...BASE, '--port', '0'], /--port must be a whole number from 1 to 65535/],
-    [[...BASE, '--url', 'http://x'], /--url must be a ws:\/\/ or wss:\/\/ URL/],
+    [[...BASE, '--url', 'ftp://x'], /--url must be an http\(s\):\/\/ or ws\(s\):\/\/ address/],
     [[...BASE, '--markets-typo', 'x'], /Unknown option '--markets-typo'/],
   ];
   for (const [argv, message] of refused) {
@@ -77,7 +82,7 @@ t.test('bad usage exits 2 with the usage', async (t) => {
 });
 
 t.test('against the local stream server and the service', async (t) => {
-  const svc = await startTestService(t);
+  const svc = await startTestService(t, { INGEST_LATE_MS: '86400000' });
   const ingest = svc.url.replace(/^http/, 'ws') + '/ingest';
   const to = (esa: EsaServer) => ['--host', '127.0.0.1', '--port', String(esa.port), '--ca', TEST_CA_FILE, '--heartbeat', '500', '--url', ingest];
 
@@ -97,7 +102,7 @@ t.test('against the local stream server and the service', async (t) => {
   });
 
   t.test('a service that goes away stops the CLI with exit 1 at the next change', async (t) => {
-    const gone = await startTestService(t);
+    const gone = await startTestService(t, { INGEST_LATE_MS: '86400000' });
     let live: EsaConnection | undefined;
     const esa = await EsaServer.start(t, [{ play: (conn) => { live = conn; conn.send(IMAGE); conn.beat(500); } }]);
     const run = running(t, spawn(process.execPath, [CLI, ...BASE, ...to(esa).slice(0, -1), gone.url.replace(/^http/, 'ws') + '/ingest'], { stdio: ['ignore', 'pipe', 'pipe'] }));

@@ -102,7 +102,8 @@ t.test('over 1000 items, a progress line per batch goes to stderr', async (t) =>
   await writeFile(big, JSON.stringify(Array.from({ length: 1200 }, (_, i) => ({ si: i + 1, na: `Sport ${i + 1}`, a: true }))));
   const run = await runImport([big], { DATABASE_URL: url });
   t.equal(run.code, 0, run.stderr);
-  t.equal(run.stderr, 'import: 500/1200 items\nimport: 1000/1200 items\nimport: 1200/1200 items\n');
+  const where = new URL(url);
+  t.equal(run.stderr, `import: database: DATABASE_URL (${where.username}@${where.host}${where.pathname})\nimport: 500/1200 items\nimport: 1000/1200 items\nimport: 1200/1200 items\n`, 'the database named, without its password');
   t.match(run.stdout, ': 1200 inserted, 0 updated, 0 rejected');
 });
 
@@ -151,6 +152,7 @@ t.test('without DATABASE_URL it imports into the embedded Postgres folder and st
   const env = { DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir };
   const first = await runImport(files.sports, env);
   t.equal(first.code, 0, first.stderr);
+  t.match(first.stderr, `import: database: the embedded Postgres in ${pgDir}, started for this command (no service runs on it)`);
   t.match(first.stdout, `: ${sports.length} inserted, 0 updated, 0 rejected`);
   t.notOk(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server stopped');
   const second = await runImport(files.sports, env);
@@ -169,6 +171,7 @@ t.test('without DATABASE_URL, beside a service running on the embedded folder, i
   await writeFile(file, JSON.stringify([{ si: 902, na: 'Bandy', a: true }]));
   const run = await runImport([file], { DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });
   t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, new RegExp(`import: database: the embedded Postgres in ${pgDir} of the running service \\(npm start, pid \\d+\\)`));
   t.match(run.stdout, `imported ${file}: 1 inserted, 0 updated, 0 rejected`);
   // The service reads the change on NOTIFY, moments after the import commits.
   const sports = await eventually(() => http<{ si: number }[]>(svc.url, '/api/v1/sports'), (r) => r.body.some((s) => s.si === 902));

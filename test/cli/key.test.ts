@@ -21,6 +21,7 @@ t.test('beside a running service (AUTH=on), `key create` uses its embedded Postg
   for (let round = 0; round < 2; round++) {
     const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
     t.equal(run.code, 0, run.stderr);
+    t.match(run.stderr, new RegExp(`^key: database: the embedded Postgres in ${pgDir} of the running service \\(npm start, pid ${svc.child.pid}\\)`));
     const key = run.stdout.trim();
     t.match(key, /^ok_[0-9a-f]{12}_\S+$/);
     t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 200, `round ${round}: the new key works at once`);
@@ -32,14 +33,25 @@ t.test('beside a running service (AUTH=on), `key create` uses its embedded Postg
   t.equal((await http(svc.url, '/ready')).status, 200);
 });
 
-t.test('with nothing running on the folder, `key create` starts the embedded Postgres itself and stops it after', async (t) => {
+t.test('with no embedded Postgres in the folder, `key list` and `key revoke` say so and make none; `key create` makes one, says which, and stops it after', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
+  for (const args of [['list'], ['revoke', '0123456789ab']]) {
+    const none = await runTool(KEY_CLI, args, embeddedAt(pgDir));
+    t.equal(none.code, 1, args[0]);
+    t.equal(none.stdout, '');
+    t.match(none.stderr, `key: there is no embedded Postgres in ${pgDir} (EMBEDDED_PG_DIR), so nothing to read: set EMBEDDED_PG_DIR to the folder the service uses, or DATABASE_URL to its database`);
+    t.notOk(existsSync(pgDir), `${args[0]}: no folder made`);
+  }
   const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
   t.equal(run.code, 0, run.stderr);
+  t.match(run.stderr, `key: database: the embedded Postgres in ${pgDir}, started for this command (no service runs on it)`);
   t.match(run.stdout, /^ok_[0-9a-f]{12}_\S+\n$/);
   t.ok(existsSync(join(pgDir, 'PG_VERSION')), 'the folder holds a cluster');
   t.notOk(existsSync(join(pgDir, 'postmaster.pid')), 'its server stopped');
   t.same(postgresOn(pgDir), [], 'no Postgres left running on the folder');
+  const list = await runTool(KEY_CLI, ['list'], embeddedAt(pgDir));
+  t.equal(list.code, 0, list.stderr);
+  t.match(list.stdout, /^id\tclient\trole\tcreated\trevoked\tname\n[0-9a-f]{12}\tx\tsubscriber\t/, 'list reads the folder once it holds a database');
 });
 
 t.test('`key --help` prints the usage, exit 0', async (t) => {

@@ -106,3 +106,30 @@ export function postgresOn(pgDir: string): number[] {
 /** The postmaster's pid from its lock file in the data folder. */
 export const postmasterPid = (pgDir: string): number => Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 
+
+/** The pids of every live process in the process group `pgid` (Linux /proc): what a signal to the group reaches. */
+export function groupMembers(pgid: number): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const [, state, , group] = /^\d+ \(.*\) (\S) (\d+) (\d+)/s.exec(readFileSync(`/proc/${name}/stat`, 'utf8'))!;
+      if (Number(group) === pgid && state !== 'Z') pids.push(Number(name));
+    } catch {
+      // gone while listing
+    }
+  }
+  return pids;
+}
+
+/** The watcher that stops the postmaster `pid` when its starter dies (db/embedded-process.ts), if any. */
+export function lifelineOf(pid: number): number | undefined {
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (argv[0] === '/bin/sh' && argv[2]?.includes('read -r _') && argv.at(-1) === String(pid)) return Number(name);
+    } catch {
+      // gone while listing
+    }
+  }
+  return undefined;
+}

@@ -23,7 +23,7 @@ const BOUND_MS = 60_000;
  * BOUND_MS is killed and fails the test, saying what it was waiting for and what it printed.
  */
 function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout', env: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: undefined, URL: undefined, ...env } });
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: undefined, HOST: undefined, URL: undefined, ...env } });
   let stdout = '';
   let stderr = '';
   let interrupted = false;
@@ -88,9 +88,9 @@ t.test('against the live service', async (t) => {
     t.equal(r.stderr, 'watch: the service knows no market 1.999999999; watching in case it is created\n', 'only the unknown one named');
   });
 
-  t.test('without --url: the service at URL, or on this machine at PORT', async (t) => {
-    for (const env of [{ PORT: new URL(svc.url).port }, { URL: svc.url }]) {
-      const r = await run([MID], ODDS_LINE, 'stdout', env);
+  t.test('without --url: the service at URL, or on this machine at HOST and PORT; --url as npm start prints it', async (t) => {
+    for (const [args, env] of [[[], { PORT: new URL(svc.url).port }], [[], { PORT: new URL(svc.url).port, HOST: '0.0.0.0' }], [[], { URL: svc.url }], [['--url', svc.url], {}]] as const) {
+      const r = await run([...args, MID], ODDS_LINE, 'stdout', env);
       t.equal(r.code, 0, `${JSON.stringify(env)}: exit code (stderr: ${r.stderr})`);
       t.match(r.stdout, ODDS_LINE);
     }
@@ -169,7 +169,7 @@ t.test('--help (or -h): the usage on stdout, exit 0, nothing else checked', asyn
   t.equal(parseArgs(['--help', '--format', 'xml']), 'help');
 });
 
-t.test('the default endpoint: URL as the service\'s address or socket, else PORT on this machine, else 8080', async (t) => {
+t.test('the default endpoint: --url or URL as the service\'s address or socket, else HOST and PORT, else 127.0.0.1:8080', async (t) => {
   const url = (env: NodeJS.ProcessEnv) => (parseArgs([MID], env) as { url: string }).url;
   t.equal(url({}), 'ws://127.0.0.1:8080/ws');
   t.equal(url({ PORT: '9001' }), 'ws://127.0.0.1:9001/ws');
@@ -177,6 +177,10 @@ t.test('the default endpoint: URL as the service\'s address or socket, else PORT
   t.equal(url({ URL: 'https://odds.example/' }), 'wss://odds.example/ws');
   t.equal(url({ URL: 'ws://odds.example/feed/ws' }), 'ws://odds.example/feed/ws', 'a socket address as it is');
   t.equal((parseArgs(['--url', 'ws://other:1/ws', MID], { URL: 'http://odds.example' }) as { url: string }).url, 'ws://other:1/ws', '--url wins over both');
+  t.equal((parseArgs(['--url', 'http://127.0.0.1:18431', MID], {}) as { url: string }).url, 'ws://127.0.0.1:18431/ws', '--url takes what URL takes: the address npm start prints');
+  t.equal(url({ HOST: '127.0.0.2', PORT: '9001' }), 'ws://127.0.0.2:9001/ws', 'HOST as npm start reads it');
+  t.equal(url({ HOST: '0.0.0.0' }), 'ws://127.0.0.1:8080/ws', 'every interface, dialled on loopback');
+  t.throws(() => parseArgs(['--url', 'ftp://x', MID], {}), /--url must be an http\(s\):\/\/ or ws\(s\):\/\/ address, got ftp:\/\/x/);
   t.throws(() => parseArgs([MID], { URL: 'ftp://odds.example' }), /URL must be an http\(s\):\/\/ or ws\(s\):\/\/ address, got ftp:\/\/odds.example/);
   t.throws(() => parseArgs([MID], { URL: 'odds' }), /URL must be the service's address/);
 });
@@ -254,6 +258,10 @@ t.test('odds lines show the best level of each runner and mark con frames', asyn
 t.test('odds lines end with how late the frame arrived, from the source and from the service', async (t) => {
   const msg: OddsMessage = { op: 'odds', mid: MID, epoch: 'm1', seq: 7, ts: 1000, pt: 1400, st: 'OPEN', ip: false, con: false, cf: false, r: [] };
   t.match(formatFrame(msg, false, 1450, { at: 1450, source: 450, publish: 50.4 }), /^\S+ 1\.200001001 seq=7 OPEN {4}delay 450 ms from source, 50 ms from publish$/);
+  // A market whose source stopped days ago: since when, not 18263643000 ms.
+  const at = Date.UTC(2026, 10, 28, 12, 0);
+  t.match(formatFrame(msg, false, at, { at, source: 3 * 86_400_000, publish: 40 }), / {4}no data since 2026-11-25 12:00 UTC by the source's time, 40 ms from publish$/);
+  t.match(formatFrame(msg, false, at, { at, source: 3 * 86_400_000, publish: 2 * 86_400_000 }), / {4}no data since 2026-11-25 12:00 UTC by the source's time, published 2026-11-26 12:00 UTC$/);
 });
 
 t.test('odds lines show what each runner last traded at, its volume and the market matched, when known', async (t) => {

@@ -26,6 +26,7 @@ const VALID: ServerMessage[] = [
   { op: 'unsubscribed', mids: ['1.1', '1.2'] },
   { op: 'feed', status: 'STALE' },
   { op: 'hb', ts: 1700000000123 },
+  { op: 'clock', ts: 1700000000456 },
   { op: 'freshness', mid: '1.234', live: false, why: 'late', at: 1700000000456 },
 ];
 

@@ -6,7 +6,8 @@
  * make it send more than its resync bounds allow.
  */
 import t, { type Test } from 'tap';
-import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
+import WebSocket, { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
+import { OddsClient } from '../../src/client/index.js';
 import { check } from '../../src/client/checks.js';
 import { RESYNC } from '../../src/client/resyncs.js';
 import { encodeFor, encodeProto } from '../../src/odds/codec.js';
@@ -14,7 +15,7 @@ import { decodeClient } from '../../src/odds/client-codec.js';
 import { MARKET_STATUSES, type ClientMessage, type OddsMessage, type RunnerDelta, type ServerMessage } from '../../src/odds/messages.js';
 import { Gen, anyValue, corruptText, cutOrExtend, nastyString, randomFields, toJson } from '../fuzz/gen.js';
 import { heapAfterGc } from '../helpers/gc.js';
-import { startClient, until } from './helpers.js';
+import { next, startClient, until } from './helpers.js';
 
 type Format = 'json' | 'proto';
 type Obj = Record<string, unknown>;
@@ -188,6 +189,17 @@ function hostileClient(t: Test, url: string, format: Format) {
   return watched;
 }
 
+/** Sends `chunks` times 10,000 frames made by `frame`; returns how much the heap grew. */
+async function heapGrowth(srv: Hostile, client: OddsClient, chunks: number, frame: (chunk: number, i: number) => string): Promise<number> {
+  const before = await heapAfterGc();
+  for (let chunk = 0; chunk < chunks; chunk++) {
+    for (let i = 0; i < 10_000; i++) srv.send(frame(chunk, i));
+    // Read before more is sent, so what is measured is the client and not the server's send queue.
+    await client.ping();
+  }
+  return (await heapAfterGc()) - before;
+}
+
 t.test('300,000 odds frames of markets the client never asked for: ignored, and memory does not grow', async (t) => {
   const srv = await Hostile.start(t);
   const { client } = hostileClient(t, srv.url, 'json');
@@ -195,13 +207,7 @@ t.test('300,000 odds frames of markets the client never asked for: ignored, and 
   const image = (mid: string) => `{"op":"odds","mid":"${mid}","epoch":"e1","seq":1,"ts":${now},"pt":${now},"st":"OPEN","ip":true,"con":false,"cf":false,"r":[{"rid":1,"st":"ACTIVE","b":[[1.9,10]],"l":[[2,10]]}]}`;
   srv.send(image('n.0'));
   await client.ping();
-  const before = await heapAfterGc();
-  for (let chunk = 0; chunk < 30; chunk++) {
-    for (let i = 0; i < 10_000; i++) srv.send(image(`u.${chunk}.${i}`));
-    // Read before more is sent, so what is measured is the client and not the server's send queue.
-    await client.ping();
-  }
-  const grown = (await heapAfterGc()) - before;
+  const grown = await heapGrowth(srv, client, 30, (chunk, i) => image(`u.${chunk}.${i}`));
   t.equal(client.ignored, 300_000, 'every one ignored');
   t.same([...client.book.mids()], ['n.0'], 'the book holds what was asked for');
   t.ok(grown < 8 * 1024 * 1024, `the heap grew ${(grown / 1024 / 1024).toFixed(1)} MB`);
@@ -242,4 +248,60 @@ t.test('20,000 deltas that do not apply: resyncs stay within their bounds, per m
   }
   t.same(resyncs[0].since, { epoch: 'e1', seqs: { 'd.1': 1 } }, 'saying what it holds');
   t.same(uncaught, []);
+});
+
+t.test('200,000 freshness frames of markets the client never held, while it takes an event\'s markets: ignored, and nothing kept', async (t) => {
+  const srv = await Hostile.start(t);
+  const { client } = hostileClient(t, srv.url, 'json');
+  await client.subscribe({ eids: [1] });
+  const stale = (mid: string) => `{"op":"freshness","mid":"${mid}","live":false,"why":"publisher","at":${now}}`;
+  const grown = await heapGrowth(srv, client, 20, (chunk, i) => stale(`f.${chunk}.${i}`));
+  t.equal(client.ignored, 200_000, 'every one ignored');
+  t.same(client.freshness('f.3.3'), { mid: 'f.3.3', live: true }, 'no state kept for a market it holds nothing of');
+  t.ok(grown < 8 * 1024 * 1024, `the heap grew ${(grown / 1024 / 1024).toFixed(1)} MB`);
+  // A market it holds still has its freshness told.
+  srv.send(`{"op":"odds","mid":"h.1","epoch":"e1","seq":1,"ts":${now},"pt":${now},"st":"OPEN","ip":true,"con":false,"cf":false,"r":[]}`);
+  srv.send(stale('h.1'));
+  await client.ping();
+  t.match(client.freshness('h.1'), { live: false, why: 'publisher' });
+});
+
+/** A WebSocket that, like a browser's, takes no options: the client's own check must refuse a large frame. */
+class OptionlessSocket extends WebSocket {
+  constructor(url: string, protocols: string[]) {
+    super(url, protocols);
+  }
+}
+
+for (const [name, Socket] of [['the ws package', WebSocket], ['a socket without options (as a browser\'s)', OptionlessSocket]] as const) {
+  t.test(`${name}: a frame past maxFrameBytes is not read; the connection closes saying why, and is made again`, async (t) => {
+    const srv = await Hostile.start(t);
+    const client = new OddsClient({ url: srv.url, WebSocket: Socket, maxFrameBytes: 64 * 1024, backoff: { minMs: 50, maxMs: 100 } });
+    t.teardown(() => client.close());
+    const errors: string[] = [];
+    client.on('error', (e) => errors.push(e.message));
+    const opened = next(client, 'open');
+    client.connect();
+    await opened;
+    await client.subscribe({ mids: ['n.0'] });
+    const closed = next(client, 'close');
+    const reopened = closed.then(() => next(client, 'open'));
+    srv.send(`{"op":"notice","status":0,"message":"${'x'.repeat(80 * 1024)}"}`);
+    const [info] = await closed;
+    // The ws package refuses the frame itself, from its header, before reading it: its close is abnormal (1006), its error says why.
+    if (Socket === WebSocket) t.match(info, { code: 1006, error: 'Max payload size exceeded' }, 'refused by the socket, saying why');
+    else {
+      t.match(info, { code: 1009, reason: 'a frame of 81959 bytes is larger than maxFrameBytes (65536): not read' }, 'closed as too big, saying why');
+      t.same(errors, [info.reason], 'and told as an error');
+    }
+    t.ok(info.reconnectInMs !== undefined, 'and reconnecting');
+    await reopened;
+    t.ok(client.connected, 'connected again');
+  });
+}
+
+t.test('maxFrameBytes must be a whole number of bytes from 1024', async (t) => {
+  for (const bad of [0, 1023, 1.5, Number.NaN]) {
+    t.throws(() => new OddsClient({ url: 'ws://127.0.0.1:1/ws', WebSocket, maxFrameBytes: bad }), /maxFrameBytes must be a whole number of bytes from 1024/);
+  }
 });

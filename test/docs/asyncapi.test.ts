@@ -58,7 +58,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
   const root = protobuf.loadSync(PROTO);
   const server = root.lookupType('odds.v1.ServerMessage');
   const named = Object.entries(doc.components.messages as Obj).filter(([, m]) => m['x-protobuf']);
-  t.equal(named.length, 14, 'one per JSON message');
+  t.equal(named.length, 15, 'one per JSON message');
   for (const [id, m] of named) {
     const pb = m['x-protobuf'] as { file: string; message: string; oneof?: string; type?: string };
     t.equal(pb.file, 'proto/odds.proto', id);
@@ -66,7 +66,7 @@ t.test('every protobuf message it names is in proto/odds.proto', async (t) => {
     t.equal(m.contentType, 'application/x-protobuf', `${id} is binary`);
     if (pb.oneof) t.equal(server.fields[pb.oneof]?.resolve().resolvedType?.fullName, `.${pb.type}`, `${id}: ServerMessage.${pb.oneof} is ${pb.type}`);
   }
-  t.same(Object.keys(server.oneofs.msg.oneof).length, 10, 'every server message is documented');
+  t.same(Object.keys(server.oneofs.msg.oneof).length, 11, 'every server message is documented');
 });
 
 for (const format of ['json', 'proto'] as const) {
@@ -139,8 +139,8 @@ for (const format of ['json', 'proto'] as const) {
       { op: 'ack', status: 1, message: 'Ingested 2 items' },
       { op: 'ack', status: 1, message: 'Ingested 2 items; refused 1', refused: [{ i: 0, mid: 'nope' }] },
       { op: 'ack', status: 1, message: 'Ingested 0 items' },
-      { op: 'ack', status: 0 },
-    ], 'applied; odds refused alone; a heartbeat; a bad reference item refusing its batch');
+      { op: 'ack', status: 0, code: 'ITEM_REJECTED' },
+    ], 'applied; odds refused alone; a heartbeat; a bad reference item refusing its batch, with its code');
     for (const a of acks) t.same(errorsOf(schemaOf('ingest', a.op), a), [], 'ack as documented');
   });
 }

@@ -3,7 +3,7 @@
  * serves it, and the real answers of every route, errors included, match its schemas.
  */
 import t from 'tap';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { createServer, connect, type Socket } from 'node:net';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { http, keyLive, postJson, raw, startTestService, type Reply } from '../helpers/service.js';
@@ -31,16 +31,19 @@ function handshake(base: string, path: string, headers: Record<string, string> =
     const req = httpRequest(base + path, {
       headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', ...headers },
     });
+    const headersOf = (res: IncomingMessage) => {
+      const hs = new Headers();
+      for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') hs.set(k, v);
+      return hs;
+    };
     req.on('upgrade', (res, socket) => {
       socket.destroy();
-      resolve({ status: res.statusCode ?? 0, headers: new Headers(), body: undefined, text: '' });
+      resolve({ status: res.statusCode ?? 0, headers: headersOf(res), body: undefined, text: '' });
     });
     req.on('response', (res) => {
       let text = '';
       res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => {
-        const hs = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') hs.set(k, v);
-        resolve({ status: res.statusCode ?? 0, headers: hs, body: JSON.parse(text), text });
+        resolve({ status: res.statusCode ?? 0, headers: headersOf(res), body: JSON.parse(text), text });
       });
     });
     req.on('error', reject);
@@ -150,6 +153,18 @@ t.test('probes and metrics', async (t) => {
   api.check(t, 'GET', '/metrics', elsewhere);
 });
 
+t.test('the /ingest 101 carries the headers it documents: the bounds the connection keeps, as configured', async (t) => {
+  const r = await handshake(svc.url, '/ingest');
+  t.equal(r.status, 101);
+  const documented = Object.entries(api.response('GET', '/ingest', 101)!.headers as Record<string, { schema: { type: string } }>);
+  t.equal(documented.length, 5);
+  for (const [name, header] of documented) {
+    t.equal(header.schema.type, 'integer', name);
+    t.match(r.headers.get(name), /^[1-9]\d*$/, `${name}: ${r.headers.get(name)}`);
+  }
+  t.equal(r.headers.get('x-ingest-max-in-flight'), '128', 'the default of INGEST_MAX_IN_FLIGHT');
+});
+
 t.test('403 for a socket handshake from a browser origin the route does not allow', async (t) => {
   for (const path of ['/ws', '/ingest']) {
     const r = await handshake(svc.url, path, { origin: 'https://elsewhere.example' });
@@ -191,7 +206,7 @@ t.test('404, 405 with Allow, 413 and 415', async (t) => {
   const missing = await get('/api/v2/sports');
   t.equal(missing.status, 404);
   api.check(t, 'GET', '/api/v2/sports', missing);
-  for (const [method, path, allow] of [['DELETE', '/api/v1/sports', 'GET'], ['GET', '/api/v1/subscribe', 'POST'], ['POST', '/health', 'GET']]) {
+  for (const [method, path, allow] of [['DELETE', '/api/v1/sports', 'GET, HEAD'], ['GET', '/api/v1/subscribe', 'POST'], ['POST', '/health', 'GET, HEAD']]) {
     const r = await get(path, { method });
     t.equal(r.status, 405, `${method} ${path}`);
     t.equal(r.headers.get('allow'), allow);

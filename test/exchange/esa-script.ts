@@ -12,7 +12,13 @@ export const RUNNERS = { home: 47972, away: 47973, draw: 58805 } as const;
 /** A clk token: opaque to the client, base64 like the exchange's. */
 export const clkOf = (n: number): string => Buffer.from(`clk:${n}`).toString('base64');
 export const INITIAL_CLK = Buffer.from('initial:1').toString('base64');
-const PT = 1_760_000_000_000;
+/**
+ * The exchange's publish time of the script's first image: an hour before the test started, so
+ * every later image of a test (the latest some minutes on) is still in the past, as an exchange's
+ * are; the services these tests run take an hour-old time as timely (INGEST_LATE_MS), where a
+ * real one would mark it late.
+ */
+const PT = Date.now() - 3_600_000;
 
 export const MARKET_DEFINITION = {
   bspMarket: false, turnInPlayEnabled: true, persistenceEnabled: true, marketBaseRate: 5, eventId: EVENT_ID, eventTypeId: '1',

@@ -42,15 +42,33 @@ export class MarketSim {
   readonly runners: RunnerSim[];
   def: Obj;
   private marketTv = 0;
+  /** Runners the market settles as winners (a place market's places): what a fair book sums to. */
+  private readonly winners: number;
 
   constructor(
     readonly mid: string, def: Obj, names: string[], firstId: number, readonly kind: LadderKind, readonly rand: () => number,
     readonly volumes: { runner: boolean; market: boolean },
   ) {
+    // Each runner's chance a share of the market's winners, so the book starts near 100% a winner
+    // (a match odds book of 160% is no market anyone would trade): the best lay at or above the fair price.
+    const weights = names.map(() => 0.2 + rand());
+    const total = weights.reduce((a, b) => a + b, 0);
+    this.winners = Number(def.numberOfWinners ?? 1);
     this.runners = names.map((name, i) => ({
-      id: firstId + i, name, at: 30 + Math.floor(rand() * 150), back: new Map(), lay: new Map(), trd: new Map(), tv: 0, removed: false,
+      id: firstId + i, name, at: MarketSim.tickAtOrAbove(total / (weights[i] * this.winners)), back: new Map(), lay: new Map(), trd: new Map(), tv: 0, removed: false,
     }));
     this.def = { ...def, runners: this.runners.map((r, i) => ({ status: 'ACTIVE', sortPriority: i + 1, id: r.id, name: r.name })) };
+  }
+
+  /** The index of the first tick at or above `price`, kept clear of the ladder's ends. */
+  private static tickAtOrAbove(price: number): number {
+    const i = TICKS.findIndex((p) => p >= price - 1e-9);
+    return Math.min(TICKS.length - 20, Math.max(20, i < 0 ? TICKS.length : i));
+  }
+
+  /** The chances the best lays imply, summed: the winners' count for a fair book. */
+  book(): number {
+    return this.runners.filter((r) => !r.removed).reduce((sum, r) => sum + 1 / TICKS[r.at], 0);
   }
 
   private size = () => Math.round((2 + this.rand() * 800) * 100) / 100;
@@ -123,7 +141,8 @@ export class MarketSim {
     const moving = live.filter(() => this.rand() < 0.4);
     if (!moving.length) moving.push(live[Math.floor(this.rand() * live.length)]);
     const rc = moving.map((r) => {
-      if (this.rand() < 0.35) r.at = Math.min(TICKS.length - 20, Math.max(20, r.at + (this.rand() < 0.5 ? -1 : 1)));
+      // A drift that keeps the book near its winners: a price lengthens (its chance falls) more often while the book is over.
+      if (this.rand() < 0.35) r.at = Math.min(TICKS.length - 20, Math.max(20, r.at + (this.rand() < (this.book() > this.winners ? 0.3 : 0.7) ? -1 : 1)));
       const change = this.ladderChange(r, this.fresh(r));
       if (this.rand() < 0.5) this.trade(r, change);
       return change;
@@ -159,12 +178,21 @@ export class MarketSim {
     return { id: this.mid, marketDefinition: this.def };
   }
 
-  /** Takes a runner out: REMOVED in the definition (with when, if given), its offers withdrawn. */
+  /**
+   * Takes a runner out: REMOVED in the definition, its offers withdrawn, and the others' prices
+   * shortened by its share (as the exchange's reduction factor does), so the book stays whole;
+   * with `removalDate`, the definition says when.
+   */
   remove(index: number, removalDate?: string): Obj {
     const r = this.runners[index];
     r.removed = true;
     const mc = this.define({}, (x) => (x.removed ? 'REMOVED' : 'ACTIVE'), (rd, i) => (i === index && removalDate ? { ...rd, removalDate } : rd));
-    return { ...mc, rc: [this.ladderChange(r, { back: new Map(), lay: new Map() })] };
+    const factor = this.book() / this.winners;
+    const others = this.runners.filter((x) => !x.removed).map((x) => {
+      x.at = MarketSim.tickAtOrAbove(TICKS[x.at] * factor);
+      return this.ladderChange(x, this.fresh(x));
+    });
+    return { ...mc, rc: [this.ladderChange(r, { back: new Map(), lay: new Map() }), ...others] };
   }
 
   /** Settles: the winners and losers in the definition, CLOSED, and every offer withdrawn. */

@@ -4,59 +4,8 @@
  * takes a quiet publisher for a dead one; none while the source is not current; none after it failed.
  */
 import t from 'tap';
-import { Publisher, type Clock, type IngestListener, type IngestSocket } from '../../src/exchange/publisher.js';
-
-class FakeSocket implements IngestSocket {
-  readonly sent: string[] = [];
-  open = true;
-  listener: IngestListener | undefined;
-  private ended!: () => void;
-  readonly closed = new Promise<void>((ok) => (this.ended = ok));
-
-  send(text: string): void {
-    this.sent.push(text);
-  }
-
-  close(): void {
-    this.open = false;
-    this.listener?.lost('connection closed: code 1000');
-    this.ended();
-  }
-
-  listen(listener: IngestListener): void {
-    this.listener = listener;
-  }
-
-  /** The service's ack of the n-th frame sent. */
-  ack(n: number): void {
-    const { id } = JSON.parse(this.sent[n]) as { id: number };
-    this.listener!.message(JSON.stringify({ op: 'ack', id, status: 1, message: 'Ingested 0 items' }));
-  }
-}
-
-class FakeClock implements Clock {
-  at = 0;
-  tickMs = 0;
-  private tick: (() => void) | undefined;
-
-  now(): number {
-    return this.at;
-  }
-
-  every(ms: number, tick: () => void): { stop(): void } {
-    this.tickMs = ms;
-    this.tick = tick;
-    return { stop: () => (this.tick = undefined) };
-  }
-
-  /** Moves time on by `ms`, a tick at a time. */
-  advance(ms: number): void {
-    for (const end = this.at + ms; this.at < end;) {
-      this.at = Math.min(end, this.at + this.tickMs);
-      this.tick?.();
-    }
-  }
-}
+import { Publisher } from '../../src/exchange/publisher.js';
+import { FakeClock, FakeSocket } from './fake-ingest.js';
 
 function setUp(liveMs = 1000, source = { current: true }) {
   const socket = new FakeSocket();

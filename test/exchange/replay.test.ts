@@ -3,7 +3,8 @@
  * markets are its own). In process, `replay` keeps the recording's pace at a speed N. As
  * `npm run replay` (dist/src/cli/replay.js, in its own process), read by a subscriber over a
  * real socket: the troubled market of real-forms.ts among healthy ones, in the forms Betfair's
- * stream really uses, and a market whose images the service refuses item by item.
+ * stream really uses, and a market whose definition the service refuses (by its rules, which the
+ * adapter applies itself, or by its database) beside a healthy one of the same sport.
  */
 import t from 'tap';
 import { writeFile } from 'node:fs/promises';
@@ -120,38 +121,63 @@ t.test('the troubled market among healthy ones: it goes stale at each fault and 
   }
 });
 
-t.test('images the service refuses one by one (a market it does not know) are counted by that market, and the replay goes on', async (t) => {
-  // An event name past the service's 500 characters: the market's rows are refused (with the batch they came in), so the
-  // service never knows the market, and every image of it that follows is refused alone, in batches the service otherwise
-  // takes. Its definition comes a minute of the recording before anything else, so no other market's items share that batch;
-  // after it, price changes only.
-  const ODD = '1.260009001';
-  const GOOD = '1.260009002';
-  const moved = (m: Obj, eid: string, later: number, from = '"Harbour Town v Mill Rovers"', to = from) =>
-    JSON.parse(JSON.stringify({ ...m, pt: (m.pt as number) + later }).replaceAll('"eventId":"34000001"', `"eventId":"${eid}"`).replaceAll(from, to)) as Obj;
-  const odd = matchOdds(12, 901, ODD).filter((m, i) => i === 0 || !JSON.stringify(m).includes('marketDefinition'))
-    .map((m, i) => moved(m, '34009001', i === 0 ? 0 : 60_000, '"Harbour Town v Mill Rovers"', `"${'Harbour Town v Mill Rovers '.repeat(20)}"`));
-  const good = matchOdds(12, 902, GOOD).map((m) => moved(m, '34009002', 60_000));
-  const dir = await tempDir(t);
-  const files = [await writeRecording(dir, 'odd.json', odd), await writeRecording(dir, 'good.json', good)];
-  const sub = await Client.connect(svc.url);
-  t.teardown(() => sub.close());
-  await makeMarkets([good[0]]);
-  t.match(await sub.request({ op: 'subscribe', mids: [GOOD] }), { status: 1 });
-  await sub.settled();
-  const from = sub.frames.length;
+/** A soccer match odds recording moved to a market, event and sport of its own, `shift` ms later. */
+const match = (steps: number, seed: number, mid: string, eid: string, si: string, shift = 0) => matchOdds(steps, seed, mid)
+  .map((m) => JSON.parse(JSON.stringify({ ...m, pt: (m.pt as number) + shift }).replaceAll('"eventId":"34000001"', `"eventId":"${eid}"`).replaceAll('"eventTypeId":"1"', `"eventTypeId":"${si}"`)) as Obj);
 
-  const r = await runTool(CLI, [...files, '--speed', '60', '--url', ingest], {});
-  t.equal(r.code, 1, 'exit 1 at the end');
-  t.match(r.stderr, new RegExp(`^replay: the service refused odds of ${ODD.replace('.', '\\.')}: item \\d+ \\(odds ${ODD.replace('.', '\\.')}\\): market ${ODD.replace('.', '\\.')} is not known$`, 'm'),
-    'the service\'s per-item answer, with its words');
-  const line = new RegExp(`^  ${ODD.replace('.', '\\.')}: 0 published, (\\d+) refused by the service \\(first: (.*)\\)$`, 'm').exec(r.stdout);
-  t.ok(line, `the odd market's line in the summary:\n${r.stdout}`);
-  t.ok(Number(line?.[1]) >= 5, `${line?.[1]} of its images refused, counted by market`);
-  const goodImages = expectedImages(good).get(GOOD)!;
-  t.match(r.stdout, new RegExp(`^  ${GOOD.replace('.', '\\.')}: ${goodImages.length} published$`, 'm'), 'the other market: every image published');
-  await sub.next((f) => f.op === 'odds' && f.mid === GOOD && f.ts === goodImages.at(-1)!.ts, 5000, from);
-  t.same(whileReplaying(sub.frames.slice(from), GOOD), [], 'and never stale while it replayed');
+/** The reasons a market's definition is refused: by the service's rules, which the adapter applies itself, and by its database. */
+const REFUSALS = [
+  {
+    how: 'an event name past the service\'s 500 characters (the adapter keeps the row back)', si: '5', bad: '1.260009001', good: '1.260009002',
+    spoil: (messages: Obj[]) => messages.map((m) => JSON.parse(JSON.stringify(m).replaceAll('"Harbour Town v Mill Rovers"', `"${'Harbour Town v Mill Rovers '.repeat(20)}"`)) as Obj),
+    why: 'event 34009001: na must be a string of at most 500 characters',
+    said: 'replay: kept back, as the service would refuse it: event 34009001: na must be a string of at most 500 characters',
+  },
+  {
+    how: 'an ID another publisher holds as a nested market (the service\'s database refuses the row)', si: '4', bad: '1.260009011', good: '1.260009012',
+    spoil: (messages: Obj[]) => messages.slice(0, -1),
+    why: 'item 0 (market 1.260009011): mid 1.260009011 is already a nested market',
+    said: 'replay: the service refused the reference rows of market 1.260009011: item 0 (market 1.260009011): mid 1.260009011 is already a nested market',
+  },
+];
+
+t.test('a market whose definition the service refuses beside a healthy one of the same sport: the healthy market is published whole, the other named with why', async (t) => {
+  // The nested market another publisher made, whose ID the second recording's market also has.
+  const taken = [
+    { kind: 'sport', si: 55, na: 'Darts', a: true }, { kind: 'league', li: 5501, si: 55, na: 'Premier League Darts' },
+    { kind: 'event', eid: 55009011, na: 'Price v Smith', st: '2030-01-01T19:00:00.000Z', si: 55, li: 5501 },
+    { kind: 'market', mid: '5.55009011', eid: 55009011, na: 'Top Checkout', ty: 'player-race', m: [{ mid: '1.260009011', s: true, go: false, r: [{ rid: 1, na: 'Price' }] }] },
+  ];
+  const made = await http(svc.url, '/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ data: taken }) });
+  t.equal(made.status, 200, made.text);
+  for (const [n, { how, si, bad, good, spoil, why, said }] of REFUSALS.entries()) {
+    t.test(how, async (t) => {
+      // The refused market's first line comes first, so the sport's and league's rows are made with its definition.
+      const healthy = match(40, 930 + n, good, `3400902${n}`, si);
+      const refused = spoil(match(40, 940 + n, bad, bad === '1.260009001' ? '34009001' : '34009011', si, -10_000));
+      const file = join(await tempDir(t), 'day.json');
+      await writeFile(file, [...refused, ...healthy].sort((a, b) => (a.pt as number) - (b.pt as number)).map((m) => JSON.stringify(m)).join('\n') + '\n');
+      // The markets do not exist yet: the subscriber holds their sport, and is sent each market it gets.
+      const sub = await Client.connect(svc.url);
+      t.teardown(() => sub.close());
+      t.match(await sub.request({ op: 'subscribe', sis: [Number(si)] }), { status: 1 });
+      const from = sub.frames.length;
+
+      const r = await runTool(CLI, [file, '--speed', 'max', '--url', ingest], {});
+      t.equal(r.code, 1, 'exit 1: not everything was published');
+      t.match(r.stderr, said, 'the refused market named with why');
+      t.match(r.stdout, new RegExp(`^  ${bad.replace('.', '\\.')}: .*\\(first: ${why.replace(/[.()]/g, '\\$&')}\\)$`, 'm'), 'and in the summary');
+      const expected = expectedImages(healthy).get(good)!;
+      t.match(r.stdout, new RegExp(`^  ${good.replace('.', '\\.')}: ${expected.length} published$`, 'm'), 'the healthy market: every image taken');
+      t.match(r.stdout, /^by market \(1 with anything not published\):$/m, 'and nothing else troubled');
+
+      await sub.next((f) => f.op === 'odds' && f.mid === good && f.ts === expected.at(-1)!.ts, 10_000, from);
+      const frames = sub.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds' && f.mid === good);
+      if (!frames.some((f) => f.con)) t.same(frames.map(seen), expected, 'every image of the healthy market, as the exchange\'s book stood');
+      const markets = await http<{ data: Record<string, { mid: string }[]> }>(svc.url, `/api/v1/events/markets?eid=3400902${n}`);
+      t.match(markets.body.data[`3400902${n}`], [{ mid: good, go: true }], 'its rows written, settled at the end');
+    });
+  }
 });
 
 t.test('a replay at the recorded pace waiting out a gap longer than its liveness bound: heartbeats keep its market live', async (t) => {

@@ -6,12 +6,10 @@
  * batch is answered. Not a test file itself.
  */
 import WebSocket from 'ws';
+import { countAck, oddsImage } from './acks.js';
 
 const { URL: base, BATCHES, MID, RUNNERS } = process.env as Record<string, string>;
-const item = (i: number) => ({
-  kind: 'odds', mid: MID, ts: Date.now(), st: 'OPEN', ip: true,
-  r: Array.from({ length: Number(RUNNERS) }, (_, k) => ({ rid: k + 1, st: 'ACTIVE', b: [[2 + (i % 50) / 100, 10], [1.99, 20], [1.98, 30]], l: [[2.5, 11], [2.52, 21], [2.54, 31]] })),
-});
+const item = (i: number) => oddsImage(MID, Number(RUNNERS), i);
 // A reference item first: its write waits on Postgres, as a real publisher's batches do, while more arrive.
 const data: Record<string, unknown>[] = [{ kind: 'league', li: 990002, si: 1, na: 'Pipelined League' }];
 for (let i = 0; JSON.stringify({ id: 0, data }).length < 1024 * 1024 - 32 * 1024; i++) data.push(item(i));
@@ -28,12 +26,7 @@ ws.on('open', () => {
   }
 });
 ws.on('message', (frame: Buffer) => {
-  const ack = JSON.parse(frame.toString()) as { status: number; message: string };
-  if (ack.status === 1) counts.acked++;
-  else {
-    const why = ack.message.replace(/\d+/g, 'N');
-    counts.refused[why] = (counts.refused[why] ?? 0) + 1;
-  }
+  countAck(counts, frame);
   if (++answered === n) {
     process.stdout.write(JSON.stringify({ ...counts, ms: Date.now() - started }) + '\n');
     ws.close();

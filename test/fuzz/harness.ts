@@ -416,7 +416,7 @@ export async function nextAnswer(sock: Sock, ms = 5000): Promise<Frame | undefin
     const f = await sock.next(ms);
     if (!f) return undefined;
     const m = decodeFrame(f);
-    if (typeof m === 'string' || (m.op !== 'hb' && m.op !== 'feed')) return f;
+    if (typeof m === 'string' || (m.op !== 'hb' && m.op !== 'clock' && m.op !== 'feed')) return f;
   }
 }
 

@@ -5,6 +5,7 @@ import { odds as pb } from '../../src/odds/gen/odds.js';
 import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { http, keyLive, startTestService } from '../helpers/service.js';
 import { image } from '../helpers/ws.js';
+import { waitFor } from '../helpers/wait.js';
 import { Publisher } from '../faults/publisher-socket.js';
 
 /** The publishers' routes with keys in force: how a key is given, and what a body may hold before it is decoded. */
@@ -76,4 +77,27 @@ t.test('a name with a lone surrogate is refused naming the field, and nothing is
   t.notOk(sports.body.some((s) => s.si === 777001), 'the sport was not stored');
   const paired = await post('{"data":[{"kind":"sport","si":777002,"na":"Paired \\ud83c\\udfcf"}]}');
   t.equal(paired.status, 200, 'a surrogate pair (an emoji) is a name like any other');
+});
+
+t.test('the handshake announces the bounds a connection keeps, as configured; a batch past one is acked status 0 with code LIMIT, in its place', async (t) => {
+  const small = await startTestService(t, { DEMO_DATA: 'off', INGEST_MAX_IN_FLIGHT: '2', INGEST_QUEUE_BYTES: '4096', INGEST_KEY_QUEUE_BYTES: '65536', INGEST_MAX_ITEMS: '7', MAX_BODY_BYTES: '65536' });
+  const ws = new WebSocket(`${small.url.replace(/^http/, 'ws')}/ingest`, ['odds.v1.json']);
+  t.teardown(() => ws.close());
+  const headers = new Promise<Record<string, unknown>>((ok) => ws.once('upgrade', (res) => ok(res.headers)));
+  await new Promise((ok) => ws.once('open', ok));
+  t.match(await headers, {
+    // The byte bounds as what may be on the wire: an eighth, since a message is judged at what it may hold once read.
+    'x-ingest-max-in-flight': '2', 'x-ingest-queue-bytes': '512', 'x-ingest-key-queue-bytes': '8192', 'x-ingest-max-items': '7', 'x-ingest-max-message-bytes': '65536',
+  });
+  const acks: Record<string, unknown>[] = [];
+  ws.on('message', (data: Buffer) => acks.push(JSON.parse(data.toString()) as Record<string, unknown>));
+  // Sent in one turn: the first (a transaction) is still running when the others arrive, so the third is past the two allowed
+  // (and the fourth: refusals keep their place up to twice the bound).
+  for (let id = 1; id <= 4; id++) ws.send(JSON.stringify({ id, data: [{ kind: 'sport', si: 880 + id, na: `Sport ${id}`, a: true }] }));
+  await waitFor(() => acks.length === 4, () => `four acks (${acks.length})`);
+  t.same(acks.map((a) => a.id), [1, 2, 3, 4], 'every batch answered in the order sent');
+  const limited = acks.filter((a) => a.status === 0);
+  t.ok(limited.length > 0, `${limited.length} refused for the bound`);
+  t.same(limited.map((a) => [a.code, a.message]), limited.map(() => ['LIMIT', '2 batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)']));
+  t.same(acks.filter((a) => a.status === 1).map((a) => Object.keys(a)), acks.filter((a) => a.status === 1).map(() => ['op', 'id', 'status', 'message']), 'an ack that took its batch carries no code');
 });

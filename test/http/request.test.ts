@@ -72,7 +72,7 @@ t.test('an unknown route is a 404', async (t) => {
 t.test('a wrong method on a known route is a 405 with Allow', async (t) => {
   const r = await http(svc.url, '/api/v1/sports', { method: 'DELETE' });
   t.equal(r.status, 405);
-  t.equal(r.headers.get('allow'), 'GET');
+  t.equal(r.headers.get('allow'), 'GET, HEAD');
   const p = await http(svc.url, '/api/v1/unsubscribe');
   t.equal(p.status, 405);
   t.equal(p.headers.get('allow'), 'POST');

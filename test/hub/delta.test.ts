@@ -162,7 +162,7 @@ t.test('a delta subscriber that fell behind is resynced with an image and then f
   t.teardown(() => raw.resume());
   const round = (k: number) => post(svc.url, Array.from({ length: 20 }, (_, i) => (i % 2 ? shifted(markets[0].next(false), k * 20 + i) : markets[0].next(false))));
   // Until the server has it behind, however much the kernel's buffers take on this machine; then once more, so it has moved on.
-  const behind = () => [...svc.hub.sessions()].some((s) => s.lag !== undefined);
+  const behind = () => [...svc.hub.subscribers()].some((s) => s.behind);
   for (let k = 0; !behind(); k++) {
     if (k === 1000) throw new Error('the stopped socket did not fall behind within 1000 rounds of 20 images');
     await round(k);

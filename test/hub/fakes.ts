@@ -3,25 +3,30 @@ import { Registry } from 'prom-client';
 import { Book, type BookEntry, type Frame } from '../../src/odds/book.js';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
 import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
-import { Broadcaster } from '../../src/hub/broadcaster.js';
+import { Broadcaster, type Topics } from '../../src/hub/broadcaster.js';
 import { Hub } from '../../src/hub/hub.js';
-import { Session, type Conn, type Topics } from '../../src/hub/session.js';
+import { MarketIndex } from '../../src/hub/market-index.js';
+import { SocketSubscriptions } from '../../src/hub/socket-subscriptions.js';
+import { Subscriber, type AgeLimits, type Conn, type SubscriberDeps } from '../../src/hub/subscriber.js';
 import { MarketStates } from '../../src/hub/states.js';
-import { Sweeper, type SweepLimits } from '../../src/hub/sweep.js';
+import { Sweep } from '../../src/hub/sweep.js';
+import type { Clock, Ticker } from '../../src/lib/clock.js';
+import { TokenBucket } from '../../src/lib/token-bucket.js';
 import { OddsMetrics } from '../../src/metrics/odds.js';
+import type { ReadModel } from '../../src/refdata/model.js';
 import { createLogger } from '../../src/log.js';
 
 /**
  * The hub without a server: uWS's pub/sub is two methods (Topics) and a socket
  * a handful (Conn), so both are played here by plain objects that record what
- * they were given.
+ * they were given; time is a clock the test moves.
  */
 export class FakeTopics implements Topics {
   readonly subs = new Map<string, Set<FakeConn>>();
   readonly published: { topic: string; frame: Frame }[] = [];
   publish(topic: string, frame: Frame): boolean {
     this.published.push({ topic, frame });
-    for (const c of this.subs.get(topic) ?? []) c.frames.push(frame);
+    for (const c of this.subs.get(topic) ?? []) c.deliver(frame);
     return true;
   }
   numSubscribers(topic: string): number {
@@ -35,12 +40,18 @@ export class FakeTopics implements Topics {
 
 export class FakeConn implements Conn {
   readonly frames: Frame[] = [];
+  /** Pings sent and not yet answered: the client has not read up to them. */
+  readonly pings: ArrayBuffer[] = [];
   buffered = 0;
   closedWith: number | undefined;
   constructor(private readonly topics: FakeTopics) {}
   send(frame: Frame): number {
-    this.frames.push(frame);
+    this.deliver(frame);
     return 1;
+  }
+  /** A frame on its way to the client, sent directly or by a topic. */
+  deliver(frame: Frame): void {
+    this.frames.push(frame);
   }
   subscribe(topic: string): boolean {
     let set = this.topics.subs.get(topic);
@@ -60,8 +71,38 @@ export class FakeConn implements Conn {
   end(code?: number): void {
     this.closedWith = code;
   }
+  ping(message?: Uint8Array): number {
+    this.pings.push(new Uint8Array(message ?? []).buffer);
+    return 1;
+  }
   messages(): ServerMessage[] {
     return this.frames.map((f) => (typeof f === 'string' ? decodeServerJson(f) : decodeServerProto(f)));
+  }
+}
+
+/** A clock the test moves: `advance` runs every timer that falls due, in order. */
+export class FakeClock implements Clock {
+  private tickers: { ms: number; at: number; tick: () => void; stopped: boolean }[] = [];
+  constructor(private time = 1_800_000_000_000) {}
+  now(): number {
+    return this.time;
+  }
+  every(ms: number, tick: () => void): Ticker {
+    const t = { ms, at: this.time + ms, tick, stopped: false };
+    this.tickers.push(t);
+    return { stop: () => (t.stopped = true) };
+  }
+  advance(ms: number): void {
+    const end = this.time + ms;
+    for (;;) {
+      this.tickers = this.tickers.filter((t) => !t.stopped);
+      const next = this.tickers.reduce<(typeof this.tickers)[number] | undefined>((a, b) => (!a || b.at < a.at ? b : a), undefined);
+      if (!next || next.at > end) break;
+      this.time = next.at;
+      next.at += next.ms;
+      next.tick();
+    }
+    this.time = end;
   }
 }
 
@@ -75,36 +116,45 @@ export const img = (mid: string, price: number, runners = 1): OddsImage => ({
 
 let nextId = 0;
 
-/** The hub, broadcaster and sweep wired as the service wires them, over fakes; torn down with the test. */
-export function rig(limits: SweepLimits = { slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 }) {
+/** The limits of the rig's subscribers: small enough for a test to pass them with a few frames. */
+export const LIMITS: AgeLimits = { maxAgeMs: 2000, slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 };
+
+/** The hub, broadcaster, sweep and subscribers wired as the service wires them, over fakes and a clock the test moves; torn down with the test. */
+export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eventMarkets' | 'sportMarkets'> = { eventMarkets: () => [], sportMarkets: () => [] }) {
   const topics = new FakeTopics();
-  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false } });
+  const clock = new FakeClock();
+  const index = new MarketIndex();
+  const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index });
   const book = new Book();
   const states = new MarketStates();
   const metrics = new OddsMetrics(new Registry());
   const log = createLogger('error', false, () => undefined);
-  const bc = new Broadcaster({ topics, hub, book, states, metrics, log });
-  const sweeper = new Sweeper({ bc, hub, book, states, limits, metrics, log });
-  hub.watch(bc);
-  hub.watch(sweeper);
-  bc.watchSends(sweeper);
+  const bc = new Broadcaster({ topics, index, book, states, metrics, log, clock });
+  const sweep = new Sweep(index, clock);
+  bc.watch(sweep);
+  const deps: SubscriberDeps = { index, publishing: bc, book, states, looks: sweep, limits: { ...LIMITS, ...limits }, metrics, log, clock, compress: false };
+  const subs = new SocketSubscriptions({ hub, index, book, model: model as ReadModel });
   /** A socket the hub opened; uWS's close callback is `hub.close(s)`. */
-  const open = (format: 'json' | 'proto' = 'json') => {
-    const conn = new FakeConn(topics);
-    const s = new Session(++nextId, 'public', 'public', format, 5000, conn);
+  const open = <C extends FakeConn = FakeConn>(format: 'json' | 'proto' = 'json', hbMs = 5000, conn: C = new FakeConn(topics) as C) => {
+    const s = new Subscriber(++nextId, 'public', 'public', format, hbMs, new TokenBucket(50, clock.now()), conn, deps);
     hub.open(s);
+    sweep.add(s);
     conn.end = (code?: number) => {
       conn.closedWith = code;
       hub.close(s);
     };
     return { s, conn };
   };
-  const put = (mid: string, price: number, pt = Date.now(), runners = 1): BookEntry => book.put({ epoch: 'e', seq: book.next(mid, 'e'), pt, image: img(mid, price, runners) })!;
+  /** The client read everything it was sent so far: it answers every ping. */
+  const read = ({ s, conn }: { s: Subscriber; conn: FakeConn }) => {
+    for (const p of conn.pings.splice(0)) s.pong(p);
+  };
+  const put = (mid: string, price: number, pt = clock.now(), runners = 1): BookEntry => book.put({ epoch: 'e', seq: book.next(mid, 'e'), pt, image: img(mid, price, runners) })!;
   /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
   const publish = (entry: BookEntry) => {
     bc.publish(entry);
     bc.flush();
   };
   t.teardown(() => bc.stop());
-  return { topics, hub, book, states, metrics, bc, sweeper, open, put, publish };
+  return { topics, clock, index, hub, book, states, metrics, bc, sweep, subs, deps, open, read, put, publish };
 }

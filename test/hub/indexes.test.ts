@@ -1,7 +1,10 @@
 import t from 'tap';
 import { Hub, type Publisher } from '../../src/hub/hub.js';
-import { Session, variant } from '../../src/hub/session.js';
-import { FakeConn, FakeTopics } from './fakes.js';
+import { MarketIndex } from '../../src/hub/market-index.js';
+import { Subscriber } from '../../src/hub/subscriber.js';
+import { variant } from '../../src/hub/variant.js';
+import { TokenBucket } from '../../src/lib/token-bucket.js';
+import { FakeConn, FakeTopics, rig } from './fakes.js';
 
 /**
  * The hub's own work, over fake sockets: the limits a handshake and a request
@@ -12,15 +15,17 @@ import { FakeConn, FakeTopics } from './fakes.js';
  */
 function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boolean; markets: number }> = {}, concluded: string[] = []) {
   const refused: string[] = [];
+  const { deps } = rig();
+  const index = new MarketIndex();
   const hub = new Hub(
     { perKey: 2, total: 4, countPerKey: true, markets: 3, ...limits },
-    { refusals: { socketRefused: (reason) => refused.push(reason) }, markets: { concluded: (mid) => concluded.includes(mid) } },
+    { refusals: { socketRefused: (reason) => refused.push(reason) }, markets: { concluded: (mid) => concluded.includes(mid) }, index },
   );
   const topics = new FakeTopics();
   let id = 0;
   const session = (keyId = 'k1', client = 'c1', format: 'json' | 'proto' = 'json') => {
     const conn = new FakeConn(topics);
-    const s = new Session(++id, keyId, client, format, 5000, conn);
+    const s = new Subscriber(++id, keyId, client, format, 5000, new TokenBucket(50), conn, { ...deps, index });
     return { s, conn };
   };
   const publisher = (keyId = 'k1') => {
@@ -34,7 +39,7 @@ function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boo
     };
     return { p, ended, events };
   };
-  return { hub, refused, session, publisher };
+  return { hub, index, refused, session, publisher };
 }
 
 const turn = () => new Promise((ok) => setImmediate(ok));
@@ -68,77 +73,77 @@ t.test('admit: held markets cost nothing, a concluded market is left out unless 
   const { s } = session();
   hub.open(s);
   const v = variant('json');
-  hub.take(s, '1.1', v);
+  s.subscribe(['1.1'], v);
   t.same(hub.admit(s, ['1.1', '1.9', '1.2', '1.3']), { take: ['1.1', '1.2', '1.3'] }, 'the held one and two more fill the three');
   t.same(hub.admit(s, ['1.9'], new Set(['1.9'])), { take: ['1.9'] }, 'a concluded market asked for by its ID is taken');
   const over = hub.admit(s, ['1.2', '1.3', '1.4']);
   t.same(over.take, ['1.2', '1.3']);
   t.match(over.refused, { code: 'LIMIT', message: /1\.4 did not fit: a socket holds at most 3 markets/ }, 'the market past the limit is named');
-  t.equal(s.markets.size, 1, 'admitting takes nothing by itself');
+  t.equal(s.size, 1, 'admitting takes nothing by itself');
 });
 
 t.test('the market index counts each variant\'s takers; taking again another way moves the count; closing a socket takes it out of every index', async (t) => {
-  const { hub, session } = setup({ countPerKey: false, total: 10 });
+  const { hub, index, session } = setup({ countPerKey: false, total: 10 });
   const a = session('k', 'alice', 'json');
   const b = session('k', 'alice', 'proto');
   const c = session('k', 'bob', 'json');
   for (const x of [a, b, c]) hub.open(x.s);
   const live = variant('json');
   const deep = variant('json', 2);
-  t.equal(hub.take(a.s, '1.1', live), true);
-  t.equal(hub.take(a.s, '1.1', live), false, 'the same way again changes nothing');
-  hub.take(b.s, '1.1', variant('proto'));
-  hub.take(c.s, '1.1', live);
-  hub.take(c.s, '1.2', live);
-  const takers = () => [...hub.market('1.1')?.variants ?? []].map(([key, v]) => `${key}x${v.count}`).sort();
-  t.same(takers(), ['j0.0x2', 'p0.0x1']);
+  a.s.subscribe(['1.1'], live);
+  a.s.subscribe(['1.1'], live);
+  b.s.subscribe(['1.1'], variant('proto'));
+  c.s.subscribe(['1.1'], live);
+  c.s.subscribe(['1.2'], live);
+  const takers = () => [...index.market('1.1')?.variants ?? []].map(([key, v]) => `${key}x${v.count}`).sort();
+  t.same(takers(), ['j0.0x2', 'p0.0x1'], 'the same way again changes nothing');
   t.equal(hub.subscriptions(), 4);
-  hub.take(a.s, '1.1', deep);
+  a.s.subscribe(['1.1'], deep);
   t.same(takers(), ['j0.0x1', 'j2.0x1', 'p0.0x1'], 'the socket moved from one variant to the other');
   t.equal(hub.subscriptions(), 4, 'still one subscription');
   t.same([hub.count('json'), hub.count('proto'), hub.size], [2, 1, 3]);
-  t.same([...hub.clientSessions('alice')].map((s) => s.id), [a.s.id, b.s.id]);
+  t.same([...hub.clientSubscribers('alice')].map((s) => s.id), [a.s.id, b.s.id]);
   hub.close(c.s);
-  t.equal(hub.market('1.2'), undefined, 'a market nobody takes leaves the index');
+  t.equal(index.market('1.2'), undefined, 'a market nobody takes leaves the index');
   t.same(takers(), ['j2.0x1', 'p0.0x1']);
   t.equal(hub.subscriptions(), 2);
-  t.equal(hub.drop(a.s, '1.1'), true);
-  t.equal(hub.drop(a.s, '1.1'), false, 'not held: nothing to drop');
+  t.same(a.s.unsubscribe(['1.1']), ['1.1']);
+  t.same(a.s.unsubscribe(['1.1']), [], 'not held: nothing to drop');
   t.same(takers(), ['p0.0x1']);
-  t.ok(c.s.closed, 'the session knows it closed');
+  t.ok(c.s.closed, 'the subscriber knows it closed');
 });
 
-t.test('filters: the sessions an event or sport covers, with the variant each asked for; a closed session leaves them', async (t) => {
-  const { hub, session } = setup({ countPerKey: false, total: 10 });
+t.test('filters: the subscribers an event or sport covers, with the variant each asked for; a closed one leaves them', async (t) => {
+  const { hub, index, session } = setup({ countPerKey: false, total: 10 });
   const a = session();
   const b = session();
   hub.open(a.s);
   hub.open(b.s);
   const deep = variant('json', 3);
-  hub.filter(a.s, 'events', 30, variant('json'));
-  hub.filter(b.s, 'sports', 4, deep);
-  const covered = (eid: number, si: number) => [...hub.filtered(eid, si, { type: 'match-odd', bettingType: 'ODDS' })].map(([s, v]) => `${s.id}:${v.key}`).sort();
+  a.s.setFilter('events', 30, variant('json'));
+  b.s.setFilter('sports', 4, deep);
+  const covered = (eid: number, si: number) => [...index.filtered(eid, si, { type: 'match-odd', bettingType: 'ODDS' })].map(([s, v]) => `${s.id}:${v.key}`).sort();
   t.same(covered(30, 4), [`${a.s.id}:j0.0`, `${b.s.id}:j3.0`]);
   t.same(covered(31, 4), [`${b.s.id}:j3.0`], 'another event of the sport');
-  hub.filter(b.s, 'sports', 4, undefined);
+  b.s.setFilter('sports', 4, undefined);
   t.same(covered(31, 4), [], 'a removed filter covers nothing');
   hub.close(a.s);
   t.same(covered(30, 4), [], 'nor does a closed socket\'s');
 });
 
-t.test('narrowed filters: a market created later goes to the sessions whose narrowing it passes; set again, a filter replaces its narrowing', async (t) => {
-  const { hub, session } = setup({ countPerKey: false, total: 10 });
+t.test('narrowed filters: a market created later goes to the subscribers whose narrowing it passes; set again, a filter replaces its narrowing', async (t) => {
+  const { hub, index, session } = setup({ countPerKey: false, total: 10 });
   const [a, b, c] = [session(), session(), session()];
   for (const x of [a, b, c]) hub.open(x.s);
-  hub.filter(a.s, 'sports', 7, variant('json'), { types: new Set(['winner-market']), countries: new Set(['GB', 'IE']) });
-  hub.filter(b.s, 'sports', 7, variant('json'), { bettingTypes: new Set(['LINE']) });
-  hub.filter(c.s, 'events', 70, variant('json'), { turnInPlay: true });
-  const covered = (facts: Parameters<typeof hub.filtered>[2]) => [...hub.filtered(70, 7, facts).keys()].map((s) => s.id).sort();
+  a.s.setFilter('sports', 7, variant('json'), { types: new Set(['winner-market']), countries: new Set(['GB', 'IE']) });
+  b.s.setFilter('sports', 7, variant('json'), { bettingTypes: new Set(['LINE']) });
+  c.s.setFilter('events', 70, variant('json'), { turnInPlay: true });
+  const covered = (facts: Parameters<typeof index.filtered>[2]) => [...index.filtered(70, 7, facts)].map(([s]) => s.id).sort();
   t.same(covered({ type: 'winner-market', bettingType: 'ODDS', country: 'IE', turnInPlay: true }), [a.s.id, c.s.id].sort());
   t.same(covered({ type: 'winner-market', bettingType: 'ODDS', country: 'FR' }), [], 'another country; and turning in play unknown matches no tip filter');
   t.same(covered({ type: 'winner-market', bettingType: 'ODDS' }), [], 'no country in its terms matches no country filter');
   t.same(covered({ type: 'line-market', bettingType: 'LINE', turnInPlay: false }), [b.s.id]);
-  hub.filter(a.s, 'sports', 7, variant('json'));
+  a.s.setFilter('sports', 7, variant('json'));
   t.same(covered({ type: 'line-market', bettingType: 'LINE' }), [a.s.id, b.s.id].sort(), 'set again without narrowing: every market of the sport');
 });
 

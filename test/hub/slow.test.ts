@@ -44,7 +44,7 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   t.equal(fastSeqs[fastSeqs.length - 1], latest);
 
   // It resumes reading while behind, off its topic: what it missed comes as one catch-up frame.
-  await waitFor(() => [...svc.hub.sessions()].some((s) => s.format === 'json' && s.lag !== undefined), 'the paused socket fell behind', 10000);
+  await waitFor(() => [...svc.hub.subscribers()].some((s) => s.format === 'json' && s.behind), 'the paused socket fell behind', 10000);
   raw.resume();
   const last = await slow.next((f) => f.op === 'odds' && f.mid === M && f.seq === latest, 20000);
   t.equal(last.op === 'odds' && last.con, true, 'the catch-up frame is marked con');
@@ -72,7 +72,7 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   // Resumed the moment the server ends it, from the hub's own close (this process runs the service):
   // a peer that reads nothing for seconds after its close was sent is cut off by uWS without one
   // (1006), and on a busy machine the posts below can outlast that.
-  const ended = new Promise<void>((ok) => svc.hub.watch({ closed: () => { raw.resume(); ok(); } }));
+  const ended = waitFor(() => [...svc.hub.subscribers()].length === 0, 'the server closed the stopped socket', 120_000, 5).then(() => raw.resume());
   for (let round = 0; round < 40; round++) {
     await postJson(svc.url, '/api/v1/ingest', { data: Array.from({ length: 50 }, () => image(M, 2, RUNNERS)) });
   }

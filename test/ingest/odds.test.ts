@@ -299,14 +299,14 @@ t.test('one bad image is refused alone: the batch\'s other images are published,
   t.match(stale, { op: 'freshness', mid: MATCH_ODDS, live: false, why: 'unreliable' }, 'its market is told unreliable');
   t.ok(sub.frames.indexOf(stale) > sub.frames.indexOf(published), 'after the image it no longer vouches for');
 
-  // A subscriber arriving now gets the market's image, and then that it is unreliable.
+  // A subscriber arriving now is told the market is unreliable, then gets its image.
   const late = await Client.connect(svc.url);
   t.teardown(() => late.close());
   await late.request({ op: 'subscribe', mids: [MATCH_ODDS, SESSION] });
   await late.settled();
   t.same(late.frames.filter((f) => f.op !== 'ack').map((f) => [f.op, (f as { mid: string }).mid]),
-    [['odds', MATCH_ODDS], ['freshness', MATCH_ODDS], ['market', MATCH_ODDS], ['odds', SESSION], ['market', SESSION]],
-    'image, then freshness for the stale market only, then each market\'s terms');
+    [['freshness', MATCH_ODDS], ['odds', MATCH_ODDS], ['market', MATCH_ODDS], ['odds', SESSION], ['market', SESSION]],
+    'freshness, then the image, for the stale market only; each market\'s terms after its image');
 
   t.equal((await ingest(odds(MATCH_ODDS, [[1.6, 10]], [[1.65, 10]]))).status, 200);
   const after = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.6, 5000, from)) as OddsMessage;

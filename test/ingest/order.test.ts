@@ -119,7 +119,8 @@ t.test('batches past the in-flight limit are refused, not queued, and were not a
 });
 
 t.test('a publisher that stops reading its acks loses none: past WS_MAX_BACKPRESSURE of them it is closed (4008) after the ones it had, in order', async (t) => {
-  const svc = await startTestService(t);
+  // Queues wide enough for all 120 batches as read (about 0.5 MB each): what is judged here is the acks.
+  const svc = await startTestService(t, { INGEST_QUEUE_BYTES: String(256 * 1024 * 1024), INGEST_KEY_QUEUE_BYTES: String(256 * 1024 * 1024) });
   const pub = await publisher(svc.url);
   t.teardown(() => pub.ws.close());
   const ran = async () => value(await scrape(svc.url), 'odds_ingest_batches_total', 'outcome="ok"');

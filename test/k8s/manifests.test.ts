@@ -1,7 +1,9 @@
 /**
  * The Kubernetes manifests in k8s/ and the Dockerfile, checked offline:
  *
- * - every manifest against the Kubernetes schema (kubernetes-models' validate(),
+ * - what `kubectl apply -k k8s/` and `kubectl apply -k k8s/betfair/` send, rendered as kustomize
+ *   would (./kustomize.ts): the service alone, and with the live Betfair adapter;
+ * - every rendered manifest against the Kubernetes schema (kubernetes-models' validate(),
  *   plus a TypeScript excess-property check, since the schema alone accepts
  *   unknown keys such as a misspelt `readinesProbe`), parsed as YAML 1.1 the
  *   way kubectl reads it (an unquoted `on` is a boolean there);
@@ -20,9 +22,11 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import ts from 'typescript';
-import { parseAllDocuments } from 'yaml';
+import { loadConfig } from '../../src/config.js';
+import { HostPolicy } from '../../src/http/host.js';
+import { parseResources, render, type Doc } from './kustomize.js';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
@@ -52,11 +56,9 @@ const POSTGRES_POD = { [NAME_LABEL]: 'postgresql' };
 const DNS_POD = { 'k8s-app': 'kube-dns' };
 const INGRESS_CONTROLLER = { namespace: 'ingress-nginx', pod: { [NAME_LABEL]: 'ingress-nginx' } };
 const PROMETHEUS = { namespace: 'monitoring', pod: { [NAME_LABEL]: 'prometheus' } };
-/** The live Betfair adapter's pods (k8s/betfair-adapter.yaml), in the service's namespace. */
+/** The live Betfair adapter's pods (k8s/betfair/betfair-adapter.yaml), in the service's namespace. */
 const BETFAIR_ADAPTER = { namespace: undefined, pod: { [NAME_LABEL]: 'odds-betfair' } };
 const NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
-
-type Doc = Record<string, unknown>;
 
 interface ServiceMonitor {
   apiVersion: 'monitoring.coreos.com/v1';
@@ -75,7 +77,7 @@ interface ServiceMonitor {
 
 interface Manifests {
   deployment: IDeployment;
-  /** The live Betfair adapter (k8s/betfair-adapter.yaml). */
+  /** The live Betfair adapter (k8s/betfair/betfair-adapter.yaml). */
   adapter: IDeployment;
   service: IService;
   configMap: IConfigMap;
@@ -91,21 +93,14 @@ interface Manifests {
 /** Prometheus Operator kinds: no Kubernetes model here, so checked by hand (the PrometheusRule in observability.test.ts). */
 const OPERATOR_KINDS = new Set(['ServiceMonitor', 'PrometheusRule']);
 
-const yamlFiles = readdirSync(K8S).filter((f) => /\.ya?ml$/.test(f)).sort();
-const resourceFiles = yamlFiles.filter((f) => f !== 'kustomization.yaml');
-
-/** YAML 1.1, as kubectl (go-yaml) reads it: unquoted on/off/yes/no become booleans. */
-function parseFile(file: string): Doc[] {
-  const docs = parseAllDocuments(readFileSync(join(K8S, file), 'utf8'), { version: '1.1' });
-  if (!Array.isArray(docs)) throw new Error(`${file}: not a YAML stream`);
-  return docs.map((d) => {
-    if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
-    return d.toJS() as Doc;
-  }).filter((d) => d !== null && d !== undefined);
-}
-
-const parsed = new Map<string, Doc[]>(yamlFiles.map((f) => [f, parseFile(f)]));
-const allResources: Doc[] = resourceFiles.flatMap((f) => parsed.get(f)!);
+/** `kubectl apply -k k8s/`: the service; `kubectl apply -k k8s/betfair/`: it and the live Betfair adapter. */
+const base = render(K8S);
+const withAdapter = render(join(K8S, 'betfair'), K8S);
+const allResources: Doc[] = withAdapter.docs;
+/** Every YAML file under k8s/ but the kustomizations and the patches applied by hand (k8s/low-latency/): each must be rendered by one of them. */
+const yamlFiles = (readdirSync(K8S, { recursive: true, withFileTypes: true }))
+  .filter((e) => e.isFile() && /\.ya?ml$/.test(e.name) && e.name !== 'kustomization.yaml')
+  .map((e) => relative(K8S, join(e.parentPath, e.name))).filter((f) => !f.startsWith('low-latency/')).sort();
 
 function only<T>(kind: string): T {
   const found = allResources.filter((d) => d.kind === kind);
@@ -123,7 +118,7 @@ const real: Manifests = {
   deployment: named<IDeployment>('Deployment', 'odds-service'),
   adapter: named<IDeployment>('Deployment', 'odds-betfair'),
   service: only<IService>('Service'),
-  configMap: only<IConfigMap>('ConfigMap'),
+  configMap: named<IConfigMap>('ConfigMap', CONFIGMAP),
   pdb: only<IPodDisruptionBudget>('PodDisruptionBudget'),
   hpa: only<IHorizontalPodAutoscaler>('HorizontalPodAutoscaler'),
   serviceMonitor: only<ServiceMonitor>('ServiceMonitor'),
@@ -706,6 +701,83 @@ function adapterProblems(m: Manifests): string[] {
   return p;
 }
 
+/** The runbook: where every Secret the manifests name must be made, by a command a user can paste. */
+const operationsText = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
+
+/** The keys each `kubectl create secret generic NAME --from-literal=KEY=...` (or --from-file=KEY=) in a text makes, by Secret. */
+function documentedSecrets(text: string): Map<string, Set<string>> {
+  const made = new Map<string, Set<string>>();
+  for (const m of text.replace(/\\\n\s*/g, ' ').matchAll(/kubectl create secret generic ([a-z0-9-]+)([^\n]*)/g)) {
+    const keys = made.get(m[1]!) ?? new Set<string>();
+    for (const k of m[2]!.matchAll(/--from-(?:literal|file)=([A-Za-z0-9_.-]+)=/g)) keys.add(k[1]!);
+    made.set(m[1]!, keys);
+  }
+  return made;
+}
+
+/**
+ * What each rendered workload's pods read by name: every ConfigMap must be in the same render
+ * (else the pod never starts), and every Secret made by a command in the runbook, with each key
+ * the pods read (the manifests never carry one).
+ */
+function referenceProblems(docs: Doc[], runbook: string): string[] {
+  const made = documentedSecrets(runbook);
+  const rendered = new Set(docs.filter((d) => d.kind === 'ConfigMap').map((d) => (d.metadata as { name: string }).name));
+  const p: string[] = [];
+  for (const d of docs.filter((d) => d.kind === 'Deployment') as unknown as IDeployment[]) {
+    const who = `Deployment ${d.metadata?.name}`;
+    const pod = d.spec?.template.spec;
+    const configMaps: string[] = [];
+    const secrets: [string, string | undefined][] = [];
+    for (const c of pod?.containers ?? []) {
+      for (const e of c.envFrom ?? []) {
+        if (e.configMapRef?.name) configMaps.push(e.configMapRef.name);
+        if (e.secretRef?.name) secrets.push([e.secretRef.name, undefined]);
+      }
+      for (const e of c.env ?? []) {
+        if (e.valueFrom?.configMapKeyRef) configMaps.push(e.valueFrom.configMapKeyRef.name!);
+        if (e.valueFrom?.secretKeyRef) secrets.push([e.valueFrom.secretKeyRef.name!, e.valueFrom.secretKeyRef.key]);
+      }
+    }
+    for (const v of pod?.volumes ?? []) {
+      if (v.configMap?.name) configMaps.push(v.configMap.name);
+      if (v.secret?.secretName) {
+        const items = v.secret.items ?? [];
+        if (!items.length) secrets.push([v.secret.secretName, undefined]);
+        for (const i of items) secrets.push([v.secret.secretName, i.key]);
+      }
+    }
+    for (const name of configMaps) if (!rendered.has(name)) p.push(`${who}: the ConfigMap ${name} it reads is not rendered with it`);
+    for (const [name, key] of secrets) {
+      const keys = made.get(name);
+      if (!keys) p.push(`${who}: the Secret ${name} it reads is made by no \`kubectl create secret generic ${name}\` in docs/operations.md`);
+      else if (key !== undefined && !keys.has(key)) p.push(`${who}: key ${key} of the Secret ${name} is not made by its command in docs/operations.md`);
+    }
+  }
+  return [...new Set(p)];
+}
+
+/** A value of the right form for each Secret a pod reads, so its settings load as they would in the pod. */
+const SECRET_STANDINS: Record<string, string> = { DATABASE_URL: 'postgres://odds@postgresql:5432/odds' };
+
+/**
+ * The adapter publishes through the Service by name: the service must answer to that Host, by its
+ * own Host rule and the settings its pods load (the ConfigMap, and the Secrets' values stood in).
+ */
+function adapterHostProblems(m: Manifests): string[] {
+  const args = m.adapter.spec?.template.spec?.containers[0]?.args ?? [];
+  const host = new URL(args[args.indexOf('--url') + 1] ?? 'ws://none').host;
+  const env = Object.fromEntries([...effectiveEnv(m)].flatMap(([k, e]) =>
+    e.kind === 'value' ? [[k, e.value]] : e.kind === 'secret' ? [[k, SECRET_STANDINS[k] ?? 'a-secret-value-of-32-characters!']] : []));
+  let policy: HostPolicy;
+  try {
+    policy = new HostPolicy(loadConfig(env, 65536).allowedHosts);
+  } catch (err) {
+    return [`the ConfigMap's settings do not load: ${(err as Error).message}`];
+  }
+  return policy.allows(host) ? [] : [`the service answers 421 to the adapter's Host ${host}: ALLOWED_HOSTS is ${String(m.configMap.data?.ALLOWED_HOSTS)}`];
+}
+
 function imageProblems(m: Manifests, headerText: string): string[] {
   const image = container(m).image;
   const documented = documentedImage(headerText);
@@ -718,30 +790,45 @@ function imageProblems(m: Manifests, headerText: string): string[] {
 
 // ---------------------------------------------------------------- tests
 
-t.test('every YAML file in k8s/ holds exactly one document', async (t) => {
-  t.ok(yamlFiles.length >= 7, `found ${yamlFiles.join(', ')}`);
-  for (const f of yamlFiles) t.equal(parsed.get(f)!.length, 1, f);
+t.test('kubectl apply -k k8s/ renders every resource file but the adapter, one document each; k8s/betfair/ renders them and the adapter', async (t) => {
+  t.ok(yamlFiles.length >= 10, `found ${yamlFiles.join(', ')}`);
+  t.same([...withAdapter.files].sort(), yamlFiles, 'k8s/betfair/: every file, each once');
+  t.same([...base.files].sort(), yamlFiles.filter((f) => !f.startsWith('betfair/')), 'k8s/: all but the adapter');
+  t.equal(withAdapter.docs.length, base.docs.length + 1, 'one document a file, and the one Deployment more');
+  t.notOk(base.docs.some((d) => (d.metadata as { name?: string }).name === 'odds-betfair'), 'the default leaves out the adapter, which needs Betfair credentials');
+  for (const name of ['odds-service-dashboard', 'odds-service-nats-config']) t.ok(base.docs.some((d) => d.kind === 'ConfigMap' && (d.metadata as { name?: string }).name === name), `${name} generated`);
 });
 
-t.test('the kustomization lists every resource file, and only those', async (t) => {
-  const k = parsed.get('kustomization.yaml')![0]!;
-  t.equal(k.apiVersion, 'kustomize.config.k8s.io/v1beta1');
-  t.equal(k.kind, 'Kustomization');
-  t.same([...(k.resources as string[])].sort(), resourceFiles);
+t.test('the low-latency patch adds the one sysctl to the Deployment\'s pods, which stays a valid Deployment; the default sets none', async (t) => {
+  const patch = parseResources(readFileSync(join(K8S, 'low-latency', 'sysctl-patch.yaml'), 'utf8'), 'sysctl-patch.yaml')[0] as { spec: { template: { spec: { securityContext: { sysctls: unknown[] } } } } };
+  const deployment = structuredClone(real.deployment);
+  t.equal(deployment.spec!.template.spec!.securityContext?.sysctls, undefined, 'the default Deployment sets no sysctl: a node that does not allow one would refuse its pods');
+  // A strategic merge of a field the Deployment does not set: the patch's list, beside what is there.
+  Object.assign(deployment.spec!.template.spec!.securityContext!, patch.spec.template.spec.securityContext);
+  t.same(deployment.spec!.template.spec!.securityContext!.sysctls, [{ name: 'net.ipv4.tcp_notsent_lowat', value: '131072' }]);
+  t.same(schemaProblems(deployment as unknown as Doc), [], 'the patched Deployment matches the schema');
+  t.match(readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8'), 'kubectl patch deployment odds-service --patch-file k8s/low-latency/sysctl-patch.yaml', 'the runbook says how to apply it');
 });
 
-t.test('every built-in resource matches the Kubernetes schema', async (t) => {
-  for (const f of resourceFiles) {
-    const doc = parsed.get(f)![0]!;
+t.test('every rendered built-in resource matches the Kubernetes schema', async (t) => {
+  for (const doc of allResources) {
     if (OPERATOR_KINDS.has(String(doc.kind))) continue;
-    t.same(schemaProblems(doc), [], f);
+    t.same(schemaProblems(doc), [], `${String(doc.kind)} ${String((doc.metadata as { name?: string }).name)}`);
   }
 });
 
-t.test('no built-in resource has a field Kubernetes does not know', async (t) => {
-  const docs = resourceFiles.map((f) => parsed.get(f)![0]!).filter((d) => !OPERATOR_KINDS.has(String(d.kind)));
+t.test('no rendered built-in resource has a field Kubernetes does not know', async (t) => {
+  const docs = allResources.filter((d) => !OPERATOR_KINDS.has(String(d.kind)));
   const problems = unknownFieldProblems(docs);
-  docs.forEach((d, i) => t.same(problems[i], [], String(d.kind)));
+  docs.forEach((d, i) => t.same(problems[i], [], `${String(d.kind)} ${String((d.metadata as { name?: string }).name)}`));
+});
+
+t.test('every ConfigMap a pod reads is rendered with it, and every Secret is made by a command in docs/operations.md', async (t) => {
+  for (const [how, rendered] of [['k8s/', base], ['k8s/betfair/', withAdapter]] as const) t.same(referenceProblems(rendered.docs, operationsText), [], how);
+});
+
+t.test('the Betfair adapter\'s Host is one the service answers to, by the settings the ConfigMap gives it', async (t) => {
+  t.same(adapterHostProblems(real), []);
 });
 
 t.test('the ServiceMonitor has the structure of monitoring.coreos.com/v1', async (t) => {
@@ -869,6 +956,20 @@ t.test('the Betfair adapter runs node directly, alone, with its credentials as f
 // ---------------------------------------------------------------- the checks bite
 
 t.test('the checks reject broken manifests', async (t) => {
+  t.test('a Secret no command makes, a key the command leaves out, a ConfigMap not rendered', async (t) => {
+    const m = clone(real);
+    m.adapter.spec!.template.spec!.volumes![0]!.secret!.secretName = 'odds-betfair-typo';
+    t.match(referenceProblems([m.adapter as unknown as Doc], operationsText), [/Secret odds-betfair-typo .*no `kubectl create secret generic odds-betfair-typo`/]);
+    t.match(referenceProblems(allResources, operationsText.replace('--from-literal=session=', '--from-literal=sesion=')), [/key session of the Secret odds-betfair/]);
+    t.match(referenceProblems(allResources.filter((d) => (d.metadata as { name?: string }).name !== CONFIGMAP), operationsText), [/ConfigMap odds-service-config .* not rendered/]);
+  });
+
+  t.test('an adapter dialling a name ALLOWED_HOSTS leaves out, as shipped before (421)', async (t) => {
+    const m = clone(real);
+    m.configMap.data!.ALLOWED_HOSTS = 'odds.example.com';
+    t.match(adapterHostProblems(m), [/the service answers 421 to the adapter's Host odds-service:8080/]);
+  });
+
   const broken = (mutate: (m: Manifests) => void): Manifests => {
     const m = clone(real);
     mutate(m);
@@ -881,8 +982,8 @@ t.test('the checks reject broken manifests', async (t) => {
   });
 
   t.test('an unquoted on in a ConfigMap (a YAML 1.1 boolean) fails the schema', async (t) => {
-    const doc = parseAllDocuments('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {AUTH: on}\n', { version: '1.1' });
-    t.not(schemaProblems((doc as Array<{ toJS(): unknown }>)[0]!.toJS() as Doc).length, 0);
+    const [doc] = parseResources('apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {AUTH: on}\n', 'x.yaml');
+    t.not(schemaProblems(doc!).length, 0);
   });
 
   t.test('a misspelt field is reported as unknown', async (t) => {

@@ -270,7 +270,8 @@ t.test('over sockets: `late` on an image and `stale` items mark a market until i
   for (const [i, c] of subs.entries()) {
     const late = await c.next((f) => f.op === 'freshness' && f.mid === M, 2000, from[i]);
     t.match(late, { live: false, why: 'late' }, `${c.format}: late`);
-    t.ok(c.frames.indexOf(late) > c.frames.findIndex((f, k) => k >= from[i] && f.op === 'odds' && f.mid === M), 'after the late image, which is published');
+    const image = c.frames.findIndex((f, k) => k >= from[i] && f.op === 'odds' && f.mid === M);
+    t.ok(image > c.frames.indexOf(late), 'before the late image, which is published');
     t.match(await c.next((f) => f.op === 'freshness' && f.mid === M2, 2000, from[i]), { live: false, why: 'unreliable' }, `${c.format}: unreliable`);
   }
   const stale = await scrape(svc.url);

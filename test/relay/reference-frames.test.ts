@@ -4,16 +4,18 @@ import type { Broadcaster } from '../../src/hub/broadcaster.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 import type { Market, MarketResult } from '../../src/refdata/types.js';
 
-/** What the broadcaster was asked to do, in order. */
+/** What the broadcaster and the market takers were asked to do, in order. */
 function recorder() {
   const calls: unknown[] = [];
   const appeared: [string, number, number][] = [];
   const bc = {
     publishState: (msg: ServerMessage) => calls.push(msg),
     forgetState: (mid: string) => calls.push(['forget', mid]),
-    detachEverywhere: (mids: string[]) => calls.push(['detach', mids]),
   } as unknown as Broadcaster;
-  const frames = new ReferenceFrames(bc, { appeared: (mid, eid, si) => void appeared.push([mid, eid, si]) });
+  const frames = new ReferenceFrames(bc, {
+    appeared: (mid, eid, si) => void appeared.push([mid, eid, si]),
+    concluded: (mids) => void calls.push(['detach', mids]),
+  });
   return { calls, appeared, frames: (changes: Parameters<ReferenceFrames['changed']>[0]) => frames.changed(changes) };
 }
 

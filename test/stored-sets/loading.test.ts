@@ -1,8 +1,10 @@
 import t from 'tap';
 import type pg from 'pg';
 import { Hub } from '../../src/hub/hub.js';
-import { Session, type Conn } from '../../src/hub/session.js';
-import type { Broadcaster } from '../../src/hub/broadcaster.js';
+import { MarketIndex } from '../../src/hub/market-index.js';
+import { Subscriber } from '../../src/hub/subscriber.js';
+import { TokenBucket } from '../../src/lib/token-bucket.js';
+import { FakeConn, FakeTopics, rig } from '../hub/fakes.js';
 import type { Bus } from '../../src/bus/types.js';
 import { StoredSets } from '../../src/stored-sets/stored-sets.js';
 import { createLogger } from '../../src/log.js';
@@ -27,16 +29,19 @@ async function turns(): Promise<void> {
 
 t.test('an unsubscribe acked while a new socket\'s stored set loads is not undone by the older set', async (t) => {
   const pool = new HeldPool();
-  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false } });
+  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex() });
   const attached: string[][] = [];
   const told: string[][] = [];
-  const bc = { attach: (_s: Session, mids: string[]) => attached.push([...mids]), detachAndTell: (_s: Session, mids: string[]) => told.push([...mids]), send: () => undefined };
   const sets = new StoredSets({
-    pool: pool as unknown as pg.Pool, hub, bc: bc as unknown as Broadcaster, bus: { publishClient: () => undefined } as unknown as Bus,
+    pool: pool as unknown as pg.Pool, hub, bus: { publishClient: () => undefined } as unknown as Bus,
     maxStored: 10, log: createLogger('error', false, () => undefined), outages: { databaseUnavailable() {} },
   });
   hub.watch(sets);
-  const s = new Session(1, 'k', 'c', 'json', 5000, {} as Conn);
+  // A subscriber whose takes and losses are recorded rather than sent.
+  const { deps } = rig();
+  const s = new Subscriber(1, 'k', 'c', 'json', 5000, new TokenBucket(50), new FakeConn(new FakeTopics()), deps);
+  s.subscribe = (mids) => void attached.push([...mids]);
+  s.lose = (mids) => void told.push([...mids]);
   hub.open(s);
   await turns();
   t.equal(pool.reads.length, 1, 'the socket\'s stored set is being read');

@@ -12,7 +12,7 @@ import { http, keyLive, postJson, startTestService, type TestService } from '../
 import { createKey } from '../../src/auth/keys.js';
 import { isLineType } from '../../src/refdata/types.js';
 import type { WireMarket as Market } from '../../src/refdata/wire.js';
-import { lineImage } from '../helpers/ws.js';
+import { ingestOnSocket, lineImage } from '../helpers/ws.js';
 import { reductionFactors } from '../../src/demo/markets.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
@@ -254,12 +254,49 @@ if (!hasChromium()) {
     const mid = named('Tied Match');
     const { page } = await open(t, browser, quiet.url + CRICKET);
     const delay = `.book[data-mid="${mid}"] .delay`;
-    // An hour old at the source: a late feed, told in seconds.
-    await ingest(quiet, { ...image(mid, [9001, 9002], 4), ts: Date.now() - 3_600_000 });
-    await page.waitForSelector(`${delay}:text-matches("^36[0-9]{2} s$")`);
+    // An hour old at the source: a late feed, told in minutes. Each from a publisher of its own:
+    // one publisher's images of a market must keep their source times' order.
+    const fromOwnPublisher = async (item: Record<string, unknown>) => t.equal((await ingestOnSocket(quiet.url, 'json', [item])).status, 1);
+    await fromOwnPublisher({ ...image(mid, [9001, 9002], 4), ts: Date.now() - 3_600_000 });
+    await page.waitForSelector(`${delay}:text-matches("^60 min$")`);
+    // Past a day: since when, not a count of seconds nobody can read.
+    const since = Date.UTC(2026, 0, 2, 3, 4);
+    await fromOwnPublisher({ ...image(mid, [9001, 9002], 4.2), ts: since });
+    await page.waitForSelector(`${delay}:text-is("no data since 2026-01-02 03:04 UTC")`);
+    t.match(await page.getAttribute(delay, 'title'), /^no data since 2026-01-02 03:04 UTC by the source's time; published \d+ ms before it arrived$/);
     await ingest(quiet, image(mid, [9001, 9002], 4.5));
     await page.waitForSelector(`${delay}:text-matches("^[0-9]+ ms$")`);
     t.match(await page.getAttribute(delay, 'title'), /^arrived \d+ ms after the source's time, \d+ ms after the service published it$/);
+  });
+
+  t.test('until its first data the board says it is loading: the markets while their list is read, a book until its first image', async (t) => {
+    const mid = '1.299999901';
+    await ingest(quiet, { kind: 'market', mid, eid: EVENT, na: 'Waiting Market', ty: 'match-odd', r: [{ rid: 9101, na: 'Home' }, { rid: 9102, na: 'Away' }] });
+    t.teardown(() => ingest(quiet, { kind: 'market', mid, go: true }));
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    t.teardown(() => context.close());
+    const page = await context.newPage();
+    // The event's market list is held back, as on a slow network, until the loading state is seen.
+    let release!: () => void;
+    const held = new Promise<void>((ok) => (release = ok));
+    await page.route('**/api/v1/events/markets?*', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(quiet.url + CRICKET);
+    await page.waitForSelector('#event h2');
+    t.equal(await page.textContent('#markets .note'), 'Loading markets…', 'the event is shown, and its markets said to be loading');
+    t.equal(await page.getAttribute('#markets', 'aria-busy'), 'true');
+    t.equal(await page.$$eval('#markets .book', (b) => b.length), 0);
+    release();
+    const book = `.book[data-mid="${mid}"]`;
+    await page.waitForSelector(book);
+    t.equal(await page.$('#markets .note'), null, 'the loading line goes with the first data');
+    t.equal(await page.getAttribute('#markets', 'aria-busy'), 'false');
+    t.equal(await page.textContent(`${book} .waiting`), 'No prices yet', 'a book without an image says so, not a ladder of blanks');
+    await ingest(quiet, image(mid, [9101, 9102], 2.5));
+    await page.waitForSelector(`${book} .c b:text-is("2.50")`);
+    t.equal(await page.textContent(`${book} .waiting`), '', 'gone with its first image');
   });
 
   t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {

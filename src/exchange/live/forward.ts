@@ -56,7 +56,7 @@ export class Forwarder {
     const { steps, problems } = translator.apply(msg, where);
     this.stats.problems += problems.length;
     for (const p of problems) this.opts.problem(p);
-    for (const step of steps) if ('item' in step) outbox.push(step.item);
+    for (const step of steps) if ('item' in step) outbox.push(step.item, step.mid);
     else outbox.touch(step.mid);
     if (msg.ct === 'SUB_IMAGE' && this.asked.size) {
       const still = translator.unreliable();

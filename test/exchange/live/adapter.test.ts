@@ -22,7 +22,7 @@ const EXCHANGE_BEAT = 500;
 /** How often the service looks for silent publishers (src/relay/freshness.ts), and a margin for a loaded machine. */
 const CHECK_AND_MARGIN = 250 + 1000;
 
-const svc = await startTestService(t, { DEMO_DATA: 'off' });
+const svc = await startTestService(t, { DEMO_DATA: 'off', INGEST_LATE_MS: '86400000' });
 const ingest = `${svc.url.replace(/^http/, 'ws')}/ingest?live=${LIVE}`;
 
 function adapter(t: Test, esa: EsaServer, extra: string[] = []) {

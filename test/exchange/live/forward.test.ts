@@ -12,16 +12,18 @@ import { Outbox } from '../../../src/exchange/outbox.js';
 import { Publisher } from '../../../src/exchange/publisher.js';
 import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
 import { Translator } from '../../../src/exchange/translate.js';
+import { announceLimits } from '../fake-ingest.js';
 import { eventually, waitFor } from '../../helpers/wait.js';
 import { DELTAS, IMAGE, MARKET_ID, RUNNERS } from '../esa-script.js';
 
 type Obj = Record<string, any>;
 interface Batch { id: number; data: Obj[] }
 
-/** An /ingest socket that keeps every batch and acks only when told (`ack`), or at once with `auto`. */
+/** An /ingest socket that keeps every batch and acks only when told (`ack`), or at once with `auto`; it announces the service's default bounds. */
 async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise((ok) => wss.once('listening', ok));
+  announceLimits(wss);
   const received: Batch[] = [];
   let socket: WebSocket | undefined;
   let acked = 0;
@@ -37,6 +39,10 @@ async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
   return {
     url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}/ingest`,
     received,
+    /** Batches acked so far. */
+    get acked() {
+      return acked;
+    },
     /** Acks the next batch not yet acked. */
     ack(extra: Obj = {}) {
       const b = received[acked++];
@@ -68,14 +74,19 @@ t.test('while the service is behind, a market\'s changes merge into one image of
   const svc = await fakeService(t);
   const a = await adapter(t, svc.url);
   a.forwarder.push(change(IMAGE), 'image');
-  await eventually(async () => svc.received.length, (n) => n === 1);
+  // The market's rows go first, in batches of their own (the rows its definition shares, then its own): acked one by one.
+  await waitFor(() => {
+    if (svc.received.length > svc.acked && !odds(svc.received.at(-1)!).length) svc.ack();
+    return svc.received.some((b) => odds(b).length > 0);
+  }, 'the first image sent', 5000, 5);
+  const first = svc.received.length;
   for (const d of DELTAS) a.forwarder.push(change(d), d.clk);
   // Time, not a condition: a moment in which a forwarder ignoring its window would have sent more.
   await new Promise((ok) => setTimeout(ok, 50));
-  t.equal(svc.received.length, 1, 'nothing more went out while the window was full');
+  t.equal(svc.received.length, first, 'nothing more went out while the window was full');
   svc.ack();
-  await eventually(async () => svc.received.length, (n) => n === 2);
-  const merged = svc.received[1];
+  await eventually(async () => svc.received.length, (n) => n === first + 1);
+  const merged = svc.received[first];
   t.equal(merged.data.length, 1, 'eight changes, one image');
   const last = DELTAS.at(-1)!;
   t.same(odds(merged)[0].ts, last.pt, 'the newest change\'s time');
@@ -108,25 +119,35 @@ t.test('the outbox is bounded in bytes: it says when it fills and when it has ro
   t.ok(a.outbox.queuedBytes <= 32 * 1024);
 });
 
-t.test('acks are accounted by market: refused items one by one, a batch refused whole; the adapter goes on', async (t) => {
+t.test('acks are accounted by market: refused items one by one, a market\'s rows refused whole; the adapter goes on', async (t) => {
   const svc = await fakeService(t, (b) => {
     const bad = b.data.findIndex((i) => i.mid === '1.2');
-    if (b.data.some((i) => i.kind === 'sport' && i.si === 99)) return { status: 0, message: 'item 0 (sport 99): na must be text' };
+    if (b.data.some((i) => i.kind === 'market' && i.mid === '1.3')) return { status: 0, message: 'item 0 (market 1.3): mid 1.3 is already a nested market' };
     return bad < 0 ? { status: 1, message: 'ok' } : { status: 1, message: 'Ingested; refused 1', refused: [{ i: bad, mid: '1.2', message: `item ${bad} (odds 1.2): market 1.2 is not known` }] };
   });
   const a = await adapter(t, svc.url, { window: 4 });
   a.outbox.push({ kind: 'odds', mid: '1.1', ts: 1, st: 'OPEN', ip: false, r: [] });
   a.outbox.push({ kind: 'odds', mid: '1.2', ts: 1, st: 'OPEN', ip: false, r: [] });
   await a.outbox.flush();
-  a.outbox.push({ kind: 'sport', si: 99 });
+  // Two markets' rows, queued together: each market's go apart, and the rows its definition shares apart from its own.
+  a.outbox.push({ kind: 'sport', si: 99, na: 'Darts', a: true }, '1.3');
   a.outbox.push({ kind: 'market', mid: '1.3', go: true });
-  await a.outbox.flush();
+  a.outbox.push({ kind: 'market', mid: '1.4', go: true });
+  // One the service's rules refuse: kept back, never sent.
+  a.outbox.push({ kind: 'market', mid: '1.5', na: 'x'.repeat(501) });
   a.outbox.push({ kind: 'odds', mid: '1.1', ts: 2, st: 'OPEN', ip: false, r: [] });
   await a.outbox.flush();
+  t.same(svc.received.slice(1).map((b) => b.data.map((i) => `${i.kind} ${i.si ?? i.mid}`)), [['sport 99'], ['market 1.3'], ['market 1.4'], ['odds 1.1']], 'each market\'s rows in batches of their own');
   t.match(a.ledger.get('1.1'), { published: 2, refused: 0 });
   t.match(a.ledger.get('1.2'), { published: 0, refused: 1, why: 'item 1 (odds 1.2): market 1.2 is not known' });
-  t.match(a.ledger.get('1.3'), { refused: 1, why: 'item 0 (sport 99): na must be text' });
-  t.match(a.problems, [/refused odds of 1\.2: item 1/, /refused a batch of 2 items: item 0 \(sport 99\)/]);
+  t.match(a.ledger.get('1.3'), { refused: 1, why: 'item 0 (market 1.3): mid 1.3 is already a nested market' });
+  t.same(a.ledger.get('1.4'), undefined, 'the market beside it: nothing refused');
+  t.match(a.ledger.get('1.5'), { withheld: 1, why: 'market 1.5: na must be a string of at most 500 characters' });
+  t.match(a.problems, [
+    /refused odds of 1\.2: item 1/,
+    'kept back, as the service would refuse it: market 1.5: na must be a string of at most 500 characters',
+    /refused the reference rows of market 1\.3: item 0 \(market 1\.3\)/,
+  ]);
 });
 
 t.test('a market whose change cannot be applied: stale at once, the subscription asked afresh after the wait, live at the fresh image', async (t) => {

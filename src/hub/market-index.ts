@@ -1,0 +1,107 @@
+import type { BookEntry } from '../odds/book.js';
+import type { Subscriber } from './subscriber.js';
+import type { Variant } from './variant.js';
+import { passes, type Narrowing } from './narrowing.js';
+import type { MarketFacts } from '../refdata/types.js';
+
+/**
+ * What a uWS topic has carried, for the socket on it: every socket on the topic was sent these
+ * bytes while it was on it, so a socket knows what it was sent without a count per delivery.
+ * Written by the broadcaster alone, as it publishes.
+ */
+export interface Carried {
+  bytes: number;
+}
+
+/**
+ * One variant of a market that subscribers take, and how many take it. The object lives exactly
+ * as long as someone takes the variant, so what hangs on it cannot outgrow the subscriptions.
+ */
+export interface Taken {
+  readonly variant: Variant;
+  readonly count: number;
+  /** Its topic, as the broadcaster writes it: the bytes it carried, and for conflated deltas the image its sockets hold. */
+  readonly topic: Carried & { base: BookEntry | undefined };
+}
+
+/** A market's takers as others see them: only subscribers change who takes a market, through the index. */
+export interface MarketTakers {
+  readonly subscribers: ReadonlySet<Subscriber>;
+  readonly variants: ReadonlyMap<string, Taken>;
+}
+
+interface Takers {
+  readonly subscribers: Set<Subscriber>;
+  readonly variants: Map<string, { readonly variant: Variant; count: number; readonly topic: Carried & { base: BookEntry | undefined } }>;
+}
+
+/** Filters that also take markets created later: on an event or on a sport. */
+export type FilterKind = 'events' | 'sports';
+
+/**
+ * Who takes each market, and whose filters cover each event and sport: an index derived from the
+ * subscribers, each of which writes its own entries through `take`, `drop` and `filter` as its
+ * subscriptions change, and removes them all when it closes. Nobody else writes it; the
+ * broadcaster reads it to know which topics to publish to.
+ */
+export class MarketIndex {
+  private readonly markets = new Map<string, Takers>();
+  /** Each filter's variant, and its narrowing (undefined: every market of its event or sport). */
+  private readonly filters: Record<FilterKind, Map<number, Map<Subscriber, { v: Variant; narrowing: Narrowing | undefined }>>> = { events: new Map(), sports: new Map() };
+
+  /** `s` takes `mid` as `v`: its variant's entry, made on the first taker. */
+  take(s: Subscriber, mid: string, v: Variant): Taken {
+    let m = this.markets.get(mid);
+    if (!m) this.markets.set(mid, (m = { subscribers: new Set(), variants: new Map() }));
+    m.subscribers.add(s);
+    let taken = m.variants.get(v.key);
+    if (taken) taken.count++;
+    else m.variants.set(v.key, (taken = { variant: v, count: 1, topic: { bytes: 0, base: undefined } }));
+    return taken;
+  }
+
+  /** `s` no longer takes `mid` as `v`. */
+  drop(s: Subscriber, mid: string, v: Variant): void {
+    const m = this.markets.get(mid);
+    if (!m) return;
+    m.subscribers.delete(s);
+    const taken = m.variants.get(v.key);
+    if (taken && --taken.count === 0) m.variants.delete(v.key);
+    if (m.subscribers.size === 0) this.markets.delete(mid);
+  }
+
+  market(mid: string): MarketTakers | undefined {
+    return this.markets.get(mid);
+  }
+
+  /** Sets (or, with no variant, removes) `s`'s filter on an event or sport, narrowed to some of its markets or not. */
+  filter(s: Subscriber, kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
+    const index = this.filters[kind];
+    let set = index.get(id);
+    if (v) {
+      if (!set) index.set(id, (set = new Map()));
+      set.set(s, { v, narrowing });
+    } else {
+      set?.delete(s);
+      if (set?.size === 0) index.delete(id);
+    }
+  }
+
+  /**
+   * Subscribers whose filters cover a market of this event and sport with these facts, with the
+   * variant each asked for (an event filter over a sport's).
+   */
+  filtered(eid: number, si: number, facts: MarketFacts): Map<Subscriber, Variant> {
+    const out = new Map<Subscriber, Variant>();
+    for (const [s, f] of this.filters.sports.get(si) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
+    for (const [s, f] of this.filters.events.get(eid) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
+    return out;
+  }
+
+  /** Market subscriptions held by open sockets. */
+  subscriptions(): number {
+    let n = 0;
+    for (const m of this.markets.values()) n += m.subscribers.size;
+    return n;
+  }
+}

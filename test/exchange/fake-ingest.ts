@@ -1,0 +1,87 @@
+/**
+ * Fakes for the publisher (exchange/publisher.ts): its socket, which keeps what was sent and
+ * answers when the test says, as the service would; its clock, which moves when the test says;
+ * and the bounds a fake `/ingest` server announces at the handshake, as the service does.
+ */
+import type { WebSocketServer } from 'ws';
+import type { Clock, IngestListener, IngestSocket } from '../../src/exchange/publisher.js';
+import { limitHeaders, type IngestLimits } from '../../src/ingest/limits.js';
+
+/** The service's defaults (docs/configuration.md). */
+export const DEFAULT_LIMITS: IngestLimits = { maxInFlight: 128, queueBytes: 8 << 20, keyQueueBytes: 32 << 20, maxItems: 5000, maxMessageBytes: 1 << 20 };
+
+/** Has a `ws` server announce `limits` on each handshake's 101, as the service's /ingest does. */
+export function announceLimits(wss: WebSocketServer, limits: IngestLimits = DEFAULT_LIMITS): void {
+  wss.on('headers', (headers) => headers.push(...limitHeaders(limits).map(([name, value]) => `${name}: ${value}`)));
+}
+
+export class FakeSocket implements IngestSocket {
+  readonly sent: string[] = [];
+  open = true;
+  listener: IngestListener | undefined;
+  private ended!: () => void;
+  readonly closed = new Promise<void>((ok) => (this.ended = ok));
+
+  send(text: string): void {
+    this.sent.push(text);
+  }
+
+  close(): void {
+    this.open = false;
+    this.listener?.lost('connection closed: code 1000');
+    this.ended();
+  }
+
+  listen(listener: IngestListener): void {
+    this.listener = listener;
+  }
+
+  /** The id of the n-th frame sent. */
+  id(n: number): number {
+    return (JSON.parse(this.sent[n]) as { id: number }).id;
+  }
+
+  /** The service's ack of the n-th frame sent; `refusal` answers it status 0 with that code and message. */
+  ack(n: number, refusal?: { code: string; message: string }): void {
+    const answer = refusal ? { status: 0, ...refusal } : { status: 1, message: 'Ingested 0 items' };
+    this.listener!.message(JSON.stringify({ op: 'ack', id: this.id(n), ...answer }));
+  }
+}
+
+export class FakeClock implements Clock {
+  at = 0;
+  tickMs = 0;
+  private tick: (() => void) | undefined;
+  private timers: { due: number; done: () => void }[] = [];
+
+  now(): number {
+    return this.at;
+  }
+
+  every(ms: number, tick: () => void): { stop(): void } {
+    this.tickMs = ms;
+    this.tick = tick;
+    return { stop: () => (this.tick = undefined) };
+  }
+
+  after(ms: number, done: () => void): { stop(): void } {
+    const timer = { due: this.at + ms, done };
+    this.timers.push(timer);
+    return { stop: () => (this.timers = this.timers.filter((x) => x !== timer)) };
+  }
+
+  /** Moves time on by `ms`, a tick at a time. */
+  advance(ms: number): void {
+    for (const end = this.at + ms; this.at < end;) {
+      this.at = Math.min(end, this.at + (this.tickMs || ms));
+      this.fire();
+      this.tick?.();
+    }
+  }
+
+  private fire(): void {
+    const due = this.timers.filter((x) => x.due <= this.at);
+    this.timers = this.timers.filter((x) => x.due > this.at);
+    for (const x of due) x.done();
+  }
+}

@@ -1,0 +1,273 @@
+import t from 'tap';
+import type { Frame } from '../../src/odds/book.js';
+import { decodeServerJson } from '../../src/odds/codec.js';
+import type { ServerMessage } from '../../src/odds/messages.js';
+import type { Subscriber } from '../../src/hub/subscriber.js';
+import { CONFLATE_PRESETS, conflatePreset, variant, wireBytes } from '../../src/hub/variant.js';
+import { FakeConn, type FakeClock, type FakeTopics, rig } from './fakes.js';
+
+/**
+ * A subscriber is the one owner of its socket's state: the topics it is on follow from what it
+ * takes and what it is owed, whatever order the changes come in; and the age of what its screen
+ * holds is bounded by what its link can carry. Over fakes of uWS and a clock the test moves.
+ */
+
+const live = variant('json');
+
+t.test('subscribe and unsubscribe keep the socket on one topic per market, the variant it takes', async (t) => {
+  const { topics, open } = rig();
+  const { s, conn } = open();
+  const deep = variant('json', 2);
+  s.subscribe(['a', 'b'], live);
+  s.subscribe(['a'], live);
+  t.same(topics.of(conn), ['j$feed', 'j0.0/a', 'j0.0/b'], 'the same way again changes nothing');
+  s.subscribe(['a'], deep);
+  t.same(topics.of(conn), ['j$feed', 'j0.0/b', 'j2.0/a'], 'moved to the new variant\'s topic, off the old');
+  t.same([...s.markets()].map(([mid, v]) => `${mid} ${v.key}`), ['a j2.0', 'b j0.0']);
+  t.same(s.unsubscribe(['b', 'b', 'x']), ['b'], 'only what it took');
+  t.same(topics.of(conn), ['j$feed', 'j2.0/a']);
+});
+
+t.test('behind, it is on no market topic; what it takes or drops meanwhile joins or leaves as it catches up', async (t) => {
+  const { topics, open, sweep, clock, put, publish } = rig();
+  const { s, conn } = open();
+  s.subscribe(['a', 'b'], live);
+  publish(put('a', 2));
+  conn.buffered = 5000;
+  sweep.run(clock.now());
+  t.ok(s.behind);
+  t.same(topics.of(conn), ['j$feed'], 'off every market topic, still on the feed\'s');
+  s.subscribe(['c'], live);
+  s.unsubscribe(['b']);
+  t.same(topics.of(conn), ['j$feed'], 'taking and dropping while behind touches no topic');
+  conn.buffered = 0;
+  s.drained();
+  t.equal(s.behind, false);
+  t.same(topics.of(conn), ['j$feed', 'j0.0/a', 'j0.0/c'], 'back on exactly the topics of what it takes now');
+});
+
+t.test('a market lost while owed is told after its final state; one lost on its topic at once', async (t) => {
+  const { open, sweep, clock, bc, put, publish } = rig();
+  const { s, conn } = open();
+  s.subscribe(['a', 'b', 'c'], live);
+  s.lose(['a']);
+  t.same(conn.messages().at(-1), { op: 'unsubscribed', mids: ['a'] }, 'on its topic: told at once');
+  publish(put('b', 2));
+  conn.buffered = 5000;
+  sweep.run(clock.now());
+  const before = conn.frames.length;
+  bc.publishState({ op: 'market', mid: 'b', s: false, go: true, rt: false });
+  s.lose(['b']);
+  t.equal(conn.frames.length, before, 'nothing while behind');
+  conn.buffered = 0;
+  s.drained();
+  t.same(conn.messages().slice(before), [{ op: 'market', mid: 'b', s: false, go: true, rt: false }, { op: 'unsubscribed', mids: ['b'] }], 'its final state, then that it is gone');
+});
+
+t.test('closed, it sends nothing and changes no topic (uWS throws on a closed socket)', async (t) => {
+  const { topics, open, hub } = rig();
+  const { s, conn } = open();
+  s.subscribe(['a'], live);
+  hub.close(s);
+  t.equal(s.closed, true);
+  const before = conn.frames.length;
+  s.send({ op: 'hb', ts: 1 });
+  s.subscribe(['b'], live);
+  s.end(4008, 'slow consumer');
+  t.equal(conn.frames.length, before);
+  t.same(topics.of(conn), ['j$feed', 'j0.0/a'], 'uWS drops its topics itself');
+  t.equal(conn.closedWith, undefined, 'no second close');
+});
+
+t.test('closed by the server, it leaves its topics first: no frame may follow its close frame', async (t) => {
+  const { topics, open } = rig();
+  const { s, conn } = open();
+  conn.end = (code) => void (conn.closedWith = code);
+  s.subscribe(['a'], live);
+  s.end(4008, 'slow consumer');
+  t.same(topics.of(conn), [], 'off every topic');
+  t.equal(conn.closedWith, 4008);
+  s.subscribe(['b'], live);
+  t.same(topics.of(conn), [], 'and joins none while its close completes');
+});
+
+t.test('conflation intervals snap up to a preset: any value a client asks runs as one of a few variants', async (t) => {
+  t.equal(conflatePreset(0), 0, 'every update stays every update');
+  t.equal(conflatePreset(100), 100);
+  t.equal(conflatePreset(101), 200, 'never more often than asked');
+  t.equal(conflatePreset(1001), 2000);
+  t.equal(conflatePreset(60000), 60000);
+  const keys = new Set<string>();
+  for (let ms = 100; ms <= 60000; ms += 7) keys.add(variant('proto', 0, ms, true).key);
+  t.equal(keys.size, CONFLATE_PRESETS.length, 'thousands of intervals, as many variants as presets');
+  t.equal(variant('json', 0, 150).conflate, 200, 'the variant runs at its preset');
+});
+
+t.test('not yet measured, it falls behind as soon as a publish puts more on its way than a weak link reads in half the bound, and catches up once it has read it', async (t) => {
+  const { open, read, put, publish } = rig();
+  const x = open();
+  x.s.subscribe(['a', 'b'], live);
+  publish(put('b', 2));
+  read(x);
+  let n = 0;
+  // Images of three runners, about 200 bytes each: past 64 KiB within a few hundred.
+  while (!x.s.behind) {
+    if (++n > 2000) throw new Error('never behind');
+    publish(put('a', 2 + (n % 90) / 100, undefined, 3));
+  }
+  const sent = x.conn.frames.reduce((sum, f) => sum + wireBytes(f), 0);
+  t.ok(sent > 64 * 1024 && sent < 64 * 1024 + 1024, `behind right after the publish that passed the window (${sent} bytes on its way), not at the next pass`);
+  t.equal(x.conn.pings.length, 1, 'probed at once, so it catches up as soon as it has read what is on its way');
+  const before = x.conn.frames.length;
+  publish(put('a', 3, undefined, 3));
+  publish(put('b', 2.5));
+  t.equal(x.conn.frames.length, before, 'skipped while behind');
+  read(x);
+  t.same(x.conn.messages().slice(before).map((m) => m.op === 'odds' && `${m.mid} ${m.seq} con=${m.con}`), [`a ${n + 1} con=true`, 'b 2 con=true'], 'the newest image of each market that moved');
+  t.equal(x.s.behind, false, 'back on its topics');
+});
+
+t.test('a probe unanswered for half the bound: behind, however little is on its way', async (t) => {
+  const { open, sweep, clock, put, publish } = rig();
+  const x = open();
+  x.s.subscribe(['a'], live);
+  publish(put('a', 2));
+  clock.advance(100);
+  sweep.run(clock.now());
+  t.equal(x.conn.pings.length, 1);
+  clock.advance(900);
+  sweep.run(clock.now());
+  t.equal(x.s.behind, false, 'within half the bound');
+  clock.advance(200);
+  sweep.run(clock.now());
+  t.equal(x.s.behind, true, 'past it');
+});
+
+t.test('owed a market that moved for a quarter of the bound: told behind, once; live again only after keeping up for a quarter of it', async (t) => {
+  const { open, sweep, clock, read, put, publish, bc } = rig();
+  const x = open();
+  x.s.subscribe(['a', 'b', 'c'], live);
+  bc.publishState({ op: 'freshness', mid: 'c', live: false, why: 'publisher', at: 1 });
+  publish(put('a', 2));
+  read(x);
+  x.conn.buffered = 5000;
+  sweep.run(clock.now());
+  const from = x.conn.frames.length;
+  publish(put('a', 2.1));
+  publish(put('c', 2.1));
+  clock.advance(400);
+  sweep.run(clock.now());
+  t.same(x.conn.messages().slice(from), [], 'not yet');
+  clock.advance(200);
+  sweep.run(clock.now());
+  clock.advance(100);
+  sweep.run(clock.now());
+  t.same(x.conn.messages().slice(from).map((m) => m.op === 'freshness' && `${m.mid} ${m.why} at=${m.at - clock.now()}`), ['a behind at=-700', 'c behind at=-700'],
+    'each market that moved, once, since when it was owed; b did not move');
+  x.conn.buffered = 0;
+  const round = x.conn.frames.length;
+  read(x);
+  t.same(x.conn.messages().slice(round).map((m) => `${m.op} ${'mid' in m ? m.mid : ''}`), ['odds a', 'freshness c', 'odds c'],
+    'caught up: the newest images, c told it is stale (its publisher) before its image, no live yet');
+  clock.advance(400);
+  read(x);
+  sweep.run(clock.now());
+  t.same(x.conn.messages().slice(round + 3), [], 'kept up less than a quarter of the bound');
+  clock.advance(200);
+  sweep.run(clock.now());
+  t.same(x.conn.messages().slice(round + 3).filter((m) => m.op === 'freshness').map((m) => m.op === 'freshness' && `${m.mid} ${m.live}`), ['a true'],
+    'a is live again; c stays stale for its publisher');
+});
+
+/**
+ * A client on a link that reads `rate` bytes a ms: frames and pings queue in the order sent and
+ * are read at that pace; a ping is answered when it is read. What it read, and when.
+ */
+class PacedConn extends FakeConn {
+  private readonly queue: { left: number; frame?: Frame; ping?: ArrayBuffer }[] = [];
+  readonly got: { msg: ServerMessage; at: number }[] = [];
+  s!: Subscriber;
+  constructor(topics: FakeTopics, private readonly clock: FakeClock, public rate: number) {
+    super(topics);
+  }
+  override deliver(frame: Frame): void {
+    this.queue.push({ left: wireBytes(frame), frame });
+  }
+  override ping(message?: Uint8Array): number {
+    this.queue.push({ left: 6, ping: new Uint8Array(message ?? []).buffer });
+    return 1;
+  }
+  /** Reads for `ms` at its pace, answering the pings it reads. */
+  readFor(ms: number): void {
+    let budget = this.rate * ms;
+    while (budget > 0 && this.queue.length) {
+      const head = this.queue[0];
+      const take = Math.min(budget, head.left);
+      head.left -= take;
+      budget -= take;
+      if (head.left > 0) break;
+      this.queue.shift();
+      if (head.ping) this.s.pong(head.ping);
+      else this.got.push({ msg: decodeServerJson(head.frame as string), at: this.clock.now() });
+    }
+  }
+}
+
+t.test('a reader at 40 KB/s under a feed several times that: every price it is shown as live is within the bound of the newest, and once it reads fast it is live with the newest', async (t) => {
+  const { open, clock, topics, sweep, book, put, publish } = rig({ slowCloseMs: 3_600_000 });
+  sweep.start();
+  const conn = new PacedConn(topics, clock, 40);
+  const { s } = open('json', 5000, conn);
+  conn.s = s;
+  const mids = Array.from({ length: 20 }, (_, i) => `1.${i}`);
+  for (const mid of mids) publish(put(mid, 2, undefined, 3));
+  s.subscribe(mids, live);
+  /** When each seq of each market was published: a screen holding seq k is behind the newest from the publish of k + 1. */
+  const published = new Map<string, number[]>();
+  const screen = new Map<string, { seq: number; told: boolean }>();
+  const worst = { age: 0, behind: 0, notices: 0 };
+  let n = 0;
+  const step = (ms: number, feed: boolean) => {
+    if (feed) {
+      for (const mid of mids.filter((_, i) => (n + i) % 4 === 0)) {
+        const e = put(mid, 2 + (n % 90) / 100, undefined, 3);
+        (published.get(mid) ?? published.set(mid, []).get(mid)!)[e.seq] = clock.now();
+        publish(e);
+      }
+    }
+    n++;
+    clock.advance(ms);
+    const from = conn.got.length;
+    conn.readFor(ms);
+    for (const { msg, at } of conn.got.slice(from)) {
+      if (msg.op === 'freshness') {
+        const held = screen.get(msg.mid) ?? { seq: 0, told: false };
+        held.told = !msg.live;
+        if (msg.why === 'behind') worst.notices++;
+        screen.set(msg.mid, held);
+      } else if (msg.op === 'odds') {
+        const held = screen.get(msg.mid) ?? { seq: 0, told: false };
+        if (!held.told) worst.age = Math.max(worst.age, at - msg.pt);
+        screen.set(msg.mid, { ...held, seq: msg.seq });
+      }
+    }
+    // Every market shown as live is the newest, or was superseded less than the bound ago.
+    for (const mid of mids) {
+      const held = screen.get(mid);
+      const newer = published.get(mid)?.[(held?.seq ?? 0) + 1];
+      if (held && !held.told && newer !== undefined) worst.behind = Math.max(worst.behind, clock.now() - newer);
+    }
+  };
+  for (let i = 0; i < 2000; i++) step(10, true);
+  t.ok(worst.notices > 0, `told behind (${worst.notices} notices): it cannot keep up`);
+  t.ok(worst.age <= 2000, `every image read while live was at most 2 s old (the oldest ${worst.age} ms)`);
+  t.ok(worst.behind <= 2000, `every market shown as live was within 2 s of the newest (the furthest behind ${worst.behind} ms)`);
+  t.ok(!s.closed, 'a slow reader that reads is kept');
+
+  conn.rate = 100_000;
+  for (let i = 0; i < 300; i++) step(10, i < 100);
+  for (const mid of mids) {
+    t.equal(screen.get(mid)?.seq, book.get(mid)!.seq, `${mid}: the newest image`);
+    t.equal(screen.get(mid)?.told, false, `${mid}: live`);
+  }
+});

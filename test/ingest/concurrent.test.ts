@@ -1,0 +1,65 @@
+/**
+ * Two publishers writing the same reference rows at once, against the real Postgres: in the same
+ * order and in reverse order, every batch succeeds. A statement timeout of 100 ms makes every lock
+ * wait longer than a statement may run: a wait is not an outage, and two batches crossing never
+ * deadlock. A lock held past PG_LOCK_WAIT_MS is a retryable refusal, nothing changed.
+ */
+import t from 'tap';
+import { postJson, startTestService } from '../helpers/service.js';
+import { sqlClient } from '../helpers/db.js';
+import { eventually } from '../helpers/wait.js';
+
+type Obj = Record<string, unknown>;
+type Reply = { status: number; message: string };
+
+const svc = await startTestService(t, { DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_MS: '100', PG_LOCK_WAIT_MS: '20000' });
+const db = await sqlClient(t, svc.databaseUrl);
+const ingest = (data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
+
+const EVENTS = 120;
+const eid = (i: number) => 8_000_000 + i;
+await ingest([{ kind: 'sport', si: 801, na: 'Sport', a: true }, { kind: 'league', li: 80_001, si: 801, na: 'League' }]);
+
+/** A publisher's round: every event renamed and its market's runners named again, `round` in each name. */
+function round(n: number, who: string): Obj[] {
+  const out: Obj[] = [];
+  for (let i = 0; i < EVENTS; i++) {
+    out.push({ kind: 'event', eid: eid(i), na: `Event ${i} ${who}${n}`, st: '2030-01-01T00:00:00.000Z', si: 801, li: 80_001 });
+    out.push({ kind: 'market', mid: `8.${i}`, eid: eid(i), na: `Match ${who}${n}`, ty: 'match-odd', s: true, go: false, rt: false,
+      r: [{ rid: 1, na: `Home ${who}${n}` }, { rid: 2, na: 'Away' }, { rid: 3, na: 'Draw' }] });
+  }
+  return out;
+}
+
+/** Each item's pair (event then its market) kept together, the pairs in reverse. */
+const reversed = (items: Obj[]): Obj[] => items.flatMap((_, k) => (k % 2 ? [] : [items[k], items[k + 1]])).reverse().flatMap((x, k, all) => (k % 2 ? [] : [all[k + 1], x]));
+
+for (const [order, second] of [['the same order', (items: Obj[]) => items], ['reverse order', reversed]] as const) {
+  t.test(`two publishers writing the same ${EVENTS * 2} rows at once in ${order} both succeed, round after round`, async (t) => {
+    const failed: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      const replies = await Promise.all([ingest(round(n, 'a')), ingest(second(round(n, 'b')))]);
+      for (const [k, r] of replies.entries()) if (r.status !== 200) failed.push(`round ${n} publisher ${k}: ${r.status} ${r.body.message}`);
+    }
+    t.same(failed, [], 'no batch refused');
+    const names = (await db.query<{ na: string }>('SELECT DISTINCT substring(na from \' ([ab]2)$\') AS na FROM events WHERE eid >= $1 AND eid < $2', [eid(0), eid(EVENTS)])).rows;
+    t.equal(names.length, 1, 'every event holds one batch\'s names: the batch that committed last, whole');
+  });
+}
+
+t.test('a row held past PG_LOCK_WAIT_MS: the batch is refused as busy, to send again, nothing changed; then it goes through', async (t) => {
+  const short = await startTestService(t, { DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_MS: '100', PG_LOCK_WAIT_MS: '300' }, svc.databaseUrl);
+  const holder = await sqlClient(t, svc.databaseUrl);
+  await holder.query('BEGIN');
+  await holder.query('UPDATE events SET na = $1 WHERE eid = $2', ['Held', eid(0)]);
+  const batch = [{ kind: 'event', eid: eid(0), na: 'Waited' }, { kind: 'event', eid: eid(1), na: 'Waited too' }];
+  const refused = await postJson<Reply>(short.url, '/api/v1/ingest', { data: batch });
+  t.equal(refused.status, 503);
+  t.equal(refused.headers.get('retry-after'), '1');
+  t.match(refused.body.message, /^another batch is writing the same rows .*PG_LOCK_WAIT_MS.*; nothing was changed, send it again$/);
+  t.notMatch(refused.body.message, /database is unavailable/);
+  t.notSame((await db.query('SELECT na FROM events WHERE eid = $1', [eid(1)])).rows, [{ na: 'Waited too' }], 'nothing of the batch was written');
+  await holder.query('COMMIT');
+  const again = await eventually(() => postJson<Reply>(short.url, '/api/v1/ingest', { data: batch }), (r) => r.status === 200, 10_000);
+  t.same(again.body, { status: 1, message: 'Ingested 2 items' });
+});

@@ -1,0 +1,158 @@
+/**
+ * `npm start` as a user runs it, from this checkout (built by the suite's `npm run build:all`):
+ * in a process group of its own, as a terminal, an IDE's stop button or a supervisor would have it,
+ * and stopped by a signal sent to npm alone or to the whole group.
+ */
+import t, { type Test } from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeSettings } from '../src/config.js';
+import { staleBuild } from '../src/cli/fresh.js';
+import { http } from './helpers/service.js';
+import { waitFor } from './helpers/wait.js';
+import { MAIN, groupMembers, postgresOn, runTool, tempDir } from './cli/processes.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const BUILT = join(ROOT, 'dist/src/main.js');
+
+interface NpmStart {
+  readonly pid: number;
+  output(): string;
+  readonly exited: Promise<number | null>;
+}
+
+/** `npm start -- ...args` with `env` over the suite's, leader of a process group of its own. */
+function npmStart(env: Record<string, string>, args: string[] = []): NpmStart {
+  const child = spawn('npm', ['start', ...(args.length ? ['--', ...args] : [])], {
+    cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DATABASE_URL: '', HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DRAIN_DELAY_MS: '100', SIMULATOR: 'off', ...env },
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (out += s));
+  // Once npm has exited and its output has ended: the service writes to the same pipes, and may outlive npm.
+  const exited = new Promise<number | null>((ok) => child.on('close', (code, signal) => ok(code ?? (signal ? -1 : null))));
+  return { pid: child.pid!, output: () => out, exited };
+}
+
+const listening = (run: NpmStart) => /listening on (http:\/\/\S+) /.exec(run.output())?.[1];
+
+/** npm start on a stale build would rebuild dist/ under the files running beside this one: refused instead, saying why. */
+const stale = staleBuild();
+const current = (t: Test): boolean => {
+  if (stale) t.fail(`${stale} is newer than its build: run npm run build:all first (npm start would rebuild dist/ under the other test files)`);
+  return !stale;
+};
+
+t.test('a signal to npm, or to its whole process group, stops the service and its embedded Postgres: nothing is left running', async (t) => {
+  if (!current(t)) return;
+  const pgDir = join(await tempDir(t), 'pg');
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    for (const to of ['npm', 'group'] as const) {
+      const run = npmStart({ EMBEDDED_PG_DIR: pgDir });
+      t.teardown(() => {
+        try {
+          process.kill(-run.pid, 'SIGKILL');
+        } catch {
+          // already gone, as it should be
+        }
+      });
+      await waitFor(() => listening(run) !== undefined || run.output().includes('start failed'), () => `npm start listening:\n${run.output()}`, 90_000, 50);
+      t.equal((await http(listening(run)!, '/ready')).status, 200, `${signal} to ${to}: ready before the signal`);
+      t.equal(postgresOn(pgDir).length > 0, true, 'its Postgres runs');
+      process.kill(to === 'npm' ? run.pid : -run.pid, signal);
+      await run.exited;
+      await waitFor(() => groupMembers(run.pid).length === 0 && postgresOn(pgDir).length === 0,
+        () => `${signal} to ${to}: still running in the group ${JSON.stringify(groupMembers(run.pid))}, Postgres ${JSON.stringify(postgresOn(pgDir))}\n${run.output()}`, 30_000, 50);
+      t.match(run.output(), new RegExp(`"msg":"shutting down","signal":"(${signal}|npm exited)"[\\s\\S]*"msg":"embedded postgres stopped"[\\s\\S]*"msg":"stopped"`), `${signal} to ${to}: a clean shutdown`);
+      t.notMatch(run.output(), /building:/, 'the build was current: no rebuild');
+    }
+  }
+});
+
+t.test('a start whose build is current does not rebuild; a bad setting is refused before any build, naming it', async (t) => {
+  if (!current(t)) return;
+  const before = statSync(BUILT).mtimeMs;
+  const bad = npmStart({ PORT: 'abc' });
+  t.equal(await bad.exited, 2);
+  t.match(bad.output(), /configuration error: PORT: must be a whole number, got "abc"/);
+  t.notMatch(bad.output(), /building:/);
+
+  const pgDir = join(await tempDir(t), 'pg');
+  const started = Date.now();
+  const run = npmStart({ EMBEDDED_PG_DIR: pgDir, DEMO_DATA: 'off' });
+  await waitFor(() => listening(run) !== undefined, () => `npm start listening:\n${run.output()}`, 90_000, 50);
+  t.comment(`npm start to listening, no build, a new embedded Postgres: ${Date.now() - started} ms`);
+  t.notMatch(run.output(), /building:/, 'said no build');
+  t.equal(statSync(BUILT).mtimeMs, before, 'dist/ untouched');
+  process.kill(run.pid, 'SIGTERM');
+  t.equal(await run.exited, 0);
+});
+
+t.test('the freshness check: current, a source newer than its output, a board source newer than the bundle', async (t) => {
+  const root = await tempDir(t);
+  const write = (path: string, at: number) => {
+    mkdirSync(join(root, path, '..'), { recursive: true });
+    writeFileSync(join(root, path), '//');
+    utimesSync(join(root, path), at, at);
+  };
+  write('src/a.ts', 1000);
+  write('src/web/board.css', 1000);
+  write('dist/src/a.js', 2000);
+  write('dist/web/index.html', 2000);
+  t.equal(staleBuild(root), undefined, 'current');
+  write('src/web/board.css', 3000);
+  t.equal(staleBuild(root), 'src/web/board.css', 'the board is bundled from it');
+  write('src/a.ts', 4000);
+  t.equal(staleBuild(root), 'src/a.ts', 'a source newer than its compiled file');
+  write('src/a.ts', 1000);
+  write('src/b.ts', 1000);
+  t.equal(staleBuild(root), 'src/b.ts', 'a source never compiled');
+});
+
+t.test('--help, through npm start and from the compiled file alike, lists every setting the service reads, each documented', async (t) => {
+  const names = describeSettings().map((s) => s.name);
+  t.ok(names.includes('PORT') && names.includes('DATABASE_URL') && names.includes('SHUTDOWN_TIMEOUT_MS'), 'read from config.ts');
+  const documented = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
+  const rows = documented.split('\n').filter((l) => l.startsWith('| `')).map((l) => l.split(' | ')[0]);
+  t.same(names.filter((n) => !rows.some((r) => r.includes(`\`${n}\``))), [], 'each in docs/configuration.md');
+  // A bad setting does not hide the help.
+  const direct = await runTool(MAIN, ['--help'], { PORT: 'abc' });
+  if (!current(t)) return;
+  const viaNpm = npmStart({ PORT: 'abc' }, ['--help']);
+  t.equal(await viaNpm.exited, 0);
+  t.equal(direct.code, 0);
+  for (const [how, text] of [['node dist/src/main.js --help', direct.stdout], ['npm start -- --help', viaNpm.output()]] as const) {
+    t.match(text, /usage: npm start \[-- --fresh\]/, how);
+    t.same(names.filter((n) => !new RegExp(`^  ${n} +default`, 'm').test(text)), [], `${how}: every setting listed`);
+    t.match(text, /^ {2}PORT +default 8080; 0 to 65535$/m);
+  }
+});
+
+t.test('a closed stdout (node dist/src/main.js | head -3) neither crashes the service nor leaves its Postgres running', async (t) => {
+  const pgDir = join(await tempDir(t), 'pg');
+  const child = spawn(process.execPath, [MAIN], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DATABASE_URL: '', EMBEDDED_PG_DIR: pgDir, HOST: '127.0.0.1', PORT: '0', LOG_FORMAT: 'json', DEMO_DATA: 'off', SIMULATOR: 'off', DRAIN_DELAY_MS: '100' },
+  });
+  t.teardown(() => child.kill('SIGKILL'));
+  let lines = 0;
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
+  // What head does: read three lines, then close the pipe.
+  await new Promise<void>((ok) => child.stdout.on('data', (d: Buffer) => {
+    lines += d.toString().split('\n').length - 1;
+    if (lines >= 3) {
+      child.stdout.destroy();
+      ok();
+    }
+  }));
+  await waitFor(() => postgresOn(pgDir).length > 0, 'its Postgres started', 60_000, 50);
+  // The service writes on (its start, then its shutdown) into the closed pipe.
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, `exit 0:\n${stderr}`);
+  t.match(stderr, /stdout is closed \(EPIPE\)/, 'said once, on stderr');
+  t.same(postgresOn(pgDir), [], 'its Postgres stopped');
+});
