@@ -36,7 +36,7 @@ const INTEGERS = 'positive integers';
 const READ = 'subscriber';
 const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
 /** The cached routes, which share the cache's budget for raw queries. */
-const READ_ROUTES = 3;
+const READ_ROUTES = 4;
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
 function marketList(body: unknown): string[] {
@@ -115,19 +115,23 @@ export function registerRest(router: Router, deps: RestDeps): void {
     };
   }), READ);
 
-  router.get('/api/v1/markets/result', cached((q, raw) => {
+  /**
+   * A JSON array of each requested market's element, in the order of the request, unknown markets
+   * left out. Routes that take the same parameter keep their answers apart by `route`.
+   */
+  const byMarket = (route: string, json: (mid: string) => string | undefined) => cached((q, raw) => {
     const mids = queryIds(q, raw, 'mid', MARKET_ID, MARKET_IDS, true);
     return {
-      key: mids.key,
-      answer: () => {
-        const found: string[] = [];
-        for (const mid of mids.list) {
-          const json = model.resultJson(mid);
-          if (json !== undefined) found.push(json);
-        }
-        return new Pieces().add(OPEN_LIST).add(found.join(',')).add(CLOSE_LIST);
-      },
+      key: route + mids.key,
+      answer: () => new Pieces().add(OPEN_LIST).add(mids.list.flatMap((mid) => json(mid) ?? []).join(',')).add(CLOSE_LIST),
     };
+  });
+
+  router.get('/api/v1/markets/result', byMarket('', (mid) => model.resultJson(mid)), READ);
+  // Beside the contract's routes: what its result keys cannot carry (docs/rest.md#market-terms).
+  router.get('/api/v1/markets/terms', byMarket('terms?', (mid) => {
+    const terms = model.termsOf(mid);
+    return terms && JSON.stringify(terms);
   }), READ);
 
   const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>

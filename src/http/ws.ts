@@ -5,7 +5,7 @@ import { decodeClient } from '../odds/client-codec.js';
 import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
-import type { MarketsRequest, SocketSubscriptions, SubscribeRequest } from '../hub/socket-subscriptions.js';
+import { narrowingOf, type MarketsRequest, type SocketSubscriptions, type SubscribeRequest } from '../hub/socket-subscriptions.js';
 import { Subscriber, type SubscriberDeps } from '../hub/subscriber.js';
 import type { Sweep } from '../hub/sweep.js';
 import type { AuthMetrics } from '../metrics/auth.js';
@@ -52,9 +52,9 @@ const PERSISTENT = 100;
 const marketsRequest = (msg: ClientMessage): MarketsRequest =>
   ({ requestId: msg.id, marketIds: msg.mids ?? [], eventIds: msg.eids ?? [], sportIds: msg.sis ?? [] });
 
-/** A decoded subscribe in the hub's words: what the protocol leaves out is its default (all levels, every update, images). */
+/** A decoded subscribe in the hub's words: what the protocol leaves out is its default (all levels, every update, images, no narrowing). */
 const subscribeRequest = (msg: ClientMessage): SubscribeRequest =>
-  ({ ...marketsRequest(msg), depth: msg.depth ?? 0, conflateMs: msg.conflate ?? 0, deltas: msg.delta === true, resume: msg.since });
+  ({ ...marketsRequest(msg), depth: msg.depth ?? 0, conflateMs: msg.conflate ?? 0, deltas: msg.delta === true, resume: msg.since, narrowing: narrowingOf(msg) });
 
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;

@@ -55,6 +55,12 @@ export class MarketStates {
     return out;
   }
 
+  /** The market's last `market` frame when it carries terms: what a subscribe's image is followed by, so a new subscriber holds them. */
+  terms(mid: string): MarketStateMessage | undefined {
+    const m = this.held.get(mid)?.market;
+    return m?.terms ? m : undefined;
+  }
+
   /** The market's last freshness frame when it says stale: what a subscribe's image is followed by. */
   stale(mid: string): FreshnessMessage | undefined {
     const f = this.held.get(mid)?.freshness;

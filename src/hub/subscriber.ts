@@ -8,6 +8,7 @@ import type { Clock } from '../lib/clock.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import type { Holding, Joining, SocketLedger } from '../record/ledger.js';
 import type { Carried, FilterKind, MarketIndex, Taken } from './market-index.js';
+import type { Narrowing } from './narrowing.js';
 import type { MarketStates } from './states.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
 
@@ -65,7 +66,7 @@ export interface SubscriberDeps {
   index: MarketIndex;
   publishing: Publishing;
   book: Pick<Book, 'get'>;
-  states: Pick<MarketStates, 'since' | 'stale' | 'revision'>;
+  states: Pick<MarketStates, 'since' | 'stale' | 'revision' | 'terms'>;
   looks: Looks;
   limits: AgeLimits;
   metrics: OddsMetrics;
@@ -101,8 +102,6 @@ interface Owed {
 
 /** Probes outstanding at most: more would only say again that the client is not reading. */
 const PROBES = 8;
-/** How often a socket that was sent something is probed. */
-const PROBE_MS = 100;
 /** What a socket may have on its way before anything is known of its link: a weak mobile link reads it within the bound. */
 const INITIAL_WINDOW = 64 * 1024;
 /** The least a socket may have on its way, whatever its link: one large image and then some. */
@@ -215,7 +214,9 @@ export class Subscriber {
   /** Bytes sent directly, and carried by topics it has left. */
   private settled = 0;
   private readonly feedBase: number;
-  private lastSend: number;
+  /** When it was last sent a frame (one from a topic noticed at the look after it), and all it had been sent then: a heartbeat follows `hbMs` of silence. */
+  private heardAt: number;
+  private seen = 0;
   /** When it last had nothing owed; undefined while it has. */
   private keptUpSince: number | undefined;
   /** Since when uWS has held more than a quarter of `slowBytes` for it. */
@@ -243,7 +244,7 @@ export class Subscriber {
   ) {
     const now = deps.clock.now();
     this.link = new Link(now, INITIAL_WINDOW / (deps.limits.maxAgeMs / 2));
-    this.lastSend = now;
+    this.heardAt = now;
     this.keptUpSince = now;
     this.lookAt = now + hbMs;
     this.feedBase = deps.publishing.feedTopic(format).bytes;
@@ -374,11 +375,11 @@ export class Subscriber {
     this.caughtUp(this.deps.clock.now());
   }
 
-  setFilter(kind: FilterKind, id: number, v: Variant | undefined): void {
+  setFilter(kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
     if (v) this.filters[kind].set(id, v);
     else this.filters[kind].delete(id);
-    this.deps.index.filter(this, kind, id, v);
-    this.deps.ledger.filtered(this, kind, id, v);
+    this.deps.index.filter(this, kind, id, v, narrowing);
+    this.deps.ledger.filtered(this, kind, id, v, narrowing);
   }
 
   send(msg: ServerMessage): void {
@@ -389,7 +390,7 @@ export class Subscriber {
     if (this.ended) return;
     this.conn.send(frame, this.binary, this.deps.compress);
     this.settled += wireBytes(frame);
-    this.lastSend = this.deps.clock.now();
+    this.heardAt = this.deps.clock.now();
     this.deps.metrics.delivered[this.format]++;
     this.soon();
   }
@@ -416,9 +417,9 @@ export class Subscriber {
 
   /**
    * The sweep's look: closed past its limits; else behind when what is on its way cannot be read
-   * within half the bound, owed markets told `behind` past half the bound and sent when there is
-   * room, told markets `live` once it keeps up; probed and sent its heartbeat. Returns when it
-   * wants its next look.
+   * within half the bound, owed markets told `behind` past a quarter of the bound and sent when
+   * there is room, told markets `live` once it keeps up; probed and sent its heartbeat. Returns
+   * when it wants its next look.
    */
   check(now: number): number {
     if (this.ended) return Infinity;
@@ -426,16 +427,20 @@ export class Subscriber {
     this.lookAt = now;
     const buffered = this.conn.getBufferedAmount();
     if (this.overLimits(now, buffered)) return Infinity;
-    if (this.joined() && this.late(now, buffered)) this.fallBehind(now);
+    let sent = this.sent();
+    // Sent something since the last look: heard from now, to within a pass.
+    if (sent !== this.seen) this.heardAt = now;
+    if (this.joined() && this.late(now, buffered, sent)) this.fallBehind(now);
     if (this.owed.size) {
       this.tellBehind(now);
       this.deliver(now);
     } else this.settle(now);
-    this.probe(now);
-    this.heartbeat(now);
-    this.deps.looks.tight(this, this.tight());
+    if (now - this.heardAt >= this.hbMs) this.send({ op: 'hb', ts: now });
+    sent = this.seen = this.sent();
+    this.probe(now, sent);
+    this.deps.looks.tight(this, this.tight(sent));
     const busy = this.owed.size || this.told.size || this.link.outstanding || buffered > 0;
-    this.lookAt = busy ? now : this.lastHeard() + this.hbMs;
+    this.lookAt = busy ? now : this.heardAt + this.hbMs;
     return this.lookAt;
   }
 
@@ -443,7 +448,7 @@ export class Subscriber {
   published(): void {
     if (this.ended || !this.joined()) return;
     const now = this.deps.clock.now();
-    if (this.late(now, this.conn.getBufferedAmount())) this.fallBehind(now);
+    if (this.late(now, this.conn.getBufferedAmount(), this.sent())) this.fallBehind(now);
   }
 
   /** Closes it on the server's initiative, off its topics first, so nothing follows the close frame. */
@@ -513,14 +518,14 @@ export class Subscriber {
     return rate === undefined ? INITIAL_WINDOW : Math.max(MIN_WINDOW, (rate * this.deps.limits.maxAgeMs) / 2);
   }
 
-  /** What is on its way could not be read within half the bound. */
-  private late(now: number, buffered: number): boolean {
-    return buffered > this.deps.limits.slowBytes || this.sent() - this.link.read > this.window() || this.link.waiting(now) > this.deps.limits.maxAgeMs / 2;
+  /** What is on its way (of the `sent` bytes) could not be read within half the bound. */
+  private late(now: number, buffered: number, sent: number): boolean {
+    return buffered > this.deps.limits.slowBytes || sent - this.link.read > this.window() || this.link.waiting(now) > this.deps.limits.maxAgeMs / 2;
   }
 
   /** On some topic, and close to its window or not measured yet: looked at after every publish. */
-  private tight(): boolean {
-    return this.joined() && (this.link.rate === undefined || this.sent() - this.link.read > this.window() / 4);
+  private tight(sent: number): boolean {
+    return this.joined() && (this.link.rate === undefined || sent - this.link.read > this.window() / 4);
   }
 
   /** Whether it is on any market's topic. */
@@ -559,7 +564,7 @@ export class Subscriber {
     this.keptUpSince = undefined;
     this.deps.metrics.fellBehind.inc();
     // Probed now: the owed markets go as soon as the client has read what is on its way.
-    this.probe(now, true);
+    this.probe(now, this.sent(), true);
     this.soon();
     this.deps.looks.tight(this, false);
   }
@@ -591,8 +596,9 @@ export class Subscriber {
       this.caughtUp(now);
     });
     if (resync) this.deps.metrics.resyncs.inc();
-    this.probe(now, true);
-    this.deps.looks.tight(this, this.tight());
+    const sent = this.sent();
+    this.probe(now, sent, true);
+    this.deps.looks.tight(this, this.tight(sent));
   }
 
   /** Sends an owed market what it is owed and has it join its topic; says which image it holds then, and whether it was sent it now. */
@@ -610,6 +616,9 @@ export class Subscriber {
       this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'con', s.variant.depth));
     }
     for (const msg of since) if (msg.op !== 'freshness') this.send(msg);
+    // A market taken afresh is told its terms after its image, so every subscriber holds them (one behind was sent what changed).
+    const terms = o.stateRev === undefined ? states.terms(mid) : undefined;
+    if (terms) this.send(terms);
     const live = since.find((m): m is FreshnessMessage => m.op === 'freshness' && m.live);
     if (live && !this.told.has(mid)) this.send(live);
     this.owed.delete(mid);
@@ -665,32 +674,19 @@ export class Subscriber {
     this.told.clear();
   }
 
-  /** A probe when it was sent something since the last (or `now`, after a round), so what it reads is known. */
-  private probe(now: number, round = false): void {
+  /**
+   * A probe when it was sent something (`sent` bytes in all) since the last, at most once an
+   * eighth of the bound (at once after a round), so what it reads is known.
+   */
+  private probe(now: number, sent: number, round = false): void {
     if (this.ended || this.ending) return;
     const last = this.link.lastProbe;
-    const sent = this.sent();
-    if (last && (last.sent === sent || (!round && now - last.at < PROBE_MS))) return;
+    if (last && (last.sent === sent || (!round && now - last.at < this.deps.limits.maxAgeMs / 8))) return;
     if (!last && sent === this.link.read) return;
     const bytes = this.link.probe(now, sent);
     if (bytes) this.conn.ping(bytes);
   }
 
-  /** A heartbeat only after `hb` ms with no frame at all, counting frames from its markets' topics. */
-  private heartbeat(now: number): void {
-    if (now - this.lastHeard() >= this.hbMs) this.send({ op: 'hb', ts: now });
-  }
-
-  /** The last frame it was sent: directly, or the newest image on one of its topics. */
-  private lastHeard(): number {
-    let last = this.lastSend;
-    for (const [mid] of this.subs) {
-      if (this.owed.has(mid)) continue;
-      const pt = this.deps.book.get(mid)?.pt;
-      if (pt !== undefined && pt > last) last = pt;
-    }
-    return last;
-  }
 
   /** Drops a market wherever it stood, and says what it held of it; undefined when it did not take it. */
   private drop(mid: string): Holding | undefined {

@@ -14,6 +14,14 @@ export interface Numbered {
   readonly seq: number;
 }
 
+/** What an event or sport filter narrows its markets to (the hub's Narrowing is one): each list given must hold a market's value. */
+export interface LedgerNarrowing {
+  readonly types?: Iterable<string>;
+  readonly countries?: Iterable<string>;
+  readonly bettingTypes?: Iterable<string>;
+  readonly turnInPlay?: boolean;
+}
+
 /** A subscriber socket as the ledger sees it (the hub's Subscriber is one). */
 export interface LedgerSocket {
   readonly id: number;
@@ -40,8 +48,8 @@ export type Joining = readonly [mid: string, holds: Numbered | undefined, sent: 
 export interface SocketLedger {
   /** Opened, from this address. */
   opened(s: LedgerSocket, address: string): void;
-  /** An event or sport filter set (with how it takes the markets) or removed. */
-  filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined): void;
+  /** An event or sport filter set (with how it takes the markets, and what it narrows them to) or removed. */
+  filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined, narrowing?: LedgerNarrowing): void;
   /** Took markets as `v` (or took them again another way): each owed its image from now, holding what it says (a resume, or what its topic had handed it). */
   took(s: LedgerSocket, v: LedgerVariant, markets: readonly Holding[]): void;
   /** Fell behind: these markets left their topics, owed from now, each holding what its topic had handed it. */
@@ -84,6 +92,12 @@ export type JoinAt = [string, string | null, number | null, boolean];
 
 const seqs = (markets: readonly Holding[]): SeqAt[] => markets.map(([mid, e]) => [mid, e?.epoch ?? null, e?.seq ?? null]);
 const how = (v: LedgerVariant) => ({ variant: v.key, depth: v.depth, conflate: v.conflate, delta: v.delta });
+const narrowed = (n: LedgerNarrowing) => ({
+  ...(n.types ? { types: [...n.types] } : {}),
+  ...(n.countries ? { countries: [...n.countries] } : {}),
+  ...(n.bettingTypes ? { bettingTypes: [...n.bettingTypes] } : {}),
+  ...(n.turnInPlay !== undefined ? { turnInPlay: n.turnInPlay } : {}),
+});
 
 /**
  * The ledger as the record keeps it: one note per event, through the pod's taps, in the order
@@ -102,8 +116,8 @@ export class RecordedLedger implements SocketLedger {
     this.note(s, 'open', { key: s.keyId, client: s.client, address, format: s.format, hb: s.hbMs });
   }
 
-  filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined): void {
-    this.note(s, 'filter', { kind, id, ...(v ? how(v) : { removed: true }) });
+  filtered(s: LedgerSocket, kind: 'events' | 'sports', id: number, v: LedgerVariant | undefined, narrowing?: LedgerNarrowing): void {
+    this.note(s, 'filter', { kind, id, ...(v ? how(v) : { removed: true }), ...(v && narrowing ? { narrowing: narrowed(narrowing) } : {}) });
   }
 
   took(s: LedgerSocket, v: LedgerVariant, markets: readonly Holding[]): void {

@@ -94,6 +94,11 @@ export class OddsRelay implements OddsHandler {
     return waits && Promise.all(waits);
   }
 
+  /** The newest image of a market held here, if any: what a bet stop suspends. */
+  image(mid: string): OddsImage | undefined {
+    return this.deps.book.get(mid)?.image;
+  }
+
   /** Every numbered image, from here or another pod. */
   odds(o: Ordered, origin: Origin): void {
     if (origin === 'remote') {

@@ -112,18 +112,19 @@ t.test('taken again another way: the old span ends with what its topic had hande
   t.same(received(x.conn, 'a'), [1, 2, 2, 3], 'sent its image again as it took it again');
 });
 
-t.test('a resume holding the newest is sent nothing; its filters and its close are in its ledger', async (t) => {
+t.test('a resume holding the newest is sent nothing; its filters (with what they narrow to) and its close are in its ledger', async (t) => {
   const { open, put, publish, replay, notes } = setup();
   publish(put('a', 2));
   const x = open();
   x.s.subscribe(['a'], live, { epoch: 'e', seqs: { a: 1 } });
-  x.s.setFilter('events', 7, live);
+  x.s.setFilter('events', 7, live, { types: new Set(['match-odd']), turnInPlay: true });
   t.same(received(x.conn, 'a'), [], 'held the newest already');
   x.conn.end(4008);
   const a = replay(x.s.id).markets.get('a')!;
   t.same(a.spans.map((s) => [s.from, s.sent, s.to]), [[1, false, 1]]);
   const ops = notes.filter((n) => n.topic === 'ledger').map((n) => `${n.body.op}${n.body.code ? ` ${n.body.code}` : ''}`);
   t.same(ops, ['take', 'join', 'filter', 'close 4008'], 'one note an event, the close with its code, once');
+  t.match(notes.find((n) => n.body.op === 'filter')?.body, { kind: 'events', id: 7, variant: 'j0.0', narrowing: { types: ['match-odd'], turnInPlay: true } });
 });
 
 t.test('a conflated variant\'s sends are noted per variant, not per socket', async (t) => {
