@@ -28,8 +28,9 @@ CREATE TABLE IF NOT EXISTS record_states (
 ) PARTITION BY RANGE (at);
 CREATE UNIQUE INDEX IF NOT EXISTS record_states_at ON record_states (mid, kind, at, src, n);
 
--- Each subscriber socket's ledger: one row per event of its life (open, filter, take, drop,
--- behind, caught up, close), `conn` the pod and the socket's number there.
+-- Each subscriber socket's ledger: one row per event of its life (open, filter, take, owe, join,
+-- behind, live, drop, close), `conn` the pod and the socket's number there, `n` the event's number
+-- among its pod's notes.
 CREATE TABLE IF NOT EXISTS record_ledger (
   conn text   NOT NULL,
   at   bigint NOT NULL,
@@ -41,12 +42,15 @@ CREATE UNIQUE INDEX IF NOT EXISTS record_ledger_conn ON record_ledger (conn, at,
 CREATE INDEX IF NOT EXISTS record_ledger_opened ON record_ledger (at) WHERE op = 'open';
 
 -- What each conflated variant sent, per pod: its sockets got these images and no others between.
+-- `n` numbers it among its pod's notes, ledgers' included, so a send is placed before or after a
+-- socket's joining its topic in the same ms; the same image sent twice is two rows.
 CREATE TABLE IF NOT EXISTS record_sent (
   src     text   NOT NULL,
   variant text   NOT NULL,
   mid     text   NOT NULL,
   at      bigint NOT NULL,
+  n       bigint NOT NULL,
   epoch   text   NOT NULL,
   seq     bigint NOT NULL
 ) PARTITION BY RANGE (at);
-CREATE UNIQUE INDEX IF NOT EXISTS record_sent_at ON record_sent (src, variant, mid, at, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS record_sent_at ON record_sent (src, variant, mid, at, n);

@@ -124,7 +124,7 @@ export class RowEncoder {
     } else {
       const { variant, mid, epoch, seq } = body;
       if (!isName(variant) || !isMarketId(mid) || !isName(epoch) || !Number.isSafeInteger(seq)) return false;
-      rows.add('record_sent', at, [n.src, variant, mid, at, epoch, seq as number]);
+      rows.add('record_sent', at, [n.src, variant, mid, at, n.n, epoch, seq as number]);
     }
     return true;
   }

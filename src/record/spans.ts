@@ -7,6 +7,12 @@ export interface LedgerEvent {
   body: Record<string, unknown>;
 }
 
+/** Where a span starts and ends among its pod's notes (undefined: still open), so a conflated send in the same ms is placed in it or not. */
+export interface NoteBounds {
+  start: number;
+  end: number | undefined;
+}
+
 /** How a socket took a market. */
 export interface Taking {
   variant: string;
@@ -84,8 +90,14 @@ const taking = (b: Record<string, unknown>): Taking => ({ variant: String(b.vari
 export class LedgerReplay {
   readonly markets = new Map<string, MarketLedger>();
   readonly now = new Map<string, MarketAt>();
+  /** Each span's bounds among its pod's notes, when the events read carry their numbers. */
+  readonly bounds = new Map<Span, NoteBounds>();
+  /** The number of the event being applied. */
+  private n: number | undefined;
 
-  apply(e: LedgerEvent): void {
+  /** `n`: the event's number among its pod's notes, when known. */
+  apply(e: LedgerEvent, n?: number): void {
+    this.n = n;
     const b = e.body;
     const seqs = (b.seqs ?? []) as SeqAt[];
     if (e.op === 'take') for (const [mid, epoch, seq] of seqs) this.take(mid, e.at, epoch, seq, taking(b));
@@ -113,7 +125,7 @@ export class LedgerReplay {
       was.how = how;
       return;
     }
-    if (was?.live) close(was.live, at, epoch, seq);
+    if (was?.live) this.close(was.live, at, epoch, seq);
     this.now.set(mid, { how, owed: { at, epoch, seq, left: was?.live }, behind: was?.behind });
   }
 
@@ -121,7 +133,7 @@ export class LedgerReplay {
   private owe(mid: string, at: number, epoch: string | null, seq: number | null): void {
     const was = this.now.get(mid);
     if (!was?.live) return;
-    close(was.live, at, epoch, seq);
+    this.close(was.live, at, epoch, seq);
     was.owed = { at, epoch, seq, left: was.live };
     was.live = undefined;
   }
@@ -136,6 +148,7 @@ export class LedgerReplay {
     }
     const span: Span = { epoch, from: seq, sent, to: null, start: at, end: null, ...was.how };
     this.ledger(mid).spans.push(span);
+    if (this.n !== undefined) this.bounds.set(span, { start: this.n, end: undefined });
     was.owed = undefined;
     was.live = span;
   }
@@ -144,7 +157,7 @@ export class LedgerReplay {
   private drop(mid: string, at: number, epoch: string | null, seq: number | null): void {
     const was = this.now.get(mid);
     if (!was) return;
-    if (was.live) close(was.live, at, epoch, seq);
+    if (was.live) this.close(was.live, at, epoch, seq);
     if (was.behind) was.behind.end = at;
     this.now.delete(mid);
   }
@@ -162,13 +175,15 @@ export class LedgerReplay {
     was.behind.end = at;
     was.behind = undefined;
   }
-}
 
-/** A span ends at `at`, holding (epoch, seq) when that is known and of its epoch. */
-function close(span: Span, at: number, epoch: string | null, seq: number | null): void {
-  span.end = at;
-  if (seq !== null && (span.epoch === null || span.epoch === epoch)) {
-    span.epoch = epoch;
-    span.to = seq;
+  /** A span ends at `at`, holding (epoch, seq) when that is known and of its epoch. */
+  private close(span: Span, at: number, epoch: string | null, seq: number | null): void {
+    span.end = at;
+    const bounds = this.bounds.get(span);
+    if (bounds) bounds.end = this.n;
+    if (seq !== null && (span.epoch === null || span.epoch === epoch)) {
+      span.epoch = epoch;
+      span.to = seq;
+    }
   }
 }
