@@ -39,7 +39,7 @@ const bytea = (b: Uint8Array): string => '\\\\x' + Buffer.from(b.buffer, b.byteO
 
 /** A stored body carries only what the row's columns do not: the market, epoch, seq and pt live there. */
 function fullBody(image: OddsImage): Uint8Array {
-  return encodeProto({ op: 'odds', mid: '', epoch: '', seq: 0, ts: image.ts, pt: 0, st: image.st, ip: image.ip, con: false, cf: false, r: image.r, tv: image.tv });
+  return encodeProto({ op: 'odds', mid: '', epoch: '', seq: 0, ts: image.ts, pt: 0, st: image.st, sr: image.sr, ip: image.ip, con: false, cf: false, r: image.r, tv: image.tv });
 }
 
 /** The odds message a stored row holds: a full image, or the change from the image with seq `base`. */

@@ -1,7 +1,7 @@
 /**
- * The record answers what a subscriber held: a market's life is published (images, a suspension,
- * a stale spell, a result) while a real subscriber watches; after each change, once the
- * subscriber has it, the instant is noted. The price route asked at each of those instants,
+ * The record answers what a subscriber held: a market's life is published (images, a suspension
+ * for a goal, one by its state, a stale spell, a result) while a real subscriber watches; after
+ * each change, once the subscriber has it, the instant is noted. The price route asked at each of those instants,
  * between changes, answers exactly the image, state, result and freshness the subscriber held.
  */
 import t from 'tap';
@@ -53,6 +53,8 @@ t.test('the price route at instants between changes answers what a subscriber he
   const steps: { name: string; items: Obj[]; seen: (f: ServerMessage) => boolean }[] = [
     { name: 'first image', items: [image(MID, 2)], seen: (f) => f.op === 'odds' && f.r[0].b[0][0] === 2 },
     { name: 'a move', items: [image(MID, 2.5)], seen: (f) => f.op === 'odds' && f.r[0].b[0][0] === 2.5 },
+    { name: 'suspended for a goal', items: [{ ...image(MID, 2.5), st: 'SUSPENDED', sr: 'goal' }], seen: (f) => f.op === 'odds' && f.sr === 'goal' },
+    { name: 'open again', items: [image(MID, 2.5)], seen: (f) => f.op === 'odds' && f.st === 'OPEN' },
     { name: 'suspended', items: [{ kind: 'market', mid: MID, s: false }], seen: (f) => f.op === 'market' && !f.s },
     { name: 'stale (late)', items: [{ kind: 'stale', mid: MID, why: 'late' }], seen: (f) => f.op === 'freshness' && !f.live },
     { name: 'a move while stale', items: [{ ...image(MID, 3), st: 'SUSPENDED' }], seen: (f) => f.op === 'odds' && f.r[0].b[0][0] === 3 },

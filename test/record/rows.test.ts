@@ -2,7 +2,7 @@
  * How images are stored (unit, no database): each as its change from the one before, whole at
  * the first of a market, of an epoch and of a day, every KEYFRAME_EVERY changes, and when an
  * image arrives late; replaying the stored changes from the last whole image gives every image
- * back exactly.
+ * back exactly, a suspension's reason included.
  */
 import t from 'tap';
 import { KEYFRAME_EVERY, RowEncoder, readBody, replay } from '../../src/record/rows.js';
@@ -10,8 +10,9 @@ import { DAY_MS } from '../../src/record/partitions.js';
 import type { DeltaMessage, OddsImage, OddsMessage } from '../../src/odds/messages.js';
 import type { RecordEntry } from '../../src/bus/types.js';
 
+/** Every eleventh image (the first whole one among them) suspended for a goal. */
 const image = (mid: string, i: number, ts: number): OddsImage => ({
-  mid, ts, st: 'OPEN', ip: i % 7 === 0,
+  mid, ts, ...(i % 11 === 1 ? { st: 'SUSPENDED', sr: 'goal' } : { st: 'OPEN' }), ip: i % 7 === 0,
   r: [{ rid: 1, st: 'ACTIVE', b: [[2 + (i % 5) / 100, 10 + i], [1.98, 5]], l: [[2.1, 7]], ltp: 2, tv: 100 + i }, { rid: 2, st: 'ACTIVE', b: [[3, 1]], l: [[3.1, 2 + (i % 3)]] }],
 });
 
