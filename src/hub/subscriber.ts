@@ -272,6 +272,14 @@ export class Subscriber {
     return this.subs.has(mid);
   }
 
+  /** Whether it takes any of `mids`, looking through the smaller of the two. */
+  takesAny(mids: ReadonlySet<string>): boolean {
+    if (mids.size <= this.subs.size) {
+      for (const mid of mids) if (this.subs.has(mid)) return true;
+    } else for (const mid of this.subs.keys()) if (mids.has(mid)) return true;
+    return false;
+  }
+
   get size(): number {
     return this.subs.size;
   }
