@@ -96,8 +96,11 @@ export function checkBet(mid: string, rid: number, side: Side, held: Held, now =
   const market = marketPart(held, why);
   const runner = runnerPart(held, rid, why);
   const answer: BetAnswer = { mid, rid, side, ok: false, why, freshness: held.freshness, market, runner };
-  const best = held.frame?.r.find((r) => r.rid === rid)?.[side === 'back' ? 'b' : 'l'][0];
-  if (best) [answer.price, answer.size] = best;
+  // Called from JavaScript, 'Back' would have read as lay: the other side's price, said to be ok.
+  const ladder = side === 'back' ? 'b' : side === 'lay' ? 'l' : undefined;
+  const best = ladder && held.frame?.r.find((r) => r.rid === rid)?.[ladder][0];
+  if (!ladder) why.push(`side ${JSON.stringify(side)} is neither back nor lay`);
+  else if (best) [answer.price, answer.size] = best;
   else if (held.frame) why.push(`no ${side} price`);
   if (held.frame && held.delay) answer.age = { published: now - held.frame.pt, received: now - held.delay.at };
   answer.ok = why.length === 0;

@@ -161,12 +161,15 @@ class Link {
     const waited = now - p.at;
     this.quickest = Math.min(this.quickest, waited);
     const bytes = p.sent - this.read;
-    if (bytes >= 1024) {
+    // Answers read in one go (a client reading in bursts answers every probe it finds at once)
+    // say nothing of its pace: the bytes between them were read in no time at all.
+    const span = now - this.readAt;
+    if (bytes >= 1024 && span >= BUSY_MS) {
       // Behind data all the while since its last answer, it read at its link's pace. Answered at
       // once, it read what was on its way (most of it sent just before the probe) within the wait:
       // at least that fast, taken a step at a time.
       if (waited > this.quickest + BUSY_MS) {
-        const sample = bytes / Math.max(1, now - this.readAt);
+        const sample = bytes / span;
         this.rate = this.rate === undefined ? sample : (this.rate + sample) / 2;
       } else {
         const known = this.rate ?? this.initial;
@@ -270,6 +273,14 @@ export class Subscriber {
 
   takes(mid: string): boolean {
     return this.subs.has(mid);
+  }
+
+  /** Whether it takes any of `mids`, looking through the smaller of the two. */
+  takesAny(mids: ReadonlySet<string>): boolean {
+    if (mids.size <= this.subs.size) {
+      for (const mid of mids) if (this.subs.has(mid)) return true;
+    } else for (const mid of this.subs.keys()) if (mids.has(mid)) return true;
+    return false;
   }
 
   get size(): number {

@@ -26,6 +26,8 @@ export class Sweep implements Looks, PublishWatcher {
   private readonly tightOnes = new Set<Subscriber>();
   /** Markets published to since the last pass: their subscribers are looked at. */
   private published = new Set<string>();
+  /** Markets published to since the last flush: only a tight subscriber taking one of them can have more on its way. */
+  private sinceFlush = new Set<string>();
   private ticker: Ticker | undefined;
 
   constructor(private readonly index: MarketIndex, private readonly clock: Clock) {}
@@ -61,10 +63,18 @@ export class Sweep implements Looks, PublishWatcher {
 
   publishedTo(mid: string): void {
     this.published.add(mid);
+    this.sinceFlush.add(mid);
   }
 
+  /**
+   * Tight subscribers taking a market this flush published to: each sums what it was sent over
+   * its markets, so looking at every tight one after every publish made each publish anywhere
+   * cost every market of every socket not yet measured.
+   */
   flushed(): void {
-    for (const s of this.tightOnes) s.published();
+    const moved = this.sinceFlush;
+    this.sinceFlush = new Set();
+    for (const s of this.tightOnes) if (s.takesAny(moved)) s.published();
   }
 
   /** One pass: every subscriber due, or touched since the last, looked at once. */

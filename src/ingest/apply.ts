@@ -153,11 +153,17 @@ async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
 const at = (ms: number | null | undefined): Date | null | undefined => (typeof ms === 'number' ? new Date(ms) : ms);
 
 async function applyResult(db: Client, r: ResultItem): Promise<Outcome> {
-  const market = (await db.query<{ mt: string }>(
-    'SELECT coalesce(m.ty, p.ty) AS mt FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1', [r.marketId])).rows[0];
+  const market = (await db.query<{ mt: string; rids: string[] }>(
+    `SELECT coalesce(m.ty, p.ty) AS mt, array(SELECT x.rid FROM runners x WHERE x.mid = m.mid) AS rids
+     FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1`, [r.marketId])).rows[0];
   if (!market) throw new ApplyError(`market ${r.marketId} does not exist`);
   if (r.marketType !== undefined && r.marketType !== market.mt) throw new ApplyError(`mt ${r.marketType} is not the type of market ${r.marketId} (${market.mt})`);
   const s = r.settlement ?? {};
+  // As a terms item's runners: a settlement naming a runner the market does not have settles no bet there is.
+  const rids = new Set(market.rids.map(Number));
+  for (const [i, x] of (s.runners ?? []).entries()) {
+    if (!rids.has(x.runnerId)) throw new ApplyError(`rs[${i}].rid ${x.runnerId} is not a runner of market ${r.marketId}`);
+  }
   const rs = s.runners?.map((x) => ({ rid: x.runnerId, st: x.status, dh: x.deadHeat, vf: x.voidFactor }));
   const given = { res: r.outcome, rt: r.recalled, ia: r.abandoned, cert: s.certainty, at: at(s.settledAt), rs: rs === undefined ? s.runners : JSON.stringify(rs) };
   return upsert(db, { table: 'results', key: ['mid', r.marketId], given, required: REQUIRED.result });

@@ -86,7 +86,7 @@ export class Ingest implements BatchRunner {
   private readonly judge: OddsJudge;
 
   constructor(private readonly deps: IngestDeps) {
-    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime), deps.relay);
+    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime), deps.relay, deps.maxItems);
   }
 
   /**

@@ -52,6 +52,8 @@ export class OddsJudge {
     private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners' | 'event' | 'eventMarkets' | 'factsOf'>,
     private readonly times: SourceTime,
     private readonly held: HeldImages,
+    /** Images a batch's suspend items may publish in all (INGEST_MAX_ITEMS): a few bytes of them may name every market of an event. */
+    private readonly maxStopped: number,
   ) {}
 
   /**
@@ -73,11 +75,12 @@ export class OddsJudge {
     const out: JudgedOdds = { images: [], marks: [], refused: [] };
     /** The newest source time accepted in this batch per market: the batch's images must keep its order too. */
     const newest = new Map<string, number>();
+    let stopped = 0;
     for (const [k, c] of odds.entries()) {
       const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
       const { read } = c;
       if ('stop' in read) {
-        this.stop(c.i, c.where, read.stop, out, feeder);
+        stopped += this.stop(c.i, c.where, read.stop, out, feeder, this.maxStopped - stopped, newest);
         continue;
       }
       let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
@@ -95,22 +98,35 @@ export class OddsJudge {
 
   /**
    * A bet stop: the newest image of each market of the event (of its types) that trades, again,
-   * SUSPENDED with its reason at the stop's source time; refused when the event is not known or
-   * that time is ahead of the server's clock, late when it is old.
+   * SUSPENDED with its reason at the stop's source time; refused when the event is not known,
+   * that time is ahead of the server's clock, or it would publish more than the `room` the
+   * batch's suspend items have left; late when it is old. A market its publisher already sent
+   * a newer image of (`newest` in this batch, else before) is left as it is, as an odds item that
+   * old would be: stopped at the older time, it let an image older than its newest in after it.
+   * Returns the images it publishes.
    */
-  private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined): void {
+  private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined, room: number, newest: Map<string, number>): number {
     const time = this.times.judge(s.ts, undefined, feeder?.replay ?? false);
     const error = !this.model.event(s.eid) ? `event ${s.eid} is not known` : 'error' in time ? time.error : undefined;
-    if (error) {
-      out.refused.push({ i, mid: '', message: `${where}: ${error}`, known: false });
-      return;
-    }
-    for (const mid of this.model.eventMarkets(s.eid)) {
-      const held = this.held.image(mid);
+    const held: OddsImage[] = [];
+    // Counted only as far as the room: past it the item is refused, however many more it names.
+    for (const mid of error ? [] : this.model.eventMarkets(s.eid)) {
+      const image = this.held.image(mid);
       const type = this.model.factsOf(mid)?.type;
-      if (!held || held.st === 'CLOSED' || (s.types && (type === undefined || !s.types.has(type)))) continue;
-      out.images.push({ i, image: { ...held, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: 'late' in time && time.late });
+      const prior = newest.get(mid) ?? feeder?.times.get(mid);
+      if (!image || image.st === 'CLOSED' || (prior !== undefined && s.ts < prior)) continue;
+      if ((!s.types || (type !== undefined && s.types.has(type))) && held.push(image) > room) break;
     }
+    const over = held.length > room ? `it would suspend more markets than the ${room} of the ${this.maxStopped} images a batch's suspend items may publish in all that are left (INGEST_MAX_ITEMS)` : undefined;
+    if (error ?? over) {
+      out.refused.push({ i, mid: '', message: `${where}: ${error ?? over}`, known: false });
+      return 0;
+    }
+    for (const image of held) {
+      newest.set(image.mid, s.ts);
+      out.images.push({ i, image: { ...image, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: 'late' in time && time.late });
+    }
+    return held.length;
   }
 
   /** An image's source time, judged against the newest its publisher sent for its market (in this batch, else before). */

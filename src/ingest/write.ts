@@ -26,6 +26,15 @@ const CONTENDED = new Set([...RETRYABLE, '55P03']);
 export const LOCK_WAIT_MS = 30_000;
 /** The advisory lock space of reference rows (the two-number form; migrations use the one-number form). */
 const ROW_LOCKS = 7_406_102;
+/** The one lock every reference write takes first: shared by a batch that locks its rows, whole by one with too many rows to lock. */
+const WRITERS = 7_406_103;
+/**
+ * Rows a batch locks one by one at most: Postgres's lock table holds about this many locks a
+ * transaction (max_locks_per_transaction, 64), shared by every session; a batch of thousands
+ * filled it ("out of shared memory", told as an outage, however often it was sent again) and
+ * failed other sessions' locks meanwhile. A larger batch takes the writers' lock whole instead.
+ */
+const MAX_ROW_LOCKS = 64;
 
 /**
  * The read model's keys of every row the items write, as the advisory locks name them: the item's
@@ -44,14 +53,22 @@ function rowKeys(items: readonly (readonly [number, ReferenceItem])[]): string[]
 /**
  * Locks the rows the batch writes, all at once and in one order (their hashes', whatever the
  * batch's order), before writing any: two batches writing the same rows queue whole, one behind
- * the other, instead of each taking some rows and waiting on the other's (a deadlock). Any lock
- * waits up to `waitMs`, past the statement timeout (a wait is not an outage), then fails 55P03.
+ * the other, instead of each taking some rows and waiting on the other's (a deadlock). A batch of
+ * more rows than `MAX_ROW_LOCKS` takes the writers' lock whole instead, so it waits for every
+ * other write and they for it. Any lock waits up to `waitMs`, past the statement timeout (a wait
+ * is not an outage), then fails 55P03.
  */
 async function lockRows(db: Client, items: readonly (readonly [number, ReferenceItem])[], waitMs: number, statementMs: number): Promise<void> {
   await db.query(`SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)`, [`${waitMs}ms`, statementMs ? `${waitMs + statementMs}ms` : '0']);
+  const keys = [...new Set(rowKeys(items))];
+  if (keys.length > MAX_ROW_LOCKS) {
+    await db.query(`SELECT pg_advisory_xact_lock(${WRITERS}, 0)`);
+    return;
+  }
+  await db.query(`SELECT pg_advisory_xact_lock_shared(${WRITERS}, 0)`);
   await db.query(
     `SELECT count(pg_advisory_xact_lock(${ROW_LOCKS}, h)) FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS rows`,
-    [rowKeys(items)],
+    [keys],
   );
 }
 

@@ -92,6 +92,10 @@ t.test('can I take this bet: the price, its age and freshness, the market\'s sta
   t.same(no(held(), 7), ['runner 7 not in the market', 'no back price']);
   t.same(no(held({ frame: undefined, delay: undefined })), ['no prices for the market']);
   t.same(checkBet('1.1', 1, 'back', held({ state: undefined }), 10_000).market, { status: 'OPEN', inPlay: true }, 'without terms: no delay to report');
+  for (const side of ['Back', 'BACK', 'b', undefined]) {
+    t.match(checkBet('1.1', 1, side as never, held(), 10_000), { ok: false, why: [`side ${JSON.stringify(side)} is neither back nor lay`], price: undefined },
+      `a side from JavaScript that is neither (${side}): no, and no price (it was the lay price, ok)`);
+  }
 });
 
 t.test('the terms book keeps only what it is told to: a lost connection drops the concluded markets it held', async (t) => {

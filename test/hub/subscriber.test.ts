@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { Frame } from '../../src/odds/book.js';
 import { decodeServerJson } from '../../src/odds/codec.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
@@ -213,7 +213,12 @@ class PacedConn extends FakeConn {
   }
 }
 
-t.test('a reader at 40 KB/s under a feed several times that: every price it is shown as live is within the bound of the newest, and once it reads fast it is live with the newest', async (t) => {
+/**
+ * A reader at 40 KB/s under a feed several times that, reading every `everyMs` (what it reads then
+ * is what its link carried meanwhile): every price it is shown as live is within the bound of the
+ * newest, and once it reads fast it is live with the newest.
+ */
+async function slowLink(t: Test, everyMs: number): Promise<void> {
   const { open, clock, topics, sweep, book, put, publish } = rig({ slowCloseMs: 3_600_000 });
   sweep.start();
   const conn = new PacedConn(topics, clock, 40);
@@ -238,7 +243,7 @@ t.test('a reader at 40 KB/s under a feed several times that: every price it is s
     n++;
     clock.advance(ms);
     const from = conn.got.length;
-    conn.readFor(ms);
+    if ((n * ms) % everyMs === 0) conn.readFor(everyMs);
     for (const { msg, at } of conn.got.slice(from)) {
       if (msg.op === 'freshness') {
         const held = screen.get(msg.mid) ?? { seq: 0, told: false };
@@ -270,4 +275,10 @@ t.test('a reader at 40 KB/s under a feed several times that: every price it is s
     t.equal(screen.get(mid)?.seq, book.get(mid)!.seq, `${mid}: the newest image`);
     t.equal(screen.get(mid)?.told, false, `${mid}: live`);
   }
-});
+}
+
+t.test('a reader at 40 KB/s, reading as its link carries it, under a feed several times that', (t) => slowLink(t, 10));
+
+// Two answers read in one go said the client read everything between them in a millisecond: it
+// was taken to read 25 times faster than it does, sent seconds of frames, and shown them as live.
+t.test('a reader at 40 KB/s that reads what came every 100 ms (its answers to several probes at once)', (t) => slowLink(t, 100));

@@ -96,3 +96,29 @@ t.test('over sockets: a replay keeps recorded times, and its markets live', asyn
   t.same(stale, [], 'a year-old recording is not late');
   await t.rejects(Publisher.open(svc.url, {}, 'replay=yes'), /400/, 'a bad replay value refuses the handshake');
 });
+
+// A stop older than the market's newest image suspended it at the older time, and the image that
+// time let in after it was published live: two seconds older than the price it replaced.
+t.test('over sockets: a suspend item keeps the order too: older than a market\'s newest, it leaves the market; newer, it is the newest', async (t) => {
+  const EVENT = 30000001;
+  const markets = (await (await fetch(`${svc.url}/api/v1/events/markets?eid=${EVENT}`)).json()) as { data: Record<string, { mid: string }[]> };
+  t.ok(markets.data[EVENT].some((m) => m.mid === M), `${M} is a market of event ${EVENT}`);
+  const pub = await Publisher.open(svc.url);
+  t.teardown(() => pub.close());
+  const sub = await subscriber([M]);
+  const t0 = Date.now();
+  pub.send(30, [at(image(M, 2.2), t0)]);
+  t.equal((await pub.ack(30)).status, 1);
+  pub.send(31, [{ kind: 'suspend', eid: EVENT, sr: 'an old stop', ts: t0 - 3000 }]);
+  t.match(await pub.ack(31), { status: 1 }, 'the stop is taken');
+  pub.send(32, [at(image(M, 7), t0 - 2000)]);
+  t.match(await pub.ack(32), { refused: [{ i: 0, mid: M, message: /out of order/ }] }, 'an image older than the newest is still out of order');
+  await sub.settled();
+  t.notOk(sub.oddsOf(M).some((f) => f.sr === 'an old stop' || f.r[0].b[0][0] === 7), 'neither the old stop nor the old image reached the market');
+  t.match(sub.oddsOf(M).at(-1), { ts: t0, st: 'OPEN' }, 'it holds its newest image');
+
+  pub.send(33, [{ kind: 'suspend', eid: EVENT, sr: 'goal', ts: t0 + 100 }, at(image(M, 2.3), t0 + 50)]);
+  t.match(await pub.ack(33), { refused: [{ i: 1, mid: M, message: /out of order/ }] }, 'a newer stop is the newest: an image older than it is out of order, in its batch too');
+  await sub.settled();
+  t.match(sub.oddsOf(M).at(-1), { ts: t0 + 100, st: 'SUSPENDED', sr: 'goal' });
+});

@@ -86,6 +86,29 @@ for (const format of ['json', 'proto'] as const) {
   });
 }
 
+// A suspend item is a few bytes that publish an image for each market of its event: 100 of them on
+// an event of 2,000 markets (6 KB) published 200,000 images and held the event loop 3 s; 5,000 of
+// them, within every bound a batch has, would have made 10 million.
+t.test('a batch\'s suspend items publish at most INGEST_MAX_ITEMS images in all: one past them is refused alone', async (t) => {
+  await ingest(image(MARKETS.odds, 2.1), image(MARKETS.goals, 2.2), image(MARKETS.corners, 2.3));
+  const c = await Client.connect(svc.url, { format: 'json' });
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', mids: [MARKETS.odds] });
+  await c.settled();
+  const from = c.oddsOf(MARKETS.odds).length;
+  // Three trading markets each: 1,666 of them are 4,998 images; the next would pass 5,000.
+  const stops = Array.from({ length: 1668 }, (_, k) => ({ kind: 'suspend', eid: EVENT, sr: `stop ${k}`, ts: Date.now() }));
+  const ack = await ingestOnSocket(svc.url, 'json', stops);
+  t.match(ack, { status: 1, message: 'Ingested 1666 items; refused 2' });
+  t.same(ack.refused?.map((r) => r.i), [1666, 1667]);
+  t.equal(ack.refused?.[0].message, 'item 1666 (suspend 100001): it would suspend more markets than the 2 of the 5000 images a batch\'s suspend items may publish in all that are left (INGEST_MAX_ITEMS)');
+  await c.settled();
+  const stopped = c.oddsOf(MARKETS.odds).slice(from);
+  t.equal(stopped.length, 1666, 'the market suspended once for each item taken');
+  t.match(stopped.at(-1), { st: 'SUSPENDED', sr: 'stop 1665' });
+  await ingest(image(MARKETS.odds, 2.1), image(MARKETS.goals, 2.2), image(MARKETS.corners, 2.3));
+});
+
 t.test('the client: can I take this bet? no, and why: the market suspended for a goal', async (t) => {
   await ingest(image(MARKETS.odds, 2.1));
   const { client } = startClient(t, { url: wsUrl(svc.url), format: 'proto' });

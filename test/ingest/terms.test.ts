@@ -128,6 +128,16 @@ t.test('settlement: dead heats, a removed runner void, provisional then confirme
   t.same((await termsOf(MID)).body[0].settlement, { cert: 'confirmed', at, rs }, 'the terms route has the settlement');
 });
 
+// A terms item naming a runner the market lacks was refused; a settlement naming one was stored
+// and sent: a winner no bet was on, so every bet on the market lost.
+t.test('a settlement naming a runner the market does not have is refused, and nothing changes', async (t) => {
+  const before = (await termsOf(MID)).body;
+  const r = await ingest({ kind: 'result', mid: MID, res: '9', rt: false, ia: false, cert: 'confirmed', rs: [{ rid: 1, st: 'LOSER' }, { rid: 9, st: 'WINNER' }] });
+  t.equal(r.status, 400);
+  t.equal(r.body.message, 'item 0 (result 7.900001): rs[1].rid 9 is not a runner of market 7.900001');
+  t.same((await termsOf(MID)).body, before, 'unchanged');
+});
+
 t.test('a void market, then the void rolled back, in protobuf ingest', async (t) => {
   const mid = '7.900002';
   await ingest({ kind: 'market', mid, eid: 900001, na: 'Win', ty: 'winner-market', s: true, go: false, rt: false, r: [{ rid: 1, na: 'A' }, { rid: 2, na: 'B' }] });
