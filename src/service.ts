@@ -14,7 +14,7 @@ import { Broadcaster } from './hub/broadcaster.js';
 import { MarketStates } from './hub/states.js';
 import { MarketIndex } from './hub/market-index.js';
 import { Sweep } from './hub/sweep.js';
-import type { SubscriberDeps } from './hub/subscriber.js';
+import type { Subscriber, SubscriberDeps } from './hub/subscriber.js';
 import { systemClock } from './lib/clock.js';
 import { notsentLowat } from './lib/kernel.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
@@ -88,7 +88,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const states = new MarketStates();
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub(
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
     { refusals: authMetrics, markets: model, index },

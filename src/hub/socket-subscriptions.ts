@@ -9,7 +9,7 @@ import { variant } from './variant.js';
 
 export interface SocketSubscriptionsDeps {
   hub: Hub;
-  index: MarketIndex;
+  index: MarketIndex<Subscriber>;
   book: Book;
   model: ReadModel;
 }

@@ -123,7 +123,7 @@ export const LIMITS: AgeLimits = { maxAgeMs: 2000, slowBytes: 1000, maxBytes: 1_
 export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eventMarkets' | 'sportMarkets'> = { eventMarkets: () => [], sportMarkets: () => [] }) {
   const topics = new FakeTopics();
   const clock = new FakeClock();
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index });
   const book = new Book();
   const states = new MarketStates();

@@ -16,7 +16,7 @@ import { FakeConn, FakeTopics, rig } from './fakes.js';
 function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boolean; markets: number }> = {}, concluded: string[] = []) {
   const refused: string[] = [];
   const { deps } = rig();
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub(
     { perKey: 2, total: 4, countPerKey: true, markets: 3, ...limits },
     { refusals: { socketRefused: (reason) => refused.push(reason) }, markets: { concluded: (mid) => concluded.includes(mid) }, index },

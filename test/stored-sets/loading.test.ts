@@ -29,7 +29,7 @@ async function turns(): Promise<void> {
 
 t.test('an unsubscribe acked while a new socket\'s stored set loads is not undone by the older set', async (t) => {
   const pool = new HeldPool();
-  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex() });
+  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex<Subscriber>() });
   const attached: string[][] = [];
   const told: string[][] = [];
   const sets = new StoredSets({
