@@ -1,6 +1,7 @@
 import t from 'tap';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { MAX_LINES, longFunctions } from './helpers/function-length.js';
 
 /**
  * The tree follows the data flow: each folder of src/ may use only the
@@ -87,4 +88,8 @@ t.test('the circle check finds a circle', async (t) => {
   const graph = new Map([['a', ['b']], ['b', ['c']], ['c', ['a', 'd']], ['d', []]]);
   t.same(circles(graph), [['a', 'b', 'c']]);
   t.same(circles(new Map([['a', ['b']], ['b', []]])), []);
+});
+
+t.test(`no function in src/ is longer than ${MAX_LINES} lines of code: each reads on one screen`, async (t) => {
+  t.same(longFunctions(SRC, 'src'), [], 'split these into named steps');
 });
