@@ -10,11 +10,13 @@ import { SocketSubscriptions } from '../../src/hub/socket-subscriptions.js';
 import { Subscriber, type AgeLimits, type Conn, type SubscriberDeps } from '../../src/hub/subscriber.js';
 import { MarketStates } from '../../src/hub/states.js';
 import { Sweep } from '../../src/hub/sweep.js';
-import type { Clock, Ticker } from '../../src/lib/clock.js';
+import { FakeClock } from '../helpers/clock.js';
 import { TokenBucket } from '../../src/lib/token-bucket.js';
 import { OddsMetrics } from '../../src/metrics/odds.js';
 import type { ReadModel } from '../../src/refdata/model.js';
 import { createLogger } from '../../src/log.js';
+
+export { FakeClock };
 
 /**
  * The hub without a server: uWS's pub/sub is two methods (Topics) and a socket
@@ -77,32 +79,6 @@ export class FakeConn implements Conn {
   }
   messages(): ServerMessage[] {
     return this.frames.map((f) => (typeof f === 'string' ? decodeServerJson(f) : decodeServerProto(f)));
-  }
-}
-
-/** A clock the test moves: `advance` runs every timer that falls due, in order. */
-export class FakeClock implements Clock {
-  private tickers: { ms: number; at: number; tick: () => void; stopped: boolean }[] = [];
-  constructor(private time = 1_800_000_000_000) {}
-  now(): number {
-    return this.time;
-  }
-  every(ms: number, tick: () => void): Ticker {
-    const t = { ms, at: this.time + ms, tick, stopped: false };
-    this.tickers.push(t);
-    return { stop: () => (t.stopped = true) };
-  }
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      this.tickers = this.tickers.filter((t) => !t.stopped);
-      const next = this.tickers.reduce<(typeof this.tickers)[number] | undefined>((a, b) => (!a || b.at < a.at ? b : a), undefined);
-      if (!next || next.at > end) break;
-      this.time = next.at;
-      next.at += next.ms;
-      next.tick();
-    }
-    this.time = end;
   }
 }
 
