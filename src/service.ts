@@ -15,7 +15,7 @@ import { MarketStates } from './hub/states.js';
 import { MarketIndex } from './hub/market-index.js';
 import { Sweep } from './hub/sweep.js';
 import type { Subscriber, SubscriberDeps } from './hub/subscriber.js';
-import { systemClock } from './lib/clock.js';
+import { systemClock, type Clock } from './lib/clock.js';
 import { notsentLowat } from './lib/kernel.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
@@ -67,6 +67,8 @@ export interface ServiceOptions {
   databaseLost?(): string | undefined;
   /** Aborted while starting (a signal), it stops what has started and the start rejects. */
   stopping?: AbortSignal;
+  /** What every limit, bound and timer of the service reads time from: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 /**
@@ -79,6 +81,7 @@ export interface ServiceOptions {
  * in main.ts; tests run this in-process.
  */
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
+  const clock = opts.clock ?? systemClock;
   const pool = createPool(databaseUrl, config, log);
   const model = new ReadModel();
   const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
@@ -93,9 +96,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
     { refusals: authMetrics, markets: model, index },
   );
-  const clock = systemClock;
   const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression });
-  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
+  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, clock });
   monitor.listen(bc);
   const sweep = new Sweep(index, clock);
   bc.watch(sweep);
@@ -107,12 +109,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   odds.watch(hub, monitor);
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
-  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
+  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book), clock });
   new FreshnessMetrics(metrics.registry).watch(freshness);
-  const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
+  const loop = new LoopDelay(config.ingestMaxLoopDelayMs, clock);
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
-  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys);
+  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log, clock);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys, clock);
   const storedSets = new StoredSets({
     pool, hub, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });
@@ -128,7 +130,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
       subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
       source: config.auth ? 'key' : 'address',
-    }, authMetrics),
+    }, authMetrics, clock),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,

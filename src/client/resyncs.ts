@@ -21,7 +21,7 @@ export class Resyncs {
 
   /** `send` asks for the market, returning the request's answer, or undefined when it is not to be asked for (not connected, no longer wanted). */
   constructor(private readonly send: (mid: string) => Promise<unknown> | undefined, private readonly now: () => number = Date.now) {
-    this.bucket = new TokenBucket(RESYNC.perSecond, now());
+    this.bucket = new TokenBucket(RESYNC.perSecond, { now });
   }
 
   /** A delta of this market did not apply. */
@@ -53,10 +53,10 @@ export class Resyncs {
   private tryNow(mid: string): boolean {
     const now = this.now();
     const last = this.last.get(mid);
-    if ((last !== undefined && now - last < RESYNC.perMarketMs) || !this.bucket.has(now)) return false;
+    if ((last !== undefined && now - last < RESYNC.perMarketMs) || !this.bucket.has()) return false;
     const answered = this.send(mid);
     if (!answered) return true;
-    this.bucket.take(1, now);
+    this.bucket.take();
     this.prune(now);
     this.last.set(mid, now);
     this.waiting.add(mid);

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { Auth } from '../../src/auth/auth.js';
+import { systemClock } from '../../src/lib/clock.js';
 import { retry } from '../../src/lib/retry.js';
 import { createLogger } from '../../src/log.js';
 
@@ -27,7 +28,7 @@ const until = async (ok: () => boolean, what: string) => {
 };
 
 t.test('a reload retrying while Postgres fails gives up when stopped: false, at once, no timer left', async (t) => {
-  const auth = new Auth(true, 0, {} as never, { revoked: () => undefined }, {} as never);
+  const auth = new Auth(true, 0, {} as never, { revoked: () => undefined }, {} as never, systemClock);
   const db = new DownDatabase();
   const reloading = auth.refresh(db as never, ['k1'], log);
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;

@@ -112,7 +112,7 @@ export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eve
   const subs = new SocketSubscriptions({ hub, index, book, model: model as ReadModel });
   /** A socket the hub opened; uWS's close callback is `hub.close(s)`. */
   const open = <C extends FakeConn = FakeConn>(format: 'json' | 'proto' = 'json', hbMs = 5000, conn: C = new FakeConn(topics) as C) => {
-    const s = new Subscriber(++nextId, 'public', 'public', format, hbMs, new TokenBucket(50, clock.now()), conn, deps);
+    const s = new Subscriber(++nextId, 'public', 'public', format, hbMs, new TokenBucket(50, clock), conn, deps);
     hub.open(s);
     sweep.add(s);
     conn.end = (code?: number) => {

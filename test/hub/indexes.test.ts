@@ -25,7 +25,7 @@ function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boo
   let id = 0;
   const session = (keyId = 'k1', client = 'c1', format: 'json' | 'proto' = 'json') => {
     const conn = new FakeConn(topics);
-    const s = new Subscriber(++id, keyId, client, format, 5000, new TokenBucket(50), conn, { ...deps, index });
+    const s = new Subscriber(++id, keyId, client, format, 5000, new TokenBucket(50, deps.clock), conn, { ...deps, index });
     return { s, conn };
   };
   const publisher = (keyId = 'k1') => {

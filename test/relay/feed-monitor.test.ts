@@ -1,4 +1,5 @@
 import t from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { FeedMonitor } from '../../src/relay/feed-monitor.js';
 import type { FeedStatus } from '../../src/odds/messages.js';
 import { postJson, startTestService } from '../helpers/service.js';
@@ -6,11 +7,11 @@ import { Client, image } from '../helpers/ws.js';
 
 /** A monitor on a clock the test moves, telling every change. */
 function monitor(staleMs = 1000) {
-  let now = 0;
+  const clock = new FakeClock(0);
   const changes: FeedStatus[] = [];
-  const m = new FeedMonitor({ staleMs, now: () => now });
+  const m = new FeedMonitor({ staleMs, clock });
   m.listen({ feedChanged: (s) => changes.push(s) });
-  return { m, changes, advance: (ms: number) => { now += ms; m.evaluate(); } };
+  return { m, changes, advance: (ms: number) => { clock.advance(ms); m.evaluate(); } };
 }
 
 t.test('STALE after the silence passes staleMs, OK again once a publisher is heard; each change told once', async (t) => {

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { FeedMonitor } from '../../src/relay/feed-monitor.js';
 import type { FeedStatus } from '../../src/odds/messages.js';
 
@@ -8,11 +9,11 @@ import type { FeedStatus } from '../../src/odds/messages.js';
  * are over, and each listener told once per change, never twice the same.
  */
 function setup(staleMs = 1000) {
-  let now = 0;
-  const monitor = new FeedMonitor({ staleMs, now: () => now });
+  const clock = new FakeClock(0);
+  const monitor = new FeedMonitor({ staleMs, clock });
   const told: FeedStatus[] = [];
   monitor.listen({ feedChanged: (s) => told.push(s) });
-  return { monitor, told, advance: (ms: number) => (now += ms) };
+  return { monitor, told, advance: (ms: number) => clock.advance(ms) };
 }
 
 t.test('silence past the bound makes the feed STALE; a publisher heard makes it OK', async (t) => {

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { Freshness, LIVENESS, parseLiveness } from '../../src/relay/freshness.js';
 import type { SourceFreshness } from '../../src/bus/types.js';
 import type { FreshnessMessage } from '../../src/odds/messages.js';
@@ -15,17 +16,17 @@ import { sleep } from '../faults/lib.js';
 
 /** A tracker on a clock the test moves, telling every change; `known` markets are 1.1 to 1.9, `held` those with an image. */
 function tracker(held: string[] = []) {
-  let now = 1000;
+  const clock = new FakeClock(1000);
   const told: FreshnessMessage[] = [];
   const shared: SourceFreshness[][] = [];
   const f = new Freshness({
     listener: { publishState: (msg) => told.push(msg) },
     bus: { shareFreshness: (states) => shared.push([...states]) },
     markets: { known: (mid) => /^1\.\d$/.test(mid), held: () => held },
-    now: () => now,
+    clock,
   });
   const advance = (ms: number) => {
-    now += ms;
+    clock.advance(ms);
     f.check();
   };
   const said = () => told.splice(0).map((m) => (m.live ? `${m.mid} live` : `${m.mid} ${m.why}`));
@@ -34,7 +35,7 @@ function tracker(held: string[] = []) {
     await Promise.resolve();
     return shared.splice(0).flat().map((s) => `${s.mid} ${s.why ?? 'live'}`);
   };
-  return { f, told, said, advance, flushed, at: () => now };
+  return { f, told, said, advance, flushed, at: () => clock.now() };
 }
 
 t.test('a connection silent for two intervals makes exactly its markets stale (publisher); anything it sends makes them live again', async (t) => {

@@ -39,7 +39,7 @@ t.test('an unsubscribe acked while a new socket\'s stored set loads is not undon
   hub.watch(sets);
   // A subscriber whose takes and losses are recorded rather than sent.
   const { deps } = rig();
-  const s = new Subscriber(1, 'k', 'c', 'json', 5000, new TokenBucket(50), new FakeConn(new FakeTopics()), deps);
+  const s = new Subscriber(1, 'k', 'c', 'json', 5000, new TokenBucket(50, deps.clock), new FakeConn(new FakeTopics()), deps);
   s.subscribe = (mids) => void attached.push([...mids]);
   s.lose = (mids) => void told.push([...mids]);
   hub.open(s);
