@@ -1,6 +1,8 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { http, postJson, startTestService } from '../helpers/service.js';
+import { createKey } from '../../src/auth/keys.js';
+import { CLOSE } from '../../src/errors.js';
+import { http, keyLive, postJson, startTestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 import { Client, image } from '../helpers/ws.js';
 import { FakeClock } from '../helpers/clock.js';
@@ -255,6 +257,24 @@ t.test('per-socket limits: markets, message size, message rate and subscribe rat
   t.equal((await c.request({ op: 'ping' })).status, 1, 'open and answering once a fifth of a second refilled a token');
   clock.advance(1000);
   t.equal((await c.request({ op: 'subscribe', mids: ['a.3'] })).status, 1, 'and subscribing again a second later');
+});
+
+t.test('with keys: the key\'s message budget holds across its sockets, and a socket that sends on while refused is closed with 4029', async (t) => {
+  // The service's buckets on a clock this test moves: nothing refills between the sends.
+  const keyed = await startTestService(t, { AUTH: 'on', WS_KEY_MESSAGES_PER_SECOND: '1', WS_MESSAGES_PER_SECOND: '1' }, undefined, { clock: new FakeClock(Date.now()) });
+  const { token } = await createKey(keyed.pool, 'frugal', 'subscriber');
+  await keyLive(keyed.url, token);
+  const a = await Client.connect(keyed.url, { query: `key=${token}` });
+  const b = await Client.connect(keyed.url, { query: `key=${token}` });
+  t.teardown(() => b.close());
+  t.match(await a.request({ op: 'ping' }), { status: 1 });
+  const refused = await b.request({ op: 'ping' });
+  t.match(refused, { status: 0, message: 'rate limit: at most 1 messages per second per API key, all its sockets together' },
+    'refused on a socket that had sent nothing, with its id though it was never read');
+  for (let i = 0; i < 150; i++) a.send({ op: 'ping' });
+  t.same(await a.closed, CLOSE.RATE);
+  t.equal(a.frames.filter((f) => f.op === 'ack' && f.status === 0).length, 100, '100 refusals, then the close');
+  await t.rejects(Client.connect(keyed.url, { query: `key=${token}` }), /upgrade refused: 429/, 'the key cools down: no new socket at once');
 });
 
 t.test('protobuf ingest over HTTP and over the socket', async (t) => {
