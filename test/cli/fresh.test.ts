@@ -10,27 +10,18 @@ import { KEY_CLI, MAIN, runTool, tempDir } from './processes.js';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 /**
- * The old scripts compiled the TypeScript first (6 to 10 s on an idle machine,
- * about 30 s on this shared 2-core one) and so rewrote dist/, which the
- * unchanged mtimes below rule out whatever the machine's speed. Straight to the
- * compiled file it takes about half a second (npm's own start included): the
- * bound is twenty times that, so a busy machine does not fail it, and a tool
- * that hangs or builds on this machine still does.
+ * The old scripts compiled the TypeScript first (6 to 10 s on an idle machine) and so rewrote
+ * dist/, which the unchanged mtimes below rule out whatever the machine's speed.
  */
-const NO_BUILD_MS = 10_000;
-
 t.test('`npm run key -- --help` runs the compiled tool without building first', async (t) => {
   const before = [KEY_CLI, MAIN].map((f) => statSync(f).mtimeMs);
-  const started = performance.now();
   const child = spawn('npm', ['run', '--silent', 'key', '--', '--help'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
   const code = await new Promise((ok) => child.on('close', ok));
-  const ms = performance.now() - started;
   t.equal(code, 0);
   t.match(stdout, /^usage: npm run key -- create/);
   t.same([KEY_CLI, MAIN].map((f) => statSync(f).mtimeMs), before, 'dist/ was not rebuilt');
-  t.ok(ms < NO_BUILD_MS, `finished in ${Math.round(ms)} ms`);
 });
 
 /**
