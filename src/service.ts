@@ -84,7 +84,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const clock = opts.clock ?? systemClock;
   const pool = createPool(databaseUrl, config, log);
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
+  const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs, clock });
   const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
