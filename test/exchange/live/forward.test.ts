@@ -14,6 +14,7 @@ import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
 import { Translator } from '../../../src/exchange/translate.js';
 import { announceLimits } from '../fake-ingest.js';
 import { eventually, waitFor } from '../../helpers/wait.js';
+import { FakeClock } from '../../helpers/clock.js';
 import { DELTAS, IMAGE, MARKET_ID, RUNNERS } from '../esa-script.js';
 
 type Obj = Record<string, any>;
@@ -53,7 +54,7 @@ async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
 
 const change = (m: object) => m as unknown as MarketChangeMessage;
 
-async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?: number; refreshMs?: number } = {}) {
+async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?: number; refreshMs?: number; clock?: FakeClock } = {}) {
   const publisher = await Publisher.connect({ url, window: opts.window ?? 1 });
   t.teardown(() => publisher.close());
   const ledger = new Ledger();
@@ -62,7 +63,7 @@ async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?:
   const pressure: boolean[] = [];
   const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p), maxBytes: opts.maxBytes, pressure: (f) => pressure.push(f) });
   const refreshes: number[] = [];
-  const forwarder = new Forwarder({ translator, outbox, problem: (p) => problems.push(p), refresh: () => refreshes.push(Date.now()) > 0, refreshMs: opts.refreshMs });
+  const forwarder = new Forwarder({ translator, outbox, problem: (p) => problems.push(p), refresh: () => refreshes.push(Date.now()) > 0, refreshMs: opts.refreshMs, clock: opts.clock });
   t.teardown(() => forwarder.stop());
   return { publisher, ledger, translator, outbox, forwarder, problems, pressure, refreshes };
 }
@@ -80,10 +81,10 @@ t.test('while the service is behind, a market\'s changes merge into one image of
     return svc.received.some((b) => odds(b).length > 0);
   }, 'the first image sent', 5000, 5);
   const first = svc.received.length;
+  const sent = a.outbox.stats.batches;
   for (const d of DELTAS) a.forwarder.push(change(d), d.clk);
-  // Time, not a condition: a moment in which a forwarder ignoring its window would have sent more.
-  await new Promise((ok) => setTimeout(ok, 50));
-  t.equal(svc.received.length, first, 'nothing more went out while the window was full');
+  await new Promise((ok) => setImmediate(ok));
+  t.equal(a.outbox.stats.batches, sent, 'nothing more went out while the window was full');
   svc.ack();
   await eventually(async () => svc.received.length, (n) => n === first + 1);
   const merged = svc.received[first];
@@ -152,7 +153,8 @@ t.test('acks are accounted by market: refused items one by one, a market\'s rows
 
 t.test('a market whose change cannot be applied: stale at once, the subscription asked afresh after the wait, live at the fresh image', async (t) => {
   const svc = await fakeService(t, () => ({ status: 1, message: 'ok' }));
-  const a = await adapter(t, svc.url, { window: 8, refreshMs: 150 });
+  const clock = new FakeClock();
+  const a = await adapter(t, svc.url, { window: 8, refreshMs: 150, clock });
   a.forwarder.push(change(IMAGE), 'image');
   await a.outbox.flush();
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 1, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad');
@@ -160,19 +162,20 @@ t.test('a market whose change cannot be applied: stale at once, the subscription
   t.same(svc.received.flatMap((b) => b.data).map((i) => i.kind), ['sport', 'league', 'event', 'market', 'odds', 'stale']);
   t.same(svc.received.at(-1)!.data.at(-1), { kind: 'stale', mid: MARKET_ID, why: 'unreliable' });
   t.match(a.problems, [/^bad: mc\[0\]\.rc\[0\]\.atb must be an array/]);
-  await eventually(async () => a.refreshes.length, (n) => n === 1, 5000);
+  clock.advance(149);
+  t.equal(a.refreshes.length, 0, 'not before the wait');
+  clock.advance(1);
   t.equal(a.refreshes.length, 1, 'asked for a fresh image');
   a.forwarder.push(change({ ...IMAGE, pt: IMAGE.pt + 2 }), 'fresh');
   await a.outbox.flush();
   t.match(svc.received.at(-1)!.data.at(-1), { kind: 'odds', mid: MARKET_ID, ts: IMAGE.pt + 2 }, 'live again');
-  // Time, not a condition: more than two refresh intervals (150 ms), in which a repeated ask would have come.
-  await new Promise((ok) => setTimeout(ok, 400));
-  t.equal(a.refreshes.length, 1, 'not asked again');
+  clock.advance(400);
+  t.equal(a.refreshes.length, 1, 'not asked again in more than two refresh intervals');
   // Broken again, and the fresh image leaves it out (the market left the subscription): given up after one more ask.
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 3, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad again');
-  await eventually(async () => a.refreshes.length, (n) => n === 2, 5000);
+  clock.advance(150);
+  t.equal(a.refreshes.length, 2, 'asked again once the wait passed');
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 4, ct: 'SUB_IMAGE', mc: [] }), 'image without it');
-  // Time, not a condition: more than three refresh intervals, in which a repeated ask would have come.
-  await new Promise((ok) => setTimeout(ok, 500));
+  clock.advance(500);
   t.equal(a.refreshes.length, 2, 'a market the fresh image did not mend is not asked for again');
 });
