@@ -6,7 +6,7 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 /** Garbage collected three times, with turns of the loop between for finalizers to free native memory (no event says when they have). */
-async function collect(): Promise<void> {
+export async function collect(): Promise<void> {
   for (let i = 0; i < 3; i++) {
     gc();
     for (let turn = 0; turn < 10; turn++) await new Promise((r) => setImmediate(r));
