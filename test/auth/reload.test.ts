@@ -34,11 +34,10 @@ t.test('a reload retrying while Postgres fails gives up when stopped: false, at 
   const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
   await until(() => timers() >= 1, 'the first attempt failed and its backoff began');
   t.equal(db.queries, 1, 'one attempt, then a wait');
-  const stoppedAt = Date.now();
   auth.stop();
+  await until(() => timers() === 0, 'the backoff\'s timer cleared at the stop, not left to run out');
   t.equal(await reloading, false, 'the reload says the keys are not held');
-  t.ok(Date.now() - stoppedAt < 1_000, `given up at once (${Date.now() - stoppedAt} ms), not after its backoff of up to 5 s`);
-  t.equal(timers(), 0, 'no timer holds the process');
+  t.equal(db.queries, 1, 'given up without another attempt');
   const queries = db.queries;
   t.equal(await auth.refresh(db as never, ['k2'], log), false, 'stopped, a new reload starts nothing');
   t.equal(db.queries, queries);
