@@ -125,6 +125,18 @@ export interface Config {
   /** Undefined: plain TCP (unless NATS_URL is tls://). */
   readonly natsTls: NatsTls | undefined;
   readonly shutdownTimeoutMs: number;
+  /** Record every published price, state and socket ledger (docs/record.md). */
+  readonly record: boolean;
+  /** The record's own Postgres; undefined: the service's database. */
+  readonly recordDatabaseUrl: string | undefined;
+  /** Days of record kept before today; older days' partitions are dropped whole. */
+  readonly recordDays: number;
+  /** Entries the in-process record queue holds (BUS=memory) before it drops its oldest. */
+  readonly recordQueueMax: number;
+  /** Bytes the NATS stream holds for the recorder (BUS=nats) before it drops its oldest. */
+  readonly recordBusBytes: number;
+  /** Entries the recorder writes in one batch at most. */
+  readonly recordBatch: number;
 }
 
 export class ConfigError extends Error {
@@ -207,18 +219,18 @@ function origins(env: Env, name: string, fallback: readonly string[], words: rea
   return Object.freeze([...new Set(list)]);
 }
 
-function databaseUrl(env: Env): string | undefined {
-  note(env, 'DATABASE_URL', 'a postgres:// URL', 'unset: the embedded Postgres');
-  const raw = env.DATABASE_URL;
+function databaseUrl(env: Env, name = 'DATABASE_URL', fallback = 'unset: the embedded Postgres'): string | undefined {
+  note(env, name, 'a postgres:// URL', fallback);
+  const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('DATABASE_URL', 'must be a postgres:// URL');
+    throw new ConfigError(name, 'must be a postgres:// URL');
   }
   if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new ConfigError('DATABASE_URL', `must be a postgres:// URL, got protocol "${url.protocol}"`);
+    throw new ConfigError(name, `must be a postgres:// URL, got protocol "${url.protocol}"`);
   }
   return raw;
 }
@@ -428,6 +440,12 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     natsAuth: natsAuth(env),
     natsTls: natsTls(env),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 20000, 100, 3600000),
+    record: bool(env, 'RECORD', true),
+    recordDatabaseUrl: databaseUrl(env, 'RECORD_DATABASE_URL', "unset: the service's database"),
+    recordDays: int(env, 'RECORD_DAYS', 400, 1, 36500),
+    recordQueueMax: int(env, 'RECORD_QUEUE_MAX', 500_000, 1000, 100_000_000),
+    recordBusBytes: int(env, 'RECORD_BUS_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
+    recordBatch: int(env, 'RECORD_BATCH', 5000, 1, 100_000),
   });
 }
 

@@ -11,6 +11,9 @@ import type { Hub } from './hub/hub.js';
 import type { AuthMetrics } from './metrics/auth.js';
 import { KEY_APPLIED } from './auth/key-change.js';
 import type { ServiceMetrics } from './metrics/registry.js';
+import { MarketStates, type StateMessage } from './hub/states.js';
+import type { RecordTaps } from './record/taps.js';
+import type { Takeover } from './record/recorder.js';
 
 /*
  * The listeners that join areas no folder may join from below: what the
@@ -93,5 +96,25 @@ export class Revocations implements KeyRevocations {
   revoked(keyId: string): void {
     this.freshness.revoked(keyId);
     this.hub.revoke(keyId, this.metrics);
+  }
+}
+
+/**
+ * The broadcaster's store of state frames, each also handed to the record: every `market`,
+ * `result` and `freshness` frame this pod publishes passes through it once. When the pod takes the
+ * recorder's lease, where every market stands is recorded first.
+ */
+export class RecordedStates extends MarketStates implements Takeover {
+  constructor(private readonly taps: Pick<RecordTaps, 'state'>) {
+    super();
+  }
+
+  override record(msg: StateMessage): void {
+    super.record(msg);
+    this.taps.state(msg);
+  }
+
+  tookOver(): void {
+    for (const msg of this.all()) this.taps.state(msg);
   }
 }

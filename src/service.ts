@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -37,6 +38,9 @@ import { Admission } from './http/admission.js';
 import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
+import { registerRecord } from './http/record-routes.js';
+import { RecordReader } from './record/query.js';
+import { SocketRecord } from './record/sockets.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
 import { HostPolicy } from './http/host.js';
@@ -54,9 +58,14 @@ import { AuthMetrics } from './metrics/auth.js';
 import { BusConnection, createBus } from './bus/create.js';
 import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
-import { Named } from './lib/component.js';
+import { Named, type Component } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
-import { Notifications, ReferenceChanges, Revocations } from './listeners.js';
+import { Notifications, RecordedStates, ReferenceChanges, Revocations } from './listeners.js';
+import { RecordMetrics } from './metrics/record.js';
+import { Recorder } from './record/recorder.js';
+import { RecordTaps, newPodName } from './record/taps.js';
+import { RecordedLedger, UNRECORDED } from './record/ledger.js';
+import type { RecordLog } from './bus/types.js';
 
 export type { Service } from './lifecycle.js';
 
@@ -69,6 +78,51 @@ export interface ServiceOptions {
   stopping?: AbortSignal;
   /** What every limit, bound and timer of the service reads time from: the system's, unless a test moves its own. */
   clock?: Clock;
+}
+
+/** A write the record's Postgres leaves unanswered this long is given up and tried again on a new connection. */
+const RECORD_WRITE_TIMEOUT_MS = 30_000;
+/** Connections the record's routes use on the record's own Postgres. */
+const RECORD_POOL_MAX = 4;
+
+/** The recorder (which runs on the pod holding its lease) and what this pod hands it. */
+function recordParts(config: Config, databaseUrl: string, log: RecordLog, metrics: RecordMetrics, logger: Logger): { recorder: Recorder; taps: RecordTaps } {
+  const recorder = new Recorder(
+    { url: config.recordDatabaseUrl ?? databaseUrl, days: config.recordDays, batch: config.recordBatch, connectTimeoutMs: config.pgConnectTimeoutMs, writeTimeoutMs: RECORD_WRITE_TIMEOUT_MS },
+    { log, metrics, logger },
+  );
+  metrics.watch({ lag: () => recorder.lag(), backlog: () => log.backlog(), get leading() { return recorder.leading; } });
+  return { recorder, taps: new RecordTaps(log, newPodName(), recorder) };
+}
+
+/**
+ * The record's parts on this pod when the bus keeps a log for it: the recorder and its taps, the
+ * states and the ledger that write to it, the pool its routes read (its own Postgres when it has
+ * one), and what of it runs; without a log, the plain states, no ledger, nothing to run.
+ */
+function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger) {
+  const record = log && recordParts(config, databaseUrl, log, metrics, logger);
+  // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
+  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, logger) : pool;
+  const recordedStates = record && new RecordedStates(record.taps);
+  if (recordedStates) record.recorder.watch(recordedStates);
+  const running: Component[] = [
+    ...(record ? [record.recorder] : []),
+    ...(recordPool !== pool ? [new Named('record pool', { stop: () => void recordPool.end() })] : []),
+  ];
+  return { record, recordPool, states: recordedStates ?? new MarketStates(), ledger: record ? new RecordedLedger(record.taps) : UNRECORDED, running };
+}
+
+/** Starts the parts in order; aborted meanwhile (a signal), it stops what has started and the start rejects. */
+async function startAll(lifecycle: Lifecycle, stopping: AbortSignal | undefined): Promise<void> {
+  const abort = () => void lifecycle.stop();
+  stopping?.addEventListener('abort', abort, { once: true });
+  if (stopping?.aborted) abort();
+  try {
+    await lifecycle.start();
+  } finally {
+    stopping?.removeEventListener('abort', abort);
+  }
 }
 
 /**
@@ -88,7 +142,14 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
-  const states = new MarketStates();
+  const busMetrics = new BusMetrics(metrics.registry, config.bus);
+  const recordMetrics = new RecordMetrics(metrics.registry);
+  const bus = createBus(config, {
+    book, log, check: validateOdds, metrics: busMetrics,
+    record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
+  });
+  const recorded = recording(config, databaseUrl, bus.record, recordMetrics, pool, log);
+  const { record, recordPool, states, ledger } = recorded;
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const index = new MarketIndex<Subscriber>();
@@ -96,23 +157,21 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
     { refusals: authMetrics, markets: model, index },
   );
-  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression });
+  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression, ledger });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, clock });
   monitor.listen(bc);
   const sweep = new Sweep(index, clock);
   bc.watch(sweep);
   const subscribers: SubscriberDeps = {
-    index, publishing: bc, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression,
+    index, publishing: bc, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression, ledger,
     limits: { maxAgeMs: config.wsMaxAgeMs, slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs },
   };
   const socketSubs = new SocketSubscriptions({ hub, index, book, model });
   odds.watch(hub, monitor);
-  const busMetrics = new BusMetrics(metrics.registry, config.bus);
-  const bus = createBus(config, { book, log, check: validateOdds, metrics: busMetrics });
   const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book), clock });
   new FreshnessMetrics(metrics.registry).watch(freshness);
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs, clock);
-  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop] });
+  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop], record: record?.taps });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log, clock);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys, clock);
   const storedSets = new StoredSets({
@@ -158,6 +217,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
+  const reader = record && new RecordReader(recordPool);
+  registerRecord(router, { reader, sockets: reader && new SocketRecord(recordPool, reader) });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);
@@ -172,6 +233,8 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     listener,
     sync,
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),
+    // Stopped after every socket and publisher, so what they left in the record's log is written first.
+    ...recorded.running,
     new Named('broadcaster', bc),
     freshness,
     monitor,
@@ -183,14 +246,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       : []),
     readiness,
   ]);
-  const abort = () => void lifecycle.stop();
-  opts.stopping?.addEventListener('abort', abort, { once: true });
-  if (opts.stopping?.aborted) abort();
-  try {
-    await lifecycle.start();
-  } finally {
-    opts.stopping?.removeEventListener('abort', abort);
-  }
+  await startAll(lifecycle, opts.stopping);
   log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth, tcp_notsent_lowat: notsentLowat() || 'unbounded' });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,

@@ -8,7 +8,7 @@ import { MAX_LINES, longFunctions } from './helpers/function-length.js';
  * folders below it here (its README says the same), so a change to one
  * concern never reaches up into what depends on it.
  */
-const LAYERS = ['cli', 'exchange', 'web', 'client', 'http', 'demo', 'ingest', 'stored-sets', 'relay', 'hub', 'bus', 'odds', 'refdata', 'auth', 'db', 'metrics', 'lib'];
+const LAYERS = ['cli', 'exchange', 'web', 'client', 'http', 'demo', 'ingest', 'stored-sets', 'relay', 'hub', 'record', 'bus', 'odds', 'refdata', 'auth', 'db', 'metrics', 'lib'];
 /** Below every folder: usable by all, using none. */
 const SHARED = new Set(['config', 'errors', 'log']);
 const SRC = new URL('../../src/', import.meta.url).pathname;

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import { MemoryBus } from './memory.js';
+import { MemoryRecordLog, type RecordLogCounts } from './record-log.js';
 import { NatsBus } from './nats/bus.js';
 import type { Component } from '../lib/component.js';
 import type { Bus, ClientHandler, FreshnessHandler, HeldImages, ImageCheck, OddsHandler } from './types.js';
@@ -12,11 +13,17 @@ export interface BusDeps {
   /** Ingest's check of an odds image: what arrives over NATS is held to it. */
   check: ImageCheck;
   metrics: BusMetrics;
+  /** What the record's log counts: entries appended, and dropped past its bound. */
+  record: RecordLogCounts;
 }
 
 export function createBus(config: Config, deps: BusDeps): Bus {
-  if (config.bus === 'memory') return new MemoryBus(deps.book);
-  return new NatsBus({ url: config.natsUrl, prefix: config.natsPrefix, auth: config.natsAuth, tls: config.natsTls, ...deps });
+  if (config.bus === 'memory') return new MemoryBus(deps.book, config.record ? new MemoryRecordLog(config.recordQueueMax, deps.record) : undefined);
+  const { record, ...rest } = deps;
+  return new NatsBus({
+    url: config.natsUrl, prefix: config.natsPrefix, auth: config.natsAuth, tls: config.natsTls, ...rest,
+    record: config.record ? { maxBytes: config.recordBusBytes, batch: config.recordBatch, counts: record } : undefined,
+  });
 }
 
 /** Who the bus hands what it carries to. */

@@ -1,6 +1,6 @@
 import { newEpoch } from '../odds/book.js';
 import type { OddsImage } from '../odds/messages.js';
-import type { Bus, HeldImages, OddsHandler } from './types.js';
+import type { Bus, HeldImages, OddsHandler, RecordLog } from './types.js';
 
 /**
  * One process is the whole service: images are numbered here, in an epoch
@@ -12,7 +12,8 @@ export class MemoryBus implements Bus {
   readonly epoch = newEpoch('m');
   private handler: OddsHandler | undefined;
 
-  constructor(private readonly book: HeldImages) {}
+  /** The record's log: a bounded queue this process's recorder drains. */
+  constructor(private readonly book: HeldImages, readonly record: RecordLog | undefined = undefined) {}
 
   async start(odds: OddsHandler): Promise<void> {
     this.handler = odds;

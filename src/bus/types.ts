@@ -50,12 +50,58 @@ export interface FreshnessHandler {
 export type HeldImages = Pick<Book, 'get' | 'next' | 'values'>;
 
 /**
+ * A note for the record that is not an odds image, as JSON: a `market`, `result` or `freshness`
+ * frame as the recording pod published it (`state`), a subscriber socket's ledger event
+ * (`ledger`), or what a conflated variant sent (`sent`). `src` names the pod and `n` counts its
+ * notes, so a note delivered twice is written once.
+ */
+export interface RecordNote {
+  topic: 'state' | 'ledger' | 'sent';
+  src: string;
+  n: number;
+  /** When it happened, ms. */
+  at: number;
+  body: Record<string, unknown>;
+}
+
+/** One thing the record keeps: an odds image as numbered, or a note. */
+export type RecordEntry = { kind: 'odds'; o: Ordered } | { kind: 'note'; note: RecordNote };
+
+/** Entries read for the recorder: written, then acknowledged. */
+export interface RecordBatch {
+  readonly entries: readonly RecordEntry[];
+  ack(): Promise<void> | void;
+}
+
+/** What waits for the recorder: entries, and bytes where the log knows them. */
+export interface RecordBacklog {
+  entries: number;
+  bytes: number | undefined;
+}
+
+/**
+ * Where pods put what the record keeps and the one recorder reads it: a bounded queue in the
+ * process with `BUS=memory`, a JetStream stream with a durable consumer with `BUS=nats`. Appending
+ * never waits: publishing is never slowed by the record. Past its bound the log drops its oldest
+ * unread entries and keeps the newest (the queue counts them; the stream's bytes are a metric, so
+ * an alert fires before it fills).
+ */
+export interface RecordLog {
+  append(e: RecordEntry): void;
+  /** The next entries after the last acknowledged ones, at most `max`; undefined once `signal` aborts. */
+  next(max: number, signal: AbortSignal): Promise<RecordBatch | undefined>;
+  backlog(): Promise<RecordBacklog>;
+}
+
+/**
  * How pods act as one service. `memory` is one process; `nats` shares odds
  * images and client changes between pods, and numbers each market's images
  * the same way on every pod.
  */
 export interface Bus {
   readonly kind: 'memory' | 'nats';
+  /** The record's log: undefined with RECORD=off. */
+  readonly record: RecordLog | undefined;
   /** Connects and syncs; resolves once synced, or once it is clear the bus is away (it keeps trying). */
   start(odds: OddsHandler, clients: ClientHandler, freshness: FreshnessHandler): Promise<void>;
   /**

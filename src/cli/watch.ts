@@ -6,7 +6,7 @@
 import { parseArgs as parseOptions } from 'node:util';
 import { AGE_SINCE_MS, OddsClient, RefusedError, formatAge, formatVolume, type MarketFreshness, type ReceiptDelay, type Subscription } from '../client/index.js';
 import { CONFLATE, MAX_DEPTH } from '../odds/client-codec.js';
-import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type RunnerOdds, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, parseHeartbeat, type DeltaMessage, type PriceSize, type ResultMessage, type RunnerOdds, type ServerMessage, type WireTerms } from '../odds/messages.js';
 import { POSITIVE_ID } from '../refdata/ids.js';
 import { UsageError, refuseStart, serviceUrl } from './args.js';
 import { runsAsTool } from './fresh.js';
@@ -110,6 +110,28 @@ const best = (levels: PriceSize[]) => (levels.length ? `${levels[0][0].toFixed(2
 const traded = (r: RunnerOdds) => `${r.ltp === undefined ? '' : ` ltp ${r.ltp.toFixed(2)}`}${r.tv === undefined ? '' : ` tv ${formatVolume(r.tv)}`}`;
 
 /**
+ * A market's terms in one run of words: `bd=5s tip ODDS nw=3 ewd=4 bsp GB Ascot Flat mbr=5% reg=GBR`
+ * and each runner with terms of its own (a factor, not active): `67003 REMOVED af=13.6% at 13:55:12.000`.
+ */
+export function formatTerms(t: WireTerms): string {
+  const words = [
+    t.bd === undefined ? '' : `bd=${t.bd}s`, t.tip ? 'tip' : '', t.bt ?? '', t.nw === undefined ? '' : `nw=${t.nw}`, t.ewd === undefined ? '' : `ewd=${t.ewd}`,
+    t.bsp ? 'bsp' : '', t.cc ?? '', t.ven ?? '', t.race ?? '', t.mbr === undefined ? '' : `mbr=${t.mbr}%`, t.reg?.length ? `reg=${t.reg.join(',')}` : '',
+    t.lmin === undefined && t.lmax === undefined ? '' : `line ${t.lmin ?? '?'}..${t.lmax ?? '?'} by ${t.lint ?? '?'}`,
+  ].filter(Boolean);
+  const runners = (t.r ?? []).filter((r) => r.st !== 'ACTIVE' || r.af !== undefined || r.hc !== undefined).map((r) =>
+    [r.rid, r.st === 'ACTIVE' ? '' : r.st, r.af === undefined ? '' : `af=${r.af}%`, r.rd === undefined ? '' : `at ${clock(r.rd)}`, r.hc === undefined ? '' : `hc=${r.hc}`].filter(Boolean).join(' '));
+  return [...words, ...(runners.length ? [`| ${runners.join(' | ')}`] : [])].join(' ');
+}
+
+/** A result's settlement beyond its REST keys: `cert=confirmed dh 101:0.5,104:0.5 void 103`. */
+function formatSettlement(r: ResultMessage): string {
+  const dh = (r.rs ?? []).filter((x) => x.dh !== undefined).map((x) => `${x.rid}:${x.dh}`);
+  const voids = (r.rs ?? []).filter((x) => (x.vf ?? (x.st === 'REMOVED' ? 1 : 0)) > 0).map((x) => (x.vf === undefined || x.vf === 1 ? String(x.rid) : `${x.rid}:${x.vf}`));
+  return [r.cert ? `cert=${r.cert}` : '', dh.length ? `dh ${dh.join(',')}` : '', voids.length ? `void ${voids.join(',')}` : ''].filter(Boolean).map((w) => ` ${w}`).join('');
+}
+
+/**
  * How late an odds frame arrived, from the source's time and from the service's publish time (the
  * client's receipt delay); past a day, since when the source has sent nothing.
  */
@@ -136,13 +158,13 @@ export function formatFrame(msg: Exclude<ServerMessage, DeltaMessage>, raw: bool
   const at = clock(now);
   switch (msg.op) {
     case 'odds': {
-      const flags = `${msg.st}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}${msg.tv === undefined ? '' : ` matched ${formatVolume(msg.tv)}`}`;
+      const flags = `${msg.st}${msg.sr ? ` (${msg.sr})` : ''}${msg.ip ? ' ip' : ''}${msg.con ? ' con' : ''}${msg.cf ? ' cf' : ''}${msg.tv === undefined ? '' : ` matched ${formatVolume(msg.tv)}`}`;
       const runners = msg.r.map((r) => `${r.rid}${r.st === 'ACTIVE' ? '' : ` ${r.st}`} back ${best(r.b)} lay ${best(r.l)}${traded(r)}`);
       return `${at} ${msg.mid} seq=${msg.seq} ${flags}  ${runners.join(' | ')}${late(delay)}`;
     }
     case 'ack': return `${at} ack id=${msg.id} ${msg.status === 1 ? 'ok' : 'REFUSED'} ${msg.message}`;
-    case 'market': return `${at} market ${msg.mid} s=${msg.s} go=${msg.go} rt=${msg.rt}`;
-    case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}`;
+    case 'market': return `${at} market ${msg.mid} s=${msg.s} go=${msg.go} rt=${msg.rt}${msg.terms ? ` terms ${formatTerms(msg.terms)}` : ''}`;
+    case 'result': return `${at} result ${msg.mid} mt=${msg.mt} res=${msg.res} rt=${msg.rt} ia=${msg.ia}${formatSettlement(msg)}`;
     case 'unsubscribed': return `${at} unsubscribed ${msg.mids.join(',')}`;
     case 'hb': return `${at} hb`;
     case 'clock': return `${at} clock ${clock(msg.ts)}${lateness === undefined ? '' : `, read ${Math.round(lateness)} ms later than the quickest`}`;

@@ -8,6 +8,7 @@ import { decodeServerProto, UnknownServerMessage } from '../odds/codec.js';
 import { MAX_EPOCH } from '../odds/client-codec.js';
 import { FEED_STATUSES, INGEST_LIMITS, MARKET_STATUSES, RUNNER_STATUSES, STALE_WHYS, type ServerMessage } from '../odds/messages.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
+import { BETTING_TYPES, CERTAINTIES, SETTLED_STATUSES, TERMS_RUNNER_STATUSES } from '../refdata/types.js';
 
 /** One key's rule: whether a value passes, and what it must be, for the error. */
 interface Rule {
@@ -49,16 +50,25 @@ const level = tuple('[price, size]', amount, amount);
 /** A delta may set every position of a ladder and clear as many again. */
 const change = tuple('[i, price, size]', rule('a position', (v) => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) < 2 * LEVELS), amount, amount);
 const runnerStatus = oneOf(RUNNER_STATUSES);
+const rid = rule('a positive whole number', isPositiveId);
 const runner = object('{rid, st, b, l, ltp?, tv?}', {
-  rid: rule('a positive whole number', isPositiveId), st: runnerStatus, b: list(level, 'levels', LEVELS), l: list(level, 'levels', LEVELS),
+  rid, st: runnerStatus, b: list(level, 'levels', LEVELS), l: list(level, 'levels', LEVELS),
   ltp: optional(amount), tv: optional(amount),
 });
 const runnerDelta = object('{rid, st?, b?, l?, ltp?, tv?}', {
-  rid: rule('a positive whole number', isPositiveId), st: optional(runnerStatus),
+  rid, st: optional(runnerStatus),
   b: optional(list(change, 'changes', 2 * LEVELS)), l: optional(list(change, 'changes', 2 * LEVELS)), ltp: optional(amount), tv: optional(amount),
 });
 const marketStatus = oneOf(MARKET_STATUSES);
 const RUNNERS = INGEST_LIMITS.runners;
+const number = rule('a finite number', finite);
+const runnerTerms = object('{rid, st, af?, rd?, hc?}', { rid, st: oneOf(TERMS_RUNNER_STATUSES), af: optional(amount), rd: optional(time), hc: optional(number) });
+const terms = object('market terms {bd?, tip?, sus?, bt?, nw?, ewd?, bsp?, cc?, ven?, race?, mbr?, reg?, lmin?, lmax?, lint?, r?}', {
+  bd: optional(count), tip: optional(bool), sus: optional(time), bt: optional(oneOf(BETTING_TYPES)), nw: optional(count), ewd: optional(amount),
+  bsp: optional(bool), cc: optional(text), ven: optional(text), race: optional(text), mbr: optional(amount), reg: optional(list(text, 'strings')),
+  lmin: optional(number), lmax: optional(number), lint: optional(amount), r: optional(list(runnerTerms, 'runners {rid, st, af?, rd?, hc?}', RUNNERS)),
+});
+const runnerSettlement = object('{rid, st, dh?, vf?}', { rid, st: oneOf(SETTLED_STATUSES), dh: optional(amount), vf: optional(amount) });
 
 /**
  * What the client reads of each op it knows. A new op is one more entry: its keys, and what
@@ -67,13 +77,13 @@ const RUNNERS = INGEST_LIMITS.runners;
 export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
   odds: {
     keys: {
-      mid, epoch, seq, ts: time, pt: time, st: marketStatus, ip: bool, con: bool, cf: bool, r: list(runner, 'runners {rid, st, b, l, ltp?, tv?}', RUNNERS),
+      mid, epoch, seq, ts: time, pt: time, st: marketStatus, sr: optional(text), ip: bool, con: bool, cf: bool, r: list(runner, 'runners {rid, st, b, l, ltp?, tv?}', RUNNERS),
       tv: optional(amount),
     },
   },
   delta: {
     keys: {
-      mid, epoch, seq, from: seq, ts: time, pt: time, st: marketStatus, ip: bool, r: list(runnerDelta, 'runner changes {rid, st?, b?, l?, ltp?, tv?}', RUNNERS),
+      mid, epoch, seq, from: seq, ts: time, pt: time, st: marketStatus, sr: optional(text), ip: bool, r: list(runnerDelta, 'runner changes {rid, st?, b?, l?, ltp?, tv?}', RUNNERS),
       tv: optional(amount),
     },
     // A delta leads to a newer image: one that would lead back is no delta.
@@ -81,8 +91,13 @@ export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
   },
   ack: { keys: { id: uint32, status: oneOf([0, 1]), message: text, current: optional(count) } },
   notice: { keys: { status: oneOf([0]), message: text } },
-  market: { keys: { mid, s: bool, go: bool, rt: bool } },
-  result: { keys: { mid, mt: text, res: text, rt: bool, ia: bool } },
+  market: { keys: { mid, s: bool, go: bool, rt: bool, terms: optional(terms) } },
+  result: {
+    keys: {
+      mid, mt: text, res: text, rt: bool, ia: bool, cert: optional(oneOf(CERTAINTIES)), at: optional(time),
+      rs: optional(list(runnerSettlement, 'runners {rid, st, dh?, vf?}', RUNNERS)),
+    },
+  },
   unsubscribed: { keys: { mids: list(mid, 'market IDs') } },
   feed: { keys: { status: oneOf(FEED_STATUSES) } },
   hb: { keys: { ts: time } },

@@ -1,7 +1,7 @@
 import { CLOSE } from '../errors.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
-import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type ServerMessage } from '../odds/messages.js';
+import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type MarketStateMessage, type ServerMessage, type WireTerms } from '../odds/messages.js';
 import { Backoff } from '../lib/retry.js';
 import { readFrame } from './checks.js';
 import { MarketBook } from './market-book.js';
@@ -11,6 +11,9 @@ import { Silence } from './silence.js';
 import { ServerClock } from './server-clock.js';
 import { Emitter } from './emitter.js';
 import { Requests, subscribeOf, type Removal, type Subscription } from './subscribes.js';
+import { TermsBook, type Settlement } from './terms.js';
+import { checkBet, type BetAnswer, type Side } from './bet-check.js';
+import { reduce, type Reduced } from './reduction.js';
 import type { ClientEvents, ClientOptions, SocketConstructor, SocketLike } from './types.js';
 
 /** Markets the client takes without naming them (by event or sport, or its stored set), unless told otherwise: the server's default per socket. */
@@ -36,6 +39,8 @@ const TOO_BIG = 1009;
 export class OddsClient extends Emitter<ClientEvents> {
   readonly book = new MarketBook();
   private readonly fresh = new FreshnessBook();
+  /** Each market's state, terms and settlement beside the book (terms.ts). */
+  private readonly held = new TermsBook();
   private readonly requests = new Requests();
   private readonly backoff: Backoff;
   private readonly url: string;
@@ -105,6 +110,32 @@ export class OddsClient extends Emitter<ClientEvents> {
     return this.fresh.get(mid);
   }
 
+  /** A market's state and terms as its newest `market` frame gave them. */
+  state(mid: string): MarketStateMessage | undefined {
+    return this.held.state(mid);
+  }
+
+  /** A market's terms (bet delay, runners' status and factors...); undefined until its source gave any. */
+  terms(mid: string): WireTerms | undefined {
+    return this.held.terms(mid);
+  }
+
+  /** A market's settlement, as its newest `result` frame gave it. */
+  settlement(mid: string): Settlement | undefined {
+    return this.held.settlement(mid);
+  }
+
+  /** Can a bet on `rid` at the best `side` price of `mid` be taken now? Everything the answer rests on, in one place. */
+  canTake(mid: string, rid: number, side: Side): BetAnswer {
+    return checkBet(mid, rid, side, { frame: this.book.get(mid), delay: this.book.delay(mid), freshness: this.fresh.get(mid), state: this.held.state(mid) });
+  }
+
+  /** The price a bet matched at `price` on `rid` at `matchedAt` (ms) is settled at after the market's removals; undefined without terms. */
+  reduced(mid: string, rid: number, price: number, matchedAt: number): Reduced | undefined {
+    const terms = this.held.terms(mid);
+    return terms && reduce(terms, rid, price, matchedAt);
+  }
+
   /** What the client asks for again on every connection. */
   get subscriptions(): readonly Subscription[] {
     return this.requests.subscriptions;
@@ -146,7 +177,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   /** Unsubscribes and forgets: these are neither asked for again nor kept in the book (markets named by `mids`). */
   unsubscribe(removal: Removal): Promise<AckMessage> {
     this.requests.forget(removal);
-    for (const mid of removal.mids ?? []) this.drop(mid);
+    for (const mid of removal.mids ?? []) this.forget(mid);
     return this.requests.oneOff({ op: 'unsubscribe', mids: removal.mids ?? [], eids: removal.eids ?? [], sis: removal.sis ?? [] }, this.sender());
   }
 
@@ -217,13 +248,16 @@ export class OddsClient extends Emitter<ClientEvents> {
         return;
       }
       case 'notice': this.emit('notice', msg); return;
-      case 'market':
-        if (msg.go) this.evict([msg.mid]);
-        this.emit('market', msg);
+      case 'market': this.market(msg); return;
+      case 'result': {
+        const settled = this.held.result(msg);
+        this.emit('result', msg);
+        if (settled) this.emit('settlement', settled);
         return;
-      case 'result': this.emit('result', msg); return;
+      }
       case 'unsubscribed':
         this.evict(msg.mids);
+        for (const mid of msg.mids) this.held.delete(mid);
         this.emit('unsubscribed', msg);
         return;
       case 'feed':
@@ -257,12 +291,26 @@ export class OddsClient extends Emitter<ClientEvents> {
   }
 
   /**
+   * A market's state and terms: kept, with a `terms` event when they moved and a `removal` for
+   * each runner newly removed. A concluded market leaves the book; its terms stay until the
+   * server detaches it, so its final result is still taken.
+   */
+  private market(msg: MarketStateMessage): void {
+    if (msg.go) this.evict([msg.mid]);
+    const change = this.held.market(msg);
+    this.emit('market', msg);
+    if (change.terms) this.emit('terms', change.terms.mid, change.terms.terms, change.terms.previous);
+    for (const removal of change.removals) this.emit('removal', removal);
+  }
+
+  /**
    * Whether a frame of this market is for this client: one it holds or names, or, while it takes
    * markets it cannot name (a filter, its stored set), one more up to maxMarkets held (the
-   * freshness of one it does not hold excepted).
+   * freshness of one it does not hold excepted); and a concluded market's frames until the
+   * server detaches it.
    */
   private takes(mid: string, op: string): boolean {
-    if (this.book.has(mid) || this.requests.names(mid)) return true;
+    if (this.book.has(mid) || this.requests.names(mid) || this.held.state(mid)) return true;
     // Only a stale market's freshness is kept: of a market it neither holds nor named it would be kept for nothing, without bound.
     if (op === 'freshness') return false;
     return (this.requests.filtered || this.options.storedSet === true) && this.book.size < this.maxMarkets;
@@ -299,6 +347,12 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.book.delete(mid);
     this.fresh.delete(mid);
     this.resyncs.forget(mid);
+  }
+
+  /** Dropped by the client's own unsubscribe: nothing of it is kept. */
+  private forget(mid: string): void {
+    this.drop(mid);
+    this.held.delete(mid);
   }
 
   /** Markets the server is done with (concluded, or detached): out of the book and out of what is asked for again. */
@@ -339,6 +393,8 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.live = false;
     this.requests.lost();
     this.resyncs.reset();
+    // A concluded market waits for its final frames only on the connection that was sending them.
+    this.held.retain((mid) => this.book.has(mid) || this.requests.names(mid) || this.requests.filtered);
     // Nothing reaches the client now: every price it holds is stale until its market is answered again.
     this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
     // A new connection is a new link: how late it reads is judged afresh.

@@ -17,8 +17,12 @@ export { RESYNC } from './resyncs.js';
 export type { FreshnessReason, MarketFreshness } from './freshness.js';
 export { Emitter } from './emitter.js';
 export { AGE_SINCE_MS, formatAge, formatVolume } from './format.js';
+export { TermsBook, settlementOf, type Removal as RunnerRemoval, type Settlement, type Voided, type Winner } from './terms.js';
+export { reduce, WIN_MINIMUM_FACTOR, type Reduced } from './reduction.js';
+export { checkBet, type BetAnswer, type Side } from './bet-check.js';
 export { RefusedError, type Removal, type Subscription } from './subscribes.js';
 export type {
   AckMessage, DeltaMessage, FeedMessage, FeedStatus, FreshnessMessage, HeartbeatMessage, Level, MarketStateMessage, MarketStatus, OddsMessage, PriceSize,
-  ResultMessage, RunnerDelta, RunnerOdds, RunnerStatus, ServerMessage, Since, StaleReason, UnsubscribedMessage,
+  ResultMessage, RunnerDelta, RunnerOdds, RunnerStatus, ServerMessage, Since, StaleReason, UnsubscribedMessage, WireRunnerSettlement, WireRunnerTerms,
+  WireSettlement, WireTerms,
 } from '../odds/messages.js';

@@ -1,4 +1,5 @@
 import type { AckMessage, ClientMessage, Since } from '../odds/messages.js';
+import type { BettingType, MarketType } from '../refdata/types.js';
 
 /** What a subscribe asks for: markets, events and sports (at least one), and how. */
 export interface Subscription {
@@ -11,6 +12,11 @@ export interface Subscription {
   conflate?: number;
   /** After each market's first image, `delta` frames (what changed); the client's book applies them. */
   delta?: boolean;
+  /** Only the markets of `eids` and `sis` of these types, countries, betting types, or turning in play (true) or not (false). */
+  tys?: MarketType[];
+  ccs?: string[];
+  bts?: BettingType[];
+  tip?: boolean;
 }
 
 export type Removal = Pick<Subscription, 'mids' | 'eids' | 'sis'>;
@@ -49,11 +55,15 @@ const without = <T>(xs: T[] | undefined, gone: readonly T[] | undefined): T[] | 
 
 /** A subscription's keys as the subscribe request carries them, empty lists and absent options left out. */
 export function subscribeOf(sub: Subscription): Omit<ClientMessage, 'op' | 'id'> {
-  const { mids, eids, sis, depth, conflate, delta } = sub;
+  const { mids, eids, sis, depth, conflate, delta, tys, ccs, bts, tip } = sub;
   const msg: Omit<ClientMessage, 'op' | 'id'> = {};
   if (mids?.length) msg.mids = mids;
   if (eids?.length) msg.eids = eids;
   if (sis?.length) msg.sis = sis;
+  if (tys?.length) msg.tys = tys;
+  if (ccs?.length) msg.ccs = ccs;
+  if (bts?.length) msg.bts = bts;
+  if (tip !== undefined) msg.tip = tip;
   if (depth !== undefined) msg.depth = depth;
   if (conflate !== undefined) msg.conflate = conflate;
   if (delta) msg.delta = true;

@@ -1,5 +1,6 @@
 import type { MarketFreshness } from './freshness.js';
-import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage } from '../odds/messages.js';
+import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage, WireTerms } from '../odds/messages.js';
+import type { Removal, Settlement } from './terms.js';
 
 /** What the client needs of a WebSocket: the browser's, or the `ws` package's in Node. */
 export interface SocketLike {
@@ -75,7 +76,13 @@ export type ClientEvents = {
   /** A frame the rule kept: newer than what the book held (`previous`); within an epoch, never older than one emitted before. */
   odds: [frame: OddsMessage, previous: OddsMessage | undefined];
   market: [msg: MarketStateMessage];
+  /** A market's terms changed (`terms` undefined: it has none now); after the `market` event of the frame that moved them. */
+  terms: [mid: string, terms: WireTerms | undefined, previous: WireTerms | undefined];
+  /** A runner was withdrawn: its reduction factor and when, the moment the market's terms say so. */
+  removal: [removal: Removal];
   result: [msg: ResultMessage];
+  /** A market was settled (winners with their dead-heat shares, voids), voided, or its settlement or void rolled back; provisional or confirmed. */
+  settlement: [settlement: Settlement];
   feed: [msg: FeedMessage];
   /** A market's freshness changed: told by the server, stale (`disconnected`) when the connection went, live again once resubscribed. */
   freshness: [state: MarketFreshness];

@@ -8,9 +8,9 @@
  */
 import type { WireLeague, WireRunner, WireSport } from '../refdata/wire.js';
 import {
-  type DemoItem, type MarketItem, type ResultItem,
+  type DemoItem, type MarketItem, type NonRunner, type ResultItem,
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
-  closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, tennis,
+  closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, termsOf, tennis,
 } from './markets.js';
 import { SLOTS, fixtureMarkets, tvFor } from './fixtures.js';
 
@@ -170,11 +170,19 @@ export function demoItems(now: Date): DemoItem[] {
     result(mid(30000035, 1), '7351'),
   ];
 
+  // The live race's field has a non-runner, withdrawn forty minutes before the off with its reduction factor.
+  const nonRunner: NonRunner = { rid: 7315, at: base - 40 * 60_000 };
+  const terms = markets.filter((m) => !m.go).map((m) => {
+    const e = events.find((x) => x.eid === m.eid)!;
+    return termsOf(m, { si: e.si, li: e.li, ip: e.ip }, m.eid === 30000031 ? nonRunner : undefined);
+  });
+
   return [
     ...SPORTS.map((s): DemoItem => ({ kind: 'sport', ...s })),
     ...LEAGUES.map((l): DemoItem => ({ kind: 'league', ...l })),
     ...events,
     ...markets,
+    ...terms,
     ...results,
   ];
 }

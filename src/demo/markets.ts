@@ -3,8 +3,8 @@
  * of fixture trades, with stable runner IDs, and the item types they build. The set itself is in
  * data.ts.
  */
-import type { MarketType } from '../refdata/types.js';
-import type { WireEvent, WireLeague, WireMarket, WireResult, WireRunner, WireSport } from '../refdata/wire.js';
+import { isLineType, type MarketType } from '../refdata/types.js';
+import type { WireEvent, WireLeague, WireMarket, WireResult, WireRunner, WireRunnerTerms, WireSport, WireTerms } from '../refdata/wire.js';
 
 /** The demo set's items, in the shapes ingest reads; the fields ingest derives are left out. */
 export type DemoItem =
@@ -12,10 +12,12 @@ export type DemoItem =
   | ({ kind: 'league' } & WireLeague)
   | ({ kind: 'event' } & Omit<WireEvent, 'le'>) // le is derived from the league's name
   | ({ kind: 'market' } & Omit<WireMarket, 'si'>) // si is derived from the event's sport
-  | ({ kind: 'result' } & Omit<WireResult, 'mt'>); // mt is derived from the market's type
+  | ({ kind: 'result' } & Omit<WireResult, 'mt'>) // mt is derived from the market's type
+  | ({ kind: 'terms'; mid: string } & WireTerms);
 
 export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
 export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
+export type TermsItem = Extract<DemoItem, { kind: 'terms' }>;
 type MarketExtra = Partial<Omit<WireMarket, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 /**
@@ -136,3 +138,51 @@ export function result(id: string, res: string, extra: Partial<Pick<WireResult, 
   return { kind: 'result', mid: id, res, rt: false, ia: false, ...extra };
 }
 
+
+/** Each sport's bet delay in play, in seconds (none before the off). */
+export const BET_DELAY: Readonly<Record<number, number>> = { 4: 5, 1: 5, 2: 3, 7: 1 };
+
+/** Where a league's events are, as terms say it: its country, and a race meeting's venue and race type. */
+const PLACE: Readonly<Record<number, { cc?: string; ven?: string; race?: string }>> = {
+  4001: { cc: 'IN' }, 4002: { cc: 'IN' }, 4003: { cc: 'AU' }, 1001: { cc: 'GB' }, 1002: { cc: 'ES' },
+  7001: { cc: 'GB', ven: 'Ascot', race: 'Flat' }, 7002: { cc: 'GB', ven: 'Cheltenham', race: 'Hurdle' },
+};
+
+/** Places paid in a race: two up to seven runners, three from eight (the demo model's too). */
+const places = (runners: number) => (runners >= 8 ? 3 : 2);
+
+/**
+ * A race's reduction factors, percent, in the order of its field: the favourite's first, each
+ * by its chance of winning, adding up to 100 (Betfair's way of setting them).
+ */
+export function reductionFactors(runners: number): number[] {
+  const weights = Array.from({ length: runners }, (_, i) => 1 / (i + 2));
+  const total = weights.reduce((a, b) => a + b, 0);
+  return weights.map((w) => Math.round((1000 * w) / total) / 10);
+}
+
+/** A runner withdrawn from a race: which, and when (ms). */
+export interface NonRunner {
+  rid: number;
+  at: number;
+}
+
+/**
+ * The terms of one of the demo's markets, as an exchange's definition would give them: the bet
+ * delay in play, turning in play, the betting type, winners (a place market's places), where,
+ * the commission; a line market's bounds; a race's starting prices and each runner's reduction
+ * factor, a non-runner removed with its factor and time.
+ */
+export function termsOf(m: MarketItem, e: { si: number; li: number; ip: boolean }, nonRunner?: NonRunner): TermsItem {
+  const line = isLineType(m.ty) && !m.r;
+  const t: TermsItem = { kind: 'terms', mid: m.mid, bd: e.ip ? BET_DELAY[e.si] ?? 0 : 0, tip: true, bt: line ? 'LINE' : 'ODDS', ...PLACE[e.li], mbr: 5 };
+  if (line) Object.assign(t, { lmin: 0, lmax: 500, lint: 1 });
+  else if (m.r) t.nw = m.na === 'To Be Placed' ? places(m.r.length) : 1;
+  if (e.si === 7 && m.r) {
+    const factors = reductionFactors(m.r.length);
+    t.bsp = true;
+    t.reg = ['GBR'];
+    t.r = m.r.map((r, i): WireRunnerTerms => (r.rid === nonRunner?.rid ? { rid: r.rid, st: 'REMOVED', af: factors[i], rd: nonRunner.at } : { rid: r.rid, st: 'ACTIVE', af: factors[i] }));
+  }
+  return t;
+}

@@ -6,7 +6,7 @@ import type { Event, Market } from '../refdata/types.js';
 import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
 import { demoItems } from './data.js';
-import { mid, type MarketItem, type ResultItem } from './markets.js';
+import { BET_DELAY, mid, termsOf, type MarketItem, type ResultItem } from './markets.js';
 
 type Item = Record<string, unknown>;
 const MINUTE = 60_000;
@@ -116,7 +116,11 @@ export class MatchDay {
     const story = storyOf(e.id, e.startTime, slot.si);
     const open = markets.filter((m) => !m.concluded);
     if (!e.inPlay && !e.concluded) {
-      return now < start ? [] : [{ kind: 'event', eid: e.id, ip: true }, ...open.filter((m) => !m.isActive).map((m) => ({ kind: 'market', mid: m.id, s: true }))];
+      // The off: in play, every market trading, bets held for the sport's delay.
+      return now < start ? [] : [
+        { kind: 'event', eid: e.id, ip: true }, ...open.filter((m) => !m.isActive).map((m) => ({ kind: 'market', mid: m.id, s: true })),
+        ...open.map((m) => ({ kind: 'terms', mid: m.id, bd: BET_DELAY[slot.si] ?? 0 })),
+      ];
     }
     if (!e.concluded) {
       const played = (now - start) / (end - start);
@@ -157,6 +161,7 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
   return [
     { kind: 'event', eid: e.id, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.id) : null },
     ...fresh,
+    ...fresh.map((m): Item => ({ ...termsOf(m, { si: slot.si, li: slot.li, ip: false }) })),
     ...fresh.map((m) => ({ kind: 'result', mid: m.mid, res: '', rt: false, ia: false })),
     ...markets.filter((m) => !mids.has(m.id) && !m.concluded).map((m) => ({ kind: 'market', mid: m.id, s: false, go: true })),
   ];
@@ -174,6 +179,7 @@ function revive(eid: number): Item[] {
   return [
     ...items.filter((i) => i.kind === 'event' && i.eid === eid),
     ...markets,
+    ...items.filter((i) => i.kind === 'terms' && mids.includes(i.mid)),
     ...mids.map((mid) => results.get(mid) ?? { kind: 'result', mid, res: '', rt: false, ia: false }),
-  ].map((i) => ({ ...i }));
+  ].map((i): Item => ({ ...i }));
 }

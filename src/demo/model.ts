@@ -3,8 +3,11 @@
  * probability wherever it trades (match odds, the bookmakers, the super over), complementary
  * questions add up (tied and completed, each over/under line from one goals expectation, a
  * tennis match and its first set, a race's place market and its win market), and the whole
- * fixture moves together.
+ * fixture moves together. Prices move with the match: a goal (the score, and the goals left to
+ * come as the match goes on) or a wicket moves every market of the fixture at once; between
+ * events they only drift a little.
  */
+import type { SuspensionReason } from '../odds/messages.js';
 import type { MarketType } from '../refdata/types.js';
 import { DRAW, NO, YES } from './markets.js';
 
@@ -15,8 +18,15 @@ export interface Question {
   readonly rids: readonly number[];
 }
 
-/** Half-width of a log-strength step; in play trades far more nervously. */
-const STEP = { inPlay: 0.03, preMatch: 0.01 };
+/** Half-width of a log-strength step between events: small, so no price swings without one. */
+const STEP = { inPlay: 0.004, preMatch: 0.002 };
+/** Share of the match one in-play tick plays, and how far it goes (a featured match never ends). */
+const PROGRESS = { step: 1 / 4800, most: 0.85 };
+/** Chances per in-play tick: a goal early in a soccer match (fewer as it goes on), a wicket, a ball bowled. */
+const CHANCE = { goal: 1 / 600, wicket: 1 / 500, ball: 1 / 8 };
+/** What a wicket costs the batting side's log strength, and the wickets an innings has. */
+const WICKET_COST = 0.12;
+const WICKETS = 10;
 /** Pull back towards the opening values, so a long demo never drifts to 1.01 v 1000. */
 const REVERSION = 0.005;
 /** A soccer match's expected goals open between these, and move a tenth as much as strengths. */
@@ -28,8 +38,19 @@ const MAX_GOALS = 12;
 
 interface Drifting {
   now: number;
-  readonly base: number;
+  base: number;
 }
+
+/** Something that happened in the match, which suspends its markets (only the ball markets, for a ball) while it is dealt with. */
+export interface MatchEvent {
+  readonly reason: SuspensionReason;
+  /** Only the markets priced ball by ball (sessions, ball-by-ball) pause. */
+  readonly balls: boolean;
+}
+
+/** The sports whose matches have events: soccer (goals) and cricket (wickets, balls). */
+const SOCCER = 1;
+const CRICKET = 4;
 
 export class FixtureModel {
   /** Each runner's log weight, shared by every market that names it. */
@@ -37,22 +58,66 @@ export class FixtureModel {
   /** Soccer: log of the goals both sides are expected to score. */
   private readonly goals: Drifting;
   private readonly tie: number;
+  /** Soccer: the goals each side has scored, and the last goal (a VAR check may rule it out). */
+  readonly score: [number, number] = [0, 0];
+  private lastGoal: 0 | 1 | undefined;
+  /** Soccer: the two sides of its match odds, once priced. */
+  private sides: readonly number[] | undefined;
+  /** Share of the match played (soccer: the goals still to come are the rest's). */
+  private progress = 0;
+  /** Cricket: the side batting, the first of its match odds, and the wickets it lost. */
+  private batting: number | undefined;
+  private wickets = 0;
   /** Counts the moves, so a book knows whether its quote is older than the model. */
   version = 0;
 
-  constructor(private readonly random: () => number) {
+  constructor(private readonly random: () => number, private readonly sport?: number) {
     const g = Math.log(GOALS.min + random() * (GOALS.max - GOALS.min));
     this.goals = { now: g, base: g };
     this.tie = TIE.min + random() * (TIE.max - TIE.min);
   }
 
-  /** One step of every value the fixture's prices come from. */
+  /** One small step of every value the fixture's prices come from, and the match going on: between events, no swing. */
   move(inPlay: boolean): void {
     const width = inPlay ? STEP.inPlay : STEP.preMatch;
     for (const s of this.strength.values()) this.drift(s, width);
     this.drift(this.goals, width * GOALS.step);
+    if (inPlay) this.progress = Math.min(PROGRESS.most, this.progress + PROGRESS.step);
     this.version++;
   }
+
+  /** What happens in the match this tick, if anything, the model already moved by it: a goal, a wicket, a ball. */
+  event(inPlay: boolean): MatchEvent | undefined {
+    if (!inPlay) return undefined;
+    if (this.sport === SOCCER && this.random() < CHANCE.goal * (1 - this.progress)) return this.goal();
+    if (this.sport !== CRICKET) return undefined;
+    if (this.batting !== undefined && this.wickets < WICKETS && this.random() < CHANCE.wicket) {
+      this.wickets++;
+      this.runner(this.batting).now -= WICKET_COST;
+      this.runner(this.batting).base -= WICKET_COST;
+      this.version++;
+      return { reason: 'wicket', balls: false };
+    }
+    return this.random() < CHANCE.ball ? { reason: 'ball running', balls: true } : undefined;
+  }
+
+  /** A VAR check rules the last goal out: the score as it was. */
+  overturn(): void {
+    if (this.lastGoal === undefined) return;
+    this.score[this.lastGoal]--;
+    this.lastGoal = undefined;
+    this.version++;
+  }
+
+  /** A goal, to a side by its share of the expected goals. */
+  private goal(): MatchEvent {
+    const share = this.sides ? this.win(this.sides)[0] : 0.5;
+    this.lastGoal = this.random() < share ? 0 : 1;
+    this.score[this.lastGoal]++;
+    this.version++;
+    return { reason: 'goal', balls: false };
+  }
+
 
   /**
    * The fair chance of each runner of the question, in its order: summing to 1, but to the
@@ -65,10 +130,12 @@ export class FixtureModel {
       return rids.map((rid) => (rid === YES.rid ? yes : rid === NO.rid ? 1 - yes : 0));
     }
     if (q.type === 'goals') {
-      // Runners: Over, then Under.
-      const over = 1 - poissonAtMost(Math.floor(lineOf(q.name)), Math.exp(this.goals.now));
+      // Runners: Over, then Under: the goals scored and those still to come.
+      const needed = Math.floor(lineOf(q.name)) - this.score[0] - this.score[1];
+      const over = needed < 0 ? 1 : 1 - poissonAtMost(needed, this.toCome());
       return [over, 1 - over];
     }
+    if (this.sport === CRICKET && this.batting === undefined && q.type === 'match-odd' && rids.length === 2) this.batting = rids[0];
     if (rids.includes(DRAW.rid)) return this.soccer(rids);
     if (q.name === 'To Be Placed') return placeChances(this.win(rids), placesFor(rids.length));
     const win = this.win(rids);
@@ -81,16 +148,23 @@ export class FixtureModel {
     return weights.map((w) => w / total);
   }
 
-  /** Home, away and the draw from each side's expected goals, the goals shared by strength. */
+  /** The goals still to come: the match's expectation less the share played. */
+  private toCome(): number {
+    return Math.exp(this.goals.now) * (1 - this.progress);
+  }
+
+  /** Home, away and the draw from the score and each side's goals still to come, shared by strength. */
   private soccer(rids: readonly number[]): number[] {
     const sides = rids.filter((rid) => rid !== DRAW.rid);
-    const [home, away] = this.win(sides).map((share) => share * Math.exp(this.goals.now));
+    this.sides ??= sides;
+    const [home, away] = this.win(sides).map((share) => share * this.toCome());
+    const lead = this.score[0] - this.score[1];
     let [h, a, d] = [0, 0, 0];
     for (let i = 0; i <= MAX_GOALS; i++) {
       for (let j = 0; j <= MAX_GOALS; j++) {
         const p = poisson(i, home) * poisson(j, away);
-        if (i > j) h += p;
-        else if (j > i) a += p;
+        if (lead + i > j) h += p;
+        else if (lead + i < j) a += p;
         else d += p;
       }
     }

@@ -8,6 +8,19 @@ export const LINE_RID = 1;
 const LEVELS = 3;
 /** Chances are priced no longer than 900, so the lay side keeps a tick of the ladder above. */
 const MIN_CHANCE = 1 / 900;
+/** Nor shorter than this: an outcome all but decided (a goal line passed) keeps a book an exchange shows. */
+const MAX_CHANCE = 1 - 1 / 60;
+
+/**
+ * Each chance within [MIN_CHANCE, MAX_CHANCE], what capping the likeliest took given to the
+ * others by their share, so the chances still add up to what they did (1, or the places paid).
+ */
+function bounded(fair: readonly number[], removed: (i: number) => boolean): number[] {
+  const out = fair.map((c, i) => (removed(i) ? 0 : Math.min(MAX_CHANCE, Math.max(c, MIN_CHANCE))));
+  const deficit = fair.reduce((a, b) => a + b, 0) - out.reduce((a, b) => a + b, 0);
+  const room = out.reduce((s, c) => s + (c < MAX_CHANCE ? c : 0), 0);
+  return deficit > 0 && room > 0 ? out.map((c) => (c < MAX_CHANCE ? Math.min(MAX_CHANCE, c + (deficit * c) / room) : c)) : out;
+}
 
 /**
  * What a bookmaker keeps on top of the fair price: its back prices are shorter by this share,
@@ -34,10 +47,15 @@ export interface Prices {
 export class Quoter {
   constructor(private readonly random: () => number) {}
 
-  /** Each runner's ladders around its fair chance (`fair[i]`), less the market's margin on the back side. */
-  runners(book: Prices, fair: readonly number[], margin: number): RunnerOdds[] {
+  /**
+   * Each runner's ladders around its fair chance (`fair[i]`), less the market's margin on the back
+   * side; a removed runner (a non-runner) takes no bets: REMOVED, its ladders empty.
+   */
+  runners(book: Prices, fair: readonly number[], margin: number, removed?: ReadonlySet<number>): RunnerOdds[] {
+    const chances = bounded(fair, (i) => removed?.has(book.rids[i]) === true);
     return book.rids.map((rid, i) => {
-      const chance = Math.min(1, Math.max(fair[i], MIN_CHANCE));
+      if (removed?.has(rid)) return { rid, st: 'REMOVED', b: [], l: [] };
+      const chance = chances[i];
       // Best back under fair (by the margin, then to the tick below); best lay at or over fair, so the lay book stays under 100%.
       const back = tickDown(1 / (chance * (1 + margin)));
       const atFair = isOnLadder(1 / chance) ? snap(1 / chance) : tickUp(1 / chance);

@@ -22,13 +22,17 @@ function simMarkets(model: ReadModel, ours: (mid: string) => boolean): SimMarket
     const event = model.event(m.eventId);
     const inPlay = event?.inPlay ?? false;
     const closed = m.concluded || (event?.concluded ?? false);
-    const fixture = { eventId: m.eventId, startTime: event?.startTime ?? '' };
+    const fixture = { eventId: m.eventId, startTime: event?.startTime ?? '', sportId: event?.sportId };
     if (m.nested) {
       for (const n of m.nested) {
         if (ours(n.id)) out.push({ ...fixture, mid: n.id, name: m.name, type: m.type, inPlay, active: m.isActive && n.isActive, closed: closed || n.concluded, rids: n.runners.map((r) => r.id) });
       }
     } else if (ours(m.id)) {
-      out.push({ ...fixture, mid: m.id, name: m.name, type: m.type, inPlay, active: m.isActive, closed, rids: (m.runners ?? []).map((r) => r.id), line: openingLine(m.type, m.name) });
+      const removed = new Set((m.terms?.runners ?? []).filter((r) => r.status === 'REMOVED').map((r) => r.runnerId));
+      out.push({
+        ...fixture, mid: m.id, name: m.name, type: m.type, inPlay, active: m.isActive, closed, rids: (m.runners ?? []).map((r) => r.id), line: openingLine(m.type, m.name),
+        ...(removed.size ? { removed } : {}),
+      });
     }
   }
   return out;

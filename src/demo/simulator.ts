@@ -3,12 +3,14 @@
  * and hands the changed books to `publish`, which feeds them through the ingest path. Each
  * fixture's markets are priced from one model of it (model.ts) that moves as a whole, so its
  * markets agree; each market keeps its state across ticks, so prices drift by a few ticks
- * instead of jumping.
+ * instead of jumping. A match event (a goal, a VAR check, a wicket) suspends every market of the
+ * fixture at once, saying why, and they reopen together at the prices the event moved them to;
+ * while a ball is bowled the ball-by-ball markets run (`ball running`).
  */
 import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
-import type { MarketStatus, OddsImage, RunnerOdds } from '../odds/messages.js';
+import type { MarketStatus, OddsImage, RunnerOdds, SuspensionReason } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
-import { FixtureModel } from './model.js';
+import { FixtureModel, type MatchEvent } from './model.js';
 import { LINE_RID, MARGIN, Quoter, type Prices } from './quote.js';
 
 export interface SimMarket {
@@ -20,6 +22,10 @@ export interface SimMarket {
   startTime: string;
   /** Where a line market opens, [min, max]; its type's usual range when absent. */
   line?: readonly [number, number];
+  /** Its event's sport: soccer and cricket matches have events (goals, wickets, balls). */
+  sportId?: number;
+  /** Runners withdrawn (non-runners): quoted REMOVED with empty ladders, the others priced without them. */
+  removed?: ReadonlySet<number>;
 }
 
 interface SimulatorOptions {
@@ -49,13 +55,19 @@ const BALL_TYPES: ReadonlySet<MarketType> = new Set<MarketType>(['session', 'bal
 const MAX_MARKETS_PER_TICK = 500;
 const PRUNE_EVERY_TICKS = 64;
 const P_CHANGE = { inPlay: 0.8, preMatch: 0.2 };
-const P_SUSPEND = 1 / 50;
-const P_BALL_RUNNING = 1 / 8;
+/** Ticks a fixture's markets stay suspended for each reason: [least, most]. */
+const HOLD: Record<SuspensionReason, readonly [number, number]> = { goal: [8, 16], VAR: [8, 16], wicket: [4, 8], 'ball running': [1, 2] };
+/** A goal is checked by VAR this often, and a check rules it out this often. */
+const P_VAR = 0.3;
+const P_OVERTURNED = 0.3;
+/** A line's share left after a wicket: fewer runs expected. */
+const AFTER_WICKET = 0.93;
 
 interface Book extends Prices {
   status: MarketStatus | null; // null until the first image
+  /** Why it is suspended or its ball running, as last published. */
+  sr?: SuspensionReason;
   inPlay: boolean;
-  hold: number; // ticks left in a SUSPENDED or BALL_RUNNING pause
   /** Last published ladders, republished unchanged while paused. */
   r: RunnerOdds[];
   /** The model and its version the ladders were quoted at. */
@@ -63,10 +75,11 @@ interface Book extends Prices {
   version: number;
 }
 
-/** A fixture's model, and the tick it last had its chance to move. */
+/** A fixture's model, the tick it last had its chance to move, and the event its markets are suspended for. */
 interface Fixture {
   readonly model: FixtureModel;
   tick: number;
+  hold?: MatchEvent & { ticks: number };
 }
 
 export class Simulator {
@@ -110,6 +123,7 @@ export class Simulator {
       const book = this.bookFor(m);
       if (book && this.advance(m, book, this.fixtureOf(m))) {
         const image: OddsImage = { mid: m.mid, ts, st: book.status as MarketStatus, ip: m.inPlay, r: book.r };
+        if (book.sr) image.sr = book.sr;
         if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
         out.push(image);
         book.inPlay = m.inPlay;
@@ -129,7 +143,7 @@ export class Simulator {
     if (book && sameRids(book.rids, m.rids) && !(book.status === 'CLOSED' && !m.closed)) return book;
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {
-      status: null, inPlay: m.inPlay, hold: 0, rids: [...m.rids], model: undefined, version: 0,
+      status: null, inPlay: m.inPlay, rids: [...m.rids], model: undefined, version: 0,
       line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
@@ -137,24 +151,36 @@ export class Simulator {
   }
 
   /**
-   * The model of the market's fixture, given its chance to move once a tick: it moves as often as
-   * a market did before, and every open market of the fixture then quotes from where it moved to.
+   * The market's fixture, given its chance to move once a tick: its match goes on (an event now
+   * and then, which holds its markets suspended a few ticks), and every open market of the fixture
+   * then quotes from where it moved to.
    */
-  private fixtureOf(m: SimMarket): FixtureModel {
+  private fixtureOf(m: SimMarket): Fixture {
     const key = `${m.eventId} ${m.startTime}`;
     let f = this.fixtures.get(key);
     if (!f) {
-      f = { model: new FixtureModel(this.random), tick: this.ticks };
+      f = { model: new FixtureModel(this.random, m.sportId), tick: this.ticks };
       this.fixtures.set(key, f);
     } else if (f.tick !== this.ticks) {
       f.tick = this.ticks;
+      if (f.hold && --f.hold.ticks <= 0) f.hold = this.afterHold(f);
       if (this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch)) f.model.move(m.inPlay);
+      const event = f.hold ? undefined : f.model.event(m.inPlay);
+      if (event) f.hold = { ...event, ticks: this.quoter.int(...HOLD[event.reason]) };
     }
-    return f.model;
+    return f;
+  }
+
+  /** What follows a suspension: a goal may go to VAR, which may rule it out; otherwise play resumes. */
+  private afterHold(f: Fixture): Fixture['hold'] {
+    if (f.hold?.reason !== 'goal' || !this.quoter.chance(P_VAR)) return undefined;
+    if (this.quoter.chance(P_OVERTURNED)) f.model.overturn();
+    return { reason: 'VAR', balls: false, ticks: this.quoter.int(...HOLD.VAR) };
   }
 
   /** Moves the book one tick; true when its image changed and must be published. */
-  private advance(m: SimMarket, book: Book, model: FixtureModel): boolean {
+  private advance(m: SimMarket, book: Book, fixture: Fixture): boolean {
+    const model = fixture.model;
     if (book.status === 'CLOSED') return false;
     if (m.closed) {
       book.status = 'CLOSED';
@@ -162,39 +188,43 @@ export class Simulator {
       return true;
     }
     if (!m.active) {
-      const unchanged = book.status === 'SUSPENDED' && book.inPlay === m.inPlay;
-      if (!book.r.length) book.r = this.quote(m, book, model, false);
+      const unchanged = book.status === 'SUSPENDED' && !book.sr && book.inPlay === m.inPlay;
+      if (!book.r.length) book.r = this.quote(m, book, model);
+      // Inactive is no timed pause, nor an event: it lasts until the market is active again.
       book.status = 'SUSPENDED';
-      book.hold = 0; // inactive is no timed pause: it lasts until the market is active again
+      book.sr = undefined;
       return !unchanged;
     }
-    if (book.hold > 0 && --book.hold > 0) return false;
-    const wasOpen = book.status === 'OPEN';
-    if (wasOpen && m.inPlay && this.quoter.chance(P_SUSPEND)) return this.pause(book, 'SUSPENDED', 2, 5);
-    if (wasOpen && m.inPlay && BALL_TYPES.has(m.type) && this.quoter.chance(P_BALL_RUNNING)) {
-      return this.pause(book, 'BALL_RUNNING', 1, 2);
+    const hold = m.inPlay && fixture.hold && (!fixture.hold.balls || BALL_TYPES.has(m.type)) ? fixture.hold : undefined;
+    if (hold) {
+      const status = hold.balls ? 'BALL_RUNNING' : 'SUSPENDED';
+      if (book.status === status && book.sr === hold.reason) return false;
+      if (!book.r.length) book.r = this.quote(m, book, model);
+      book.status = status;
+      book.sr = hold.reason;
+      return true;
     }
-    const unchanged = wasOpen && book.inPlay === m.inPlay;
+    const unchanged = book.status === 'OPEN' && book.inPlay === m.inPlay;
     // A runner market quotes again when its fixture moved; a line moves by itself.
     const moves = book.rids.length ? book.model !== model || book.version !== model.version : this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch);
     if (unchanged && !moves) return false;
-    book.r = this.quote(m, book, model, book.status === 'BALL_RUNNING');
+    book.r = this.quote(m, book, model, book.sr);
     book.status = 'OPEN';
+    book.sr = undefined;
     return true;
   }
 
-  /** Pauses for minTicks..maxTicks; the ladders stay in the image, untradeable. */
-  private pause(book: Book, status: MarketStatus, minTicks: number, maxTicks: number): true {
-    book.status = status;
-    book.hold = this.quoter.int(minTicks, maxTicks);
-    return true;
-  }
-
-  private quote(m: SimMarket, book: Book, model: FixtureModel, afterBall: boolean): RunnerOdds[] {
-    if (!book.rids.length) return [this.quoter.line(book, afterBall)];
+  /** The book's quote now; after a ball a line moves, after a wicket it falls. */
+  private quote(m: SimMarket, book: Book, model: FixtureModel, after?: SuspensionReason): RunnerOdds[] {
+    if (!book.rids.length) {
+      if (after === 'wicket') book.line = Math.round(book.line * AFTER_WICKET);
+      return [this.quoter.line(book, after === 'ball running')];
+    }
     book.model = model;
     book.version = model.version;
-    return this.quoter.runners(book, model.fair({ type: m.type, name: m.name, rids: book.rids }), MARGIN[m.type] ?? 0);
+    const running = book.rids.filter((rid) => !m.removed?.has(rid));
+    const fair = new Map(model.fair({ type: m.type, name: m.name, rids: running }).map((p, i) => [running[i], p]));
+    return this.quoter.runners(book, book.rids.map((rid) => fair.get(rid) ?? 0), MARGIN[m.type] ?? 0, m.removed);
   }
 
   /** Drops books of markets and models of fixtures no longer listed, so a long-running demo does not grow. */

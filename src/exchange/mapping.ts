@@ -1,5 +1,5 @@
 import type { MarketStatus, RunnerStatus } from '../odds/messages.js';
-import type { MarketType } from '../refdata/types.js';
+import type { MarketType, SettledStatus, TermsRunnerStatus } from '../refdata/types.js';
 import type { BetfairMarketStatus, BetfairRunnerStatus, MarketDefinition } from './stream.js';
 
 /**
@@ -45,6 +45,15 @@ const RUNNER_STATUS: Record<BetfairRunnerStatus, RunnerStatus> = {
   HIDDEN: 'SUSPENDED',
 };
 export const runnerStatus = (s: BetfairRunnerStatus): RunnerStatus => RUNNER_STATUS[s];
+
+/** A runner's status in the market's terms: the exchange's own, a vacant removal read as a removal. */
+export const termsRunnerStatus = (s: BetfairRunnerStatus): TermsRunnerStatus => (s === 'REMOVED_VACANT' ? 'REMOVED' : s);
+
+/** How a runner of a closed market was settled; undefined for one the exchange left unsettled (ACTIVE, HIDDEN). */
+export function settledStatus(s: BetfairRunnerStatus): SettledStatus | undefined {
+  if (s === 'REMOVED_VACANT') return 'REMOVED';
+  return s === 'WINNER' || s === 'LOSER' || s === 'PLACED' || s === 'REMOVED' ? s : undefined;
+}
 
 /** "OVER_UNDER_25" reads "Over Under 25": the name of a market whose definition and catalogue give none. */
 export const typeName = (marketType: string): string =>

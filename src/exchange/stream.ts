@@ -65,6 +65,12 @@ export interface MarketDefinition {
   marketBaseRate?: number;
   regulators?: string[];
   eachWayDivisor?: number;
+  /** Flat, Hurdle, Chase, Harness...: races only. */
+  raceType?: string;
+  /** Line markets: the lowest and highest line, and the step between lines. */
+  lineMinUnit?: number;
+  lineMaxUnit?: number;
+  lineInterval?: number;
 }
 
 export interface RunnerChange {

@@ -31,8 +31,9 @@ import type { Catalogue } from './catalogue.js';
 import { changeMid, checkChange, checkMessage } from './check.js';
 import { ExchangeBook } from './exchange-book.js';
 import type { Ledger } from './ledger.js';
-import { marketStatus, marketType, runnerStatus, winners } from './mapping.js';
+import { marketStatus, marketType, runnerStatus } from './mapping.js';
 import { changed, eventFields, marketFields, namesOf, ordered, Parents, withNames } from './reference.js';
+import { resultOf, termsOf, withoutNulls } from './terms.js';
 import type { MarketChange, MarketDefinition, RunnerDefinition } from './stream.js';
 
 const IMAGE_DEPTH = 10;
@@ -75,10 +76,11 @@ interface MarketState {
   /** The definition's runners in display order. */
   runners: RunnerDefinition[];
   book: ExchangeBook;
-  /** The market row as last sent; `go` and `res` as last sent. */
+  /** The market row as last sent; its terms, `go` and its result (as JSON) as last sent. */
   sent?: Fields;
+  terms?: Fields;
   go: boolean;
-  res: string;
+  settled?: string;
   /** `pt` of the newest change applied. */
   pt: number;
   /** The book or definition moved since the service was last sent an image. */
@@ -240,7 +242,7 @@ export class Translator {
   private update(mc: MarketChange, fresh: boolean, pt: number): MarketState {
     let state = this.markets.get(mc.id);
     if (!state) {
-      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, res: '', pt, moved: true, told: 'nothing', broken: undefined };
+      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, pt, moved: true, told: 'nothing', broken: undefined };
       this.markets.set(mc.id, state);
       this.marketsSeen++;
     }
@@ -289,12 +291,29 @@ export class Translator {
     const marketDelta = changed(state.sent, marketNow);
     if (marketDelta) before.push({ kind: 'market', mid, ...marketDelta, ...(state.sent ? {} : { go: false }) });
     state.sent = marketNow;
-    if (state.go && !closing) before.push({ kind: 'market', mid, go: false });
+    const termsNow = termsOf(mid, def, state.runners);
+    const termsDelta = state.terms ? changed(state.terms, termsNow) : withoutNulls(termsNow);
+    if (termsDelta) before.push({ kind: 'terms', mid, ...termsDelta });
+    state.terms = termsNow;
+    if (state.go && !closing) {
+      // Reopened after it settled: the settlement is rolled back until it settles again.
+      before.push({ kind: 'market', mid, go: false });
+      if (state.settled) before.push({ kind: 'result', mid, rt: true });
+      state.settled = undefined;
+    }
     if (!state.go && closing) after.push({ kind: 'market', mid, go: true });
     state.go = closing;
-    const res = closing ? winners(def) : '';
-    if (res && res !== state.res) after.push({ kind: 'result', mid, res, rt: false, ia: false });
-    if (res) state.res = res;
+    if (closing) this.settle(mid, state, after);
+  }
+
+  /** A closed market's result, when it says something (winners, or void) it has not said yet: settled again when they change. */
+  private settle(mid: string, state: MarketState, after: IngestItemInput[]): void {
+    const result = resultOf(mid, state.def, state.runners);
+    const json = JSON.stringify(result);
+    if ((result.res || result.ia) && json !== state.settled) {
+      after.push(result as IngestItemInput);
+      state.settled = json;
+    }
   }
 
   private image(mid: string, state: MarketState): IngestItemInput {

@@ -214,10 +214,10 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
         },
       );
     },
-    close: (ws) => {
+    close: (ws, code) => {
       const { socket } = ws.getUserData();
       socket!.feeder.close();
-      deps.hub.close(socket!);
+      deps.hub.close(socket!, code);
     },
   });
 }

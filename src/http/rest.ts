@@ -36,7 +36,7 @@ const INTEGERS = 'positive integers';
 const READ = 'subscriber';
 const MARKET_IDS = 'market IDs matching [A-Za-z0-9._:-]{1,64}';
 /** The cached routes, which share the cache's budget for raw queries. */
-const READ_ROUTES = 3;
+const READ_ROUTES = 4;
 
 /** The `data` array of a subscribe or unsubscribe body: 1 to 50 market IDs, duplicates collapsed. */
 function marketList(body: unknown): string[] {
@@ -59,6 +59,22 @@ export function registerProbes(router: Router, readiness: ReadyProbe): void {
     if (why) throw errors.notReady(why);
     return READY;
   });
+}
+
+/** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
+function dataOf(ids: readonly number[], json: (id: number) => Buffer | string): Pieces {
+  const out = new Pieces().add(OPEN_DATA);
+  ids.forEach((id, i) => out.add((i ? ',"' : '"') + id + '":').add(json(id)));
+  return out.add(CLOSE_DATA);
+}
+
+/** A POST that changes the caller's stored market set: only ever the caller's own set and sockets, the client coming from the key, never the request. */
+function storedSetChange(verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) {
+  return async (body: Buffer, _type: string, who: Principal): Promise<string> => {
+    const mids = marketList(parseJson(body));
+    await act(who.client, mids);
+    return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
+  };
 }
 
 /** The REST contract's routes (docs/rest.md) plus the probes. Reads never wait on Postgres. */
@@ -89,12 +105,6 @@ export function registerRest(router: Router, deps: RestDeps): void {
       return kept.view!;
     };
   };
-  /** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
-  const data = (ids: readonly number[], json: (id: number) => Buffer | string): Pieces => {
-    const out = new Pieces().add(OPEN_DATA);
-    ids.forEach((id, i) => out.add((i ? ',"' : '"') + id + '":').add(json(id)));
-    return out.add(CLOSE_DATA);
-  };
 
   router.get('/api/v1/sports/events', cached((q, raw) => {
     const sis = queryIds(q, raw, 'si', POSITIVE_ID, INTEGERS, true);
@@ -103,7 +113,7 @@ export function registerRest(router: Router, deps: RestDeps): void {
     return {
       // The answer depends on the leagues as a set: sorted, so their order and repeats do not matter.
       key: leagues ? `${sis.key}&li=${[...leagues].sort((a, b) => a - b).join(',')}` : sis.key,
-      answer: () => data(sis.list, (si) => model.eventsJson(si, leagues)),
+      answer: () => dataOf(sis.list, (si) => model.eventsJson(si, leagues)),
     };
   }), READ);
 
@@ -111,32 +121,29 @@ export function registerRest(router: Router, deps: RestDeps): void {
     const eids = queryIds(q, raw, 'eid', POSITIVE_ID, INTEGERS, true);
     return {
       key: eids.key,
-      answer: () => data(eids.list, (eid) => model.marketsJson(eid)),
+      answer: () => dataOf(eids.list, (eid) => model.marketsJson(eid)),
     };
   }), READ);
 
-  router.get('/api/v1/markets/result', cached((q, raw) => {
+  /**
+   * A JSON array of each requested market's element, in the order of the request, unknown markets
+   * left out. Routes that take the same parameter keep their answers apart by `route`.
+   */
+  const byMarket = (route: string, json: (mid: string) => string | undefined) => cached((q, raw) => {
     const mids = queryIds(q, raw, 'mid', MARKET_ID, MARKET_IDS, true);
     return {
-      key: mids.key,
-      answer: () => {
-        const found: string[] = [];
-        for (const mid of mids.list) {
-          const json = model.resultJson(mid);
-          if (json !== undefined) found.push(json);
-        }
-        return new Pieces().add(OPEN_LIST).add(found.join(',')).add(CLOSE_LIST);
-      },
+      key: route + mids.key,
+      answer: () => new Pieces().add(OPEN_LIST).add(mids.list.flatMap((mid) => json(mid) ?? []).join(',')).add(CLOSE_LIST),
     };
+  });
+
+  router.get('/api/v1/markets/result', byMarket('', (mid) => model.resultJson(mid)), READ);
+  // Beside the contract's routes: what its result keys cannot carry (docs/rest.md#market-terms).
+  router.get('/api/v1/markets/terms', byMarket('terms?', (mid) => {
+    const terms = model.termsOf(mid);
+    return terms && JSON.stringify(terms);
   }), READ);
 
-  const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>
-    async (body: Buffer, _type: string, who: Principal): Promise<string> => {
-      const mids = marketList(parseJson(body));
-      // Only ever the caller's own set and sockets: the client comes from the key, never the request.
-      await act(who.client, mids);
-      return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
-    };
-  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);
-  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, change('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)), READ);
+  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, storedSetChange('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);
+  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, storedSetChange('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)), READ);
 }

@@ -83,13 +83,21 @@ export class Router {
     this.app.head(path, handler('HEAD'));
   }
 
-  /** An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before its first await, or never. HEAD too. */
-  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>): void {
+  /**
+   * An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before
+   * its first await, or never. With `need`, as `get`. HEAD too.
+   */
+  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>, need?: Role): void {
     this.remember(path, 'GET', 'HEAD');
     const handler = (method: 'GET' | 'HEAD') => (res: HttpResponse, req: HttpRequest) => {
       if (this.refusedFraming(res, req, path, method)) return;
       const ex = new Exchange(res, method === 'HEAD');
-      const refused = this.hosts.refusal(req.getHeader('host'));
+      let refused = this.hosts.refusal(req.getHeader('host'));
+      try {
+        if (!refused) this.who(res, req, need);
+      } catch (err) {
+        refused = err as ServiceError;
+      }
       void this.finish(ex, path, method, performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
     };
     this.app.get(path, handler('GET'));

@@ -34,6 +34,8 @@ interface Handshake {
   query: Query;
   /** Whom the admission limits count (http/admission.ts): the API key with keys in force, else the caller's address. */
   source: string;
+  /** The caller's address (forwarding headers read only from trusted proxies). */
+  address: string;
 }
 
 /**
@@ -94,7 +96,8 @@ export function upgrade<T>(
     const who = deps.auth.authenticate(token(req, query, role, deps.auth), role, address);
     const refused = deps.hub.refuse(who.keyId);
     if (refused) throw refused;
-    data = accept({ who, format: picked.format, query, source: deps.auth.enabled ? who.keyId : address() });
+    const from = address();
+    data = accept({ who, format: picked.format, query, source: deps.auth.enabled ? who.keyId : from, address: from });
   } catch (err) {
     return sendError(res, known(err, deps.log, `${role} upgrade`));
   }

@@ -5,7 +5,7 @@ import { decodeClient } from '../odds/client-codec.js';
 import { peekId } from './peek.js';
 import { HEARTBEAT, parseHeartbeat, refusal, type ClientMessage } from '../odds/messages.js';
 import type { Format } from '../odds/book.js';
-import type { MarketsRequest, SocketSubscriptions, SubscribeRequest } from '../hub/socket-subscriptions.js';
+import { narrowingOf, type MarketsRequest, type SocketSubscriptions, type SubscribeRequest } from '../hub/socket-subscriptions.js';
 import { Subscriber, type SubscriberDeps } from '../hub/subscriber.js';
 import type { Sweep } from '../hub/sweep.js';
 import type { AuthMetrics } from '../metrics/auth.js';
@@ -38,6 +38,8 @@ interface WsData {
   hbMs: number;
   /** Whom the subscribe rate limit counts (admission.ts): the API key with keys in force, else the address. */
   source: string;
+  /** The caller's address, for the record's ledger. */
+  address: string;
   subscriber?: Subscriber;
 }
 
@@ -50,9 +52,9 @@ const PERSISTENT = 100;
 const marketsRequest = (msg: ClientMessage): MarketsRequest =>
   ({ requestId: msg.id, marketIds: msg.mids ?? [], eventIds: msg.eids ?? [], sportIds: msg.sis ?? [] });
 
-/** A decoded subscribe in the hub's words: what the protocol leaves out is its default (all levels, every update, images). */
+/** A decoded subscribe in the hub's words: what the protocol leaves out is its default (all levels, every update, images, no narrowing). */
 const subscribeRequest = (msg: ClientMessage): SubscribeRequest =>
-  ({ ...marketsRequest(msg), depth: msg.depth ?? 0, conflateMs: msg.conflate ?? 0, deltas: msg.delta === true, resume: msg.since });
+  ({ ...marketsRequest(msg), depth: msg.depth ?? 0, conflateMs: msg.conflate ?? 0, deltas: msg.delta === true, resume: msg.since, narrowing: narrowingOf(msg) });
 
 function heartbeat(raw: string | undefined): number {
   if (raw === undefined) return HEARTBEAT.default;
@@ -90,16 +92,18 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     compression: limits.compression ? uwsBuild.lib.SHARED_COMPRESSOR : uwsBuild.lib.DISABLED,
     sendPingsAutomatically: true,
 
-    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source }) => {
+    upgrade: (res, req, context) => upgrade(res, req, context, deps, 'subscriber', ({ who, format, query, source, address }) => {
       const hbMs = heartbeat(query.get('hb'));
       const refused = deps.admission.handshake(source) ?? budgets.refuseOpen(who.keyId);
       if (refused) throw refused;
-      return { keyId: who.keyId, client: who.client, format, hbMs, source };
+      return { keyId: who.keyId, client: who.client, format, hbMs, source, address };
     }),
 
     open: (ws: WebSocket<WsData>) => {
       const d = ws.getUserData();
       const s = (d.subscriber = new Subscriber(nextId++, d.keyId, d.client, d.format, d.hbMs, budgets.opened(d.keyId), ws, deps.subscribers));
+      // Its ledger opens before anything it takes: the record reads a socket from its open.
+      deps.subscribers.ledger.opened(s, d.address);
       hub.open(s);
       deps.sweep.add(s);
     },
@@ -129,9 +133,9 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     // A pong answers one of the subscriber's probes: how far it has read (subscriber.ts).
     pong: (ws: WebSocket<WsData>, message: ArrayBuffer) => ws.getUserData().subscriber!.pong(message),
     drain: (ws: WebSocket<WsData>) => ws.getUserData().subscriber!.drained(),
-    close: (ws: WebSocket<WsData>) => {
+    close: (ws: WebSocket<WsData>, code: number) => {
       const d = ws.getUserData();
-      hub.close(d.subscriber!);
+      hub.close(d.subscriber!, code);
       budgets.closed(d.keyId);
     },
   });

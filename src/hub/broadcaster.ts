@@ -11,6 +11,7 @@ import type { PublishWatcher } from './sweep.js';
 import type { Publishing, Subscriber } from './subscriber.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
 import type { MarketStates, StateMessage } from './states.js';
+import type { SocketLedger } from '../record/ledger.js';
 
 /** Images queued for sockets past which a publisher's next batch waits for them to go out. */
 const BACKLOG = 1000;
@@ -33,6 +34,8 @@ export interface BroadcasterDeps {
   clockMs?: number;
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress?: boolean;
+  /** Told what each conflated variant sends (the record; `UNRECORDED` with RECORD=off): its sockets' ledgers read it. */
+  ledger: Pick<SocketLedger, 'conflated'>;
 }
 
 /**
@@ -207,6 +210,7 @@ export class Broadcaster implements Pressure, Publishing {
         this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.topic.base), taken.topic);
         taken.topic.base = entry;
       } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth), taken.topic);
+      this.deps.ledger.conflated(v, mid, entry);
     }
     const live = this.conflator.release(mid, conflate);
     if (live) for (const taken of subs.variants.values()) if (taken.variant.conflate === conflate) this.toTopic(topicOf(taken.variant, mid), taken.variant.format, encodeFor(taken.variant.format, live), taken.topic);

@@ -117,9 +117,9 @@ export class Hub {
     for (const w of this.watchers) w.opened(socket);
   }
 
-  /** A socket closed (uWS's close callback): out of every index; a subscriber takes itself out of the market index. */
-  close(socket: Subscriber | Publisher): void {
-    if (socket instanceof Subscriber) socket.close();
+  /** A socket closed with `code` (uWS's close callback): out of every index; a subscriber takes itself out of the market index. */
+  close(socket: Subscriber | Publisher, code: number): void {
+    if (socket instanceof Subscriber) socket.close(code);
     else socket.closed = true;
     const keyed = this.byKey.get(socket.keyId);
     keyed?.delete(socket);

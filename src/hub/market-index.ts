@@ -1,5 +1,7 @@
 import type { BookEntry } from '../odds/book.js';
 import type { Variant } from './variant.js';
+import { passes, type Narrowing } from './narrowing.js';
+import type { MarketFacts } from '../refdata/types.js';
 
 /**
  * What a uWS topic has carried, for the socket on it: every socket on the topic was sent these
@@ -45,7 +47,8 @@ export type FilterKind = 'events' | 'sports';
  */
 export class MarketIndex<S> {
   private readonly markets = new Map<string, Takers<S>>();
-  private readonly filters: Record<FilterKind, Map<number, Map<S, Variant>>> = { events: new Map(), sports: new Map() };
+  /** Each filter's variant, and its narrowing (undefined: every market of its event or sport). */
+  private readonly filters: Record<FilterKind, Map<number, Map<S, { v: Variant; narrowing: Narrowing | undefined }>>> = { events: new Map(), sports: new Map() };
 
   /** `s` takes `mid` as `v`: its variant's entry, made on the first taker. */
   take(s: S, mid: string, v: Variant): Taken {
@@ -72,24 +75,27 @@ export class MarketIndex<S> {
     return this.markets.get(mid);
   }
 
-  /** Sets (or, with no variant, removes) `s`'s filter on an event or sport. */
-  filter(s: S, kind: FilterKind, id: number, v: Variant | undefined): void {
+  /** Sets (or, with no variant, removes) `s`'s filter on an event or sport, narrowed to some of its markets or not. */
+  filter(s: S, kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
     const index = this.filters[kind];
     let set = index.get(id);
     if (v) {
       if (!set) index.set(id, (set = new Map()));
-      set.set(s, v);
+      set.set(s, { v, narrowing });
     } else {
       set?.delete(s);
       if (set?.size === 0) index.delete(id);
     }
   }
 
-  /** Subscribers whose filters cover a market of this event and sport, with the variant each asked for (an event filter over a sport's). */
-  filtered(eid: number, si: number): Map<S, Variant> {
+  /**
+   * Subscribers whose filters cover a market of this event and sport with these facts, with the
+   * variant each asked for (an event filter over a sport's).
+   */
+  filtered(eid: number, si: number, facts: MarketFacts): Map<S, Variant> {
     const out = new Map<S, Variant>();
-    for (const [s, v] of this.filters.sports.get(si) ?? []) out.set(s, v);
-    for (const [s, v] of this.filters.events.get(eid) ?? []) out.set(s, v);
+    for (const [s, f] of this.filters.sports.get(si) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
+    for (const [s, f] of this.filters.events.get(eid) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
     return out;
   }
 

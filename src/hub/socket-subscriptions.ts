@@ -1,11 +1,12 @@
 import { errors } from '../errors.js';
 import { heldBy, type Book } from '../odds/book.js';
-import { notice, refusal, type AckMessage, type Since } from '../odds/messages.js';
+import { notice, refusal, type AckMessage, type ClientMessage, type Since } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Hub } from './hub.js';
 import type { MarketIndex } from './market-index.js';
 import type { Subscriber } from './subscriber.js';
 import { variant } from './variant.js';
+import { describeNarrowing, passes, type Narrowing } from './narrowing.js';
 
 export interface SocketSubscriptionsDeps {
   hub: Hub;
@@ -36,18 +37,29 @@ export interface SubscribeRequest extends MarketsRequest {
   readonly deltas: boolean;
   /** What a resuming client holds: markets it holds the newest image of get none. */
   readonly resume?: Since;
+  /** Which markets of its events and sports it takes (its market IDs are taken as named); absent: all. */
+  readonly narrowing?: Narrowing;
+}
+
+/** A decoded subscribe's narrowing keys (`tys`, `ccs`, `bts`, `tip`) in the hub's words; undefined when it has none. */
+export function narrowingOf(msg: Pick<ClientMessage, 'tys' | 'ccs' | 'bts' | 'tip'>): Narrowing | undefined {
+  if (!msg.tys && !msg.ccs && !msg.bts && msg.tip === undefined) return undefined;
+  return {
+    ...(msg.tys ? { types: new Set(msg.tys) } : {}), ...(msg.ccs ? { countries: new Set(msg.ccs) } : {}),
+    ...(msg.bts ? { bettingTypes: new Set(msg.bts) } : {}), ...(msg.tip === undefined ? {} : { turnInPlay: msg.tip }),
+  };
 }
 
 /** Event and sport filters one socket may hold: filters on events with no live market add no markets to count. */
 const MAX_FILTERS = 200;
 
-/** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`. */
-function describe(req: MarketsRequest): string {
+/** What a request named, in the ack's words: `market 1.1,1.2; event 30000001`, and any narrowing: `(ty match-odd; cc GB)`. */
+function describe(req: MarketsRequest & { narrowing?: Narrowing }): string {
   const parts: string[] = [];
   if (req.marketIds.length) parts.push(`market ${req.marketIds.join(',')}`);
   if (req.eventIds.length) parts.push(`event ${req.eventIds.join(',')}`);
   if (req.sportIds.length) parts.push(`sport ${req.sportIds.join(',')}`);
-  return parts.join('; ');
+  return parts.join('; ') + (req.narrowing ? ` (${describeNarrowing(req.narrowing)})` : '');
 }
 
 /**
@@ -70,8 +82,8 @@ export class SocketSubscriptions {
       return s.send(refusal(req.requestId, errors.socketFilters(moreFilters, MAX_FILTERS)));
     }
     const v = variant(s.format, req.depth, req.conflateMs, req.deltas);
-    for (const eid of req.eventIds) s.setFilter('events', eid, v);
-    for (const si of req.sportIds) s.setFilter('sports', si, v);
+    for (const eid of req.eventIds) s.setFilter('events', eid, v, req.narrowing);
+    for (const si of req.sportIds) s.setFilter('sports', si, v, req.narrowing);
     const filters = req.eventIds.length || req.sportIds.length;
     const ack: AckMessage = { op: 'ack', id: req.requestId, status: 1, message: `Subscribed from ${describe(req)}${filters ? ` (${take.length} markets)` : ''}` };
     if (req.resume) {
@@ -97,10 +109,15 @@ export class SocketSubscriptions {
     if (withFilters.length) s.send({ op: 'unsubscribed', mids: withFilters });
   }
 
-  /** Markets created after a filter was set: each socket whose filter covers one takes it, if the hub admits it. */
+  /**
+   * Markets created after a filter was set (or reopened, or whose terms moved): each socket whose
+   * filter covers one takes it, if the hub admits it.
+   */
   appeared(mid: string, eid: number, si: number): void {
-    const { hub, index } = this.deps;
-    for (const [s, v] of index.filtered(eid, si)) {
+    const { hub, index, model } = this.deps;
+    const facts = model.factsOf(mid);
+    if (!facts) return;
+    for (const [s, v] of index.filtered(eid, si, facts)) {
       if (s.takes(mid)) continue;
       const { take, refused } = hub.admit(s, [mid]);
       if (refused) s.send(notice(refused));
@@ -121,12 +138,16 @@ export class SocketSubscriptions {
     for (const [s, list] of bySubscriber) s.lose(list);
   }
 
-  /** The markets a request names: its IDs, and every market of its events and sports. */
-  private covered(req: MarketsRequest): Set<string> {
+  /** The markets a request names: its IDs, and every market of its events and sports that passes its narrowing. */
+  private covered(req: MarketsRequest & { narrowing?: Narrowing }): Set<string> {
     const { model } = this.deps;
     const out = new Set(req.marketIds);
-    for (const eid of req.eventIds) for (const mid of model.eventMarkets(eid)) out.add(mid);
-    for (const si of req.sportIds) for (const mid of model.sportMarkets(si)) out.add(mid);
+    const take = (mid: string) => {
+      const facts = req.narrowing && model.factsOf(mid);
+      if (!req.narrowing || (facts && passes(req.narrowing, facts))) out.add(mid);
+    };
+    for (const eid of req.eventIds) for (const mid of model.eventMarkets(eid)) take(mid);
+    for (const si of req.sportIds) for (const mid of model.sportMarkets(si)) take(mid);
     return out;
   }
 }

@@ -55,10 +55,25 @@ export class MarketStates {
     return out;
   }
 
+  /** The market's last `market` frame when it carries terms: what a subscribe's image is followed by, so a new subscriber holds them. */
+  terms(mid: string): MarketStateMessage | undefined {
+    const m = this.held.get(mid)?.market;
+    return m?.terms ? m : undefined;
+  }
+
   /** The market's last freshness frame when it says stale: what a subscribe's image is followed by. */
   stale(mid: string): FreshnessMessage | undefined {
     const f = this.held.get(mid)?.freshness;
     return f && !f.live ? f : undefined;
+  }
+
+  /** Every market's last frames: where each stands now. */
+  *all(): Iterable<StateMessage> {
+    for (const h of this.held.values()) {
+      if (h.market) yield h.market;
+      if (h.result) yield h.result;
+      if (h.freshness) yield h.freshness;
+    }
   }
 
   forget(mid: string): void {

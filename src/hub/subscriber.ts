@@ -6,7 +6,9 @@ import type { Logger } from '../log.js';
 import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock } from '../lib/clock.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
+import type { Holding, Joining, SocketLedger } from '../record/ledger.js';
 import type { Carried, FilterKind, MarketIndex, Taken } from './market-index.js';
+import type { Narrowing } from './narrowing.js';
 import type { MarketStates } from './states.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
 
@@ -64,7 +66,7 @@ export interface SubscriberDeps {
   index: MarketIndex<Subscriber>;
   publishing: Publishing;
   book: Pick<Book, 'get'>;
-  states: Pick<MarketStates, 'since' | 'stale' | 'revision'>;
+  states: Pick<MarketStates, 'since' | 'stale' | 'revision' | 'terms'>;
   looks: Looks;
   limits: AgeLimits;
   metrics: OddsMetrics;
@@ -72,6 +74,8 @@ export interface SubscriberDeps {
   clock: Clock;
   /** Frames are deflated for sockets that negotiated permessage-deflate (WS_COMPRESSION). */
   compress: boolean;
+  /** Told, where each happens, what it takes, leaves, is sent, told and holds (the record; `UNRECORDED` with RECORD=off). */
+  ledger: SocketLedger;
 }
 
 /** One market a subscriber takes: how, its topic's entry, and the topic's bytes when it joined it. */
@@ -98,8 +102,6 @@ interface Owed {
 
 /** Probes outstanding at most: more would only say again that the client is not reading. */
 const PROBES = 8;
-/** How often a socket that was sent something is probed. */
-const PROBE_MS = 100;
 /** What a socket may have on its way before anything is known of its link: a weak mobile link reads it within the bound. */
 const INITIAL_WINDOW = 64 * 1024;
 /** The least a socket may have on its way, whatever its link: one large image and then some. */
@@ -212,7 +214,9 @@ export class Subscriber {
   /** Bytes sent directly, and carried by topics it has left. */
   private settled = 0;
   private readonly feedBase: number;
-  private lastSend: number;
+  /** When it was last sent a frame (one from a topic noticed at the look after it), and all it had been sent then: a heartbeat follows `hbMs` of silence. */
+  private heardAt: number;
+  private seen = 0;
   /** When it last had nothing owed; undefined while it has. */
   private keptUpSince: number | undefined;
   /** Since when uWS has held more than a quarter of `slowBytes` for it. */
@@ -240,7 +244,7 @@ export class Subscriber {
   ) {
     const now = deps.clock.now();
     this.link = new Link(now, INITIAL_WINDOW / (deps.limits.maxAgeMs / 2));
-    this.lastSend = now;
+    this.heardAt = now;
     this.keptUpSince = now;
     this.lookAt = now + hbMs;
     this.feedBase = deps.publishing.feedTopic(format).bytes;
@@ -313,20 +317,23 @@ export class Subscriber {
   subscribe(mids: Iterable<string>, v: Variant, since?: Since): void {
     if (this.ended) return;
     const now = this.deps.clock.now();
+    const took: Holding[] = [];
     for (const mid of mids) {
       const was = this.subs.get(mid);
+      const seq = since?.seqs[mid];
+      took.push([mid, was ? this.holds(mid, was) : seq === undefined ? undefined : { epoch: since!.epoch, seq }]);
       if (was && !this.owed.has(mid)) this.leave(mid, was);
       if (was?.variant.key !== v.key) {
         if (was) this.deps.index.drop(this, mid, was.variant);
         this.subs.set(mid, { variant: v, taken: this.deps.index.take(this, mid, v), base: 0 });
       }
       this.lost.delete(mid);
-      const seq = since?.seqs[mid];
       // Owed afresh, last: what it asked for now goes after what it was owed before; state frames it missed behind are still owed.
       const before = this.owed.get(mid);
       this.owed.delete(mid);
       this.owed.set(mid, { held: seq === undefined ? undefined : { epoch: since!.epoch, seq }, since: before?.since ?? now, stateRev: before?.stateRev });
     }
+    this.deps.ledger.took(this, v, took);
     this.keptUpSince = undefined;
     this.deliver(now);
   }
@@ -335,7 +342,14 @@ export class Subscriber {
   unsubscribe(mids: Iterable<string>): string[] {
     const had: string[] = [];
     if (this.ended) return had;
-    for (const mid of mids) if (this.drop(mid)) had.push(mid);
+    const dropped: Holding[] = [];
+    for (const mid of mids) {
+      const held = this.drop(mid);
+      if (!held) continue;
+      had.push(mid);
+      dropped.push(held);
+    }
+    this.deps.ledger.dropped(this, dropped);
     this.caughtUp(this.deps.clock.now());
     return had;
   }
@@ -347,20 +361,25 @@ export class Subscriber {
   lose(mids: Iterable<string>): void {
     if (this.ended) return;
     const told: string[] = [];
+    const dropped: Holding[] = [];
     for (const mid of mids) {
       const owed = this.owed.get(mid);
-      if (!this.drop(mid)) continue;
+      const held = this.drop(mid);
+      if (!held) continue;
+      dropped.push(held);
       if (owed?.stateRev !== undefined) this.lost.set(mid, owed.stateRev);
       else told.push(mid);
     }
+    this.deps.ledger.dropped(this, dropped);
     if (told.length) this.send({ op: 'unsubscribed', mids: told });
     this.caughtUp(this.deps.clock.now());
   }
 
-  setFilter(kind: FilterKind, id: number, v: Variant | undefined): void {
+  setFilter(kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
     if (v) this.filters[kind].set(id, v);
     else this.filters[kind].delete(id);
-    this.deps.index.filter(this, kind, id, v);
+    this.deps.index.filter(this, kind, id, v, narrowing);
+    this.deps.ledger.filtered(this, kind, id, v, narrowing);
   }
 
   send(msg: ServerMessage): void {
@@ -371,7 +390,7 @@ export class Subscriber {
     if (this.ended) return;
     this.conn.send(frame, this.binary, this.deps.compress);
     this.settled += wireBytes(frame);
-    this.lastSend = this.deps.clock.now();
+    this.heardAt = this.deps.clock.now();
     this.deps.metrics.delivered[this.format]++;
     this.soon();
   }
@@ -398,9 +417,9 @@ export class Subscriber {
 
   /**
    * The sweep's look: closed past its limits; else behind when what is on its way cannot be read
-   * within half the bound, owed markets told `behind` past half the bound and sent when there is
-   * room, told markets `live` once it keeps up; probed and sent its heartbeat. Returns when it
-   * wants its next look.
+   * within half the bound, owed markets told `behind` past a quarter of the bound and sent when
+   * there is room, told markets `live` once it keeps up; probed and sent its heartbeat. Returns
+   * when it wants its next look.
    */
   check(now: number): number {
     if (this.ended) return Infinity;
@@ -408,16 +427,20 @@ export class Subscriber {
     this.lookAt = now;
     const buffered = this.conn.getBufferedAmount();
     if (this.overLimits(now, buffered)) return Infinity;
-    if (this.joined() && this.late(now, buffered)) this.fallBehind(now);
+    let sent = this.sent();
+    // Sent something since the last look: heard from now, to within a pass.
+    if (sent !== this.seen) this.heardAt = now;
+    if (this.joined() && this.late(now, buffered, sent)) this.fallBehind(now);
     if (this.owed.size) {
       this.tellBehind(now);
       this.deliver(now);
     } else this.settle(now);
-    this.probe(now);
-    this.heartbeat(now);
-    this.deps.looks.tight(this, this.tight());
+    if (now - this.heardAt >= this.hbMs) this.send({ op: 'hb', ts: now });
+    sent = this.seen = this.sent();
+    this.probe(now, sent);
+    this.deps.looks.tight(this, this.tight(sent));
     const busy = this.owed.size || this.told.size || this.link.outstanding || buffered > 0;
-    this.lookAt = busy ? now : this.lastHeard() + this.hbMs;
+    this.lookAt = busy ? now : this.heardAt + this.hbMs;
     return this.lookAt;
   }
 
@@ -425,7 +448,7 @@ export class Subscriber {
   published(): void {
     if (this.ended || !this.joined()) return;
     const now = this.deps.clock.now();
-    if (this.late(now, this.conn.getBufferedAmount())) this.fallBehind(now);
+    if (this.late(now, this.conn.getBufferedAmount(), this.sent())) this.fallBehind(now);
   }
 
   /** Closes it on the server's initiative, off its topics first, so nothing follows the close frame. */
@@ -437,9 +460,10 @@ export class Subscriber {
     this.conn.end(code, reason);
   }
 
-  /** uWS closed it: out of the index, and nothing is sent or changed from now on (uWS throws on a closed socket). */
-  close(): void {
+  /** uWS closed it, with `code`: out of the index, and nothing is sent or changed from now on (uWS throws on a closed socket). */
+  close(code: number): void {
     if (this.ended) return;
+    this.deps.ledger.closed(this, code, [...this.subs].map(([mid, s]) => [mid, this.holds(mid, s)]));
     this.ended = true;
     for (const [mid, s] of this.subs) this.deps.index.drop(this, mid, s.variant);
     for (const kind of ['events', 'sports'] as const) for (const id of this.filters[kind].keys()) this.deps.index.filter(this, kind, id, undefined);
@@ -494,14 +518,14 @@ export class Subscriber {
     return rate === undefined ? INITIAL_WINDOW : Math.max(MIN_WINDOW, (rate * this.deps.limits.maxAgeMs) / 2);
   }
 
-  /** What is on its way could not be read within half the bound. */
-  private late(now: number, buffered: number): boolean {
-    return buffered > this.deps.limits.slowBytes || this.sent() - this.link.read > this.window() || this.link.waiting(now) > this.deps.limits.maxAgeMs / 2;
+  /** What is on its way (of the `sent` bytes) could not be read within half the bound. */
+  private late(now: number, buffered: number, sent: number): boolean {
+    return buffered > this.deps.limits.slowBytes || sent - this.link.read > this.window() || this.link.waiting(now) > this.deps.limits.maxAgeMs / 2;
   }
 
   /** On some topic, and close to its window or not measured yet: looked at after every publish. */
-  private tight(): boolean {
-    return this.joined() && (this.link.rate === undefined || this.sent() - this.link.read > this.window() / 4);
+  private tight(sent: number): boolean {
+    return this.joined() && (this.link.rate === undefined || sent - this.link.read > this.window() / 4);
   }
 
   /** Whether it is on any market's topic. */
@@ -528,16 +552,19 @@ export class Subscriber {
    */
   private fallBehind(now: number): void {
     const rev = this.deps.states.revision;
+    const owed: Holding[] = [];
     for (const [mid, s] of this.subs) {
       if (this.owed.has(mid)) continue;
       const e = this.deps.publishing.handed(mid, s.variant);
       this.leave(mid, s);
       this.owed.set(mid, { held: e && { epoch: e.epoch, seq: e.seq }, since: now, stateRev: rev });
+      owed.push([mid, e]);
     }
+    this.deps.ledger.owed(this, owed);
     this.keptUpSince = undefined;
     this.deps.metrics.fellBehind.inc();
     // Probed now: the owed markets go as soon as the client has read what is on its way.
-    this.probe(now, true);
+    this.probe(now, this.sent(), true);
     this.soon();
     this.deps.looks.tight(this, false);
   }
@@ -556,22 +583,26 @@ export class Subscriber {
     if (room <= 0 || this.conn.getBufferedAmount() > slowBytes || this.link.waiting(now) > maxAgeMs / 2) return;
     this.deps.publishing.flush();
     let resync = false;
+    const joined: Joining[] = [];
     this.cork(() => {
       for (const [mid, o] of this.owed) {
         if (room <= 0) break;
         const before = this.settled;
         resync ||= o.stateRev !== undefined;
-        this.deliverOne(mid, o);
+        joined.push(this.deliverOne(mid, o));
         room -= this.settled - before;
       }
+      this.deps.ledger.joined(this, joined);
       this.caughtUp(now);
     });
     if (resync) this.deps.metrics.resyncs.inc();
-    this.probe(now, true);
-    this.deps.looks.tight(this, this.tight());
+    const sent = this.sent();
+    this.probe(now, sent, true);
+    this.deps.looks.tight(this, this.tight(sent));
   }
 
-  private deliverOne(mid: string, o: Owed): void {
+  /** Sends an owed market what it is owed and has it join its topic; says which image it holds then, and whether it was sent it now. */
+  private deliverOne(mid: string, o: Owed): Joining {
     const s = this.subs.get(mid)!;
     const { book, states, metrics } = this.deps;
     const e = book.get(mid);
@@ -579,15 +610,20 @@ export class Subscriber {
     const stale = states.stale(mid);
     // Told it is stale before its image; told it is live (when that changed) after it.
     if (stale && (o.stateRev === undefined || since.includes(stale) || this.told.has(mid))) this.send(stale);
-    if (e && (o.held?.epoch !== e.epoch || o.held.seq !== e.seq)) {
+    const sent = e !== undefined && (o.held?.epoch !== e.epoch || o.held.seq !== e.seq);
+    if (sent) {
       if (o.held && o.stateRev !== undefined) metrics.framesSkipped.inc(o.held.epoch === e.epoch ? e.seq - o.held.seq : 1);
       this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'con', s.variant.depth));
     }
     for (const msg of since) if (msg.op !== 'freshness') this.send(msg);
+    // A market taken afresh is told its terms after its image, so every subscriber holds them (one behind was sent what changed).
+    const terms = o.stateRev === undefined ? states.terms(mid) : undefined;
+    if (terms) this.send(terms);
     const live = since.find((m): m is FreshnessMessage => m.op === 'freshness' && m.live);
     if (live && !this.told.has(mid)) this.send(live);
     this.owed.delete(mid);
     this.join(mid, s, e);
+    return [mid, e, sent];
   }
 
   /** Nothing owed any more: the markets lost meanwhile, after their final state, in one `unsubscribed`. */
@@ -607,6 +643,7 @@ export class Subscriber {
    */
   private tellBehind(now: number): void {
     const quarter = this.deps.limits.maxAgeMs / 4;
+    const told: [string, number][] = [];
     for (const [mid, o] of this.owed) {
       if (o.stateRev === undefined && !o.held) continue;
       if (now - o.since < quarter || this.told.has(mid)) continue;
@@ -615,52 +652,57 @@ export class Subscriber {
       this.told.set(mid, o.since);
       this.deps.metrics.behindNotices.inc();
       this.send({ op: 'freshness', mid, live: false, why: 'behind', at: o.since });
+      told.push([mid, o.since]);
     }
+    this.deps.ledger.behind(this, told);
   }
 
   /** Kept up for a quarter of the bound: the markets told `behind` are live again, unless the server says they are stale. */
   private settle(now: number): void {
     if (!this.told.size || this.keptUpSince === undefined || now - this.keptUpSince < this.deps.limits.maxAgeMs / 4) return;
-    for (const mid of this.told.keys()) if (this.subs.has(mid) && !this.deps.states.stale(mid)) this.send({ op: 'freshness', mid, live: true, at: now });
+    const live: string[] = [];
+    const stale: string[] = [];
+    for (const mid of this.told.keys()) {
+      if (!this.subs.has(mid)) continue;
+      if (this.deps.states.stale(mid)) stale.push(mid);
+      else {
+        this.send({ op: 'freshness', mid, live: true, at: now });
+        live.push(mid);
+      }
+    }
+    this.deps.ledger.live(this, live, stale);
     this.told.clear();
   }
 
-  /** A probe when it was sent something since the last (or `now`, after a round), so what it reads is known. */
-  private probe(now: number, round = false): void {
+  /**
+   * A probe when it was sent something (`sent` bytes in all) since the last, at most once an
+   * eighth of the bound (at once after a round), so what it reads is known.
+   */
+  private probe(now: number, sent: number, round = false): void {
     if (this.ended || this.ending) return;
     const last = this.link.lastProbe;
-    const sent = this.sent();
-    if (last && (last.sent === sent || (!round && now - last.at < PROBE_MS))) return;
+    if (last && (last.sent === sent || (!round && now - last.at < this.deps.limits.maxAgeMs / 8))) return;
     if (!last && sent === this.link.read) return;
     const bytes = this.link.probe(now, sent);
     if (bytes) this.conn.ping(bytes);
   }
 
-  /** A heartbeat only after `hb` ms with no frame at all, counting frames from its markets' topics. */
-  private heartbeat(now: number): void {
-    if (now - this.lastHeard() >= this.hbMs) this.send({ op: 'hb', ts: now });
-  }
 
-  /** The last frame it was sent: directly, or the newest image on one of its topics. */
-  private lastHeard(): number {
-    let last = this.lastSend;
-    for (const [mid] of this.subs) {
-      if (this.owed.has(mid)) continue;
-      const pt = this.deps.book.get(mid)?.pt;
-      if (pt !== undefined && pt > last) last = pt;
-    }
-    return last;
-  }
-
-  /** Drops a market wherever it stood; false when it did not take it. */
-  private drop(mid: string): boolean {
+  /** Drops a market wherever it stood, and says what it held of it; undefined when it did not take it. */
+  private drop(mid: string): Holding | undefined {
     const s = this.subs.get(mid);
-    if (!s) return false;
+    if (!s) return undefined;
+    const held: Holding = [mid, this.holds(mid, s)];
     if (!this.owed.delete(mid)) this.leave(mid, s);
     this.subs.delete(mid);
     this.told.delete(mid);
     this.deps.index.drop(this, mid, s.variant);
-    return true;
+    return held;
+  }
+
+  /** What the client holds of a market it takes: what it held when it was owed the market, else what the market's topic handed it. */
+  private holds(mid: string, s: Sub): Held {
+    return this.owed.has(mid) ? this.owed.get(mid)!.held : this.deps.publishing.handed(mid, s.variant);
   }
 
   /** On the market's topic from now on, counting what it carries from here. */

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Runner } from '../refdata/types.js';
-import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem } from './items.js';
+import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem, type RunnerTermsChange, type TermsItem } from './items.js';
 
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
 export class ApplyError extends Error {}
@@ -149,13 +149,53 @@ async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
   return outcome;
 }
 
+/** A time in ms as the timestamptz column takes it; null stays null (it clears the column). */
+const at = (ms: number | null | undefined): Date | null | undefined => (typeof ms === 'number' ? new Date(ms) : ms);
+
 async function applyResult(db: Client, r: ResultItem): Promise<Outcome> {
   const market = (await db.query<{ mt: string }>(
     'SELECT coalesce(m.ty, p.ty) AS mt FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1', [r.marketId])).rows[0];
   if (!market) throw new ApplyError(`market ${r.marketId} does not exist`);
   if (r.marketType !== undefined && r.marketType !== market.mt) throw new ApplyError(`mt ${r.marketType} is not the type of market ${r.marketId} (${market.mt})`);
-  const given = { res: r.outcome, rt: r.recalled, ia: r.abandoned };
+  const s = r.settlement ?? {};
+  const rs = s.runners?.map((x) => ({ rid: x.runnerId, st: x.status, dh: x.deadHeat, vf: x.voidFactor }));
+  const given = { res: r.outcome, rt: r.recalled, ia: r.abandoned, cert: s.certainty, at: at(s.settledAt), rs: rs === undefined ? s.runners : JSON.stringify(rs) };
   return upsert(db, { table: 'results', key: ['mid', r.marketId], given, required: REQUIRED.result });
+}
+
+/** One runner's terms: created ACTIVE unless it says otherwise, then only the keys it gives change. */
+async function applyRunnerTerms(db: Client, mid: string, r: RunnerTermsChange): Promise<void> {
+  const given = defined({ st: r.status, af: r.adjustmentFactor, rd: at(r.removedAt), hc: r.handicap });
+  const names = Object.keys(given);
+  const set = names.length ? `DO UPDATE SET ${names.map((n) => `${n} = EXCLUDED.${n}`).join(', ')}` : 'DO NOTHING';
+  await db.query(
+    `INSERT INTO runner_terms (mid, rid${names.map((n) => `, ${n}`).join('')}) VALUES ($1, $2${names.map((_, i) => `, $${i + 3}`).join('')})
+     ON CONFLICT (mid, rid) ${set}`,
+    [mid, r.runnerId, ...Object.values(given)],
+  );
+}
+
+/** A market's terms, and its runners' terms runner by runner: only a top-level market's, only its own runners'. */
+async function applyTerms(db: Client, item: TermsItem): Promise<Outcome> {
+  const market = (await db.query<{ nested: boolean; rids: string[] }>(
+    `SELECT m.parent_mid IS NOT NULL AS nested, array(SELECT r.rid FROM runners r WHERE r.mid = m.mid) AS rids FROM markets m WHERE m.mid = $1`,
+    [item.marketId])).rows[0];
+  if (!market) throw new ApplyError(`market ${item.marketId} does not exist`);
+  if (market.nested) throw new ApplyError(`market ${item.marketId} is nested in a player race: terms are its player race's`);
+  const t = item.terms;
+  const given = {
+    bd: t.betDelay, tip: t.turnInPlay, sus: at(t.suspendAt), bt: t.bettingType, nw: t.winners, ewd: t.eachWayDivisor, bsp: t.startingPrice,
+    cc: t.country, ven: t.venue, race: t.raceType, mbr: t.commission, reg: t.regulators, lmin: t.lineMin, lmax: t.lineMax, lint: t.lineInterval,
+  };
+  const outcome = Object.keys(defined(given)).length || !item.runners
+    ? await upsert(db, { table: 'market_terms', key: ['mid', item.marketId], given, required: REQUIRED.terms })
+    : 'updated';
+  const rids = new Set(market.rids.map(Number));
+  for (const [i, r] of (item.runners ?? []).entries()) {
+    if (!rids.has(r.runnerId)) throw new ApplyError(`r[${i}].rid ${r.runnerId} is not a runner of market ${item.marketId}`);
+    await applyRunnerTerms(db, item.marketId, r);
+  }
+  return outcome;
 }
 
 /** Why Postgres refused a row, in words a publisher can act on. */
@@ -168,8 +208,8 @@ function explain(err: { code?: string; detail?: string; constraint?: string; mes
   return undefined;
 }
 
-/** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5`. */
-export const modelKey = (item: ReferenceItem): string => `${item.kind}:${itemId(item)}`;
+/** The read model's key of the row an item names, as the NOTIFY trigger writes it: `market:1.5` (a market's terms are its market's). */
+export const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms' ? 'market' : item.kind}:${itemId(item)}`;
 
 /**
  * Applies one item inside the caller's transaction, adding to `keys` the read
@@ -186,6 +226,7 @@ export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<stri
       case 'event': return await applyEvent(db, item, keys);
       case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);
+      case 'terms': return await applyTerms(db, item);
     }
   } catch (err) {
     const why = explain(err as object);

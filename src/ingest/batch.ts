@@ -1,5 +1,14 @@
 import type { ServiceError } from '../errors.js';
 import type { OddsImage, PublisherStaleReason } from '../odds/messages.js';
+import type { MarketType } from '../refdata/types.js';
+
+/** A `suspend` item: every market of an event (of some types) suspended at once, with why. */
+export interface BetStop {
+  eid: number;
+  sr: string;
+  ts: number;
+  types?: ReadonlySet<MarketType>;
+}
 import type { ReferenceItem } from './items.js';
 
 /**
@@ -12,7 +21,7 @@ export interface OddsCandidate {
   where: string;
   /** Its market ID when it names one (a misshapen item of a known market makes that market unreliable). */
   mid: string | undefined;
-  read: { image: OddsImage; late: boolean } | { mid: string; why: PublisherStaleReason } | { error: string };
+  read: { image: OddsImage; late: boolean } | { mid: string; why: PublisherStaleReason } | { stop: BetStop } | { error: string };
 }
 
 /** A batch's items, read: reference items typed with the domain's names, odds and stale items as candidates, each by its index. */
@@ -21,7 +30,7 @@ export interface ReadItems {
   count: number;
   /** All or nothing: they commit in one transaction. */
   reference: [number, ReferenceItem][];
-  /** One by one: a bad one is refused alone. */
+  /** One by one: a bad one is refused alone (odds, stale and suspend items). */
   odds: OddsCandidate[];
 }
 

@@ -13,7 +13,7 @@ import { writeReference, type PublisherKey } from './write.js';
 import type { Outcome } from './apply.js';
 import { describe } from './items.js';
 import { validateReference } from './validate.js';
-import { validateOddsItem, validateStale } from './validate-odds.js';
+import { validateOddsItem, validateStale, validateSuspend } from './validate-odds.js';
 import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js';
 import { SourceTime, type SourceTimeLimits } from './source-time.js';
 import type { OutsideFeeds, Sender } from './outside.js';
@@ -85,7 +85,7 @@ export class Ingest {
   private readonly judge: OddsJudge;
 
   constructor(private readonly deps: IngestDeps) {
-    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime));
+    this.judge = new OddsJudge(deps.pool, deps.model, new SourceTime(deps.sourceTime), deps.relay);
   }
 
   /**
@@ -102,9 +102,9 @@ export class Ingest {
     for (const [i, raw] of data.entries()) {
       const item = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
       const where = describe(i, item);
-      if (item.kind === 'odds' || item.kind === 'stale') {
+      if (item.kind === 'odds' || item.kind === 'stale' || item.kind === 'suspend') {
         const mid = isMarketId(item.mid) ? item.mid : undefined;
-        items.odds.push({ i, where, mid, read: item.kind === 'odds' ? validateOddsItem(item) : validateStale(item) });
+        items.odds.push({ i, where, mid, read: item.kind === 'odds' ? validateOddsItem(item) : item.kind === 'stale' ? validateStale(item) : validateSuspend(item) });
         continue;
       }
       const checked = validateReference(raw);

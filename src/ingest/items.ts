@@ -1,4 +1,4 @@
-import type { MarketType, Runner } from '../refdata/types.js';
+import type { MarketTerms, MarketType, Runner, RunnerTerms, Settlement } from '../refdata/types.js';
 
 /**
  * A publisher's reference item once validated: what it changes, by domain
@@ -22,9 +22,22 @@ export interface MarketItem {
   ball?: number | null;
   runners?: Runner[]; nested?: NestedItem[];
 }
-export interface ResultItem { kind: 'result'; marketId: string; outcome?: string; recalled?: boolean; abandoned?: boolean; marketType?: MarketType }
+/** How a result was settled beyond its outcome: each key given changes it, null clears it. */
+export type SettlementChange = { [K in keyof Settlement]?: Settlement[K] | null };
 
-export type ReferenceItem = SportItem | LeagueItem | EventItem | MarketItem | ResultItem;
+export interface ResultItem {
+  kind: 'result'; marketId: string; outcome?: string; recalled?: boolean; abandoned?: boolean; marketType?: MarketType;
+  settlement?: SettlementChange;
+}
+
+/** A market's terms as an item changes them: each key given sets it, null clears it, one left out stays. */
+export type TermsChange = { [K in keyof Omit<MarketTerms, 'runners'>]?: MarketTerms[K] | null };
+/** One runner's terms as an item changes them, the same way; `status` is ACTIVE until given. */
+export type RunnerTermsChange = { runnerId: number; status?: RunnerTerms['status'] } & { [K in 'adjustmentFactor' | 'removedAt' | 'handicap']?: number | null };
+
+export interface TermsItem { kind: 'terms'; marketId: string; terms: TermsChange; runners?: RunnerTermsChange[] }
+
+export type ReferenceItem = SportItem | LeagueItem | EventItem | MarketItem | ResultItem | TermsItem;
 
 /** The columns, named as the wire names them, that creating a row needs: a refusal lists those missing. */
 export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
@@ -33,14 +46,15 @@ export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
   event: ['na', 'st', 'si', 'li'],
   market: ['eid', 'na', 'ty'],
   result: [],
+  terms: [],
 };
 
 /** The ID an item names its row by: a market's for a result. */
-export const itemId = (item: ReferenceItem): string | number => (item.kind === 'result' ? item.marketId : item.id);
+export const itemId = (item: ReferenceItem): string | number => (item.kind === 'result' || item.kind === 'terms' ? item.marketId : item.id);
 
 /** How an item, as the publisher sent it, names its row: `market 1.234`; undefined without a kind and an ID. */
 export function rowName(item: { kind?: unknown } & Record<string, unknown>): string | undefined {
-  const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' ? 'eid' : 'mid';
+  const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' || item.kind === 'suspend' ? 'eid' : 'mid';
   const id = item[idKey];
   return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number') ? `${item.kind} ${id}` : undefined;
 }

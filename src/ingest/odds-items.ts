@@ -5,7 +5,12 @@ import type { MarketType } from '../refdata/types.js';
 import { asDatabaseError } from '../db/pool.js';
 import { checkPrices, pricingOf, type Pricing } from './prices.js';
 import type { ReferenceItem } from './items.js';
-import type { ReadItems } from './batch.js';
+import type { BetStop, ReadItems } from './batch.js';
+
+/** The newest image of a market (the book, through the odds relay): what a bet stop suspends. */
+export interface HeldImages {
+  image(mid: string): OddsImage | undefined;
+}
 import type { SourceTime } from './source-time.js';
 import type { Feeder } from '../relay/freshness.js';
 
@@ -44,8 +49,9 @@ export interface JudgedOdds {
 export class OddsJudge {
   constructor(
     private readonly pool: pg.Pool,
-    private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners'>,
+    private readonly model: Pick<ReadModel, 'typeOf' | 'hasRunners' | 'event' | 'eventMarkets' | 'factsOf'>,
     private readonly times: SourceTime,
+    private readonly held: HeldImages,
   ) {}
 
   /**
@@ -70,6 +76,10 @@ export class OddsJudge {
     for (const [k, c] of odds.entries()) {
       const how = priced[k] ?? (c.mid === undefined ? undefined : stored.get(c.mid));
       const { read } = c;
+      if ('stop' in read) {
+        this.stop(c.i, c.where, read.stop, out, feeder);
+        continue;
+      }
       let error = 'error' in read ? read.error : how === undefined ? `market ${c.mid} is not known` : undefined;
       if (!error && 'image' in read) error = checkPrices(read.image, how!);
       const time = !error && 'image' in read ? this.time(read.image, newest, feeder) : undefined;
@@ -81,6 +91,26 @@ export class OddsJudge {
       } else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
+  }
+
+  /**
+   * A bet stop: the newest image of each market of the event (of its types) that trades, again,
+   * SUSPENDED with its reason at the stop's source time; refused when the event is not known or
+   * that time is ahead of the server's clock, late when it is old.
+   */
+  private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined): void {
+    const time = this.times.judge(s.ts, undefined, feeder?.replay ?? false);
+    const error = !this.model.event(s.eid) ? `event ${s.eid} is not known` : 'error' in time ? time.error : undefined;
+    if (error) {
+      out.refused.push({ i, mid: '', message: `${where}: ${error}`, known: false });
+      return;
+    }
+    for (const mid of this.model.eventMarkets(s.eid)) {
+      const held = this.held.image(mid);
+      const type = this.model.factsOf(mid)?.type;
+      if (!held || held.st === 'CLOSED' || (s.types && (type === undefined || !s.types.has(type)))) continue;
+      out.images.push({ i, image: { ...held, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: 'late' in time && time.late });
+    }
   }
 
   /** An image's source time, judged against the newest its publisher sent for its market (in this batch, else before). */

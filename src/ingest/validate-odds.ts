@@ -1,7 +1,10 @@
-import { INGEST_LIMITS, MARKET_STATUSES, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type PublisherStaleReason, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
+import { INGEST_LIMITS, MARKET_STATUSES, MAX_REASON, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type PublisherStaleReason, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
 import { traded } from '../odds/wire.js';
 import { UNREADABLE } from '../odds/ingest-codec.js';
+import { LONE_SURROGATE } from './fields.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
+import { MARKET_TYPES, type MarketType } from '../refdata/types.js';
+import type { BetStop } from './batch.js';
 
 /** Limits on one image: far above any real market, low enough that one item cannot eat the heap. */
 const MAX_RUNNERS = INGEST_LIMITS.runners;
@@ -45,6 +48,16 @@ function runner(v: unknown, at: string): RunnerOdds | string {
   return traded({ rid: o.rid, st: o.st as RunnerStatus, b, l }, o as { ltp?: number; tv?: number });
 }
 
+/** A suspension's reason: words of its source, only on a market that is suspended or whose ball is running. */
+function reason(o: Record<string, unknown>): string | undefined {
+  const sr = o.sr;
+  if (sr === undefined) return undefined;
+  if (typeof sr !== 'string' || sr.length === 0 || sr.length > MAX_REASON || sr.includes('\u0000') || LONE_SURROGATE.test(sr)) {
+    return `sr must be a reason of 1 to ${MAX_REASON} characters (no NUL, no lone surrogate)`;
+  }
+  return o.st === 'SUSPENDED' || o.st === 'BALL_RUNNING' ? undefined : 'sr is only for a market that is SUSPENDED or BALL_RUNNING';
+}
+
 /** Checks an odds item's shape and returns the image, or the first problem naming its field. */
 export function validateOdds(o: Record<string, unknown>): { image: OddsImage } | { error: string } {
   if (!isMarketId(o.mid)) return { error: 'mid must match [A-Za-z0-9._:-]{1,64}' };
@@ -52,7 +65,7 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
   if (!(MARKET_STATUSES as readonly unknown[]).includes(o.st)) return { error: `st must be one of ${MARKET_STATUSES.join(', ')}` };
   if (typeof o.ip !== 'boolean') return { error: 'ip must be true or false' };
   if (!Array.isArray(o.r) || o.r.length > MAX_RUNNERS) return { error: `r must be an array of at most ${MAX_RUNNERS} runners` };
-  const bad = figures(o, '', ['tv']);
+  const bad = figures(o, '', ['tv']) ?? reason(o);
   if (bad) return { error: bad };
   const runners: RunnerOdds[] = [];
   const seen = new Set<number>();
@@ -63,7 +76,9 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
     seen.add(r.rid);
     runners.push(r);
   }
-  return { image: traded({ mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners }, { tv: o.tv as number | undefined }) };
+  const image: OddsImage = traded({ mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners }, { tv: o.tv as number | undefined });
+  if (o.sr !== undefined) image.sr = o.sr as string;
+  return { image };
 }
 
 /** An odds item as ingest takes it: the image, and whether the source says it is late. */
@@ -73,6 +88,22 @@ export function validateOddsItem(o: Record<string, unknown>): { image: OddsImage
   if (o.late !== undefined && typeof o.late !== 'boolean') return { error: 'late must be true or false' };
   const checked = validateOdds(o);
   return 'error' in checked ? checked : { image: checked.image, late: o.late === true };
+}
+
+/** A `suspend` item: the event, the reason, the source time, and the market types it stops (all when absent). */
+export function validateSuspend(o: Record<string, unknown>): { stop: BetStop } | { error: string } {
+  if (!isPositiveId(o.eid)) return { error: 'eid must be a positive integer event ID' };
+  const why = reason({ sr: o.sr, st: 'SUSPENDED' });
+  if (o.sr === undefined || why) return { error: why ?? `sr must be a reason of 1 to ${MAX_REASON} characters (no NUL, no lone surrogate)` };
+  if (typeof o.ts !== 'number' || !Number.isFinite(o.ts) || o.ts < 0) return { error: 'ts must be the source time in milliseconds' };
+  const stop: BetStop = { eid: o.eid, sr: o.sr as string, ts: o.ts };
+  if (o.tys !== undefined) {
+    if (!Array.isArray(o.tys) || o.tys.length === 0 || o.tys.length > MARKET_TYPES.length || !o.tys.every((t) => (MARKET_TYPES as readonly unknown[]).includes(t))) {
+      return { error: `tys must list 1 to ${MARKET_TYPES.length} market types (${MARKET_TYPES.join(', ')})` };
+    }
+    stop.types = new Set(o.tys as MarketType[]);
+  }
+  return { stop };
 }
 
 /** A `stale` item: the market and the reason its publisher gives. */

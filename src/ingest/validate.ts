@@ -1,7 +1,8 @@
 import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
 import { INGEST_LIMITS } from '../odds/messages.js';
-import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import type { MarketItem, NestedItem, ReferenceItem } from './items.js';
+import { Invalid, fail, flag, float, id, integer, mid, nullable, opt, text, type Obj } from './fields.js';
+import { settlement, validateTerms } from './validate-terms.js';
 
 /**
  * Checks the shape of each reference item, as the publisher sent it with the
@@ -9,41 +10,11 @@ import type { MarketItem, NestedItem, ReferenceItem } from './items.js';
  * problem as text naming the field (by its wire key). Whether referenced rows
  * exist is left to the transaction, which sees the database as it is.
  */
-type Obj = Record<string, unknown>;
 const MAX_TEXT = 500;
 const MAX_TV = 4096;
-
-class Invalid extends Error {}
-
-const fail = (field: string, rule: string): never => {
-  throw new Invalid(`${field} ${rule}`);
-};
-
-function opt<T>(o: Obj, key: string, check: (v: unknown, key: string) => T): T | undefined {
-  return key in o ? check(o[key], key) : undefined;
-}
-
-/** A UTF-16 surrogate without its other half. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-const text = (max: number) => (v: unknown, key: string): string => {
-  if (typeof v !== 'string' || v.length > max) return fail(key, `must be a string of at most ${max} characters`);
-  // Postgres text cannot hold NUL: refuse it here rather than fail inside the transaction.
-  if (v.includes('\u0000')) return fail(key, 'must not contain NUL characters');
-  // Nor a lone surrogate: it would be stored as U+FFFD, not the name that was sent and acked.
-  return LONE_SURROGATE.test(v) ? fail(key, 'must not contain lone surrogates (an unpaired \\ud800 to \\udfff)') : v;
-};
 const name = text(MAX_TEXT);
-const flag = (v: unknown, key: string): boolean => (typeof v === 'boolean' ? v : fail(key, 'must be true or false'));
-const id = (v: unknown, key: string): number => (isPositiveId(v) ? v : fail(key, 'must be a positive integer'));
-const mid = (v: unknown, key: string): string => (isMarketId(v) ? v : fail(key, 'must match [A-Za-z0-9._:-]{1,64}'));
 const type = (v: unknown, key: string): MarketType =>
   (MARKET_TYPES as readonly unknown[]).includes(v) ? (v as MarketType) : fail(key, `must be one of ${MARKET_TYPES.join(', ')}`);
-const nullable = <T>(check: (v: unknown, key: string) => T) => (v: unknown, key: string): T | null => (v === null ? null : check(v, key));
-/** The display ID column is a Postgres integer. */
-const integer = (v: unknown, key: string): number =>
-  Number.isInteger(v) && (v as number) >= -(2 ** 31) && (v as number) < 2 ** 31 ? (v as number) : fail(key, 'must be an integer from -2147483648 to 2147483647');
-const float = (v: unknown, key: string): number => (typeof v === 'number' && Number.isFinite(v) ? v : fail(key, 'must be a number'));
 
 const EARLIEST = Date.UTC(1900, 0, 1);
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -144,10 +115,12 @@ function validateOne(o: Obj): ReferenceItem {
     case 'result':
       return {
         kind: 'result', marketId: mid(o.mid, 'mid'), outcome: opt(o, 'res', text(200)), recalled: opt(o, 'rt', flag),
-        abandoned: opt(o, 'ia', flag), marketType: opt(o, 'mt', type),
+        abandoned: opt(o, 'ia', flag), marketType: opt(o, 'mt', type), settlement: settlement(o),
       };
+    case 'terms':
+      return validateTerms(o);
     default:
-      return fail('kind', 'must be one of sport, league, event, market, result, odds');
+      return fail('kind', 'must be one of sport, league, event, market, result, terms, odds, stale');
   }
 }
 

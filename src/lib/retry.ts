@@ -29,7 +29,7 @@ export const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeo
  * sleep that an abort ends at once, so a stopped owner leaves no timer holding the process. Not
  * node:timers/promises: the board's browser bundle uses this file too.
  */
-function wait(ms: number, signal?: AbortSignal): Promise<void> {
+export function wait(ms: number, signal?: AbortSignal): Promise<void> {
   if (!signal) return sleep(ms);
   return new Promise((ok) => {
     const done = () => {

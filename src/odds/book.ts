@@ -86,8 +86,9 @@ export class BookEntry {
   }
 
   message(mark: Mark = 'none', depth = 0): OddsMessage {
-    const { mid, ts, st, ip, r, tv } = cut(this.image, depth);
+    const { mid, ts, st, sr, ip, r, tv } = cut(this.image, depth);
     const msg: OddsMessage = { op: 'odds', mid, epoch: this.epoch, seq: this.seq, ts, pt: this.pt, st, ip, con: mark === 'con', cf: mark === 'cf', r };
+    if (sr !== undefined) msg.sr = sr;
     if (tv !== undefined) msg.tv = tv;
     return msg;
   }
@@ -118,6 +119,7 @@ export class BookEntry {
 
   private deltaMessage(from: number, body: DeltaBody): DeltaMessage {
     const msg: DeltaMessage = { op: 'delta', mid: this.mid, epoch: this.epoch, seq: this.seq, from, ts: body.ts, pt: this.pt, st: body.st, ip: body.ip, r: body.r };
+    if (body.sr !== undefined) msg.sr = body.sr;
     if (body.tv !== undefined) msg.tv = body.tv;
     return msg;
   }

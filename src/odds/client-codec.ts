@@ -6,6 +6,7 @@
 import { odds as pb } from './gen/odds.js';
 import { CLIENT_OPS, type ClientMessage, type ClientOp, type Since } from './messages.js';
 import { MAX_IDS, isMarketId, isPositiveId } from '../refdata/ids.js';
+import { BETTING_TYPES, MARKET_TYPES, type BettingType, type MarketType } from '../refdata/types.js';
 import { int, type Int64 } from './wire.js';
 import { countClient } from './client-count.js';
 
@@ -17,7 +18,10 @@ export const CONFLATE = { min: 100, max: 60000 } as const;
 export const MAX_EPOCH = 64;
 
 type Decoded = ClientMessage | { error: string; id?: number };
-type Fields = { op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown; delta?: unknown };
+type Fields = {
+  op: unknown; id: unknown; mids?: unknown; eids?: unknown; sis?: unknown; depth?: unknown; conflate?: unknown; since?: unknown; delta?: unknown;
+  tys?: unknown; ccs?: unknown; bts?: unknown; tip?: unknown;
+};
 
 class Refused extends Error {}
 const refuse = (why: string): never => {
@@ -27,7 +31,7 @@ const refuse = (why: string): never => {
 function list<T>(v: unknown, name: string, valid: (x: unknown) => x is T, rule: string): T[] {
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) return refuse(`${name} must be an array of ${rule}`);
-  if (v.length > MAX_IDS) return refuse(`${name} must list 1 to ${MAX_IDS} ${name === 'mids' ? 'market IDs' : 'IDs'}, got ${v.length}`);
+  if (v.length > MAX_IDS) return refuse(`${name} must list 1 to ${MAX_IDS} ${name === 'mids' ? 'market IDs' : name === 'eids' || name === 'sis' ? 'IDs' : 'values'}, got ${v.length}`);
   const bad = v.findIndex((x) => !valid(x));
   if (bad >= 0) return refuse(`${name}[${bad}] must be ${rule}`);
   return [...new Set(v as T[])];
@@ -67,6 +71,29 @@ function since(v: unknown, bound: { limit: number; rule: string }): Since {
   return { epoch, seqs: out };
 }
 
+const oneOf = <T>(values: readonly T[]) => (x: unknown): x is T => values.includes(x as T);
+const isCountry = (x: unknown): x is string => typeof x === 'string' && /^[A-Z]{2}$/.test(x);
+
+/**
+ * A subscribe's narrowing of its `eids` and `sis` (market types, countries, betting types, turning
+ * in play), onto `msg`; refused on an unsubscribe (which removes a whole filter) and without eids
+ * or sis to narrow.
+ */
+function narrowing(f: Fields, msg: ClientMessage): void {
+  const tys = list(f.tys, 'tys', oneOf<MarketType>(MARKET_TYPES), `a market type (${MARKET_TYPES.join(', ')})`);
+  const ccs = list(f.ccs, 'ccs', isCountry, 'an ISO 3166 country code of two capital letters');
+  const bts = list(f.bts, 'bts', oneOf<BettingType>(BETTING_TYPES), `a betting type (${BETTING_TYPES.join(', ')})`);
+  if (f.tip != null && typeof f.tip !== 'boolean') refuse('tip must be true or false');
+  const tip = f.tip == null ? undefined : (f.tip as boolean);
+  if (!tys.length && !ccs.length && !bts.length && tip === undefined) return;
+  if (msg.op === 'unsubscribe') refuse('tys, ccs, bts and tip narrow a subscribe; an unsubscribe by eids or sis removes the whole filter');
+  if (!msg.eids!.length && !msg.sis!.length) refuse('tys, ccs, bts and tip narrow the markets of eids and sis: give eids or sis with them');
+  if (tys.length) msg.tys = tys;
+  if (ccs.length) msg.ccs = ccs;
+  if (bts.length) msg.bts = bts;
+  if (tip !== undefined) msg.tip = tip;
+}
+
 /** The checks every request passes, whatever its format. */
 function check(f: Fields, maxMarkets: number): ClientMessage {
   const { op } = f;
@@ -78,6 +105,7 @@ function check(f: Fields, maxMarkets: number): ClientMessage {
   const sis = list(f.sis, 'sis', isPositiveId, 'a positive integer sport ID');
   if (!mids.length && !eids.length && !sis.length) refuse(`mids must list 1 to ${MAX_IDS} market IDs, got 0`);
   const msg: ClientMessage = { op: op as ClientOp, id, mids, eids, sis };
+  narrowing(f, msg);
   if (op === 'unsubscribe') return msg;
   if (f.depth != null) {
     if (!Number.isInteger(f.depth) || (f.depth as number) < 1 || (f.depth as number) > MAX_DEPTH) refuse(`depth must be a whole number from 1 to ${MAX_DEPTH} ladder levels`);
@@ -113,6 +141,10 @@ function fromProto(m: pb.v1.ClientMessage): Fields {
   if (m.depth != null) out.depth = m.depth;
   if (m.conflate != null) out.conflate = m.conflate;
   if (m.delta != null) out.delta = m.delta;
+  if (m.tip != null) out.tip = m.tip;
+  out.tys = m.tys;
+  out.ccs = m.ccs;
+  out.bts = m.bts;
   if (m.since) {
     const seqs: Record<string, number> = {};
     for (const [mid, seq] of Object.entries(m.since.seqs ?? {})) seqs[mid] = int(seq as Int64, `since.seqs["${mid}"]`);

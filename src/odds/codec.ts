@@ -5,8 +5,14 @@
  * one JSON.stringify of a freshly ordered object.
  */
 import { odds as pb } from './gen/odds.js';
-import { FEED_STATUSES, MARKET_STATUSES, type AckMessage, type DeltaMessage, type ItemRefusal, type OddsMessage, type RunnerDelta, type ServerMessage } from './messages.js';
-import { WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, traded } from './wire.js';
+import {
+  FEED_STATUSES, MARKET_STATUSES, type AckMessage, type DeltaMessage, type ItemRefusal, type MarketStateMessage, type OddsMessage, type ResultMessage, type RunnerDelta,
+  type ServerMessage,
+} from './messages.js';
+import {
+  WHY_WIRE, enumName, enumValue, int, runnerDeltasFromProto, runnerDeltasToProto, runnersFromProto, runnersToProto, settled, settlementFromProto, settlementToProto,
+  reasoned, termsFromProto, termsJson, termsToProto, traded,
+} from './wire.js';
 
 const v1 = pb.v1;
 
@@ -34,18 +40,19 @@ export function encodeJson(msg: ServerMessage): string {
     case 'odds':
       // `tv` after `r`, and `ltp`, `tv` after `l`; each only when known.
       return JSON.stringify(traded({
-        op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
+        ...reasoned({ op: 'odds', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: msg.st }, msg), ip: msg.ip,
         con: msg.con === true, cf: msg.cf === true, r: msg.r.map((x) => traded({ rid: x.rid, st: x.st, b: x.b, l: x.l }, x)),
       }, { tv: msg.tv }));
     case 'delta':
       return JSON.stringify(traded({
-        op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st, ip: msg.ip,
+        ...reasoned({ op: 'delta', mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt, st: msg.st }, msg), ip: msg.ip,
         r: msg.r.map(runnerDeltaJson),
       }, { tv: msg.tv }));
     case 'ack': return JSON.stringify(ackJson(msg));
-    case 'market': return JSON.stringify({ op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt });
+    case 'market':
+      return JSON.stringify(msg.terms ? { op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt, terms: termsJson(msg.terms) } : { op: 'market', mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt });
     case 'result':
-      return JSON.stringify({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia });
+      return JSON.stringify(settled({ op: 'result', mid: msg.mid, mt: msg.mt, res: msg.res, rt: msg.rt, ia: msg.ia }, msg));
     case 'unsubscribed': return JSON.stringify({ op: 'unsubscribed', mids: msg.mids });
     case 'hb': return JSON.stringify({ op: 'hb', ts: msg.ts });
     case 'clock': return JSON.stringify({ op: 'clock', ts: msg.ts });
@@ -60,21 +67,21 @@ export function encodeProto(msg: ServerMessage): Uint8Array {
   let m: pb.v1.ServerMessage.$Properties;
   switch (msg.op) {
     case 'odds':
-      m = { odds: traded({
+      m = { odds: reasoned(traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, ts: msg.ts, pt: msg.pt, st: enumValue(MARKET_STATUSES, msg.st, 'st'),
         ip: msg.ip, con: msg.con, cf: msg.cf, r: runnersToProto(msg.r),
-      }, { tv: msg.tv }) };
+      }, { tv: msg.tv }), msg) };
       break;
     case 'delta':
-      m = { delta: traded({
+      m = { delta: reasoned(traded({
         mid: msg.mid, epoch: msg.epoch, seq: msg.seq, from: msg.from, ts: msg.ts, pt: msg.pt,
         st: enumValue(MARKET_STATUSES, msg.st, 'st'), ip: msg.ip, r: runnerDeltasToProto(msg.r),
-      }, { tv: msg.tv }) };
+      }, { tv: msg.tv }), msg) };
       break;
     // The proto encoders read only their own fields, so `op` needs no stripping.
     case 'ack': m = { ack: msg }; break;
-    case 'market': m = { market: msg }; break;
-    case 'result': m = { result: msg }; break;
+    case 'market': m = { market: { mid: msg.mid, s: msg.s, go: msg.go, rt: msg.rt, terms: msg.terms && termsToProto(msg.terms) } }; break;
+    case 'result': m = { result: { ...msg, rs: settlementToProto(msg.rs) } }; break;
     case 'unsubscribed': m = { unsubscribed: msg }; break;
     case 'hb': m = { hb: msg }; break;
     case 'clock': m = { clock: { ts: msg.ts } }; break;
@@ -115,25 +122,26 @@ export function decodeServerProto(bytes: Uint8Array): ServerMessage {
     case 'odds': {
       const o = m.odds as pb.v1.Odds;
       return traded<OddsMessage>({
-        op: 'odds', mid: o.mid, epoch: o.epoch, seq: int(o.seq, 'seq'), ts: o.ts, pt: o.pt,
-        st: enumName(MARKET_STATUSES, o.st, 'st'), ip: o.ip, con: o.con, cf: o.cf,
-        r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
+        ...reasoned({ op: 'odds' as const, mid: o.mid, epoch: o.epoch, seq: int(o.seq, 'seq'), ts: o.ts, pt: o.pt, st: enumName(MARKET_STATUSES, o.st, 'st') }, o),
+        ip: o.ip, con: o.con, cf: o.cf, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]),
       }, { tv: o.tv });
     }
     case 'delta': {
       const d = m.delta as pb.v1.Delta;
       return traded<DeltaMessage>({
-        op: 'delta', mid: d.mid, epoch: d.epoch, seq: int(d.seq, 'seq'), from: int(d.from, 'from'), ts: d.ts, pt: d.pt,
-        st: enumName(MARKET_STATUSES, d.st, 'st'), ip: d.ip, r: runnerDeltasFromProto(d.r as pb.v1.RunnerDelta[]),
+        ...reasoned({ op: 'delta' as const, mid: d.mid, epoch: d.epoch, seq: int(d.seq, 'seq'), from: int(d.from, 'from'), ts: d.ts, pt: d.pt, st: enumName(MARKET_STATUSES, d.st, 'st') }, d),
+        ip: d.ip, r: runnerDeltasFromProto(d.r as pb.v1.RunnerDelta[]),
       }, { tv: d.tv });
     }
     case 'market': {
       const s = m.market as pb.v1.MarketState;
-      return { op: 'market', mid: s.mid, s: s.s, go: s.go, rt: s.rt };
+      const state: MarketStateMessage = { op: 'market', mid: s.mid, s: s.s, go: s.go, rt: s.rt };
+      if (s.terms) state.terms = termsFromProto(s.terms as pb.v1.MarketTerms);
+      return state;
     }
     case 'result': {
       const r = m.result as pb.v1.Result;
-      return { op: 'result', mid: r.mid, mt: r.mt, res: r.res, rt: r.rt, ia: r.ia };
+      return settled<ResultMessage>({ op: 'result', mid: r.mid, mt: r.mt, res: r.res, rt: r.rt, ia: r.ia }, { cert: r.cert, at: r.at, rs: settlementFromProto(r.rs as pb.v1.RunnerSettlement[]) });
     }
     case 'unsubscribed': return { op: 'unsubscribed', mids: (m.unsubscribed as pb.v1.Unsubscribed).mids };
     case 'hb': return { op: 'hb', ts: (m.hb as pb.v1.Heartbeat).ts };

@@ -6,7 +6,7 @@
 import type { DeltaMessage, Level, OddsImage, OddsMessage, PriceSize, RunnerDelta, RunnerOdds } from './messages.js';
 
 /** The part of a delta that depends on the two images only, not on their numbering. */
-export type DeltaBody = Pick<DeltaMessage, 'ts' | 'st' | 'ip' | 'r' | 'tv'>;
+export type DeltaBody = Pick<DeltaMessage, 'ts' | 'st' | 'sr' | 'ip' | 'r' | 'tv'>;
 
 /** Positions that differ, set to what `b` holds; positions `b` no longer has, cleared with [i, 0, 0]. */
 function ladder(a: PriceSize[], b: PriceSize[]): Level[] | undefined {
@@ -50,6 +50,7 @@ export function diff(a: OddsImage, b: OddsImage): DeltaBody | undefined {
     if (d) r.push(d);
   }
   const body: DeltaBody = { ts: b.ts, st: b.st, ip: b.ip, r };
+  if (b.sr !== undefined) body.sr = b.sr;
   if (b.tv !== undefined && b.tv !== a.tv) body.tv = b.tv;
   return body;
 }
@@ -105,6 +106,8 @@ export function applyDelta(held: OddsMessage, d: DeltaMessage): OddsMessage | un
   }
   if (found !== changes.size) return undefined;
   const out: OddsMessage = { op: 'odds', mid: d.mid, epoch: d.epoch, seq: d.seq, ts: d.ts, pt: d.pt, st: d.st, ip: d.ip, con: false, cf: false, r };
+  // The market's state comes whole with every delta: its reason too, absent when there is none.
+  if (d.sr !== undefined) out.sr = d.sr;
   const tv = d.tv ?? held.tv;
   if (tv !== undefined) out.tv = tv;
   return out;

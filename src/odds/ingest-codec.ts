@@ -6,7 +6,9 @@
 import { odds as pb } from './gen/odds.js';
 import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
 import { overLimit } from './ingest-count.js';
-import { WHY_WIRE, enumName, enumValue, int, runnersFromProto, runnersToProto, traded, type Int64 } from './wire.js';
+import { WHY_WIRE, enumName, enumValue, int, runnersFromProto, runnersToProto, settlementFromProto, settlementToProto, termsJson, termsToProto, traded, type Int64 } from './wire.js';
+import { TERMS_RUNNER_STATUSES } from '../refdata/types.js';
+import type { WireRunnerSettlement, WireTerms } from '../refdata/wire.js';
 
 const v1 = pb.v1;
 type Obj = Record<string, unknown>;
@@ -31,11 +33,37 @@ function parseIf(json: string, what: string): unknown {
 const runners = (r: pb.v1.Runner[], what: string) =>
   r.map((x, i) => ({ rid: int(x.rid, `${what}[${i}].rid`), na: x.na }));
 
+/** Keys JSON gives as null, which the proto form lists in `cleared`: each becomes null again. */
+function clear(out: Obj, cleared: readonly string[]): Obj {
+  for (const key of cleared) out[key] = null;
+  return out;
+}
+
+function resultFromProto(r: pb.v1.ResultItem): IngestItemInput {
+  const out = present(r, ['mid', 'res', 'rt', 'ia', 'mt', 'cert', 'at'], { kind: 'result' });
+  if (r.has_rs) out.rs = settlementFromProto(r.rs as pb.v1.RunnerSettlement[]);
+  return clear(out, r.cleared) as IngestItemInput;
+}
+
+function termsFromProtoItem(t: pb.v1.TermsItem): IngestItemInput {
+  const out: IngestItemInput = { kind: 'terms', mid: t.mid, ...(t.terms ? termsJson({ ...(t.terms as unknown as WireTerms), r: undefined }) : {}) };
+  clear(out, t.cleared);
+  if (t.has_r) {
+    out.r = (t.r as pb.v1.RunnerTermsItem[]).map((x, i) => {
+      const runner: Obj = { rid: int(x.rid, `r[${i}].rid`) };
+      if (x.st != null) runner.st = enumName(TERMS_RUNNER_STATUSES, x.st, `r[${i}].st`);
+      return clear(present(x, ['af', 'rd', 'hc'], runner as IngestItemInput), x.cleared);
+    });
+  }
+  return out;
+}
+
 function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
   switch (it.item) {
     case 'sport': return present(it.sport!, ['si', 'na', 'a'], { kind: 'sport' });
     case 'league': return present(it.league!, ['li', 'si', 'na'], { kind: 'league' });
-    case 'result': return present(it.result!, ['mid', 'res', 'rt', 'ia', 'mt'], { kind: 'result' });
+    case 'result': return resultFromProto(it.result as pb.v1.ResultItem);
+    case 'terms': return termsFromProtoItem(it.terms as pb.v1.TermsItem);
     case 'event': {
       const e = it.event!;
       const out = present(e, ['eid', 'na', 'le', 'st', 'go', 'ip', 'si', 'li', 'tv'], { kind: 'event' });
@@ -62,7 +90,14 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
       const o = it.odds as pb.v1.OddsItem;
       const st = enumName(MARKET_STATUSES, o.st, 'st');
       const out: IngestItemInput = traded({ kind: 'odds', mid: o.mid, ts: o.ts, st, ip: o.ip, r: runnersFromProto(o.r as pb.v1.RunnerOdds[]) }, { tv: o.tv });
+      if (o.sr != null) out.sr = o.sr;
       if (o.late) out.late = true;
+      return out;
+    }
+    case 'suspend': {
+      const s = it.suspend as pb.v1.SuspendItem;
+      const out: IngestItemInput = { kind: 'suspend', eid: int(s.eid, 'eid'), sr: s.sr, ts: s.ts };
+      if (s.tys.length) out.tys = s.tys;
       return out;
     }
     case 'stale': {
@@ -111,12 +146,31 @@ export function decodeIngestProto(bytes: Uint8Array, maxItems: number): { data: 
 
 const ifJson = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
 
+/** An item's keys given as null, for `cleared`; the rest as they are. */
+const nulls = (o: Obj): string[] => Object.keys(o).filter((k) => o[k] === null);
+
+function termsToProtoItem(item: Obj): pb.v1.TermsItem.$Properties {
+  const { kind: _kind, mid, r, ...terms } = item;
+  const given = Object.fromEntries(Object.entries(terms).filter(([, v]) => v !== null)) as WireTerms;
+  return {
+    mid: mid as string, terms: termsToProto(given), cleared: nulls(terms), has_r: r !== undefined,
+    r: (r as Obj[] | undefined)?.map((x) => ({
+      ...Object.fromEntries(Object.entries(x).filter(([, v]) => v !== null)),
+      st: x.st === undefined ? undefined : enumValue(TERMS_RUNNER_STATUSES, x.st, 'r st'), cleared: nulls(x),
+    })),
+  };
+}
+
 // The item encoders read only their own fields, so `kind` and unknown keys are ignored.
 function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
   switch (item.kind) {
     case 'sport': return { sport: item as pb.v1.SportItem.$Properties };
     case 'league': return { league: item as pb.v1.LeagueItem.$Properties };
-    case 'result': return { result: item as pb.v1.ResultItem.$Properties };
+    case 'result': return { result: {
+      ...Object.fromEntries(Object.entries(item).filter(([, v]) => v !== null)), cleared: nulls(item), has_rs: Array.isArray(item.rs),
+      rs: settlementToProto((item.rs ?? undefined) as WireRunnerSettlement[] | undefined),
+    } };
+    case 'terms': return { terms: termsToProtoItem(item) };
     case 'event': return { event: item.tv === null ? { ...item, tv: undefined, tv_null: true } : item };
     case 'market': {
       const m = item.m as Obj[] | undefined;
@@ -127,9 +181,10 @@ function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
     }
     case 'odds': return { odds: traded({
       mid: item.mid as string, ts: item.ts as number, st: enumValue(MARKET_STATUSES, item.st, 'st'),
-      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]), late: item.late === true,
+      ip: item.ip as boolean, r: runnersToProto(item.r as RunnerOdds[]), late: item.late === true, sr: item.sr as string | undefined,
     }, { tv: item.tv as number | undefined }) };
     case 'stale': return { stale: { mid: item.mid as string, why: enumValue(WHY_WIRE, item.why, 'why') } };
+    case 'suspend': return { suspend: item as pb.v1.SuspendItem.$Properties };
     default: throw new Error(`unknown ingest kind ${String(item.kind)}`);
   }
 }

@@ -79,6 +79,25 @@ function market(r: protobuf.Reader, at: string): void {
   });
 }
 
+/**
+ * A message whose one list of runners (field `list`) is counted: a result's `rs`, a terms
+ * item's `r`, and within its `terms` (field 2) the MarketTerms' `r` (16).
+ */
+function runnerList(r: protobuf.Reader, at: string, list: number, name: string): void {
+  const runner = counter(INGEST_LIMITS.runners, `${at}.${name}`, 'runners');
+  within(r, (f, w) => {
+    if (w !== LEN) return false;
+    if (f === list) runner();
+    if (list !== 4 || f !== 2) return false;
+    const inner = counter(INGEST_LIMITS.runners, `${at}.terms.r`, 'runners');
+    within(r, (g, v) => {
+      if (g === 16 && v === LEN) inner();
+      return false;
+    });
+    return true;
+  });
+}
+
 /** The first count over its limit, in words naming the item and the limit; undefined when all fit. Throws on a malformed batch. */
 export function overLimit(bytes: Uint8Array, maxItems: number): string | undefined {
   const r = protobuf.Reader.create(bytes);
@@ -90,8 +109,10 @@ export function overLimit(bytes: Uint8Array, maxItems: number): string | undefin
       item();
       const at = `data[${i++}]`;
       within(r, (g, v) => {
-        if (v !== LEN || (g !== 4 && g !== 6)) return false;
+        if (v !== LEN || ![4, 5, 6, 8].includes(g)) return false;
         if (g === 4) market(r, `${at}.market`);
+        else if (g === 5) runnerList(r, `${at}.result`, 8, 'rs');
+        else if (g === 8) runnerList(r, `${at}.terms`, 4, 'r');
         else odds(r, `${at}.odds`);
         return true;
       });

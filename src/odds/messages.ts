@@ -4,6 +4,10 @@
  * files convert between them.
  */
 import type { ServiceError } from '../errors.js';
+import type { WireSettlement, WireTerms } from '../refdata/wire.js';
+import type { BettingType, MarketType } from '../refdata/types.js';
+
+export type { WireRunnerSettlement, WireRunnerTerms, WireSettlement, WireTerms } from '../refdata/wire.js';
 
 export const MARKET_STATUSES = ['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED'] as const;
 export type MarketStatus = (typeof MARKET_STATUSES)[number];
@@ -51,12 +55,20 @@ export interface RunnerOdds {
   tv?: number;
 }
 
+/** What the demo's simulator gives as a suspension's reason; a publisher may give its own words. */
+export const SUSPENSION_REASONS = ['goal', 'wicket', 'VAR', 'ball running'] as const;
+export type SuspensionReason = (typeof SUSPENSION_REASONS)[number];
+/** A suspension's reason: at most this many characters. */
+export const MAX_REASON = 50;
+
 /** A full image of one market's book, as a publisher sends it and the book keeps it. */
 export interface OddsImage {
   mid: string;
   /** Source time, ms. */
   ts: number;
   st: MarketStatus;
+  /** Why it is SUSPENDED or BALL_RUNNING, when the source says: `goal`, `wicket`, `VAR`, `ball running`, or a publisher's own words. */
+  sr?: string;
   ip: boolean;
   r: RunnerOdds[];
   /** Total matched on the market; absent means unknown, not 0. */
@@ -107,6 +119,8 @@ export interface DeltaMessage {
   ts: number;
   pt: number;
   st: MarketStatus;
+  /** As the image's: present whenever the image it leads to has one. */
+  sr?: string;
   ip: boolean;
   r: RunnerDelta[];
   tv?: number;
@@ -163,9 +177,16 @@ export interface MarketStateMessage {
   go: boolean;
   /** The market was recalled. */
   rt: boolean;
+  /** The terms a bet on it is taken under (bet delay, runners' status and factors...), as its source gave them; absent when it gave none. */
+  terms?: WireTerms;
 }
 
-export interface ResultMessage {
+/**
+ * A market's result with the REST keys of its result, and how it was settled beyond them when
+ * the source says: `cert` (provisional or confirmed), `at` (when), `rs` (each runner's status,
+ * dead-heat share and void factor). `rt` true: the settlement, or the void, was rolled back.
+ */
+export interface ResultMessage extends WireSettlement {
   op: 'result';
   mid: string;
   mt: string;
@@ -264,9 +285,17 @@ export interface ClientMessage {
   since?: Since;
   /** After the first image, send what changed (`delta` frames) rather than whole images. */
   delta?: boolean;
+  /** Narrowing `eids` and `sis` to markets of these types (the REST `ty`). */
+  tys?: MarketType[];
+  /** ... whose terms give one of these countries (ISO 3166, `GB`). */
+  ccs?: string[];
+  /** ... of these betting types (as terms give it; line types LINE, others ODDS when they do not). */
+  bts?: BettingType[];
+  /** ... that turn in play (true) or do not (false), as their terms say. */
+  tip?: boolean;
 }
 
-export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'odds', 'stale'] as const;
+export const INGEST_KINDS = ['sport', 'league', 'event', 'market', 'result', 'terms', 'odds', 'stale', 'suspend'] as const;
 type IngestKind = (typeof INGEST_KINDS)[number];
 
 /**

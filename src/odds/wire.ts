@@ -4,6 +4,8 @@
  */
 import type { odds as pb } from './gen/odds.js';
 import { RUNNER_STATUSES, type Level, type PriceSize, type RunnerDelta, type RunnerOdds, type StaleWhy } from './messages.js';
+import { SETTLED_STATUSES, TERMS_RUNNER_STATUSES } from '../refdata/types.js';
+import { TERMS_KEYS, type WireRunnerSettlement, type WireRunnerTerms, type WireSettlement, type WireTerms } from '../refdata/wire.js';
 
 export type Int64 = number | { toNumber(): number };
 
@@ -44,6 +46,12 @@ function pairs(flat: number[], what: string): PriceSize[] {
   if (flat.length % 2 !== 0) throw new Error(`${what} has an odd number of values`);
   const out = new Array<PriceSize>(flat.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = [flat[2 * i], flat[2 * i + 1]];
+  return out;
+}
+
+/** Copies a suspension's reason where it is present (absent in JSON, null from a decoded proto). */
+export function reasoned<T extends object>(out: T, src: { sr?: string | null }): T {
+  if (src.sr != null) (out as { sr?: string }).sr = src.sr;
   return out;
 }
 
@@ -99,3 +107,62 @@ export const runnerDeltasFromProto = (r: pb.v1.RunnerDelta[]): RunnerDelta[] =>
     if (x.l.length) out.l = levels(x.l, `r[${i}].l`);
     return traded(out, x);
   });
+
+/** A runner's terms, keys in protocol order: `af`, `rd`, `hc` only when given. */
+function runnerTermsJson(r: WireRunnerTerms): WireRunnerTerms {
+  const out: WireRunnerTerms = { rid: r.rid, st: r.st };
+  if (r.af != null) out.af = r.af;
+  if (r.rd != null) out.rd = r.rd;
+  if (r.hc != null) out.hc = r.hc;
+  return out;
+}
+
+/**
+ * Terms with their keys in protocol order whatever order they were built in, each only when
+ * given (a decoded proto's absent optional reads as null, an absent list as empty).
+ */
+export function termsJson(t: WireTerms): WireTerms {
+  const out: Record<string, unknown> = {};
+  for (const [, key] of TERMS_KEYS) {
+    const v = t[key];
+    if (v != null && !(Array.isArray(v) && v.length === 0)) out[key] = v;
+  }
+  if (t.r?.length) out.r = t.r.map(runnerTermsJson);
+  return out as WireTerms;
+}
+
+export function termsToProto(t: WireTerms): pb.v1.MarketTerms.$Properties {
+  const { r, ...rest } = t;
+  return { ...rest, r: r?.map((x) => ({ ...x, st: enumValue(TERMS_RUNNER_STATUSES, x.st, 'terms runner st') })) };
+}
+
+export function termsFromProto(t: pb.v1.MarketTerms): WireTerms {
+  const out = termsJson({ ...(t as unknown as WireTerms), r: undefined });
+  if (t.r.length) {
+    out.r = (t.r as pb.v1.RunnerTerms[]).map((x, i) =>
+      runnerTermsJson({ ...(x as unknown as WireRunnerTerms), rid: int(x.rid, `terms.r[${i}].rid`), st: enumName(TERMS_RUNNER_STATUSES, x.st, `terms.r[${i}].st`) }));
+  }
+  return out;
+}
+
+function runnerSettlementJson(r: WireRunnerSettlement): WireRunnerSettlement {
+  const out: WireRunnerSettlement = { rid: r.rid, st: r.st };
+  if (r.dh != null) out.dh = r.dh;
+  if (r.vf != null) out.vf = r.vf;
+  return out;
+}
+
+/** A result's settlement keys in protocol order (`cert`, `at`, `rs`), added to `out` where given. */
+export function settled<T extends object>(out: T, s: WireSettlement | { cert?: string | null; at?: number | null; rs?: WireRunnerSettlement[] }): T & WireSettlement {
+  const o = out as T & WireSettlement;
+  if (s.cert != null) o.cert = s.cert as WireSettlement['cert'];
+  if (s.at != null) o.at = s.at;
+  if (s.rs?.length) o.rs = s.rs.map(runnerSettlementJson);
+  return o;
+}
+
+export const settlementToProto = (rs: WireRunnerSettlement[] | undefined): pb.v1.RunnerSettlement.$Properties[] | undefined =>
+  rs?.map((x) => ({ ...x, st: enumValue(SETTLED_STATUSES, x.st, 'rs st') }));
+
+export const settlementFromProto = (rs: pb.v1.RunnerSettlement[]): WireRunnerSettlement[] =>
+  rs.map((x, i) => runnerSettlementJson({ ...(x as unknown as WireRunnerSettlement), rid: int(x.rid, `rs[${i}].rid`), st: enumName(SETTLED_STATUSES, x.st, `rs[${i}].st`) }));

@@ -1,16 +1,21 @@
-import type { Event, Market, MarketResult, MarketType, Sport } from './types.js';
-import { eventToWire, marketToWire, resultToWire, sportToWire } from './wire.js';
+import { bettingTypeOf, type Event, type Market, type MarketFacts, type MarketResult, type MarketType, type Sport } from './types.js';
+import { eventToWire, marketToWire, resultToWire, settlementToWire, sportToWire, termsToWire, type WireMarketTerms } from './wire.js';
 
 export interface Entry<T> {
   readonly value: T;
   /** The element in its REST form, translated and serialised once, when it changed, not per request. */
   readonly json: string;
+  /** What it carries beyond its REST keys (a market's terms, a result's settlement), serialised to compare; '' when nothing. */
+  readonly more: string;
 }
 
-const entryOf = <T>(toWire: (value: T) => object) => (value: T): Entry<T> => ({ value, json: JSON.stringify(toWire(value)) });
+const entryOf = <T>(toWire: (value: T) => object, beyond: (value: T) => object | undefined = () => undefined) => (value: T): Entry<T> => {
+  const more = beyond(value);
+  return { value, json: JSON.stringify(toWire(value)), more: more ? JSON.stringify(more) : '' };
+};
 export const eventEntry = entryOf(eventToWire);
-export const marketEntry = entryOf(marketToWire);
-export const resultEntry = entryOf(resultToWire);
+export const marketEntry = entryOf(marketToWire, (m) => m.terms && termsToWire(m.terms));
+export const resultEntry = entryOf(resultToWire, (r) => r.settlement && settlementToWire(r.settlement));
 
 /** Bytes of their own, outside Node's shared 8 KiB pool, of which one long-lived slice would keep all. */
 function bytes(json: string): Buffer {
@@ -88,6 +93,16 @@ export class Collections {
     return this.results.get(mid)?.json;
   }
 
+  /** A known market's terms and settlement (a nested market has no terms of its own); undefined when the market is unknown. */
+  termsOf(mid: string): WireMarketTerms | undefined {
+    const top = this.markets.get(mid)?.value;
+    if (!top && !this.nestedParent.has(mid)) return undefined;
+    const out: WireMarketTerms = { mid, terms: top?.terms ? termsToWire(top.terms) : {} };
+    const settlement = this.results.get(mid)?.value.settlement;
+    if (settlement) out.settlement = settlementToWire(settlement);
+    return out;
+  }
+
   /** Every market of an event, nested player-race markets included. */
   eventMarkets(eid: number): string[] {
     const out: string[] = [];
@@ -109,6 +124,17 @@ export class Collections {
     if (parent === undefined) return this.markets.get(mid)?.value.concluded ?? false;
     const p = this.markets.get(parent)?.value;
     return (p?.concluded ?? false) || (p?.nested?.find((n) => n.id === mid)?.concluded ?? false);
+  }
+
+  /**
+   * What a subscribe's filters look at of a market (a nested market: its player race's), or
+   * undefined when the market is unknown.
+   */
+  factsOf(mid: string): MarketFacts | undefined {
+    const m = this.markets.get(this.nestedParent.get(mid) ?? mid)?.value;
+    if (!m) return undefined;
+    const { country, turnInPlay } = m.terms ?? {};
+    return { type: m.type, bettingType: bettingTypeOf(m), ...(country === undefined ? {} : { country }), ...(turnInPlay === undefined ? {} : { turnInPlay }) };
   }
 
   /** A market's type: null for a market nested in a player-race (it has none of its own), undefined when unknown. */

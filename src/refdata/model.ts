@@ -41,7 +41,7 @@ function diff<T>(kind: ModelChange['kind'], before: Map<string, Entry<T>>, after
   const out: ModelChange[] = [];
   for (const [id, e] of after) {
     const old = before.get(id);
-    if (!old || old.json !== e.json) out.push({ kind, before: old?.value, after: e.value } as ModelChange);
+    if (!old || old.json !== e.json || old.more !== e.more) out.push({ kind, before: old?.value, after: e.value } as ModelChange);
   }
   for (const [id, old] of before) if (!after.has(id)) out.push({ kind, before: old.value } as ModelChange);
   return out;

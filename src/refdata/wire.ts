@@ -1,4 +1,7 @@
-import type { Event, Market, MarketResult, MarketType, NestedMarket, Runner, Sport } from './types.js';
+import type {
+  BettingType, Certainty, Event, Market, MarketResult, MarketTerms, MarketType, NestedMarket, Runner, RunnerSettlement, RunnerTerms, SettledStatus, Settlement, Sport,
+  TermsRunnerStatus,
+} from './types.js';
 
 /**
  * The REST contract's shapes, key for key and in key order (docs/rest.md
@@ -65,6 +68,97 @@ export interface WireResult {
   res: string;
   rt: boolean;
   ia: boolean;
+}
+
+/** A runner's terms on the wire: `st` its status, `af` its adjustment (reduction) factor %, `rd` when it was removed (ms), `hc` its handicap. */
+export interface WireRunnerTerms {
+  rid: number;
+  st: TermsRunnerStatus;
+  af?: number;
+  rd?: number;
+  hc?: number;
+}
+
+/**
+ * A market's terms on the wire, on `market` frames, the terms route and `terms` ingest items,
+ * each key only when its source gave it (docs/protocol.md#market-terms names them all).
+ */
+export interface WireTerms {
+  bd?: number;
+  tip?: boolean;
+  sus?: number;
+  bt?: BettingType;
+  nw?: number;
+  ewd?: number;
+  bsp?: boolean;
+  cc?: string;
+  ven?: string;
+  race?: string;
+  mbr?: number;
+  reg?: string[];
+  lmin?: number;
+  lmax?: number;
+  lint?: number;
+  r?: WireRunnerTerms[];
+}
+
+/** One runner's settlement on the wire: `dh` its dead-heat share, `vf` the share of stakes void. */
+export interface WireRunnerSettlement {
+  rid: number;
+  st: SettledStatus;
+  dh?: number;
+  vf?: number;
+}
+
+/** How a market was settled beyond its result's keys: on `result` frames and the terms route. */
+export interface WireSettlement {
+  cert?: Certainty;
+  at?: number;
+  rs?: WireRunnerSettlement[];
+}
+
+/** A market's terms and settlement: one entry of `GET /api/v1/markets/terms`. */
+export interface WireMarketTerms {
+  mid: string;
+  terms: WireTerms;
+  settlement?: WireSettlement;
+}
+
+/** The domain's names of the terms and their wire keys, in the wire's order. */
+export const TERMS_KEYS = [
+  ['betDelay', 'bd'], ['turnInPlay', 'tip'], ['suspendAt', 'sus'], ['bettingType', 'bt'], ['winners', 'nw'], ['eachWayDivisor', 'ewd'],
+  ['startingPrice', 'bsp'], ['country', 'cc'], ['venue', 'ven'], ['raceType', 'race'], ['commission', 'mbr'], ['regulators', 'reg'],
+  ['lineMin', 'lmin'], ['lineMax', 'lmax'], ['lineInterval', 'lint'],
+] as const satisfies readonly (readonly [keyof MarketTerms, keyof WireTerms])[];
+
+export function runnerTermsToWire(r: RunnerTerms): WireRunnerTerms {
+  const out: WireRunnerTerms = { rid: r.runnerId, st: r.status };
+  if (r.adjustmentFactor !== undefined) out.af = r.adjustmentFactor;
+  if (r.removedAt !== undefined) out.rd = r.removedAt;
+  if (r.handicap !== undefined) out.hc = r.handicap;
+  return out;
+}
+
+export function termsToWire(t: MarketTerms): WireTerms {
+  const out: Record<string, unknown> = {};
+  for (const [name, key] of TERMS_KEYS) if (t[name] !== undefined) out[key] = t[name];
+  if (t.runners?.length) out.r = t.runners.map(runnerTermsToWire);
+  return out as WireTerms;
+}
+
+function runnerSettlementToWire(r: RunnerSettlement): WireRunnerSettlement {
+  const out: WireRunnerSettlement = { rid: r.runnerId, st: r.status };
+  if (r.deadHeat !== undefined) out.dh = r.deadHeat;
+  if (r.voidFactor !== undefined) out.vf = r.voidFactor;
+  return out;
+}
+
+export function settlementToWire(s: Settlement): WireSettlement {
+  const out: WireSettlement = {};
+  if (s.certainty !== undefined) out.cert = s.certainty;
+  if (s.settledAt !== undefined) out.at = s.settledAt;
+  if (s.runners?.length) out.rs = s.runners.map(runnerSettlementToWire);
+  return out;
 }
 
 export const sportToWire = (s: Sport): WireSport => ({ si: s.id, na: s.name, a: s.active });

@@ -4,6 +4,7 @@ import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
 import type { Bus, OddsHandler, Origin } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
+import type { RecordTaps } from '../record/taps.js';
 import type { FeedMonitor } from './feed-monitor.js';
 import type { Freshness } from './freshness.js';
 
@@ -18,6 +19,8 @@ export interface OddsRelayDeps {
   metrics: BusMetrics;
   /** What a publisher's ack waits on while the service cannot keep up: the broadcaster's queue, the event loop's delay. */
   pressure: readonly Pressure[];
+  /** The record, handed each image this pod numbered (none with RECORD=off). */
+  record?: Pick<RecordTaps, 'odds'>;
 }
 
 /**
@@ -91,6 +94,11 @@ export class OddsRelay implements OddsHandler {
     return waits && Promise.all(waits);
   }
 
+  /** The newest image of a market held here, if any: what a bet stop suspends. */
+  image(mid: string): OddsImage | undefined {
+    return this.deps.book.get(mid)?.image;
+  }
+
   /** Every numbered image, from here or another pod. */
   odds(o: Ordered, origin: Origin): void {
     if (origin === 'remote') {
@@ -99,6 +107,8 @@ export class OddsRelay implements OddsHandler {
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }
+    // Recorded once in the cluster: by the pod that numbered it, whether or not its book keeps it.
+    if (origin === 'local') this.deps.record?.odds(o);
     const entry = this.deps.book.put(o);
     if (entry) this.deps.bc.publish(entry);
   }

@@ -1,20 +1,33 @@
 import type { ModelChange } from '../refdata/model.js';
 import type { Market, MarketResult, NestedMarket } from '../refdata/types.js';
+import { settlementToWire, termsToWire } from '../refdata/wire.js';
 import type { MarketStateMessage, ResultMessage } from '../odds/messages.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 
-/** The frames' wire keys are the REST keys of the market and the result (docs/protocol.md). */
-const stateFrame = (mid: string, state: Pick<Market, 'isActive' | 'concluded' | 'recalled'>): MarketStateMessage =>
-  ({ op: 'market', mid, s: state.isActive, go: state.concluded, rt: state.recalled });
+/**
+ * The frames' wire keys are the REST keys of the market and the result (docs/protocol.md), and
+ * beside them what REST does not carry: a market's terms, a result's settlement.
+ */
+function stateFrame(mid: string, state: Pick<Market, 'isActive' | 'concluded' | 'recalled' | 'terms'>): MarketStateMessage {
+  const frame: MarketStateMessage = { op: 'market', mid, s: state.isActive, go: state.concluded, rt: state.recalled };
+  if (state.terms) frame.terms = termsToWire(state.terms);
+  return frame;
+}
 
-const resultFrame = (r: MarketResult): ResultMessage =>
-  ({ op: 'result', mid: r.marketId, mt: r.marketType, res: r.outcome, rt: r.recalled, ia: r.abandoned });
+function resultFrame(r: MarketResult): ResultMessage {
+  const frame: ResultMessage = { op: 'result', mid: r.marketId, mt: r.marketType, res: r.outcome, rt: r.recalled, ia: r.abandoned };
+  return r.settlement ? { ...frame, ...settlementToWire(r.settlement) } : frame;
+}
 
 const stateMoved = (before: Market | NestedMarket | undefined, after: Market | NestedMarket): boolean =>
   !before || before.isActive !== after.isActive || before.concluded !== after.concluded;
 
+/** Terms (or a settlement) compared by their wire form: the form subscribers hold. */
+const same = <T>(a: T | undefined, b: T | undefined, toWire: (x: T) => object): boolean =>
+  (a === undefined) === (b === undefined) && (a === undefined || JSON.stringify(toWire(a)) === JSON.stringify(toWire(b!)));
+
 function marketFrames(bc: Broadcaster, before: Market | undefined, after: Market): void {
-  if (stateMoved(before, after) || before!.recalled !== after.recalled) bc.publishState(stateFrame(after.id, after));
+  if (stateMoved(before, after) || before!.recalled !== after.recalled || !same(before!.terms, after.terms, termsToWire)) bc.publishState(stateFrame(after.id, after));
   for (const n of after.nested ?? []) {
     // A nested market is recalled with its player race.
     if (stateMoved(before?.nested?.find((x) => x.id === n.id), n)) bc.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
@@ -24,7 +37,8 @@ function marketFrames(bc: Broadcaster, before: Market | undefined, after: Market
 const unsettled = (r: MarketResult): boolean => r.outcome === '' && !r.recalled && !r.abandoned;
 
 function resultChanged(before: MarketResult | undefined, after: MarketResult): boolean {
-  return before ? before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned : !unsettled(after);
+  if (!before) return !unsettled(after) || after.settlement !== undefined;
+  return before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned || !same(before.settlement, after.settlement, settlementToWire);
 }
 
 /** Who takes markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
@@ -37,9 +51,9 @@ export interface MarketTakers {
 
 /**
  * Turns committed reference changes into frames for subscribers: `market`
- * when state moves, `result` when a result appears or changes, and, once a
- * market concludes, `unsubscribed` after its final frames; a new market goes
- * to the sockets whose filters cover it. Driven by the read
+ * when state or terms move, `result` when a result appears or changes, and, once a
+ * market concludes, `unsubscribed` after its final frames; a new market (or one
+ * reopened) goes to the sockets whose filters cover it. Driven by the read
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
  * it replaced), so every pod tells its own sockets and nothing is silent.
  */
@@ -59,9 +73,11 @@ export class ReferenceFrames {
       } else if (c.after) {
         const { id, eventId, sportId } = c.after;
         marketFrames(bc, c.before, c.after);
-        // New markets (and new nested ones) reach the sockets whose event or sport filters cover them.
+        // New markets (and new nested ones) reach the sockets whose event or sport filters cover
+        // them, and so does a market reopened after it concluded (a settlement rolled back), or
+        // one whose terms moved (a filter on its country or turning in play may now cover it).
         if (!c.after.concluded) {
-          if (!c.before) takers.appeared(id, eventId, sportId);
+          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) takers.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
             if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) takers.appeared(n.id, eventId, sportId);
           }

@@ -1,5 +1,5 @@
 import type { MarketBook, ReceiptDelay } from '../client/index.js';
-import type { MarketStateMessage, OddsMessage, ResultMessage } from '../odds/messages.js';
+import type { MarketStateMessage, OddsMessage, ResultMessage, WireTerms } from '../odds/messages.js';
 import type { WireMarket as Market, WireResult as MarketResult, WireRunner as Runner } from '../refdata/wire.js';
 import type { MarketFreshness } from '../client/freshness.js';
 import { h } from './dom.js';
@@ -83,7 +83,7 @@ export class Board {
    * from what the client's book holds (prices and freshness), and learns every
    * market's name for results (a market's result may come after it left the screen).
    */
-  sync(markets: Market[], held: Pick<MarketBook, 'get' | 'delay'> | undefined, fresh: (mid: string) => MarketFreshness): void {
+  sync(markets: Market[], held: Pick<MarketBook, 'get' | 'delay'> | undefined, fresh: (mid: string) => MarketFreshness, terms: (mid: string) => WireTerms | undefined = () => undefined): void {
     this.loaded = true;
     const live = new Set<string>();
     for (const m of markets) {
@@ -109,6 +109,7 @@ export class Board {
         const frame = held?.get(b.mid);
         if (frame) book.show(frame, held!.delay(b.mid));
         book.setFreshness(fresh(b.mid));
+        book.setTerms(terms(b.mid));
       }
     }
     // Concluded while the socket was away, or before the subscribe took: a list read later is the truth.
@@ -142,6 +143,11 @@ export class Board {
     else if (card) for (const book of card.books) book.setParentActive(msg.s);
     else if (this.books.has(msg.mid)) this.books.get(msg.mid)!.book.setActive(msg.s);
     else this.early.set(msg.mid, msg.s);
+  }
+
+  /** A market's terms moved (a book not on screen yet takes them from the client when drawn). */
+  terms(mid: string, terms: WireTerms | undefined): void {
+    this.books.get(mid)?.book.setTerms(terms);
   }
 
   /** A market's prices went stale or live again (a book not on screen yet takes its state from the client when drawn). */

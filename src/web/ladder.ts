@@ -1,5 +1,5 @@
 import type { ReceiptDelay } from '../client/index.js';
-import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from '../odds/messages.js';
+import type { MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus, WireRunnerTerms, WireTerms } from '../odds/messages.js';
 import type { WireRunner as Runner } from '../refdata/wire.js';
 import { formatAge, formatVolume } from '../client/format.js';
 import type { FreshnessReason, MarketFreshness } from '../client/freshness.js';
@@ -16,7 +16,27 @@ const BADGES: Record<BookState, string> = { open: '', suspended: 'Suspended', 'b
 const NOT_LIVE: Record<FreshnessReason, string> = {
   bus: 'Not live: service cut off', publisher: 'Not live: no feed', unreliable: 'Not live: unreliable', late: 'Not live: late data', behind: 'Not live: slow connection', disconnected: 'Not live: offline',
 };
-const RUNNER_TAGS: Record<RunnerStatus, string> = { ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed' };
+const RUNNER_TAGS: Record<RunnerStatus | WireRunnerTerms['st'], string> = {
+  ACTIVE: '', SUSPENDED: 'suspended', WINNER: 'winner', LOSER: 'loser', REMOVED: 'removed', PLACED: 'placed', HIDDEN: 'hidden',
+};
+/** A time of day as a race card shows it: 13:55. */
+const hhmm = (ms: number): string => new Date(ms).toTimeString().slice(0, 5);
+
+/**
+ * A runner's standing by its market's terms, shown in its row: a non-runner with its reduction
+ * factor and when it was withdrawn; placed or hidden; otherwise nothing (the book's status shows).
+ */
+function termsTag(t: WireRunnerTerms | undefined): string {
+  if (!t || t.st === 'ACTIVE') return '';
+  if (t.st !== 'REMOVED') return RUNNER_TAGS[t.st];
+  return ['non-runner', t.af === undefined ? '' : `RF ${t.af}%`, t.rd === undefined ? '' : hhmm(t.rd)].filter(Boolean).join(' · ');
+}
+
+/** What a market's terms add to its book's head: the bet delay in play, the places paid, each way, BSP. */
+function termsLine(t: WireTerms | undefined): string {
+  if (!t) return '';
+  return [(t.nw ?? 1) > 1 ? `${t.nw} places` : '', t.ewd ? `EW 1/${t.ewd}` : '', t.bsp ? 'BSP' : ''].filter(Boolean).join(' · ');
+}
 
 const sizes = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 /** As every betting screen shows odds: 2.00, never 2; from 100 the ladder is whole (110), and shown so. A line book's price is a run line: 58. */
@@ -62,6 +82,8 @@ class RunnerRow {
   private readonly traded = document.createTextNode('');
   private st: RunnerStatus | undefined;
   private ltp: number | undefined;
+  /** Its terms' status text (a non-runner, placed), which overrides the book's. */
+  private standing = '';
 
   constructor(name: string, levels: number, text: (price: number) => string) {
     for (let i = 0; i < levels; i++) {
@@ -84,11 +106,25 @@ class RunnerRow {
     }
     const st = r?.st;
     if (st !== this.st) {
-      this.tag.data = st ? RUNNER_TAGS[st] : '';
-      if (st && st !== 'ACTIVE') this.el.dataset.st = st.toLowerCase();
-      else delete this.el.dataset.st;
       this.st = st;
+      this.tagged();
     }
+  }
+
+  /** Its terms: a non-runner says so, with its factor and time, whatever its ladder shows. */
+  setTerms(t: WireRunnerTerms | undefined): void {
+    const standing = termsTag(t);
+    this.el.title = t?.af === undefined ? '' : `Reduction factor ${t.af}%`;
+    if (standing === this.standing) return;
+    this.standing = standing;
+    this.tagged();
+  }
+
+  private tagged(): void {
+    this.tag.data = this.standing || (this.st ? RUNNER_TAGS[this.st] : '');
+    const st = this.standing && this.standing.startsWith('non-runner') ? 'removed' : this.st && this.st !== 'ACTIVE' ? this.st.toLowerCase() : undefined;
+    if (st) this.el.dataset.st = st;
+    else delete this.el.dataset.st;
   }
 }
 
@@ -106,9 +142,13 @@ export class BookView {
   private readonly lateText = document.createTextNode('');
   private readonly late: HTMLElement;
   private readonly fresh = document.createTextNode('');
+  private readonly betDelay = document.createTextNode('');
+  private readonly termsText = document.createTextNode('');
   /** Said until the book's first image: a book of empty cells looks like a market nobody prices. */
   private readonly waiting = document.createTextNode('No prices yet');
   private tv: number | undefined;
+  /** Why it is suspended, as its newest frame says. */
+  private sr: string | undefined;
   private readonly resultLine: HTMLElement;
   private readonly levels: number;
   private readonly text: (price: number) => string;
@@ -133,8 +173,8 @@ export class BookView {
     this.late = h('span', { class: 'delay' }, this.lateText);
     this.el = h('div', { class: 'book', 'data-mid': mid },
       h('div', { class: 'book-head' },
-        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'matched' }, this.matched), this.late,
-        h('span', { class: 'waiting' }, this.waiting), h('span', { class: 'fresh' }, this.fresh), h('span', { class: 'badge' }, this.badge)),
+        h('span', { class: 'sub' }, title ?? ''), h('span', { class: 'terms' }, this.termsText), h('span', { class: 'matched' }, this.matched), this.late,
+        h('span', { class: 'waiting' }, this.waiting), h('span', { class: 'bet-delay' }, this.betDelay), h('span', { class: 'fresh' }, this.fresh), h('span', { class: 'badge' }, this.badge)),
       h('table', { class: 'ladder' },
         h('thead', null, h('tr', null, h('th'), ...pad(this.levels - 1), h('th', { class: 'b d1' }, heads[0]), h('th', { class: 'l d1' }, heads[1]), ...pad(this.levels - 1).reverse())),
         this.body),
@@ -165,7 +205,15 @@ export class BookView {
       this.tv = frame.tv;
     }
     this.st = frame.st;
+    this.sr = frame.sr;
     this.refresh();
+  }
+
+  /** The market's terms: the bet delay when there is one, the places, each way and BSP, each runner's standing. */
+  setTerms(terms: WireTerms | undefined): void {
+    this.betDelay.data = terms?.bd ? `Bet delay ${terms.bd} s` : '';
+    this.termsText.data = termsLine(terms);
+    for (const [rid, row] of this.rows) row.setTerms(terms && (terms.r?.find((r) => r.rid === rid) ?? { rid, st: 'ACTIVE' }));
   }
 
   setActive(active: boolean): void {
@@ -203,9 +251,11 @@ export class BookView {
     const state: BookState = this.st === 'CLOSED' ? 'closed'
       : !this.active || !this.parentActive || this.st === 'SUSPENDED' ? 'suspended'
       : this.st === 'BALL_RUNNING' ? 'ball-running' : 'open';
-    if (state === this.shown) return;
+    // A suspension says why when its source did: "Suspended · goal".
+    const badge = state === 'suspended' && this.sr && this.active && this.parentActive ? `${BADGES[state]} · ${this.sr}` : BADGES[state];
+    if (state === this.shown && badge === this.badge.data) return;
     this.el.dataset.state = state;
-    this.badge.data = BADGES[state];
+    this.badge.data = badge;
     this.shown = state;
   }
 }

@@ -59,6 +59,7 @@ function connect(): void {
   c.on('feed', mine((m) => header.feed(m.status)));
   c.on('odds', mine((frame, previous) => board.odds(frame, previous, c.book.delay(frame.mid))));
   c.on('freshness', mine((f) => board.freshness(f)));
+  c.on('terms', mine((mid, terms) => board.terms(mid, terms)));
   c.on('market', mine((m) => {
     if (armed) board.state(m);
   }));
@@ -92,7 +93,7 @@ async function reload(eid: number, at: number, first = false): Promise<void> {
   try {
     const markets = await api.markets(eid, stale);
     if (stale()) return;
-    board.sync(markets, client?.book, (mid) => client?.freshness(mid) ?? { mid, live: true });
+    board.sync(markets, client?.book, (mid) => client?.freshness(mid) ?? { mid, live: true }, (mid) => client?.terms(mid));
     header.say(undefined);
     if (!first) return;
     const concluded = markets.flatMap((m) => (m.go ? [m.mid] : (m.m ?? []).filter((n) => n.go).map((n) => n.mid)));

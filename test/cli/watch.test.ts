@@ -279,5 +279,12 @@ t.test('freshness lines: live, or STALE with the reason and since when; a server
   t.match(formatFreshness({ mid: MID, live: true }, 0), /^\d\d:\d\d:\d\d\.000 freshness 1\.200001001 live$/);
   t.match(formatFreshness({ mid: MID, live: false, why: 'disconnected', since: 0 }, 0), /^\S+ freshness 1\.200001001 STALE disconnected since \d\d:\d\d:\d\d\.000$/);
   t.match(formatFrame({ op: 'freshness', mid: MID, live: false, why: 'publisher', at: 0 }, false, 0), /^\S+ freshness 1\.200001001 STALE publisher since \S+$/);
+  t.match(formatFrame({ op: 'odds', mid: MID, epoch: 'e', seq: 8, ts: 0, pt: 0, st: 'SUSPENDED', sr: 'goal', ip: true, con: false, cf: false, r: [] }, false, 0), /^\S+ 1\.200001001 seq=8 SUSPENDED \(goal\) ip {2}$/, 'a suspension says why');
+  t.match(formatFrame({ op: 'market', mid: MID, s: true, go: false, rt: false, terms: {
+    bd: 5, tip: true, bt: 'ODDS', nw: 3, ewd: 4, bsp: true, cc: 'GB', ven: 'Ascot', race: 'Flat', mbr: 5, reg: ['GBR'],
+    r: [{ rid: 1, st: 'ACTIVE' }, { rid: 2, st: 'ACTIVE', af: 26.3 }, { rid: 3, st: 'REMOVED', af: 13.6, rd: 0 }],
+  } }, false, 0), /^\S+ market 1\.200001001 s=true go=false rt=false terms bd=5s tip ODDS nw=3 ewd=4 bsp GB Ascot Flat mbr=5% reg=GBR \| 2 af=26\.3% \| 3 REMOVED af=13\.6% at \S+$/, 'the market\'s terms, a non-runner with its factor and time');
+  t.match(formatFrame({ op: 'result', mid: MID, mt: 'winner-market', res: '1,2', rt: false, ia: false, cert: 'confirmed', rs: [{ rid: 1, st: 'WINNER', dh: 0.5 }, { rid: 2, st: 'WINNER', dh: 0.5 }, { rid: 3, st: 'REMOVED' }] }, false, 0),
+    /^\S+ result 1\.200001001 mt=winner-market res=1,2 rt=false ia=false cert=confirmed dh 1:0\.5,2:0\.5 void 3$/, 'a settlement: dead heat and void');
   t.strictSame(JSON.parse(formatFrame({ op: 'freshness', mid: MID, live: true, at: 5 }, true)), { op: 'freshness', mid: MID, live: true, at: 5 }, '--raw: the frame as it came');
 });

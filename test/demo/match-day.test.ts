@@ -38,8 +38,11 @@ function reflected(batch: Obj[]): boolean {
   return batch.every((item) => {
     const { kind, ...keys } = item;
     const event = kind === 'event' ? svc.model.event(item.eid as number) : undefined;
-    const held = kind === 'event' ? (event && (eventToWire(event) as unknown as Obj)) : kind === 'market' ? markets.get(item.mid as string) : result(item.mid as string);
-    return held !== undefined && Object.entries(keys).every(([k, v]) => ['r', 'if'].includes(k) || (k === 'st' ? Date.parse(held[k] as string) === Date.parse(v as string) : held[k] === v));
+    const held = kind === 'event' ? (event && (eventToWire(event) as unknown as Obj))
+      : kind === 'market' ? markets.get(item.mid as string)
+      : kind === 'terms' ? (svc.model.termsOf(item.mid as string)?.terms as Obj | undefined) : result(item.mid as string);
+    // A terms item names its market by `mid`, which the terms themselves do not carry.
+    return held !== undefined && Object.entries(keys).every(([k, v]) => ['r', 'if'].includes(k) || (kind === 'terms' && k === 'mid') || (k === 'st' ? Date.parse(held[k] as string) === Date.parse(v as string) : JSON.stringify(held[k]) === JSON.stringify(v)));
   });
 }
 
@@ -65,7 +68,11 @@ t.test('a simulated day: every sport always has an in-play event with open marke
     for (const mid of LIVE_MARKETS) if (market(mid)?.concluded !== false) problems.push(`${at}: market ${mid} concluded`);
     const results = new Map(batch.filter((i) => i.kind === 'result').map((i) => [i.mid as string, i]));
     for (const e of batch.filter((i) => i.kind === 'event')) {
-      if (e.ip === true) seen.kickOffs++;
+      if (e.ip === true) {
+        seen.kickOffs++;
+        const delays = batch.filter((i) => i.kind === 'terms' && before.get(i.mid as string)?.eventId === e.eid).map((i) => i.bd);
+        if (!delays.length || delays.some((bd) => !((bd as number) > 0))) problems.push(`${at}: event ${e.eid} in play without a bet delay on its markets: ${JSON.stringify(delays)}`);
+      }
       if (e.go === true) {
         seen.conclusions++;
         const markets = [...before.values()].filter((m) => m.eventId === e.eid && !m.concluded);

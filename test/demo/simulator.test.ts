@@ -135,17 +135,29 @@ t.test('runner markets trade at a best price with volumes that only grow; line m
   }
 });
 
-t.test('in-play session markets go BALL_RUNNING with ladders, then reopen on a moved line', async (t) => {
-  const imgs = run([mk('sess', 'session'), mk('ball', 'ball-by-ball')], 400);
+t.test('in-play, a cricket fixture\'s ball markets go BALL_RUNNING together, saying so, with ladders, then reopen on a moved line', async (t) => {
+  const markets = [mk('sess', 'session', { sportId: 4, eventId: 500 }), mk('ball', 'ball-by-ball', { sportId: 4, eventId: 500 })];
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(1), clock: new FakeClock(42) });
+  const imgs = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
+  const at = new Map<string, number[]>(markets.map((m) => [m.mid, []]));
+  for (let tick = 0; tick < 400; tick++) {
+    for (const img of sim.tick()) {
+      imgs.get(img.mid)!.push(img);
+      if (img.st === 'BALL_RUNNING') at.get(img.mid)!.push(tick);
+    }
+  }
+  const ticks = (mid: string) => at.get(mid)!;
   for (const [mid, list] of imgs) {
     const running = list.flatMap((img, i) => (img.st === 'BALL_RUNNING' ? [i] : []));
     t.ok(running.length >= 15 && running.length <= 80, `${mid}: ${running.length} balls in 400 ticks`);
+    t.ok(running.every((i) => list[i].sr === 'ball running'), 'each says why');
     for (const i of running.filter((i) => i + 1 < list.length)) {
       t.equal(list[i].r[0].l.length, 1, 'ladder kept while the ball runs');
       t.equal(list[i + 1].st, 'OPEN');
       t.not(list[i + 1].r[0].l[0][0], list[i].r[0].l[0][0], 'line moved after the ball');
     }
   }
+  t.same(ticks('sess'), ticks('ball'), 'one ball, both markets at once');
 });
 
 t.test('pre-match markets never ball-run nor pause', async (t) => {
@@ -156,14 +168,17 @@ t.test('pre-match markets never ball-run nor pause', async (t) => {
   t.ok(sts.every((st) => st === 'OPEN'));
 });
 
-t.test('in-play markets are occasionally suspended for a few ticks, ladders kept', async (t) => {
-  const list = run([mk('mo', 'match-odd', { rids: [1, 2] })], 1000).get('mo')!;
-  const suspended = list.flatMap((img, i) => (img.st === 'SUSPENDED' ? [i] : []));
-  t.ok(suspended.length >= 8 && suspended.length <= 40, `${suspended.length} suspensions in 1000 ticks`);
-  for (const i of suspended.filter((i) => i + 1 < list.length)) {
-    t.equal(list[i].r[0].b.length, 3);
-    t.equal(list[i + 1].st, 'OPEN', 'reopens');
-  }
+t.test('in play, a soccer match\'s markets are suspended together for each goal (and its VAR check), saying why, ladders kept; never without an event', async (t) => {
+  const markets = [mk('mo', 'match-odd', { rids: [1, 2, 9000], sportId: 1, eventId: 600 }), mk('ou', 'goals', { name: 'Over/Under 2.5 Goals', rids: [9011, 9012], sportId: 1, eventId: 600 })];
+  const byMid = run(markets, 6000);
+  const stops = (mid: string) => byMid.get(mid)!.filter((img) => img.st === 'SUSPENDED');
+  const mo = stops('mo');
+  t.ok(mo.length >= 3 && mo.length <= 30, `${mo.length} suspensions in 6000 ticks`);
+  t.ok(mo.every((img) => img.sr === 'goal' || img.sr === 'VAR'), 'each for a goal or its VAR check');
+  t.same(mo.map((img) => img.sr), stops('ou').map((img) => img.sr), 'both markets, each time');
+  t.ok(mo.every((img) => img.r[0].b.length === 3), 'ladders kept');
+  const plain = run([mk('tennis', 'match-odd', { rids: [1, 2], sportId: 2 })], 2000).get('tennis')!;
+  t.notOk(plain.some((img) => img.st !== 'OPEN'), 'a match without events never suspends');
 });
 
 t.test('in-play markets change on most ticks, pre-match ones on about one in five', async (t) => {

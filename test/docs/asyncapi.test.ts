@@ -82,6 +82,9 @@ for (const format of ['json', 'proto'] as const) {
       { op: 'subscribe', mids: ['1.200001001'], since: { epoch: 'x', seqs: { '1.200001001': 1 } } },
       { op: 'unsubscribe', eids: [30000001] },
       { op: 'subscribe', mids: ['1.200001001', '1.200001002'] },
+      { op: 'subscribe', eids: [30000001], tys: ['match-odd', 'session'], bts: ['ODDS', 'LINE'] },
+      { op: 'unsubscribe', eids: [30000001] },
+      { op: 'subscribe', mids: ['1.200001001', '1.200001002'] },
       { op: 'subscribe', mids: ['1.200001001'], delta: true },
       { op: 'ping' },
     ];
@@ -95,7 +98,13 @@ for (const format of ['json', 'proto'] as const) {
     // The second image moves one level: a delta.
     const moved = withTraded(image('1.200001001'));
     (moved.r as { b: number[][] }[])[0].b[0][1] = 99;
-    await ingest(withTraded(image('1.200001001')), moved, { kind: 'market', mid: '1.200001001', s: false }, { kind: 'result', mid: '1.200001001', res: '1' });
+    const terms = { kind: 'terms', mid: '1.200001001', bd: 5, tip: true, bt: 'ODDS', nw: 1, cc: 'IN', mbr: 5, r: [{ rid: 101, st: 'ACTIVE', af: 40.5 }, { rid: 102, st: 'REMOVED', af: 59.5, rd: 1 }] };
+    const settled = { kind: 'result', mid: '1.200001001', res: '101', cert: 'provisional', at: 2, rs: [{ rid: 101, st: 'WINNER', dh: 0.5 }, { rid: 102, st: 'REMOVED', vf: 1 }] };
+    const stop = { kind: 'suspend', eid: 30000001, sr: 'goal', ts: Date.now() };
+    t.same(errorsOf('IngestBatch', { data: [terms, settled, stop] }), [], 'terms, a settlement and a bet stop as the document describes them');
+    await ingest(withTraded(image('1.200001001')), moved, { kind: 'market', mid: '1.200001001', s: false }, terms, settled);
+    await ingest(stop);
+    await c.next((f) => f.op === 'delta' && f.sr === 'goal');
     await ingest({ kind: 'stale', mid: '1.200001001', why: 'late' });
     await c.next((f) => f.op === 'freshness' && !f.live);
     await ingest(withTraded(image('1.200001001')));

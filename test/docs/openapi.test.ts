@@ -56,7 +56,9 @@ t.test('the document is valid OpenAPI 3.1 and documents every route', async (t) 
   t.equal(checked.openapi, '3.1.0');
   const ops = Object.entries(api.doc.paths).flatMap(([path, item]) => Object.keys(item as object).map((m) => `${m.toUpperCase()} ${path}`));
   t.same(ops.sort(), [
-    'GET /api/v1/events/markets', 'GET /api/v1/markets/result', 'GET /api/v1/sports', 'GET /api/v1/sports/events',
+    'GET /api/v1/events/markets', 'GET /api/v1/markets/result', 'GET /api/v1/markets/terms',
+    'GET /api/v1/record/changes', 'GET /api/v1/record/price', 'GET /api/v1/record/screen', 'GET /api/v1/record/socket', 'GET /api/v1/record/sockets',
+    'GET /api/v1/sports', 'GET /api/v1/sports/events',
     'GET /health', 'GET /ingest', 'GET /metrics', 'GET /openapi.json', 'GET /ready', 'GET /ws',
     'POST /api/v1/ingest', 'POST /api/v1/subscribe', 'POST /api/v1/unsubscribe',
   ]);
@@ -104,6 +106,21 @@ t.test('reference reads: every sport, event, market and result of the demo data 
   }
   t.same([...seen].sort(), ['bl', 'di', 'if', 'm', 'r'], 'the answers exercised every optional key');
   for (const part of chunks([...mids, 'no.such.market'])) api.check(t, 'GET', '/api/v1/markets/result', await get(`/api/v1/markets/result?mid=${part.join(',')}`));
+  for (const part of chunks([...mids, 'no.such.market'])) api.check(t, 'GET', '/api/v1/markets/terms', await get(`/api/v1/markets/terms?mid=${part.join(',')}`));
+});
+
+t.test('the terms route with every term and a settlement, as a publisher gave them', async (t) => {
+  const mid = '1.200001001';
+  const terms = {
+    kind: 'terms', mid, bd: 5, tip: true, sus: 1795313378336, bt: 'ODDS', nw: 1, ewd: 4, bsp: false, cc: 'IN', ven: 'Wankhede', race: 'T20', mbr: 5,
+    reg: ['MGA'], lmin: 0, lmax: 300, lint: 1, r: [{ rid: 101, st: 'ACTIVE', af: 40.1, hc: 0 }, { rid: 102, st: 'REMOVED', af: 59.9, rd: 1795313000000 }],
+  };
+  const result = { kind: 'result', mid, res: '101', rt: false, ia: false, cert: 'provisional', at: 1795313378336, rs: [{ rid: 101, st: 'WINNER', dh: 1 }, { rid: 102, st: 'REMOVED', vf: 1 }] };
+  t.same(api.errorsOf('IngestBatch', { data: [terms, result] }), [], 'the items sent are ones the document describes');
+  t.equal((await postJson(svc.url, '/api/v1/ingest', { data: [terms, result] })).status, 200);
+  const r = await get(`/api/v1/markets/terms?mid=${mid}`);
+  t.same((r.body as { terms: object }[])[0].terms && Object.keys((r.body as { terms: object }[])[0].terms).length, 16, 'every term');
+  api.check(t, 'GET', '/api/v1/markets/terms', r);
 });
 
 t.test('subscribe, unsubscribe and ingest in both body formats', async (t) => {

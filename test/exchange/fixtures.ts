@@ -168,21 +168,25 @@ export class MarketSim {
     return { id: this.mid, img: true, rc, ...(withDefinition ? { marketDefinition: this.def } : {}), ...(this.volumes.market && this.marketTv ? { tv: this.marketTv } : {}) };
   }
 
-  /** A new definition (the stream always sends it whole), version bumped. */
-  define(changes: Obj, runnerStatus?: (r: RunnerSim) => string): Obj {
-    const runners = (this.def.runners as Obj[]).map((rd, i) => ({ ...rd, status: runnerStatus ? runnerStatus(this.runners[i]) : rd.status }));
+  /**
+   * A new definition (the stream always sends it whole), version bumped; `runner` changes each
+   * runner's definition beyond its status (an adjustment factor, a removal date).
+   */
+  define(changes: Obj, runnerStatus?: (r: RunnerSim) => string, runner?: (rd: Obj, i: number) => Obj): Obj {
+    const runners = (this.def.runners as Obj[]).map((rd, i) => ({ ...(runner ? runner(rd, i) : rd), status: runnerStatus ? runnerStatus(this.runners[i]) : rd.status }));
     this.def = { ...this.def, ...changes, runners, version: (this.def.version as number) + 1 };
     return { id: this.mid, marketDefinition: this.def };
   }
 
   /**
    * Takes a runner out: REMOVED in the definition, its offers withdrawn, and the others' prices
-   * shortened by its share (as the exchange's reduction factor does), so the book stays whole.
+   * shortened by its share (as the exchange's reduction factor does), so the book stays whole;
+   * with `removalDate`, the definition says when.
    */
-  remove(index: number): Obj {
+  remove(index: number, removalDate?: string): Obj {
     const r = this.runners[index];
     r.removed = true;
-    const mc = this.define({}, (x) => (x.removed ? 'REMOVED' : 'ACTIVE'));
+    const mc = this.define({}, (x) => (x.removed ? 'REMOVED' : 'ACTIVE'), (rd, i) => (i === index && removalDate ? { ...rd, removalDate } : rd));
     const factor = this.book() / this.winners;
     const others = this.runners.filter((x) => !x.removed).map((x) => {
       x.at = MarketSim.tickAtOrAbove(TICKS[x.at] * factor);
@@ -198,7 +202,7 @@ export class MarketSim {
   }
 }
 
-const definition = (eventTypeId: string, eventId: string, marketType: string, name: string, eventName: string, winners = 1): Obj => ({
+export const definition = (eventTypeId: string, eventId: string, marketType: string, name: string, eventName: string, winners = 1): Obj => ({
   bspMarket: false, turnInPlayEnabled: true, persistenceEnabled: true, marketBaseRate: 5, eventId, eventTypeId, numberOfWinners: winners,
   bettingType: 'ODDS', marketType, marketTime: '2026-05-01T14:00:00.000Z', suspendTime: '2026-05-01T14:00:00.000Z', bspReconciled: false,
   complete: true, inPlay: false, crossMatching: true, runnersVoidable: false, numberOfActiveRunners: 0, betDelay: 0, status: 'OPEN',
@@ -207,7 +211,7 @@ const definition = (eventTypeId: string, eventId: string, marketType: string, na
 });
 
 /** Messages with `pt` rising from a start, one to three seconds apart (never equal). */
-class Clock {
+export class Clock {
   private pt = Date.UTC(2026, 4, 1, 12, 0, 0);
   constructor(private readonly rand: () => number) {}
   message(mc: Obj[]): Obj {

@@ -26,6 +26,7 @@ t.test('a new definition: sport, league, event and market, then the image', asyn
     { kind: 'league', li: 1_000_000_001, si: 1, na: 'Soccer (Betfair)' },
     { kind: 'event', eid: 34000001, na: 'Harbour Town v Mill Rovers', le: 'Soccer (Betfair)', st: '2026-05-01T14:00:00.000Z', go: false, ip: false, si: 1, li: 1_000_000_001, tv: null },
     { kind: 'market', mid: '1.5', eid: 34000001, na: 'Match Odds', si: 1, ty: 'match-odd', s: true, rt: false, r: [{ rid: 11, na: 'Harbour Town' }, { rid: 12, na: 'Mill Rovers' }], go: false },
+    { kind: 'terms', mid: '1.5', bd: 0, bt: 'ODDS', nw: 1, r: [{ rid: 11, st: 'ACTIVE' }, { rid: 12, st: 'ACTIVE' }] },
     { kind: 'odds', mid: '1.5', ts: 5, st: 'OPEN', ip: false, r: [{ rid: 11, st: 'ACTIVE', b: [], l: [] }, { rid: 12, st: 'ACTIVE', b: [], l: [] }] },
   ]);
 });
@@ -79,12 +80,13 @@ t.test('market status and in play: the market row, the event and the frame', asy
   const tr = new Translator();
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
   let out = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5 }) }]), 'f:2').items;
-  t.same(out.slice(0, 2), [{ kind: 'event', eid: 34000001, ip: true }, { kind: 'market', mid: '1.5', s: true }], 'INACTIVE read as suspended; now open and in play');
-  t.match(out[2], { kind: 'odds', st: 'OPEN', ip: true });
-  out = tr.translate(mcm(3, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:3').items;
+  t.same(out.slice(0, 3), [{ kind: 'event', eid: 34000001, ip: true }, { kind: 'market', mid: '1.5', s: true }, { kind: 'terms', mid: '1.5', bd: 5 }],
+    'INACTIVE read as suspended; now open and in play, its bet delay raised');
+  t.match(out[3], { kind: 'odds', st: 'OPEN', ip: true });
+  out = tr.translate(mcm(3, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5, status: 'SUSPENDED' }) }]), 'f:3').items;
   t.same(out[0], { kind: 'market', mid: '1.5', s: false });
   t.match(out[1], { kind: 'odds', st: 'SUSPENDED', ip: true });
-  out = tr.translate(mcm(4, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'SUSPENDED' }) }]), 'f:4').items;
+  out = tr.translate(mcm(4, [{ id: '1.5', marketDefinition: def({ inPlay: true, betDelay: 5, status: 'SUSPENDED' }) }]), 'f:4').items;
   t.same(kinds(out), ['odds'], 'the same definition again: no rows');
 });
 
@@ -101,13 +103,17 @@ t.test('settlement: the last image, then go and the result; the event ends with 
   const two = def({ marketType: 'PLACE', inPlay: true, numberOfWinners: 2, runners: [1, 2, 3].map((id) => ({ id, status: 'ACTIVE' as const, sortPriority: id })) });
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ inPlay: true }) }, { id: '1.6', marketDefinition: two }]), 'f:1');
   const one = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def({ inPlay: true, status: 'CLOSED', runners: [{ ...DEF.runners[0], status: 'LOSER' }, { ...DEF.runners[1], status: 'WINNER' }] }) }]), 'f:2').items;
-  t.same(kinds(one), ['market', 'odds', 'market go', 'result']);
-  t.same(one.slice(2), [{ kind: 'market', mid: '1.5', go: true }, { kind: 'result', mid: '1.5', res: '11', rt: false, ia: false }]);
+  t.same(kinds(one), ['market', 'terms', 'odds', 'market go', 'result']);
+  t.same(one.slice(3), [
+    { kind: 'market', mid: '1.5', go: true },
+    { kind: 'result', mid: '1.5', res: '11', rt: false, ia: false, cert: 'confirmed', rs: [{ rid: 11, st: 'WINNER' }, { rid: 12, st: 'LOSER' }] },
+  ], 'each runner settled, in display order; confirmed: the exchange settled it');
   const closed = { ...two, status: 'CLOSED' as const, runners: [{ id: 1, status: 'PLACED' as const, sortPriority: 1 }, { id: 2, status: 'LOSER' as const, sortPriority: 2 }, { id: 3, status: 'WINNER' as const, sortPriority: 3 }] };
   const last = tr.translate(mcm(3, [{ id: '1.6', marketDefinition: closed }]), 'f:3').items;
-  t.same(kinds(last), ['market', 'odds', 'event', 'market go', 'result']);
-  t.same(last[2], { kind: 'event', eid: 34000001, go: true, ip: false }, 'no open market left: the event is over, no longer in play');
-  t.same(last[4], { kind: 'result', mid: '1.6', res: '1,3', rt: false, ia: false }, 'several winners, comma-joined');
+  t.same(kinds(last), ['market', 'terms', 'odds', 'event', 'market go', 'result']);
+  t.same(last[3], { kind: 'event', eid: 34000001, go: true, ip: false }, 'no open market left: the event is over, no longer in play');
+  t.same(last[5], { kind: 'result', mid: '1.6', res: '1,3', rt: false, ia: false, cert: 'confirmed', rs: [{ rid: 1, st: 'PLACED' }, { rid: 2, st: 'LOSER' }, { rid: 3, st: 'WINNER' }] },
+    'several winners, comma-joined; no dead heat in a market of two places');
 });
 
 t.test('bad input: a problem naming where and why; a bad market change costs only its market', async (t) => {

@@ -47,9 +47,9 @@ async function commitChanges(c: pg.Client, toggle: string, settle: string, res: 
 /** The frames a subscriber must get for commitChanges(A-ish, B-ish, ...), from the cursor on. */
 async function expectFrames(t: Test, from: number, toggle: string, s: boolean, settle: string, mt: string, res: string, conclude: string): Promise<void> {
   const after = (match: (f: ServerMessage) => boolean) => sub.next(match, 10000, from);
-  t.same(await after((f) => f.op === 'market' && f.mid === toggle), { op: 'market', mid: toggle, s, go: false, rt: false }, `market frame of ${toggle}`);
+  t.match(await after((f) => f.op === 'market' && f.mid === toggle), { op: 'market', mid: toggle, s, go: false, rt: false }, `market frame of ${toggle}`);
   t.same(await after((f) => f.op === 'result' && f.mid === settle), { op: 'result', mid: settle, mt, res, rt: false, ia: false }, `result frame of ${settle}`);
-  t.same(await after((f) => f.op === 'market' && f.mid === conclude), { op: 'market', mid: conclude, s: false, go: true, rt: false }, `market frame of ${conclude}`);
+  t.match(await after((f) => f.op === 'market' && f.mid === conclude), { op: 'market', mid: conclude, s: false, go: true, rt: false }, `market frame of ${conclude}`);
   t.same(await after((f) => f.op === 'unsubscribed'), { op: 'unsubscribed', mids: [conclude] }, `${conclude} concluded: unsubscribed`);
 }
 
@@ -105,7 +105,7 @@ t.test('the listener\'s backend frozen (half-open connection): the ping finds it
 t.test('once back, a change reaches the subscriber through NOTIFY as before', async (t) => {
   const from = sub.frames.length;
   await db.query('UPDATE markets SET s = false WHERE mid = $1', [E]);
-  t.same(await sub.next((f) => f.op === 'market' && f.mid === E, 5000, from), { op: 'market', mid: E, s: false, go: false, rt: false });
+  t.match(await sub.next((f) => f.op === 'market' && f.mid === E, 5000, from), { op: 'market', mid: E, s: false, go: false, rt: false });
 });
 
 t.test('nothing was logged as an error', async (t) => {

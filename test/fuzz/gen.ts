@@ -664,9 +664,14 @@ export function ingestTemplate(g: Gen, known: Known): Obj {
     [1, () => ({ kind: 'market', mid, s: g.chance(0.5) })],
     [1, () => ({ kind: 'event', eid, ip: true, tv: '<iframe src="x"></iframe>' })],
     [2, () => ({ kind: 'result', mid, res: '1', rt: false, ia: false })],
+    [1, () => ({ kind: 'result', mid, res: '1,2', cert: g.pick(['provisional', 'confirmed']), at: 1795313378336,
+      rs: [{ rid: 1, st: 'WINNER', dh: 0.5 }, { rid: 2, st: 'WINNER', dh: 0.5 }, { rid: 3, st: 'REMOVED', vf: 1 }] })],
+    [1, () => ({ kind: 'terms', mid, bd: g.int(0, 10), tip: true, sus: 1795313378336, bt: 'ODDS', nw: g.int(1, 3), ewd: 4, bsp: true, cc: 'GB',
+      ven: 'Ascot', race: 'Flat', mbr: 5, reg: ['GBR'], lmin: 0, lmax: 100, lint: 0.5, r: [{ rid: 1, st: 'REMOVED', af: 12.5, rd: 1795313378336, hc: 0 }] })],
     [3, () => ({ kind: 'odds', mid, ts: 1795313378336, st: g.pick(['OPEN', 'SUSPENDED', 'BALL_RUNNING', 'CLOSED']), ip: true,
       r: Array.from({ length: g.int(1, 3) }, (_, i) => ({ rid: i + 1, st: 'ACTIVE', ...book(g) })) })],
     [1, () => ({ kind: 'stale', mid, why: g.pick(['late', 'unreliable']) })],
+    [1, () => ({ kind: 'suspend', eid, sr: g.pick(['goal', 'wicket', 'VAR', 'ball running']), ts: 1795313378336, tys: ['match-odd'] })],
   ]);
 }
 

@@ -39,7 +39,7 @@ t.test('a paused socket through a suspension, a settlement and a REST unsubscrib
   raw.resume();
 
   const state = (await slow.next((f) => f.op === 'market' && f.mid === SUSPENDED && !f.s, 20000)) as MarketStateMessage;
-  t.same(state, { op: 'market', mid: SUSPENDED, s: false, go: true, rt: false }, 'the current state of the market, suspended and concluded');
+  t.match(state, { op: 'market', mid: SUSPENDED, s: false, go: true, rt: false, terms: { bd: 5 } }, 'the current state of the market, suspended and concluded, with its terms');
   const result = (await slow.next((f) => f.op === 'result' && f.mid === SUSPENDED)) as ResultMessage;
   t.same(result, { op: 'result', mid: SUSPENDED, mt: 'winner-market', res: '101', rt: false, ia: false }, 'its settlement');
   const gone = (await slow.next((f) => f.op === 'unsubscribed')) as UnsubscribedMessage;

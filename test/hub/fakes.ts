@@ -15,6 +15,7 @@ import { TokenBucket } from '../../src/lib/token-bucket.js';
 import { OddsMetrics } from '../../src/metrics/odds.js';
 import type { ReadModel } from '../../src/refdata/model.js';
 import { createLogger } from '../../src/log.js';
+import { UNRECORDED, type SocketLedger } from '../../src/record/ledger.js';
 
 export { FakeClock };
 
@@ -95,8 +96,11 @@ let nextId = 0;
 /** The limits of the rig's subscribers: small enough for a test to pass them with a few frames. */
 export const LIMITS: AgeLimits = { maxAgeMs: 2000, slowBytes: 1000, maxBytes: 1_000_000, slowCloseMs: 60_000 };
 
-/** The hub, broadcaster, sweep and subscribers wired as the service wires them, over fakes and a clock the test moves; torn down with the test. */
-export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eventMarkets' | 'sportMarkets'> = { eventMarkets: () => [], sportMarkets: () => [] }) {
+/**
+ * The hub, broadcaster, sweep and subscribers wired as the service wires them, over fakes and a
+ * clock the test moves, telling `ledger` what the record would be told; torn down with the test.
+ */
+export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eventMarkets' | 'sportMarkets'> = { eventMarkets: () => [], sportMarkets: () => [] }, ledger: SocketLedger = UNRECORDED) {
   const topics = new FakeTopics();
   const clock = new FakeClock();
   const index = new MarketIndex<Subscriber>();
@@ -105,10 +109,10 @@ export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eve
   const states = new MarketStates();
   const metrics = new OddsMetrics(new Registry());
   const log = createLogger('error', false, () => undefined);
-  const bc = new Broadcaster({ topics, index, book, states, metrics, log, clock });
+  const bc = new Broadcaster({ topics, index, book, states, metrics, log, clock, ledger });
   const sweep = new Sweep(index, clock);
   bc.watch(sweep);
-  const deps: SubscriberDeps = { index, publishing: bc, book, states, looks: sweep, limits: { ...LIMITS, ...limits }, metrics, log, clock, compress: false };
+  const deps: SubscriberDeps = { index, publishing: bc, book, states, looks: sweep, limits: { ...LIMITS, ...limits }, metrics, log, clock, compress: false, ledger };
   const subs = new SocketSubscriptions({ hub, index, book, model: model as ReadModel });
   /** A socket the hub opened; uWS's close callback is `hub.close(s)`. */
   const open = <C extends FakeConn = FakeConn>(format: 'json' | 'proto' = 'json', hbMs = 5000, conn: C = new FakeConn(topics) as C) => {
@@ -117,7 +121,7 @@ export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eve
     sweep.add(s);
     conn.end = (code?: number) => {
       conn.closedWith = code;
-      hub.close(s);
+      hub.close(s, code ?? 1005);
     };
     return { s, conn };
   };

@@ -55,7 +55,7 @@ t.test('a handshake is refused past the key\'s limit, then past the pod\'s, each
   hub.open(session('k3').s);
   t.match(hub.refuse('k4'), { code: 'SERVER_FULL', message: /limit of 4 sockets/ }, 'the pod is full');
   t.same(refused, ['per_key', 'total']);
-  hub.close(a.s);
+  hub.close(a.s, 1000);
   t.equal(hub.refuse('k1'), undefined, 'a closed socket frees its room on the key and the pod');
   t.equal(hub.sockets, 3);
 });
@@ -103,7 +103,7 @@ t.test('the market index counts each variant\'s takers; taking again another way
   t.equal(hub.subscriptions(), 4, 'still one subscription');
   t.same([hub.count('json'), hub.count('proto'), hub.size], [2, 1, 3]);
   t.same([...hub.clientSubscribers('alice')].map((s) => s.id), [a.s.id, b.s.id]);
-  hub.close(c.s);
+  hub.close(c.s, 1000);
   t.equal(index.market('1.2'), undefined, 'a market nobody takes leaves the index');
   t.same(takers(), ['j2.0x1', 'p0.0x1']);
   t.equal(hub.subscriptions(), 2);
@@ -122,13 +122,29 @@ t.test('filters: the subscribers an event or sport covers, with the variant each
   const deep = variant('json', 3);
   a.s.setFilter('events', 30, variant('json'));
   b.s.setFilter('sports', 4, deep);
-  const covered = (eid: number, si: number) => [...index.filtered(eid, si)].map(([s, v]) => `${s.id}:${v.key}`).sort();
+  const covered = (eid: number, si: number) => [...index.filtered(eid, si, { type: 'match-odd', bettingType: 'ODDS' })].map(([s, v]) => `${s.id}:${v.key}`).sort();
   t.same(covered(30, 4), [`${a.s.id}:j0.0`, `${b.s.id}:j3.0`]);
   t.same(covered(31, 4), [`${b.s.id}:j3.0`], 'another event of the sport');
   b.s.setFilter('sports', 4, undefined);
   t.same(covered(31, 4), [], 'a removed filter covers nothing');
-  hub.close(a.s);
+  hub.close(a.s, 1000);
   t.same(covered(30, 4), [], 'nor does a closed socket\'s');
+});
+
+t.test('narrowed filters: a market created later goes to the subscribers whose narrowing it passes; set again, a filter replaces its narrowing', async (t) => {
+  const { hub, index, session } = setup({ countPerKey: false, total: 10 });
+  const [a, b, c] = [session(), session(), session()];
+  for (const x of [a, b, c]) hub.open(x.s);
+  a.s.setFilter('sports', 7, variant('json'), { types: new Set(['winner-market']), countries: new Set(['GB', 'IE']) });
+  b.s.setFilter('sports', 7, variant('json'), { bettingTypes: new Set(['LINE']) });
+  c.s.setFilter('events', 70, variant('json'), { turnInPlay: true });
+  const covered = (facts: Parameters<typeof index.filtered>[2]) => [...index.filtered(70, 7, facts)].map(([s]) => s.id).sort();
+  t.same(covered({ type: 'winner-market', bettingType: 'ODDS', country: 'IE', turnInPlay: true }), [a.s.id, c.s.id].sort());
+  t.same(covered({ type: 'winner-market', bettingType: 'ODDS', country: 'FR' }), [], 'another country; and turning in play unknown matches no tip filter');
+  t.same(covered({ type: 'winner-market', bettingType: 'ODDS' }), [], 'no country in its terms matches no country filter');
+  t.same(covered({ type: 'line-market', bettingType: 'LINE', turnInPlay: false }), [b.s.id]);
+  a.s.setFilter('sports', 7, variant('json'));
+  t.same(covered({ type: 'line-market', bettingType: 'LINE' }), [a.s.id, b.s.id].sort(), 'set again without narrowing: every market of the sport');
 });
 
 t.test('a revoked key: its subscribers close with 4003 at once, its publishers refuse what they have not started and then close; other keys are untouched', async (t) => {

@@ -68,7 +68,7 @@ t.test('closed, it sends nothing and changes no topic (uWS throws on a closed so
   const { topics, open, hub } = rig();
   const { s, conn } = open();
   s.subscribe(['a'], live);
-  hub.close(s);
+  hub.close(s, 1000);
   t.equal(s.closed, true);
   const before = conn.frames.length;
   s.send({ op: 'hb', ts: 1 });

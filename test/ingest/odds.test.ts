@@ -304,8 +304,9 @@ t.test('one bad image is refused alone: the batch\'s other images are published,
   t.teardown(() => late.close());
   await late.request({ op: 'subscribe', mids: [MATCH_ODDS, SESSION] });
   await late.settled();
-  t.same(late.frames.filter((f) => f.op !== 'ack').map((f) => [f.op, (f as { mid: string }).mid]), [['freshness', MATCH_ODDS], ['odds', MATCH_ODDS], ['odds', SESSION]],
-    'freshness, then the image, for the stale market only');
+  t.same(late.frames.filter((f) => f.op !== 'ack').map((f) => [f.op, (f as { mid: string }).mid]),
+    [['freshness', MATCH_ODDS], ['odds', MATCH_ODDS], ['market', MATCH_ODDS], ['odds', SESSION], ['market', SESSION]],
+    'freshness, then the image, for the stale market only; each market\'s terms after its image');
 
   t.equal((await ingest(odds(MATCH_ODDS, [[1.6, 10]], [[1.65, 10]]))).status, 200);
   const after = (await sub.next((f) => f.op === 'odds' && f.mid === MATCH_ODDS && f.r[0].b[0]?.[0] === 1.6, 5000, from)) as OddsMessage;

@@ -608,7 +608,7 @@ function natsConfigProblems(m: Manifests, conf: string, permissions: string): st
   if (!/^authorization\s*\{/m.test(conf)) p.push('nats-server.conf has no authorization block');
   const allowed = [...permissions.replace(/#.*$/gm, '').matchAll(/"([^"]+)"/g)].map((x) => x[1]!);
   for (const subject of allowed) {
-    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_ODDS(\.>)?)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
+    if (!/^(odds\.>|_INBOX\.>|\$JS\.API\.INFO|\$JS\.API\.[A-Z]+\.[A-Z.]+\.ODDS_(ODDS|RECORD)(\.>)?|\$JS\.ACK\.ODDS_RECORD\.>)$/.test(subject)) p.push(`permission ${subject} reaches beyond the odds prefix and its stream`);
   }
   if (!allowed.includes('odds.>')) p.push('the service user needs odds.>');
   return p;
@@ -758,7 +758,7 @@ function referenceProblems(docs: Doc[], runbook: string): string[] {
 }
 
 /** A value of the right form for each Secret a pod reads, so its settings load as they would in the pod. */
-const SECRET_STANDINS: Record<string, string> = { DATABASE_URL: 'postgres://odds@postgresql:5432/odds' };
+const SECRET_STANDINS: Record<string, string> = { DATABASE_URL: 'postgres://odds@postgresql:5432/odds', RECORD_DATABASE_URL: 'postgres://odds@postgresql:5432/odds_record' };
 
 /**
  * The adapter publishes through the Service by name: the service must answer to that Host, by its

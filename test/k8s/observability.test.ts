@@ -468,6 +468,20 @@ const CASES: Record<string, AlertCase> = {
     ],
     quiet: '5m', fires: '15m', labels: { severity: 'warning', namespace: 'odds', deployment: 'odds-service' },
   },
+  OddsRecordBehind: {
+    series: [
+      ['odds_record_lag_seconds{namespace="odds",pod="a"}', '0 0 90x20'],
+      ['odds_record_lag_seconds{namespace="odds",pod="b"}', '0 30x21'],
+    ],
+    quiet: '4m', fires: '9m', labels: { severity: 'warning', namespace: 'odds', pod: 'a' },
+  },
+  OddsRecordLosing: {
+    series: [
+      ['odds_record_lost_total{namespace="odds",pod="a",where="log"}', '0 0 0 0 5+5x20'],
+      ['odds_record_lost_total{namespace="calm",pod="b",where="log"}', '3x24'],
+    ],
+    quiet: '3m', fires: '8m', labels: { severity: 'critical', namespace: 'odds' },
+  },
   OddsNoPodReady: {
     series: [
       ['kube_deployment_status_replicas_available{namespace="odds",deployment="odds-service"}', '3 3 0x10'],

@@ -32,11 +32,22 @@ const serverMessages: ServerMessage[] = [
     { rid: Number.MAX_SAFE_INTEGER, st: 'ACTIVE', l: [[0, 2.5, 4]], tv: 0 },
   ], tv: 1600 },
   { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 2 ** 40, from: 5, ts: 1, pt: 2, st: 'SUSPENDED', ip: false, r: [] },
+  { op: 'delta', mid: '1.234', epoch: 'm1abc', seq: 9, from: 8, ts: 1, pt: 2, st: 'SUSPENDED', sr: 'goal', ip: true, r: [] },
+  { ...odds, st: 'BALL_RUNNING', sr: 'ball running' },
   { op: 'ack', id: 9, status: 1, message: 'Subscribed from market 1.1', current: 1 },
   { op: 'ack', id: 4294967295, status: 1, message: 'Subscribed from market 1.1,1.2' },
   { op: 'ack', id: 0, status: 0, message: 'over 50 IDs' },
   { op: 'market', mid: '1.1', s: true, go: false, rt: true },
   { op: 'result', mid: '1.1', mt: 'match-odd', res: '101', rt: false, ia: true },
+  { op: 'market', mid: '1.1', s: true, go: false, rt: false, terms: {
+    bd: 5, tip: true, sus: 1795313378336, bt: 'ODDS', nw: 3, ewd: 4, bsp: true, cc: 'GB', ven: 'Ascot', race: 'Flat', mbr: 5, reg: ['GBR', 'IRL'],
+    r: [{ rid: 1, st: 'ACTIVE', af: 26.285 }, { rid: 2, st: 'REMOVED', af: 13.613, rd: 1795313000000 }, { rid: 3, st: 'PLACED', hc: -1.5 }, { rid: 4, st: 'HIDDEN' }],
+  } },
+  { op: 'market', mid: '1.2', s: false, go: false, rt: false, terms: { bd: 0, tip: false, bt: 'LINE', lmin: 0, lmax: 300, lint: 0.5 } },
+  { op: 'market', mid: '1.3', s: true, go: false, rt: false, terms: {} },
+  { op: 'result', mid: '1.1', mt: 'winner-market', res: '1,2', rt: true, ia: false, cert: 'confirmed', at: 1795313378336,
+    rs: [{ rid: 1, st: 'WINNER', dh: 0.5 }, { rid: 2, st: 'WINNER', dh: 0.5 }, { rid: 3, st: 'LOSER' }, { rid: 4, st: 'REMOVED', vf: 1 }, { rid: 5, st: 'PLACED' }] },
+  { op: 'result', mid: '1.1', mt: 'match-odd', res: 'Abandoned', rt: false, ia: true, cert: 'provisional' },
   { op: 'unsubscribed', mids: ['1.1', '1.2'] },
   { op: 'hb', ts: 1700000000123 },
   { op: 'feed', status: 'STALE' },
@@ -153,6 +164,14 @@ t.test('client decode accepts', async (t) => {
   t.test('duplicates collapse, conflate 0 means every update', async (t) => {
     t.strictSame(decodeClient(text('{"op":"subscribe","id":1,"mids":["1.1","1.1"],"conflate":0}'), false, 2000), { op: 'subscribe', id: 1, mids: ['1.1'], eids: [], sis: [] });
   });
+  const narrowed: ClientMessage = { op: 'subscribe', id: 3, mids: [], eids: [], sis: [7], tys: ['winner-market', 'other-market'], ccs: ['GB', 'IE'], bts: ['ODDS'], tip: false };
+  t.test('JSON subscribe narrowed by market type, country, betting type and turning in play', async (t) => {
+    t.strictSame(decodeClient(text(JSON.stringify(narrowed)), false, 2000), narrowed);
+  });
+  t.test('protobuf subscribe narrowed by market type, country, betting type and turning in play', async (t) => {
+    t.strictSame(decodeClient(ab(encodeClientProto(narrowed)), true, 2000), narrowed);
+    t.strictSame(decodeClient(ab(encodeClientProto({ op: 'subscribe', id: 4, eids: [5], tip: true })), true, 2000), { op: 'subscribe', id: 4, mids: [], eids: [5], sis: [], tip: true }, 'tip alone');
+  });
   t.test('an event filter alone', async (t) => {
     t.strictSame(decodeClient(text('{"op":"unsubscribe","id":1,"eids":[5]}'), false, 2000), { op: 'unsubscribe', id: 1, mids: [], eids: [5], sis: [] });
   });
@@ -239,11 +258,22 @@ t.test('ingest protobuf round trip keeps', async (t) => {
     }],
     ['a partial market with empty r and no m', { kind: 'market', mid: '1.6', s: true, r: [] }],
     ['a result', { kind: 'result', mid: '1.5', res: '1', rt: false, ia: true, mt: 'session' }],
+    ['a result with its settlement', { kind: 'result', mid: '1.5', res: '1,2', cert: 'provisional', at: 1795313378336,
+      rs: [{ rid: 1, st: 'WINNER', dh: 0.5 }, { rid: 2, st: 'WINNER', dh: 0.5 }, { rid: 3, st: 'REMOVED', vf: 1 }] }],
+    ['a result clearing its settlement', { kind: 'result', mid: '1.5', rt: true, cert: null, at: null, rs: null }],
+    ['a result with an empty rs', { kind: 'result', mid: '1.5', rs: [] }],
+    ['terms', { kind: 'terms', mid: '1.5', bd: 5, tip: true, sus: 1795313378336, bt: 'ODDS', nw: 3, ewd: 4, bsp: true, cc: 'GB', ven: 'Ascot',
+      race: 'Flat', mbr: 5, reg: ['GBR'], lmin: 0, lmax: 10, lint: 0.5, r: [{ rid: 1, st: 'REMOVED', af: 12.5, rd: 1795313000000, hc: 0 }, { rid: 2 }] }],
+    ['terms clearing keys, a runner\'s too', { kind: 'terms', mid: '1.5', bd: 0, sus: null, reg: null, r: [{ rid: 1, af: null, rd: null }] }],
+    ['terms of runners alone, none', { kind: 'terms', mid: '1.5', r: [] }],
     ['odds', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'SUSPENDED', ip: true,
       r: [{ rid: 1, st: 'WINNER', b: [[2, 100]], l: [] }] }],
     ['odds with ltp and tv, a volume of 0 included', { kind: 'odds', mid: '1.5', ts: 1700000000000, st: 'OPEN', ip: false,
       r: [{ rid: 1, st: 'ACTIVE', b: [[2, 100]], l: [[2.02, 5]], ltp: 2.01, tv: 0 }], tv: 12345.5 }],
     ['odds the source says are late', { kind: 'odds', mid: '1.5', ts: 1, st: 'OPEN', ip: false, r: [], late: true }],
+    ['odds suspended with a reason', { kind: 'odds', mid: '1.5', ts: 1, st: 'SUSPENDED', ip: true, r: [], sr: 'VAR' }],
+    ['a bet stop of an event', { kind: 'suspend', eid: 77, sr: 'goal', ts: 1795313378336 }],
+    ['a bet stop of a group of its markets', { kind: 'suspend', eid: 77, sr: 'wicket', ts: 1, tys: ['match-odd', 'session'] }],
     ['a stale item, late', { kind: 'stale', mid: '1.5', why: 'late' }],
     ['a stale item, unreliable', { kind: 'stale', mid: '1.5', why: 'unreliable' }],
   ];

@@ -26,6 +26,16 @@ t.test('a changed level, a vanished best level and a new one each come back exac
   }
 });
 
+t.test('a suspension\'s reason comes whole with each delta: given when the image has one, absent when it has none', async (t) => {
+  const stopped = { ...image, st: 'SUSPENDED' as const, sr: 'goal' };
+  const d = delta(stopped);
+  t.same([d.st, d.sr, d.r], ['SUSPENDED', 'goal', []], 'no runner moved: the state alone');
+  t.equal(applyDelta(held, d)!.sr, 'goal');
+  const reopened = { op: 'delta' as const, mid: '1.1', epoch: 'm1', seq: 6, from: 5, pt: 3, ...diff(stopped, image)! };
+  t.notOk('sr' in reopened, 'open again: no reason');
+  t.equal(applyDelta({ ...held, seq: 5, ...stopped }, reopened)!.sr, undefined, 'and the image it leads to has none');
+});
+
 t.test('a level that vanishes at the bottom is cleared with [i, 0, 0]', async (t) => {
   t.strictSame(delta(r0({ b: [[2, 10], [1.99, 20]] })).r[0].b, [[2, 0, 0]]);
 });

@@ -76,3 +76,40 @@ t.test('a market gone from the model is forgotten, nested ones too', async (t) =
   r.frames([{ kind: 'market', before: race() }]);
   t.same(r.calls, [['forget', '1.2'], ['forget', '1.2.1']]);
 });
+
+t.test('terms: a market frame whenever they change, carrying them; a nested market carries none', async (t) => {
+  const r = recorder();
+  const terms = { betDelay: 0, turnInPlay: true, runners: [{ runnerId: 1, status: 'ACTIVE' as const, adjustmentFactor: 26.3 }] };
+  r.frames([{ kind: 'market', before: market(), after: market({ terms }) }]);
+  r.frames([{ kind: 'market', before: market({ terms }), after: market({ terms: { ...terms } }) }]);
+  const moved = { ...terms, betDelay: 5, runners: [{ runnerId: 1, status: 'REMOVED' as const, adjustmentFactor: 26.3, removedAt: 9 }] };
+  r.frames([{ kind: 'market', before: market({ terms }), after: market({ terms: moved }) }]);
+  r.frames([{ kind: 'market', before: market({ terms: moved }), after: market() }]);
+  t.same(r.calls, [
+    { op: 'market', mid: '1.1', s: true, go: false, rt: false, terms: { bd: 0, tip: true, r: [{ rid: 1, st: 'ACTIVE', af: 26.3 }] } },
+    { op: 'market', mid: '1.1', s: true, go: false, rt: false, terms: { bd: 5, tip: true, r: [{ rid: 1, st: 'REMOVED', af: 26.3, rd: 9 }] } },
+    { op: 'market', mid: '1.1', s: true, go: false, rt: false },
+  ], 'given, unchanged (no frame), moved, gone');
+  r.calls.length = 0;
+  r.frames([{ kind: 'market', before: race(), after: race({ terms }) }]);
+  t.same(r.calls, [{ op: 'market', mid: '1.2', s: true, go: false, rt: false, terms: { bd: 0, tip: true, r: [{ rid: 1, st: 'ACTIVE', af: 26.3 }] } }]);
+});
+
+t.test('a settlement: a result frame when only its certainty or a dead heat moves, and for a new market\'s settled result', async (t) => {
+  const r = recorder();
+  const settlement = { certainty: 'provisional' as const, runners: [{ runnerId: 1, status: 'WINNER' as const, deadHeat: 0.5 }, { runnerId: 2, status: 'WINNER' as const, deadHeat: 0.5 }] };
+  r.frames([{ kind: 'result', after: result({ outcome: '1,2', settlement }) }]);
+  r.frames([{ kind: 'result', before: result({ outcome: '1,2', settlement }), after: result({ outcome: '1,2', settlement: { ...settlement, certainty: 'confirmed' } }) }]);
+  r.frames([{ kind: 'result', before: result({ outcome: '1,2', settlement: { ...settlement, certainty: 'confirmed' } }), after: result({ outcome: '1,2', settlement: { ...settlement, certainty: 'confirmed' } }) }]);
+  const rs = [{ rid: 1, st: 'WINNER', dh: 0.5 }, { rid: 2, st: 'WINNER', dh: 0.5 }];
+  t.same(r.calls, [
+    { op: 'result', mid: '1.1', mt: 'match-odd', res: '1,2', rt: false, ia: false, cert: 'provisional', rs },
+    { op: 'result', mid: '1.1', mt: 'match-odd', res: '1,2', rt: false, ia: false, cert: 'confirmed', rs },
+  ]);
+});
+
+t.test('a market reopened after it concluded (its settlement rolled back) reaches the filters again', async (t) => {
+  const r = recorder();
+  r.frames([{ kind: 'market', before: market({ concluded: true }), after: market() }]);
+  t.same(r.appeared, [['1.1', 7, 4]]);
+});

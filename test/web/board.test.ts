@@ -14,6 +14,7 @@ import { createKey } from '../../src/auth/keys.js';
 import { isLineType } from '../../src/refdata/types.js';
 import type { WireMarket as Market } from '../../src/refdata/wire.js';
 import { ingestOnSocket, lineImage } from '../helpers/ws.js';
+import { reductionFactors } from '../../src/demo/markets.js';
 import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
 
 // Over five minutes on a slow 2-core machine with seven files beside it; the runner's hard stop (10 min) still holds.
@@ -111,6 +112,22 @@ if (!hasChromium()) {
       return now.filter((p, i) => p && was[i] && p !== was[i]).length >= 5;
     }, before, { timeout: 30_000 }).then(() => true, () => false);
     t.ok(moved, 'at least five prices changed');
+  });
+
+  t.test('the demo shows an in-play bet delay, and a race\'s non-runner with its reduction factor and when it was withdrawn', async (t) => {
+    const { page, errors } = await open(t, browser, demo.url + CRICKET);
+    await page.waitForSelector('.book .bet-delay:not(:empty)');
+    t.match(await page.textContent('.book .bet-delay'), 'Bet delay 5 s', 'the in-play cricket match holds bets five seconds');
+    const race = await open(t, browser, `${demo.url}/?si=7&eid=30000031`);
+    const row = await race.page.waitForSelector('tr[data-st=removed]');
+    const text = (await row.textContent()) ?? '';
+    const [factor, at] = [reductionFactors(7)[4], new Date(Date.parse((await http<{ data: Record<string, { st: string }[]> }>(demo.url, '/api/v1/sports/events?si=7')).body.data['7'].find((e) => (e as unknown as { eid: number }).eid === 30000031)!.st) - 40 * 60_000)];
+    t.match(text, `Charyn`, 'the non-runner by name');
+    t.match(text, `non-runner · RF ${factor}%`, 'with its reduction factor');
+    t.ok(text.includes(at.toTimeString().slice(0, 5)) || text.includes(new Date(at.getTime() + 60_000).toTimeString().slice(0, 5)), `and when it was withdrawn: ${text}`);
+    t.match(await race.page.textContent('.book .bet-delay'), 'Bet delay 1 s', 'the race is in play: a one-second delay');
+    t.match(await race.page.textContent('.book .terms'), /BSP/, 'starting prices taken');
+    t.same([...errors, ...race.errors], [], 'no console errors');
   });
 
   t.test('updates change cells in place: no market, row or cell is redrawn while prices move', async (t) => {
@@ -308,6 +325,11 @@ if (!hasChromium()) {
       await bookState(page, named(na), state);
       t.equal(await page.textContent(`.book[data-mid="${named(na)}"] .badge`), badge, na);
     }
+ 
+    // A suspension's reason, when the source gives one, beside it.
+    await ingest(quiet, { ...line(named('15 Over Runs IND'), 41, 'SUSPENDED'), sr: 'wicket' });
+    await page.waitForFunction((mid) => document.querySelector(`.book[data-mid="${mid}"] .badge`)?.textContent === 'Suspended · wicket', named('15 Over Runs IND'), { timeout: 30_000 });
+    t.pass('Suspended · wicket');
   });
 
   t.test('a price that moves is marked by an outline and an arrow, up and down apart, and its cell keeps its colour', async (t) => {

@@ -6,6 +6,8 @@ import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
 import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
+import type { RecordLogCounts } from '../record-log.js';
+import { NatsRecordLog } from './record-log.js';
 import { NatsLink, type LinkListener } from './link.js';
 import { Inbound, MAX_FRESHNESS_STATES } from './inbound.js';
 import { Sequencer } from './sequencer.js';
@@ -27,6 +29,8 @@ export interface NatsBusOptions {
   /** Ingest's check of an odds image, applied to every image read from the bus. */
   check: ImageCheck;
   metrics: BusMetrics;
+  /** The record's log on the bus (none with RECORD=off): its bound in bytes, and what it counts. */
+  record?: { maxBytes: number; batch: number; counts: RecordLogCounts };
 }
 
 /**
@@ -46,6 +50,7 @@ export interface NatsBusOptions {
  */
 export class NatsBus implements Bus, LinkListener {
   readonly kind = 'nats';
+  readonly record: NatsRecordLog | undefined;
   private readonly id = randomUUID();
   private readonly link: NatsLink;
   private readonly serial = new SerialByKey<string>();
@@ -63,6 +68,7 @@ export class NatsBus implements Bus, LinkListener {
   constructor(private readonly opts: NatsBusOptions) {
     this.inbound = new Inbound(opts);
     this.link = new NatsLink({ url: opts.url, name: `odds-service-${this.id}`, auth: opts.auth, tls: opts.tls }, opts.log, this);
+    this.record = opts.record && new NatsRecordLog({ prefix: opts.prefix, ...opts.record, link: this.link, check: opts.check });
   }
 
   async start(odds: OddsHandler, clients: ClientHandler, freshness: FreshnessHandler): Promise<void> {
@@ -143,6 +149,7 @@ export class NatsBus implements Bus, LinkListener {
       });
     }
     void seq.requestSync();
+    this.record?.ensure(nc).catch((err: Error) => this.opts.log.warn('nats: the record\'s stream could not be made; retried at the next read', { err: err.message }));
     // Whatever was shared while the bus was away was lost: every pod hears again what this one's publishers feed.
     this.announce();
     this.shareFreshness(this.freshness?.fedHere() ?? []);

@@ -158,7 +158,7 @@ t.test('a market whose change cannot be applied: stale at once, the subscription
   await a.outbox.flush();
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 1, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad');
   await a.outbox.flush();
-  t.same(svc.received.flatMap((b) => b.data).map((i) => i.kind), ['sport', 'league', 'event', 'market', 'odds', 'stale']);
+  t.same(svc.received.flatMap((b) => b.data).map((i) => i.kind), ['sport', 'league', 'event', 'market', 'terms', 'odds', 'stale']);
   t.same(svc.received.at(-1)!.data.at(-1), { kind: 'stale', mid: MARKET_ID, why: 'unreliable' });
   t.match(a.problems, [/^bad: mc\[0\]\.rc\[0\]\.atb must be an array/]);
   clock.advance(149);

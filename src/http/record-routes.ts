@@ -1,0 +1,100 @@
+import type { HttpRequest } from 'uWebSockets.js';
+import { errors } from '../errors.js';
+import { asDatabaseError } from '../db/pool.js';
+import { isMarketId } from '../refdata/ids.js';
+import type { RecordReader } from '../record/query.js';
+import type { SocketRecord } from '../record/sockets.js';
+import { parseQuery, type Query } from './request.js';
+import type { Router } from './router.js';
+
+/** Who may read the record: it tells every price and every socket's view, so the back office (admin keys). */
+const NEED = 'admin';
+const PAGE = { default: 100, max: 1000 } as const;
+/** Ten years: a range past it is a mistake. */
+const MAX_RANGE_MS = 3650 * 86_400_000;
+
+export interface RecordRoutesDeps {
+  /** Undefined with RECORD=off: every route answers 404 saying so. */
+  reader: RecordReader | undefined;
+  sockets: SocketRecord | undefined;
+}
+
+/** An instant: ms since 1970, or an ISO 8601 time with its zone (`2026-11-25T12:01:03.250Z`). */
+export function instant(q: Query, name: string, fallback?: number): number {
+  const raw = q.get(name);
+  if (raw === undefined || raw === '') {
+    if (fallback !== undefined) return fallback;
+    throw errors.badParam(name, 'is required: a time in ms since 1970, or ISO 8601 with its zone (2026-11-25T12:01:03.250Z)');
+  }
+  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(raw) ? Date.parse(raw) : NaN;
+  if (!Number.isSafeInteger(ms)) throw errors.badParam(name, `must be a time in ms since 1970, or ISO 8601 with its zone (2026-11-25T12:01:03.250Z); got ${raw.slice(0, 40)}`);
+  return ms;
+}
+
+function marketOf(q: Query): string {
+  const mid = q.get('mid');
+  if (!isMarketId(mid)) throw errors.badParam('mid', 'must be one market ID matching [A-Za-z0-9._:-]{1,64}');
+  return mid;
+}
+
+/** A socket's name in the record: its pod's and its number there (`p<time><random>.<n>`). */
+function connOf(q: Query): string {
+  const conn = q.get('conn');
+  if (!conn || !/^p[0-9a-z]{1,40}\.\d{1,15}$/.test(conn)) throw errors.badParam('conn', 'must name a socket as /api/v1/record/sockets lists it (p<pod>.<n>)');
+  return conn;
+}
+
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+function range(q: Query, now: number): { from: number; to: number } {
+  const from = instant(q, 'from');
+  const to = instant(q, 'to', now);
+  if (to < from) throw errors.badParam('to', 'must not be before from');
+  if (to - from > MAX_RANGE_MS) throw errors.badParam('to', 'must be within ten years of from');
+  return { from, to };
+}
+
+export function pageSize(q: Query): number {
+  const raw = q.get('limit');
+  if (raw === undefined) return PAGE.default;
+  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= PAGE.max)) throw errors.badParam('limit', `must be a whole number from 1 to ${PAGE.max}`);
+  return n;
+}
+
+export function cursorOf(q: Query): string | undefined {
+  const after = q.get('after');
+  if (after !== undefined && !/^\d{1,15}\.\d{1,6}$/.test(after)) throw errors.badParam('after', 'must be the next value of the page before, as given');
+  return after;
+}
+
+/**
+ * The record's routes (docs/record.md): a market's price, state and freshness at an instant,
+ * its changes over a range, and what each subscriber socket was sent. They read the record's
+ * Postgres, never the live book: an answer is what the record holds.
+ */
+export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
+  const route = (path: string, answer: (q: Query) => Promise<unknown>) => router.getAsync(path, async (req: HttpRequest) => {
+    const q = parseQuery(req.getQuery());
+    if (!deps.reader) throw errors.recordOff();
+    try {
+      return { body: JSON.stringify(await answer(q)) };
+    } catch (err) {
+      throw asDatabaseError(err);
+    }
+  }, NEED);
+
+  route('/api/v1/record/price', (q) => deps.reader!.priceAt(marketOf(q), instant(q, 'at')));
+  route('/api/v1/record/changes', (q) => {
+    const { from, to } = range(q, Date.now());
+    return deps.reader!.changes(marketOf(q), from, to, pageSize(q), cursorOf(q));
+  });
+  route('/api/v1/record/sockets', (q) => {
+    const { from, to } = range(q, Date.now());
+    const key = q.get('key');
+    if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
+    return deps.sockets!.list(from, to, key, pageSize(q));
+  });
+  route('/api/v1/record/socket', (q) => deps.sockets!.ledger(connOf(q)));
+  route('/api/v1/record/screen', (q) => deps.sockets!.screen(connOf(q), instant(q, 'at')));
+}

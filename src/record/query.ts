@@ -1,0 +1,169 @@
+import type pg from 'pg';
+import type { DeltaMessage, OddsMessage } from '../odds/messages.js';
+import { DAY_MS, dayOf } from './partitions.js';
+import { readBody, replay } from './rows.js';
+
+/** An odds image as the record answers it: numbered, timed, whole. */
+export type RecordedImage = Omit<OddsMessage, 'op' | 'con' | 'cf'>;
+
+/** A state frame as recorded: when the recording pod published it, and the frame whole. */
+export interface RecordedState {
+  at: number;
+  frame: Record<string, unknown>;
+}
+
+/** What a subscriber of a market held at an instant. */
+export interface PriceAt {
+  mid: string;
+  at: number;
+  odds: RecordedImage | null;
+  market: RecordedState | null;
+  result: RecordedState | null;
+  /** null: never told stale, so live. */
+  freshness: RecordedState | null;
+}
+
+/** One change in a range: an image, or a state frame. */
+export type Change = ({ kind: 'odds' } & RecordedImage) | ({ kind: 'market' | 'result' | 'freshness' } & RecordedState);
+
+export interface ChangesPage {
+  changes: Change[];
+  /** Where the next page starts (`after`), or null when the range is done. */
+  next: string | null;
+}
+
+interface OddsRow {
+  mid: string;
+  pt: number;
+  epoch: string;
+  seq: number;
+  ts: number;
+  base: number | null;
+  body: Buffer;
+}
+
+const COLS = 'mid, pt, epoch, seq, ts, base, body';
+
+/** An image as the record answers it: without the per-socket marks. */
+export const recorded = (m: OddsMessage): RecordedImage => {
+  const { op: _op, con: _con, cf: _cf, ...rest } = m;
+  return rest;
+};
+
+/** Which image to find: the newest at or before `at`, or one named by epoch and seq (published at or before `at`). */
+interface Target {
+  at: number;
+  epoch?: string;
+  seq?: number;
+}
+
+/**
+ * Reads the record back. An image at an instant is one indexed lookup (the newest row of the
+ * market at or before it) and, when that row is a change, one more for the rows from the last
+ * full image before it (at most KEYFRAME_EVERY, within its day), replayed in order. State frames
+ * are one lookup per kind.
+ */
+export class RecordReader {
+  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+
+  async priceAt(mid: string, at: number): Promise<PriceAt> {
+    const [odds, states] = await Promise.all([this.imageAt(mid, { at }), this.statesAt(mid, at)]);
+    return { mid, at, odds: odds ? recorded(odds) : null, market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null };
+  }
+
+  /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
+  async imageAt(mid: string, t: Target): Promise<OddsMessage | undefined> {
+    const named = t.epoch !== undefined;
+    const { rows } = await this.db.query<OddsRow>(
+      `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt <= $2 ${named ? 'AND epoch = $3 AND seq = $4' : ''}
+        ORDER BY pt DESC, epoch DESC, seq DESC LIMIT 1`, named ? [mid, t.at, t.epoch, t.seq] : [mid, t.at]);
+    const row = rows[0];
+    if (!row) return undefined;
+    if (row.base === null) return readBody(row) as OddsMessage;
+    return this.chain(row, await this.fromKeyframe(row));
+  }
+
+  /** The rows of `row`'s market and epoch from the last full image before it, within its day. */
+  private async fromKeyframe(row: OddsRow): Promise<OddsRow[]> {
+    const day = dayOf(row.pt) * DAY_MS;
+    const { rows } = await this.db.query<OddsRow>(
+      `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt <= $3
+          AND pt >= COALESCE((SELECT pt FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt >= $4 AND pt <= $3 AND base IS NULL
+                               ORDER BY pt DESC, epoch DESC, seq DESC LIMIT 1), $4)
+        ORDER BY pt, seq`, [row.mid, row.epoch, row.pt, day]);
+    return rows;
+  }
+
+  /** Follows the changes back from `row` to a full image and replays them forward; a base missing from `rows` (an image that arrived late) reads its whole day. */
+  private async chain(row: OddsRow, rows: OddsRow[], wide = false): Promise<OddsMessage | undefined> {
+    const bySeq = new Map(rows.map((r) => [r.seq, r]));
+    const path: OddsRow[] = [];
+    for (let r: OddsRow | undefined = row; r; r = r.base === null ? undefined : bySeq.get(r.base)) {
+      path.push(r);
+      if (r.base !== null && !bySeq.has(r.base)) {
+        if (wide) return undefined;
+        const day = dayOf(row.pt) * DAY_MS;
+        const all = await this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt >= $3 AND pt <= $4 ORDER BY pt, seq`, [row.mid, row.epoch, day, row.pt]);
+        return this.chain(row, all.rows, true);
+      }
+    }
+    let held = readBody(path.pop()!) as OddsMessage;
+    for (let r = path.pop(); r; r = path.pop()) {
+      const next = replay(held, readBody(r) as DeltaMessage);
+      if (!next) return undefined;
+      held = next;
+    }
+    return held;
+  }
+
+  private async statesAt(mid: string, at: number): Promise<Partial<Record<'market' | 'result' | 'freshness', RecordedState>>> {
+    const { rows } = await this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
+      `SELECT k.kind, s.at, s.body FROM unnest(ARRAY['market', 'result', 'freshness']) AS k(kind)
+        CROSS JOIN LATERAL (SELECT at, body FROM record_states WHERE mid = $1 AND kind = k.kind AND at <= $2 ORDER BY at DESC, src DESC, n DESC LIMIT 1) s`,
+      [mid, at]);
+    return Object.fromEntries(rows.map((r) => [r.kind, { at: r.at, frame: r.body }]));
+  }
+
+  /**
+   * Every change of a market from `from` to `to` (ms, both included), in time order, at most
+   * `limit`: images whole, state frames as published. `after` continues a page (its `next`).
+   */
+  async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
+    const [start, skip] = after ? after.split('.').map(Number) : [from, 0];
+    const take = limit + skip + 1;
+    const [odds, states] = await Promise.all([
+      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, take]),
+      this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
+        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, take]),
+    ]);
+    type Item = { t: number; row?: OddsRow; state?: RecordedState & { kind: 'market' | 'result' | 'freshness' } };
+    const items: Item[] = [
+      ...odds.rows.map((row) => ({ t: row.pt, row })),
+      ...states.rows.map((s) => ({ t: s.at, state: { kind: s.kind, at: s.at, frame: s.body } })),
+    ].sort((a, b) => a.t - b.t);
+    const page = items.slice(skip, skip + limit);
+    const changes: Change[] = [];
+    const built = new Map<string, OddsMessage>();
+    for (const it of page) {
+      if (it.state) {
+        changes.push(it.state);
+        continue;
+      }
+      const r = it.row!;
+      const base = r.base === null ? undefined : built.get(`${r.epoch}/${r.base}`);
+      const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage) : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
+      if (!m) continue;
+      built.set(`${r.epoch}/${r.seq}`, m);
+      changes.push({ kind: 'odds', ...recorded(m) });
+    }
+    return { changes, next: items.length > skip + limit ? cursor(page, skip, start) : null };
+  }
+}
+
+/** Where the page after `page` starts: the time of its last item and how many items at that time it has passed. */
+function cursor(page: readonly { t: number }[], skip: number, start: number): string {
+  const last = page[page.length - 1].t;
+  let same = 0;
+  for (const it of page) if (it.t === last) same++;
+  return `${last}.${last === start ? same + skip : same}`;
+}

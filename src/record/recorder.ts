@@ -1,0 +1,204 @@
+import type { Logger } from '../log.js';
+import type { Component } from '../lib/component.js';
+import { Backoff, wait } from '../lib/retry.js';
+import { migrate } from '../db/migrate.js';
+import type { RecordMetrics } from '../metrics/record.js';
+import type { RecordBatch, RecordEntry, RecordLog } from '../bus/types.js';
+import { RowEncoder, type Rows } from './rows.js';
+import { RecordWriter } from './writer.js';
+import { Lease } from './lease.js';
+import pg from 'pg';
+
+/** The record's migrations, apart from the service's: the record may live in a database of its own. */
+const RECORD_SQL = new URL('../../../sql/record/', import.meta.url).pathname;
+/** How often a pod without the lease tries to take it; and how often the recorder drops old partitions. */
+const LEASE_RETRY_MS = 2000;
+const RETENTION_MS = 3_600_000;
+/**
+ * How long a stop writes what the log still holds. With NATS what is left stays in the stream for
+ * the next recorder; with BUS=memory it is lost with the process, and counted by nothing: a
+ * drained pod publishes nothing more, so the log is all but empty by then.
+ */
+const FLUSH_MS = 5000;
+/** How long a stop waits for a write under way once it gives up (a frozen Postgres answers nothing). */
+const GIVE_UP_MS = 1000;
+
+export interface RecorderOptions {
+  /** The record's Postgres (RECORD_DATABASE_URL, else the service's). */
+  url: string;
+  /** Days kept besides today (RECORD_DAYS). */
+  days: number;
+  /** Entries written per batch at most. */
+  batch: number;
+  connectTimeoutMs: number;
+  writeTimeoutMs: number;
+}
+
+/** Told when this pod becomes the recorder: what it publishes from now on is recorded, starting with where every market stands. */
+export interface Takeover {
+  tookOver(): void;
+}
+
+export interface RecorderDeps {
+  log: RecordLog;
+  metrics: RecordMetrics;
+  logger: Logger;
+  now?: () => number;
+}
+
+const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.pt : e.note.at);
+
+/**
+ * The one recorder of the cluster, on the pod that holds its lease (lease.ts): it reads the
+ * record's log (the bus's: a bounded queue with BUS=memory, a JetStream consumer with BUS=nats)
+ * in batches, writes each batch with COPY (writer.ts), and only then acknowledges it, so a
+ * recorder that stops, however it stops, loses nothing and the next one writes nothing twice. A
+ * write that fails is tried again with backoff, for as long as it takes: meanwhile the log holds
+ * what is not written (bounded), and publishing never waits. Once an hour, and when it takes the
+ * lease, it drops the partitions past the retention.
+ */
+export class Recorder implements Component {
+  readonly name = 'recorder';
+  private readonly stopping = new AbortController();
+  /** Aborted first at stop: waiting for entries ends, and what the log still holds is written (for FLUSH_MS) before the recorder stops. */
+  private readonly idle = new AbortController();
+  private readonly lease: Lease;
+  private readonly writer: RecordWriter;
+  private readonly encoder = new RowEncoder();
+  private readonly takeovers: Takeover[] = [];
+  private loop: Promise<void> | undefined;
+  /** Time of the oldest entry taken and not yet written: the lag. */
+  private pendingSince: number | undefined;
+  private lastRetention = Number.NEGATIVE_INFINITY;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: RecorderOptions, private readonly deps: RecorderDeps) {
+    this.now = deps.now ?? Date.now;
+    this.lease = new Lease(opts.url, opts.connectTimeoutMs);
+    this.writer = new RecordWriter({ url: opts.url, connectTimeoutMs: opts.connectTimeoutMs, writeTimeoutMs: opts.writeTimeoutMs });
+  }
+
+  /** Whether this pod records: it holds the lease. */
+  get leading(): boolean {
+    return this.lease.held;
+  }
+
+  /** Told each time this pod takes the lease. */
+  watch(t: Takeover): void {
+    this.takeovers.push(t);
+  }
+
+  /** Seconds the oldest unwritten entry has waited; 0 when none waits. */
+  lag(): number {
+    return this.pendingSince === undefined ? 0 : Math.max(0, this.now() - this.pendingSince) / 1000;
+  }
+
+  /** The first try at the lease is awaited, so a lone pod records from its first published frame. */
+  async start(): Promise<void> {
+    const first = this.tryLease().catch((err: Error) => {
+      this.deps.logger.warn('recorder: record database not reachable yet', { err: err.message });
+      return false;
+    });
+    this.loop = first.then((held) => this.run(held));
+    await first;
+  }
+
+  async stop(): Promise<void> {
+    this.idle.abort();
+    await Promise.race([this.loop, wait(FLUSH_MS)]);
+    this.stopping.abort();
+    await Promise.race([this.loop, wait(GIVE_UP_MS)]);
+    this.lease.release();
+    this.writer.close();
+    this.deps.metrics.leader.set(0);
+  }
+
+  /** Drops the partitions past the retention now (the hourly pass does the same). */
+  async retain(): Promise<string[]> {
+    const dropped = await this.writer.run((c) => this.writer.partitions.retain(c, this.opts.days, this.now()));
+    this.lastRetention = this.now();
+    if (dropped.length) this.deps.logger.info('record retention: partitions dropped', { dropped: dropped.length, first: dropped[0] });
+    return dropped;
+  }
+
+  private async tryLease(): Promise<boolean> {
+    if (!(await this.lease.take(() => this.deps.metrics.leader.set(0)))) return false;
+    try {
+      await this.migrate();
+    } catch (err) {
+      this.lease.release();
+      throw err;
+    }
+    this.deps.metrics.leader.set(1);
+    this.deps.logger.info('recorder: this pod records', { days: this.opts.days });
+    for (const t of this.takeovers) t.tookOver();
+    return true;
+  }
+
+  private async migrate(): Promise<void> {
+    const pool = new pg.Pool({ connectionString: this.opts.url, max: 1, connectionTimeoutMillis: this.opts.connectTimeoutMs });
+    pool.on('error', () => undefined);
+    try {
+      await migrate(pool, this.deps.logger, RECORD_SQL);
+    } finally {
+      await pool.end();
+    }
+  }
+
+  private async run(held: boolean): Promise<void> {
+    const { signal } = this.stopping;
+    const backoff = new Backoff(LEASE_RETRY_MS / 4, LEASE_RETRY_MS * 4);
+    while (!signal.aborted && !this.idle.signal.aborted) {
+      try {
+        if (held || (await this.tryLease())) {
+          backoff.reset();
+          await this.drain(signal);
+        }
+      } catch (err) {
+        this.deps.logger.warn('recorder: lease or record database failed; trying again', { err: (err as Error).message });
+      }
+      held = false;
+      await wait(this.lease.held ? 0 : backoff.next(), signal);
+    }
+  }
+
+  /** While this pod holds the lease: batch after batch, each written before it is acknowledged. */
+  private async drain(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted && this.lease.held) {
+      if (this.now() - this.lastRetention >= RETENTION_MS) await this.retain();
+      // Woken once a minute even when idle, for the retention and the lease; at stop, only what is held is read.
+      const flushing = this.idle.signal.aborted;
+      const batch = await this.deps.log.next(this.opts.batch, flushing ? this.idle.signal : AbortSignal.any([this.idle.signal, AbortSignal.timeout(60_000)]));
+      if (!batch) {
+        if (flushing) return;
+        continue;
+      }
+      if (batch.entries.length) this.pendingSince = entryTime(batch.entries[0]);
+      await this.write(batch, signal);
+      if (signal.aborted) return;
+      await batch.ack();
+      this.pendingSince = undefined;
+    }
+  }
+
+  private async write(batch: RecordBatch, signal: AbortSignal): Promise<void> {
+    const { metrics, logger } = this.deps;
+    const rows: Rows = this.encoder.encode(batch.entries);
+    if (rows.invalid) metrics.lost.inc({ where: 'invalid' }, rows.invalid);
+    const backoff = new Backoff(100, 5000);
+    for (;;) {
+      const t0 = performance.now();
+      try {
+        await this.writer.write(rows);
+        metrics.writeSeconds.observe((performance.now() - t0) / 1000);
+        for (const [table, lines] of Object.entries(rows.lines)) if (lines.length) metrics.written.inc({ table: table.slice(7) }, lines.length);
+        return;
+      } catch (err) {
+        metrics.failures.inc();
+        if (backoff.attempts % 10 === 0) logger.warn('recorder: write failed; trying again', { err: (err as Error).message, attempts: backoff.attempts + 1 });
+        await wait(backoff.next(), signal);
+        if (signal.aborted) return;
+      }
+    }
+  }
+}

@@ -1,0 +1,93 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import { Partitions, RECORD_TABLES } from './partitions.js';
+import type { Rows } from './rows.js';
+
+export interface WriterOptions {
+  url: string;
+  connectTimeoutMs: number;
+  /** A write unanswered for this long is given up and tried again on a new connection (a frozen Postgres). */
+  writeTimeoutMs: number;
+}
+
+/** Lines per chunk handed to COPY: large enough to cost few writes, small enough to stream. */
+const CHUNK = 1000;
+
+function* chunks(lines: readonly string[]): Generator<string> {
+  for (let i = 0; i < lines.length; i += CHUNK) yield lines.slice(i, i + CHUNK).join('\n') + '\n';
+}
+
+/**
+ * Writes batches of rows to the record's Postgres on one connection of its own: per table, COPY
+ * into a temporary table, then one INSERT that skips rows already there, all in one transaction.
+ * A batch delivered twice (the recorder stopped after writing it, before its acknowledgement)
+ * therefore leaves each row once. A failed or unanswered write drops the connection; the caller
+ * tries the same rows again.
+ */
+export class RecordWriter {
+  private client: pg.Client | undefined;
+  readonly partitions = new Partitions();
+
+  constructor(private readonly opts: WriterOptions) {}
+
+  async write(rows: Rows): Promise<void> {
+    const c = await this.connection();
+    try {
+      await c.query('BEGIN');
+      for (const table of RECORD_TABLES) {
+        const lines = rows.lines[table];
+        if (!lines.length) continue;
+        await this.partitions.ensure(c, table, rows.days[table]);
+        await pipeline(Readable.from(chunks(lines)), c.query(copyFrom(`COPY stage_${table} FROM STDIN`)));
+        await c.query(`INSERT INTO ${table} SELECT * FROM stage_${table} ON CONFLICT DO NOTHING`);
+      }
+      await c.query('COMMIT');
+    } catch (err) {
+      this.drop();
+      throw err;
+    }
+  }
+
+  /** Runs `fn` on the writer's connection between writes (retention). */
+  async run<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+    const c = await this.connection();
+    try {
+      return await fn(c);
+    } catch (err) {
+      this.drop();
+      throw err;
+    }
+  }
+
+  close(): void {
+    this.drop();
+  }
+
+  private async connection(): Promise<pg.Client> {
+    if (this.client) return this.client;
+    const c = new pg.Client({
+      connectionString: this.opts.url, connectionTimeoutMillis: this.opts.connectTimeoutMs, query_timeout: this.opts.writeTimeoutMs,
+      application_name: 'odds-recorder', keepAlive: true,
+    });
+    // A connection lost between writes must not be an uncaught error; the next write finds it gone.
+    c.on('error', () => this.drop(c));
+    try {
+      await c.connect();
+      for (const table of RECORD_TABLES) await c.query(`CREATE TEMP TABLE IF NOT EXISTS stage_${table} (LIKE ${table}) ON COMMIT DELETE ROWS`);
+    } catch (err) {
+      void c.end().catch(() => undefined);
+      throw err;
+    }
+    this.client = c;
+    return c;
+  }
+
+  private drop(c = this.client): void {
+    if (!c) return;
+    if (c === this.client) this.client = undefined;
+    // Not awaited: a frozen server never answers the goodbye.
+    void c.end().catch(() => undefined);
+  }
+}
