@@ -118,7 +118,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     this.clock = options.clock ?? systemClock;
     this.heartbeatMs = this.opts.heartbeatMs;
     this.backoff = new Backoff(this.opts.backoff.minMs, this.opts.backoff.maxMs);
-    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets, this.opts.maxSegmentBytes, () => this.readingClock());
+    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets, this.opts.maxSegmentBytes, { now: () => this.readingClock() });
   }
 
   /** Milliseconds of reading: the clock less the time spent paused. */
