@@ -242,7 +242,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator
-      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log })]
+      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log, clock })]
       : []),
     readiness,
   ]);
