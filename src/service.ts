@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
@@ -14,8 +15,8 @@ import { Broadcaster } from './hub/broadcaster.js';
 import { MarketStates } from './hub/states.js';
 import { MarketIndex } from './hub/market-index.js';
 import { Sweep } from './hub/sweep.js';
-import type { SubscriberDeps } from './hub/subscriber.js';
-import { systemClock } from './lib/clock.js';
+import type { Subscriber, SubscriberDeps } from './hub/subscriber.js';
+import { systemClock, type Clock } from './lib/clock.js';
 import { notsentLowat } from './lib/kernel.js';
 import { SocketSubscriptions } from './hub/socket-subscriptions.js';
 import { FeedMonitor } from './relay/feed-monitor.js';
@@ -57,7 +58,7 @@ import { AuthMetrics } from './metrics/auth.js';
 import { BusConnection, createBus } from './bus/create.js';
 import { ApiKeys, Auth } from './auth/auth.js';
 import { FailedKeys } from './auth/failures.js';
-import { Named } from './lib/component.js';
+import { Named, type Component } from './lib/component.js';
 import { Lifecycle, type Service } from './lifecycle.js';
 import { Notifications, RecordedStates, ReferenceChanges, Revocations } from './listeners.js';
 import { RecordMetrics } from './metrics/record.js';
@@ -75,6 +76,8 @@ export interface ServiceOptions {
   databaseLost?(): string | undefined;
   /** Aborted while starting (a signal), it stops what has started and the start rejects. */
   stopping?: AbortSignal;
+  /** What every limit, bound and timer of the service reads time from: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 /** A write the record's Postgres leaves unanswered this long is given up and tried again on a new connection. */
@@ -93,6 +96,36 @@ function recordParts(config: Config, databaseUrl: string, log: RecordLog, metric
 }
 
 /**
+ * The record's parts on this pod when the bus keeps a log for it: the recorder and its taps, the
+ * states and the ledger that write to it, the pool its routes read (its own Postgres when it has
+ * one), and what of it runs; without a log, the plain states, no ledger, nothing to run.
+ */
+function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger) {
+  const record = log && recordParts(config, databaseUrl, log, metrics, logger);
+  // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
+  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, logger) : pool;
+  const recordedStates = record && new RecordedStates(record.taps);
+  if (recordedStates) record.recorder.watch(recordedStates);
+  const running: Component[] = [
+    ...(record ? [record.recorder] : []),
+    ...(recordPool !== pool ? [new Named('record pool', { stop: () => void recordPool.end() })] : []),
+  ];
+  return { record, recordPool, states: recordedStates ?? new MarketStates(), ledger: record ? new RecordedLedger(record.taps) : UNRECORDED, running };
+}
+
+/** Starts the parts in order; aborted meanwhile (a signal), it stops what has started and the start rejects. */
+async function startAll(lifecycle: Lifecycle, stopping: AbortSignal | undefined): Promise<void> {
+  const abort = () => void lifecycle.stop();
+  stopping?.addEventListener('abort', abort, { once: true });
+  if (stopping?.aborted) abort();
+  try {
+    await lifecycle.start();
+  } finally {
+    stopping?.removeEventListener('abort', abort);
+  }
+}
+
+/**
  * Builds the service from its parts and starts it. Each part takes its
  * dependencies by name and is declared before it is used; where two need each
  * other, the later one registers into the earlier through a named interface
@@ -102,9 +135,10 @@ function recordParts(config: Config, databaseUrl: string, log: RecordLog, metric
  * in main.ts; tests run this in-process.
  */
 export async function startService(config: Config, databaseUrl: string, log: Logger, opts: ServiceOptions = {}): Promise<Service> {
+  const clock = opts.clock ?? systemClock;
   const pool = createPool(databaseUrl, config, log);
   const model = new ReadModel();
-  const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs });
+  const metrics = new ServiceMetrics({ pool, model, uws: uwsBuild.name ?? 'none', version: VERSION, reuseMs: config.metricsCacheMs, clock });
   const readiness = new Readiness({ log, databaseLost: opts.databaseLost });
   const app = createApp();
   const book = new Book();
@@ -114,23 +148,17 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     book, log, check: validateOdds, metrics: busMetrics,
     record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
   });
-  const record = bus.record && recordParts(config, databaseUrl, bus.record, recordMetrics, log);
-  // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
-  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, log) : pool;
-  const recordedStates = record && new RecordedStates(record.taps);
-  if (recordedStates) record.recorder.watch(recordedStates);
-  const states = recordedStates ?? new MarketStates();
+  const recorded = recording(config, databaseUrl, bus.record, recordMetrics, pool, log);
+  const { record, recordPool, states, ledger } = recorded;
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub(
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
     { refusals: authMetrics, markets: model, index },
   );
-  const clock = systemClock;
-  const ledger = record ? new RecordedLedger(record.taps) : UNRECORDED;
   const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression, ledger });
-  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs });
+  const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, clock });
   monitor.listen(bc);
   const sweep = new Sweep(index, clock);
   bc.watch(sweep);
@@ -140,12 +168,12 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   };
   const socketSubs = new SocketSubscriptions({ hub, index, book, model });
   odds.watch(hub, monitor);
-  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book) });
+  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book), clock });
   new FreshnessMetrics(metrics.registry).watch(freshness);
-  const loop = new LoopDelay(config.ingestMaxLoopDelayMs);
+  const loop = new LoopDelay(config.ingestMaxLoopDelayMs, clock);
   const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop], record: record?.taps });
-  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log);
-  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys);
+  const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log, clock);
+  const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys, clock);
   const storedSets = new StoredSets({
     pool, hub, bus, maxStored: config.clientMaxMarkets, log, outages: metrics,
   });
@@ -161,7 +189,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       handshakesPerSource: config.wsHandshakesPerSource, handshakesTotal: config.wsHandshakesPerSecond,
       subscribesPerSource: config.wsSubscribesPerSource, subscribesTotal: config.wsSubscribesPerSecond, maxSources: config.wsAdmissionSources,
       source: config.auth ? 'key' : 'address',
-    }, authMetrics),
+    }, authMetrics, clock),
     limits: {
       maxMessageBytes: config.wsMaxMessageBytes, idleTimeoutS: config.wsIdleTimeoutS, compression: config.wsCompression,
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
@@ -206,8 +234,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     sync,
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),
     // Stopped after every socket and publisher, so what they left in the record's log is written first.
-    ...(record ? [record.recorder] : []),
-    ...(recordPool !== pool ? [new Named('record pool', { stop: () => void recordPool.end() })] : []),
+    ...recorded.running,
     new Named('broadcaster', bc),
     freshness,
     monitor,
@@ -215,18 +242,11 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     loop,
     new PublicEdge({ listeners, router, sockets: hub, drainDelayMs: config.drainDelayMs, log }),
     ...(config.simulator
-      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log })]
+      ? [new DemoSimulator({ model, ingest, outside, freshness, intervalMs: config.simulatorIntervalMs, lifecycleMs: config.lifecycleIntervalMs, maxItems: config.ingestMaxItems, log, clock })]
       : []),
     readiness,
   ]);
-  const abort = () => void lifecycle.stop();
-  opts.stopping?.addEventListener('abort', abort, { once: true });
-  if (opts.stopping?.aborted) abort();
-  try {
-    await lifecycle.start();
-  } finally {
-    opts.stopping?.removeEventListener('abort', abort);
-  }
+  await startAll(lifecycle, opts.stopping);
   log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth, tcp_notsent_lowat: notsentLowat() || 'unbounded' });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,

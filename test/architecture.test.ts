@@ -1,6 +1,7 @@
 import t from 'tap';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { MAX_LINES, longFunctions } from './helpers/function-length.js';
 
 /**
  * The tree follows the data flow: each folder of src/ may use only the
@@ -44,4 +45,51 @@ t.test('config, errors and log use no folder of src/', async (t) => {
 
 t.test('every folder of src/ starts with a README saying what it owns and what it may use', async (t) => {
   for (const folder of LAYERS) t.ok(statSync(join(SRC, folder, 'README.md')).size > 100, folder);
+});
+
+/** The files of src/ each file imports (type-only imports too: they bind the files as tightly for a reader). */
+function imports(all: ReadonlySet<string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of all) {
+    const text = readFileSync(file, 'utf8');
+    const named = [...text.matchAll(/^\s*(?:import|export)\b[^'";]*?from\s+'(\.{1,2}\/[^']+)'|\bimport\('(\.{1,2}\/[^']+)'\)/gm)];
+    graph.set(file, named.map((m) => resolve(dirname(file), m[1] ?? m[2]).replace(/\.js$/, '.ts')).filter((f) => all.has(f)));
+  }
+  return graph;
+}
+
+/** One circle through each group of files that import each other, as the files in import order. */
+function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const found: string[][] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const onPath = new Set<string>();
+  const visit = (file: string): void => {
+    path.push(file);
+    onPath.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (onPath.has(next)) found.push(path.slice(path.indexOf(next)));
+      else if (!done.has(next)) visit(next);
+    }
+    path.pop();
+    onPath.delete(file);
+    done.add(file);
+  };
+  for (const file of graph.keys()) if (!done.has(file)) visit(file);
+  return found;
+}
+
+t.test('no file of src/ imports itself through others: each can be read knowing only what it imports', async (t) => {
+  const found = circles(imports(new Set(files(SRC))));
+  t.same(found.map((c) => [...c, c[0]].map((f) => relative(SRC, f)).join(' -> ')), []);
+});
+
+t.test('the circle check finds a circle', async (t) => {
+  const graph = new Map([['a', ['b']], ['b', ['c']], ['c', ['a', 'd']], ['d', []]]);
+  t.same(circles(graph), [['a', 'b', 'c']]);
+  t.same(circles(new Map([['a', ['b']], ['b', []]])), []);
+});
+
+t.test(`no function in src/ is longer than ${MAX_LINES} lines of code: each reads on one screen`, async (t) => {
+  t.same(longFunctions(SRC, 'src'), [], 'split these into named steps');
 });

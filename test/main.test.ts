@@ -243,10 +243,9 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
         else failures.push(`status ${r.status}`);
       } catch (err) {
         const code = (err as { cause?: { code?: string } }).cause?.code;
-        // A connection refused never carried a request: the listen socket is closed, as it should be.
-        if (code === 'ECONNREFUSED') refused++;
-        else failures.push(String(code ?? err));
-        await new Promise((r) => setTimeout(r, 5));
+        // A connection refused never carried a request: the listen socket is closed, as it should be, and this loop is done.
+        if (code === 'ECONNREFUSED') return void refused++;
+        failures.push(String(code ?? err));
       }
     }
   };
@@ -268,15 +267,15 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
 
 t.test('SIGTERM or SIGINT with no socket open: exit 0 at once, without waiting out the drain delay', async (t) => {
   const url = await freshDatabase(t);
-  // Long enough that a shutdown waiting it out cannot pass, however slow the machine.
-  const drainMs = 30_000;
+  // The longest drain there is, and a shutdown timeout past it: a process that waited it out would
+  // fail this test's bound, which is all that is timed.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '120000' });
-    const started = Date.now();
+    const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
     svc.child.kill(signal);
-    t.equal(await svc.exited, 0, signal);
-    const took = Date.now() - started;
-    t.ok(took < drainMs, `${signal}: stopped in ${took} ms`);
+    let code: number | null | undefined;
+    void svc.exited.then((c) => (code = c));
+    await waitFor(() => code !== undefined, `${signal}: the process exited (not waiting out its 10-minute drain)`, 60_000);
+    t.equal(code, 0, signal);
   }
 });
 

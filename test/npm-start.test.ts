@@ -1,17 +1,19 @@
 /**
  * `npm start` as a user runs it, from this checkout (built by the suite's `npm run build:all`):
  * in a process group of its own, as a terminal, an IDE's stop button or a supervisor would have it,
- * and stopped by a signal sent to npm alone or to the whole group.
+ * and stopped by a signal sent to npm alone or to the whole group. And the tools as npm runs them:
+ * straight from the build, which they refuse to run once a source is newer (cli/fresh.test.ts
+ * judges the rule itself).
  */
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describeSettings } from '../src/config.js';
 import { staleBuild } from '../src/cli/fresh.js';
 import { http } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
-import { MAIN, groupMembers, postgresOn, runTool, tempDir } from './cli/processes.js';
+import { KEY_CLI, MAIN, groupMembers, postgresOn, runTool, tempDir } from './cli/processes.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BUILT = join(ROOT, 'dist/src/main.js');
@@ -155,4 +157,56 @@ t.test('a closed stdout (node dist/src/main.js | head -3) neither crashes the se
   t.equal(await exited, 0, `exit 0:\n${stderr}`);
   t.match(stderr, /stdout is closed \(EPIPE\)/, 'said once, on stderr');
   t.same(postgresOn(pgDir), [], 'its Postgres stopped');
+});
+
+/**
+ * The old scripts compiled the TypeScript first (6 to 10 s on an idle machine) and so rewrote
+ * dist/, which the unchanged mtimes below rule out whatever the machine's speed.
+ */
+t.test('`npm run key -- --help` runs the compiled tool without building first', async (t) => {
+  const before = [KEY_CLI, MAIN].map((f) => statSync(f).mtimeMs);
+  const child = spawn('npm', ['run', '--silent', 'key', '--', '--help'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  const code = await new Promise((ok) => child.on('close', ok));
+  t.equal(code, 0);
+  t.match(stdout, /^usage: npm run key -- create/);
+  t.same([KEY_CLI, MAIN].map((f) => statSync(f).mtimeMs), before, 'dist/ was not rebuilt');
+});
+
+/**
+ * A checkout in miniature: a tool's source and its compiled file (which runs
+ * the real check, copied in), and the protobuf schema with its output; every
+ * source a minute older than its build.
+ */
+async function checkout(t: Test): Promise<string> {
+  const root = await tempDir(t);
+  const files: Record<string, string> = {
+    'package.json': '{"type":"module"}',
+    'src/cli/x.ts': '',
+    'proto/odds.proto': '',
+    'dist/src/cli/x.js': "import { runsAsTool } from './fresh.js';\nif (runsAsTool(import.meta.url)) console.log('ran');\n",
+    'dist/src/odds/gen/odds.js': '',
+  };
+  for (const [f, text] of Object.entries(files)) {
+    mkdirSync(join(root, dirname(f)), { recursive: true });
+    writeFileSync(join(root, f), text);
+  }
+  copyFileSync(join(ROOT, 'dist/src/cli/fresh.js'), join(root, 'dist/src/cli/fresh.js'));
+  ageOf(root, 'src/cli/x.ts', 60);
+  ageOf(root, 'proto/odds.proto', 60);
+  return root;
+}
+
+/** Sets a file's modification time `seconds` ago. */
+const ageOf = (root: string, file: string, seconds: number) => {
+  const at = new Date(Date.now() - seconds * 1000);
+  utimesSync(join(root, file), at, at);
+};
+
+t.test('a compiled tool on a current build runs; on a stale one it says so in one line and exits 2, running nothing', async (t) => {
+  const root = await checkout(t);
+  t.match(await runTool(join(root, 'dist/src/cli/x.js'), [], {}), { code: 0, stdout: 'ran\n', stderr: '' });
+  ageOf(root, 'dist/src/cli/x.js', 120);
+  t.same(await runTool(join(root, 'dist/src/cli/x.js'), [], {}), { code: 2, stdout: '', stderr: 'dist/ is older than src/cli/x.ts: run npm run build\n' });
 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ALONE_MARK, byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, runOrder, runsAlone, writeDurations } from './runner.js';
+import { byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, writeDurations } from './runner.js';
 
 /** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
@@ -49,16 +49,13 @@ t.test('longest first by the record; a file with no record before all', async (t
   const files = ['a', 'b', 'c', 'd'].map((n) => join(root, n));
   const rec = (seconds: number) => ({ seconds, cpu: seconds / 2 });
   t.same(byDuration(files, root, { a: rec(1), b: rec(30), d: rec(2) }).map((f) => f.slice(3)), ['c', 'b', 'd', 'a']);
-  const alone = (f: string) => f.endsWith('a');
-  t.same(runOrder(files, root, { a: rec(1), b: rec(30), d: rec(2) }, alone).map((f) => f.slice(3)), ['a', 'c', 'b', 'd'],
-    'a file that runs alone before all, on the idle machine of the start, not after everything running has ended');
 });
 
 t.test('files are packed by the cores they keep busy: waiting ones fill in beside busy ones, never past the budget or the job count', async (t) => {
   const root = '/r';
   const durations = { busy: { seconds: 10, cpu: 9 }, waits: { seconds: 10, cpu: 0.5 }, idle: { seconds: 10, cpu: 0 } };
   const cores = (f: string) => coresOf(join(root, f), root, durations);
-  const cost = { cores, alone: (f: string) => f === 'timed' };
+  const cost = { cores };
   t.equal(cores('busy'), 0.9);
   t.equal(cores('idle'), 0.1, 'a file never counts as free');
   t.equal(cores('new'), 1, 'a file with no record counts one core');
@@ -69,15 +66,6 @@ t.test('files are packed by the cores they keep busy: waiting ones fill in besid
   t.equal(nextFitting(['waits'], ['idle', 'idle', 'idle', 'idle'], o, cost), -1, 'nor past the job count');
   t.equal(nextFitting(['new'], [], { jobs: 4, cores: 0.5 }, cost), 0, 'on an idle machine the first starts, however busy it is');
   t.equal(nextFitting([], [], o, cost), -1);
-  t.equal(nextFitting(['timed', 'waits'], ['idle'], o, cost), 1, 'a file that runs alone waits while others run, and others go first');
-  t.equal(nextFitting(['timed'], [], o, cost), 0, 'it starts once nothing runs');
-  t.equal(nextFitting(['waits'], ['timed'], o, cost), -1, 'and nothing starts beside it');
-});
-
-t.test('a file marks itself to run alone with a comment in its first lines', async (t) => {
-  const dir = t.testdir({ 'timed.test.js': `import t from 'tap';\n${ALONE_MARK}: it judges latency\n`, 'plain.test.js': `import t from 'tap';\n` });
-  t.ok(runsAlone(join(dir, 'timed.test.js')));
-  t.notOk(runsAlone(join(dir, 'plain.test.js')));
 });
 
 t.test('the record keeps each file\'s time and CPU; an older record of bare seconds still orders the run', async (t) => {

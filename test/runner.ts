@@ -82,15 +82,6 @@ export function byDuration(files: readonly string[], root: string, durations: Re
   return [...files].sort((a, b) => seconds(b) - seconds(a) || a.localeCompare(b));
 }
 
-/**
- * The order files are offered in: those that run alone first, while the machine is idle anyway
- * (later, every file running would have to end before one could start), then longest first.
- */
-export function runOrder(files: readonly string[], root: string, durations: Readonly<Record<string, Recorded>>, alone: (file: string) => boolean): string[] {
-  const longestFirst = byDuration(files, root, durations);
-  return [...longestFirst.filter(alone), ...longestFirst.filter((f) => !alone(f))];
-}
-
 /** A file that waits still takes some CPU (its process starting, its sockets): never counted as free. */
 const MIN_CORES = 0.1;
 
@@ -100,45 +91,27 @@ export function coresOf(file: string, root: string, durations: Readonly<Record<s
   return r && r.seconds > 0 ? Math.max(MIN_CORES, r.cpu / r.seconds) : 1;
 }
 
-/** What running a file costs the machine, by its record and its own say. */
+/** What running a file costs the machine, by its record. */
 export interface FileCost {
   cores(file: string): number;
-  alone(file: string): boolean;
 }
 
 /**
  * The next file to start, in queue order, that fits beside the running ones: at most `jobs` at
- * once and their cores within `cores`, and none beside a file that runs alone. The first in line
- * always starts on an idle machine, so a file busier than the budget still runs, alone.
+ * once and their cores within `cores`. The first in line always starts on an idle machine, so a
+ * file busier than the budget still runs.
  */
 export function nextFitting(queue: readonly string[], running: readonly string[], o: Pick<RunnerOptions, 'jobs' | 'cores'>, cost: FileCost): number {
-  if (running.length >= Math.max(1, o.jobs) || running.some((f) => cost.alone(f))) return -1;
+  if (running.length >= Math.max(1, o.jobs)) return -1;
   if (running.length === 0) return queue.length ? 0 : -1;
   const busy = running.reduce((sum, f) => sum + cost.cores(f), 0);
-  return queue.findIndex((f) => !cost.alone(f) && busy + cost.cores(f) <= o.cores);
-}
-
-/** What a file says, in a comment of its own, to run with nothing beside it. */
-export const ALONE_MARK = '// test-runner: alone';
-
-/**
- * A file that judges the service by how long it takes (a bystander's latency under a flood) runs
- * with no other file beside it: its neighbours' load would be judged as the service's. Marked by
- * ALONE_MARK in its first lines.
- */
-export function runsAlone(file: string): boolean {
-  try {
-    return readFileSync(file, 'utf8').slice(0, 4096).includes(ALONE_MARK);
-  } catch {
-    return false;
-  }
+  return queue.findIndex((f) => busy + cost.cores(f) <= o.cores);
 }
 
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   const started = Date.now();
   const machineAtStart = machineCpu();
-  const aloneFiles = new Set(o.files.filter(runsAlone));
-  const queue = runOrder(o.files, o.root, o.durations, (f) => aloneFiles.has(f));
+  const queue = byDuration(o.files, o.root, o.durations);
   const results: FileResult[] = [];
   const running = new Set<ChildProcess>();
   // Stopped from outside (Ctrl-C, a supervisor): no file starts after this, and those running stop.
@@ -149,7 +122,7 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
   o.write(`TAP version 14\n1..${queue.length}\n`);
-  const cost: FileCost = { cores: (f) => coresOf(f, o.root, o.durations), alone: (f) => aloneFiles.has(f) };
+  const cost: FileCost = { cores: (f) => coresOf(f, o.root, o.durations) };
   const busy = new Set<string>();
   await new Promise<void>((allDone) => {
     const next = () => nextFitting(queue, [...busy], o, cost);

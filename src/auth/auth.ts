@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type pg from 'pg';
 import { errors, type ServiceError } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 import { retry } from '../lib/retry.js';
 import type { Component } from '../lib/component.js';
@@ -53,6 +54,8 @@ export class Auth {
     private readonly revocations: KeyRevocations,
     /** Wrong keys, throttled per address and per key ID. */
     private readonly failures: FailedKeys,
+    /** What the REST rate limit's buckets refill by. */
+    private readonly clock: Pick<Clock, 'now'>,
   ) {}
 
   /** False once this pod has dropped the key (revoked or deleted); always true with AUTH=off. */
@@ -152,7 +155,7 @@ export class Auth {
   limit(p: Principal): void {
     if (this.restRate <= 0) return;
     let b = this.buckets.get(p.keyId);
-    if (!b) this.buckets.set(p.keyId, (b = new TokenBucket(this.restRate)));
+    if (!b) this.buckets.set(p.keyId, (b = new TokenBucket(this.restRate, this.clock)));
     if (b.take()) return;
     this.metrics.rateLimited.inc({ scope: 'rest' });
     throw errors.rateLimited(this.restRate, b.retryAfterS());

@@ -1,5 +1,6 @@
 import { errors, type ServiceError } from '../errors.js';
 import { BucketMap } from '../lib/bucket-map.js';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../log.js';
 
 interface FailureLimits {
@@ -30,9 +31,9 @@ export class FailedKeys {
   private unlogged = 0;
   private loggedAt = 0;
 
-  constructor(private readonly limits: FailureLimits, private readonly log: Logger) {
-    this.byAddress = new BucketMap(limits.perSecond, limits.sources, limits.burst);
-    this.byKeyId = new BucketMap(limits.perSecond, limits.sources, limits.burst);
+  constructor(private readonly limits: FailureLimits, private readonly log: Logger, private readonly clock: Pick<Clock, 'now'>) {
+    this.byAddress = new BucketMap(limits.perSecond, limits.sources, clock, limits.burst);
+    this.byKeyId = new BucketMap(limits.perSecond, limits.sources, clock, limits.burst);
   }
 
   /**
@@ -42,10 +43,9 @@ export class FailedKeys {
    */
   failed(address: string, keyId: string | undefined, reason: string): ServiceError | undefined {
     if (this.limits.burst <= 0) return undefined;
-    const now = Date.now();
-    const fromAddress = this.byAddress.take(address, now);
-    const forKey = keyId === undefined ? undefined : this.byKeyId.take(keyId, now);
-    this.note(now, address, keyId, reason);
+    const fromAddress = this.byAddress.take(address);
+    const forKey = keyId === undefined ? undefined : this.byKeyId.take(keyId);
+    this.note(this.clock.now(), address, keyId, reason);
     if (fromAddress) return errors.tooManyFailures('address', fromAddress.retryAfterS());
     if (forKey) return errors.tooManyFailures('key', forKey.retryAfterS());
     return undefined;

@@ -132,54 +132,28 @@ const say = (text: string) => process.stderr.write(`betfair: ${text}\n`);
 /** Problems shown on stderr; the rest are counted only, so a burst of bad data cannot flood the log. */
 const SHOWN_PROBLEMS = 100;
 
-async function main(argv: string[]): Promise<number> {
-  let args: BetfairArgs | 'help';
-  let opts: Awaited<ReturnType<typeof options>>;
-  try {
-    args = parseArgs(argv);
-    if (args === 'help') {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    opts = await options(args);
-  } catch (err) {
-    return refuseStart('betfair', USAGE, err);
-  }
-  const stream = new ExchangeStream(opts.stream);
-  let publisher: Publisher;
-  try {
-    // Heartbeats only while the exchange's data comes as it should: silence then tells the service its markets are stale.
-    publisher = await Publisher.connect({ url: args.url, key: args.key, source: stream });
-  } catch (err) {
-    say((err as Error).message);
-    return 1;
-  }
+/** Problems shown on stderr up to SHOWN_PROBLEMS; the rest only counted. */
+function problems(): (text: string) => void {
   let shown = 0;
-  const problem = (text: string) => {
+  return (text) => {
     if (++shown <= SHOWN_PROBLEMS) say(text);
     else if (shown === SHOWN_PROBLEMS + 1) say('more problems: counted in the summary, not shown');
   };
-  const ledger = new Ledger();
-  const translator = new Translator({ catalogue: opts.catalogue, ledger });
-  let pauses = 0;
-  const outbox = new Outbox({
-    publisher, translator, ledger, problem, maxBytes: args.queueBytes,
-    pressure: (full) => {
-      if (full) {
-        pauses++;
-        stream.pause();
-      } else {
-        stream.resume();
-      }
-    },
-  });
-  const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe(), refreshMs: args.refreshMs });
-  const where = `${args.host}:${args.port}`;
+}
+
+/** The adapter's run as the stream's events tell it: said on stderr, and the exit code once it stops. */
+interface Run {
+  readonly done: Promise<number>;
+  readonly reconnects: number;
+  /** The adapter closes the service's socket itself from here on: not a failure. */
+  closing(): void;
+}
+
+function follow(stream: ExchangeStream, publisher: Publisher, forwarder: Forwarder, where: string): Run {
   let reconnects = 0;
   let everSubscribed = false;
   /** Set before stopping the stream for a reason of our own, so the stop counts as a failure. */
   let failed = false;
-  /** Set once the adapter closes the service's socket itself. */
   let closing = false;
   const done = new Promise<number>((finish) => {
     stream.on('connected', (id) => say(`connected to ${where} (connection ${id})`));
@@ -214,18 +188,71 @@ async function main(argv: string[]): Promise<number> {
       stream.stop();
     });
   });
+  return {
+    done,
+    get reconnects() {
+      return reconnects;
+    },
+    closing: () => (closing = true),
+  };
+}
+
+/** The arguments and what they name read, or the exit code of a start refused (or of --help). */
+async function begin(argv: string[]): Promise<{ args: BetfairArgs; opts: Awaited<ReturnType<typeof options>> } | number> {
+  try {
+    const args = parseArgs(argv);
+    if (args === 'help') {
+      process.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    return { args, opts: await options(args) };
+  } catch (err) {
+    return refuseStart('betfair', USAGE, err);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const begun = await begin(argv);
+  if (typeof begun === 'number') return begun;
+  const { args, opts } = begun;
+  const stream = new ExchangeStream(opts.stream);
+  let publisher: Publisher;
+  try {
+    // Heartbeats only while the exchange's data comes as it should: silence then tells the service its markets are stale.
+    publisher = await Publisher.connect({ url: args.url, key: args.key, source: stream });
+  } catch (err) {
+    say((err as Error).message);
+    return 1;
+  }
+  const problem = problems();
+  const ledger = new Ledger();
+  const translator = new Translator({ catalogue: opts.catalogue, ledger });
+  let pauses = 0;
+  const outbox = new Outbox({
+    publisher, translator, ledger, problem, maxBytes: args.queueBytes,
+    pressure: (full) => {
+      if (full) {
+        pauses++;
+        stream.pause();
+      } else {
+        stream.resume();
+      }
+    },
+  });
+  const forwarder = new Forwarder({ translator, outbox, problem, refresh: () => stream.resubscribe(), refreshMs: args.refreshMs });
+  const run = follow(stream, publisher, forwarder, `${args.host}:${args.port}`);
   stream.start();
   const started = performance.now();
-  let code = await done;
+  let code = await run.done;
   forwarder.stop();
   await outbox.flush().catch(() => (code = 1));
-  closing = true;
+  run.closing();
   await publisher.close();
   const s = forwarder.stats;
   printSummary(
     `${s.messages} messages, ${s.changes} market changes, ${translator.marketsSeen} markets`,
     ledger,
-    `${s.problems} problems, ${outbox.stats.batches} batches, ${publisher.heartbeats} heartbeats, ${reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
+    `${s.problems} problems, ${outbox.stats.batches} batches, ${publisher.heartbeats} heartbeats, ${run.reconnects} reconnects, ${s.refreshes} resubscriptions, ${pauses} pauses`,
     performance.now() - started,
   );
   return code;

@@ -1,3 +1,4 @@
+import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 
 /** How often the client asks for a market again after a delta that did not apply: in all, and per market. */
@@ -17,11 +18,11 @@ export class Resyncs {
   private readonly last = new Map<string, number>();
   private readonly owed = new Set<string>();
   private readonly bucket: TokenBucket;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: Ticker | undefined;
 
   /** `send` asks for the market, returning the request's answer, or undefined when it is not to be asked for (not connected, no longer wanted). */
-  constructor(private readonly send: (mid: string) => Promise<unknown> | undefined, private readonly now: () => number = Date.now) {
-    this.bucket = new TokenBucket(RESYNC.perSecond, now());
+  constructor(private readonly send: (mid: string) => Promise<unknown> | undefined, private readonly clock: Clock = systemClock) {
+    this.bucket = new TokenBucket(RESYNC.perSecond, clock);
   }
 
   /** A delta of this market did not apply. */
@@ -45,18 +46,18 @@ export class Resyncs {
   }
 
   stop(): void {
-    clearTimeout(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
   }
 
   /** Whether the market was asked for (or needs no asking); false when the bounds hold it back. */
   private tryNow(mid: string): boolean {
-    const now = this.now();
+    const now = this.clock.now();
     const last = this.last.get(mid);
-    if ((last !== undefined && now - last < RESYNC.perMarketMs) || !this.bucket.has(now)) return false;
+    if ((last !== undefined && now - last < RESYNC.perMarketMs) || !this.bucket.has()) return false;
     const answered = this.send(mid);
     if (!answered) return true;
-    this.bucket.take(1, now);
+    this.bucket.take();
     this.prune(now);
     this.last.set(mid, now);
     this.waiting.add(mid);
@@ -71,11 +72,11 @@ export class Resyncs {
   }
 
   private schedule(): void {
-    this.timer ??= setTimeout(() => {
+    this.timer ??= this.clock.after(1000 / RESYNC.perSecond, () => {
       this.timer = undefined;
       // One already waiting for its answer brings the newest image: nothing more is owed for it.
       for (const mid of this.owed) if (this.waiting.has(mid) || this.tryNow(mid)) this.owed.delete(mid);
       if (this.owed.size) this.schedule();
-    }, 1000 / RESYNC.perSecond);
+    });
   }
 }

@@ -1,3 +1,5 @@
+import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
+
 /**
  * Finds a dead peer: the server sends a heartbeat after `hbMs` without any
  * frame, so two intervals without one mean the connection is gone, even when
@@ -6,9 +8,9 @@
  */
 export class Silence {
   private last = 0;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: Ticker | undefined;
 
-  constructor(private readonly hbMs: number, private readonly dead: (silentMs: number) => void) {}
+  constructor(private readonly hbMs: number, private readonly dead: (silentMs: number) => void, private readonly clock: Clock = systemClock) {}
 
   start(): void {
     this.heard();
@@ -16,19 +18,19 @@ export class Silence {
   }
 
   heard(): void {
-    this.last = Date.now();
+    this.last = this.clock.now();
   }
 
   stop(): void {
-    clearTimeout(this.timer);
+    this.timer?.stop();
   }
 
   private check(inMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      const silent = Date.now() - this.last;
+    this.timer?.stop();
+    this.timer = this.clock.after(inMs, () => {
+      const silent = this.clock.now() - this.last;
       if (silent < 2 * this.hbMs) this.check(2 * this.hbMs - silent);
       else this.dead(silent);
-    }, inMs);
+    });
   }
 }

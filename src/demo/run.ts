@@ -1,3 +1,4 @@
+import type { Clock } from '../lib/clock.js';
 import type { Ingest } from '../ingest/ingest.js';
 import type { OutsideFeeds } from '../ingest/outside.js';
 import type { Feeder, Freshness } from '../relay/freshness.js';
@@ -49,6 +50,8 @@ interface SimulatorRun {
   /** Items a batch may hold (`INGEST_MAX_ITEMS`): the simulator's batches keep within it. */
   maxItems: number;
   log: Logger;
+  /** What the simulator's ticks are timed by: the service's. */
+  clock?: Clock;
 }
 
 /**
@@ -73,6 +76,7 @@ export class DemoSimulator implements Component {
     const life = new MatchDay({ model, ingest, log, intervalMs: lifecycleMs, theirs: (mid) => !ours(mid) });
     const sim = new Simulator({
       intervalMs,
+      clock: this.o.clock,
       markets: () => simMarkets(model, ours),
       alive: () => feeder.heard(),
       publish: (images) => feed.publish(images),

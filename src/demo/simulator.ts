@@ -7,6 +7,7 @@
  * fixture at once, saying why, and they reopen together at the prices the event moved them to;
  * while a ball is bowled the ball-by-ball markets run (`ball running`).
  */
+import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
 import type { MarketStatus, OddsImage, RunnerOdds, SuspensionReason } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
 import { FixtureModel, type MatchEvent } from './model.js';
@@ -36,7 +37,8 @@ interface SimulatorOptions {
   alive?: () => void;
   intervalMs?: number;
   random?: () => number;
-  now?: () => number;
+  /** Its timer and the images' source times: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 /**
@@ -85,36 +87,35 @@ export class Simulator {
   private readonly fixtures = new Map<string, Fixture>();
   private readonly random: () => number;
   private readonly quoter: Quoter;
-  private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private timer: Ticker | undefined;
   private cursor = 0;
   private ticks = 0;
 
   constructor(private readonly opts: SimulatorOptions) {
     this.random = opts.random ?? Math.random;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
     this.quoter = new Quoter(this.random);
   }
 
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => {
+    this.timer = this.clock.every(this.opts.intervalMs ?? 250, () => {
       this.opts.alive?.();
       const images = this.tick();
       if (images.length) this.opts.publish(images);
-    }, this.opts.intervalMs ?? 250);
-    this.timer.unref();
+    });
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
   }
 
   /** One step over up to MAX_MARKETS_PER_TICK markets (round robin beyond that). */
   tick(): OddsImage[] {
     const all = this.opts.markets();
-    const ts = this.now();
+    const ts = this.clock.now();
     const out: OddsImage[] = [];
     const n = Math.min(all.length, MAX_MARKETS_PER_TICK);
     for (let k = 0; k < n; k++) {

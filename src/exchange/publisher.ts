@@ -27,6 +27,7 @@
 import WebSocket from 'ws';
 import type { IncomingMessage } from 'node:http';
 import { readLimits, type IngestLimits } from '../ingest/limits.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import { Backoff } from '../lib/retry.js';
 import type { IngestItemInput, ItemRefusal } from '../odds/messages.js';
 import { LIVENESS } from '../relay/freshness.js';
@@ -54,15 +55,6 @@ export interface IngestListener {
   message(text: string): void;
   /** The connection ended or failed: nothing more can be sent on it. */
   lost(reason: string): void;
-}
-
-/** Time as the publisher needs it: the real clock, or one a test moves. */
-export interface Clock {
-  now(): number;
-  /** Calls `tick` every `ms` until `stop()`. */
-  every(ms: number, tick: () => void): { stop(): void };
-  /** Calls `done` once, `ms` from now, unless stopped. */
-  after(ms: number, done: () => void): { stop(): void };
 }
 
 /** What the publisher speaks for: it sends heartbeats only while its source is current. */
@@ -99,19 +91,6 @@ const TICKS = 8;
 /** Waits before sending again a batch refused for a limit when the one before was too: from 25 ms to 1 s. */
 const RESEND_BACKOFF = { minMs: 25, maxMs: 1000 } as const;
 
-const REAL_CLOCK: Clock = {
-  now: () => performance.now(),
-  every(ms, tick) {
-    const timer = setInterval(tick, ms);
-    // The socket keeps the process alive while it is open; the heartbeat timer alone must not.
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
-  },
-  after(ms, done) {
-    const timer = setTimeout(done, ms);
-    return { stop: () => clearTimeout(timer) };
-  },
-};
 const ALWAYS: Source = { current: true };
 
 /** The connection failed or broke the protocol: nothing more can be sent on it. */
@@ -203,7 +182,7 @@ export class Publisher implements IngestListener {
     this.window = new Window(opts.limits, opts.window ?? DEFAULT_WINDOW);
     this.liveMs = opts.liveMs ?? LIVENESS.default;
     this.source = opts.source ?? ALWAYS;
-    this.clock = opts.clock ?? REAL_CLOCK;
+    this.clock = opts.clock ?? systemClock;
     this.lastSent = this.clock.now();
     socket.listen(this);
     this.beat = this.clock.every(this.liveMs / TICKS, () => this.tick());

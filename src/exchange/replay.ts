@@ -8,7 +8,7 @@
  * replay with each market's image as it stood then. Bad input is reported through `problem` and
  * counted, and the replay goes on.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import { systemClock, type Clock } from '../lib/clock.js';
 import { merged, type MergeOptions } from './merge.js';
 import type { Outbox } from './outbox.js';
 import type { Translator } from './translate.js';
@@ -36,20 +36,22 @@ interface ReplayOptions extends Omit<MergeOptions, 'to'> {
   /** Filled in as the replay goes, so a caller can show progress and a summary even after a failure. */
   stats: ReplayStats;
   problem: (text: string) => void;
+  /** What the pace is kept by: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 export const newStats = (): ReplayStats => ({ messages: 0, before: 0, images: 0, problems: 0, clock: undefined });
 
 /** When each message is due, at a speed. */
-class Pace {
+export class Pace {
   private origin: { pt: number; wall: number } | undefined;
   private last = -Infinity;
 
-  constructor(private readonly speed: number, private readonly restartOnRewind: boolean) {}
+  constructor(private readonly speed: number, private readonly restartOnRewind: boolean, private readonly clock: Pick<Clock, 'now'>) {}
 
   /** Milliseconds to wait before the message with this `pt` is due; 0 for one already late. */
   wait(pt: number): number {
-    const now = performance.now();
+    const now = this.clock.now();
     if (!this.origin || (this.restartOnRewind && pt < this.last)) this.origin = { pt, wall: now };
     this.last = pt;
     return Math.max(0, this.origin.wall + (pt - this.origin.pt) / this.speed - now);
@@ -57,8 +59,8 @@ class Pace {
 }
 
 export async function replay(opts: ReplayOptions): Promise<void> {
-  const { translator, outbox, stats } = opts;
-  const pace = opts.speed === 'max' ? undefined : new Pace(opts.speed, opts.order === 'files');
+  const { translator, outbox, stats, clock = systemClock } = opts;
+  const pace = opts.speed === 'max' ? undefined : new Pace(opts.speed, opts.order === 'files', clock);
   /** Markets moved before `from`: their images go out when the replay reaches it. */
   let held: Set<string> | undefined = opts.from === undefined ? undefined : new Set();
   const messages = merged(opts.files, { order: opts.order, maxOpen: opts.maxOpen, to: opts.to, limits: opts.limits });
@@ -81,7 +83,7 @@ export async function replay(opts: ReplayOptions): Promise<void> {
     }
     if (m.pt !== undefined) {
       const wait = pace?.wait(m.pt) ?? 0;
-      if (wait > 0) await sleep(wait);
+      if (wait > 0) await new Promise<void>((due) => clock.after(wait, due));
       stats.clock = m.pt;
     }
     const { steps, problems } = translator.apply(m.msg, m.where);

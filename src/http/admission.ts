@@ -1,5 +1,6 @@
 import { errors, type AdmissionSource, type ServiceError } from '../errors.js';
 import { BucketMap } from '../lib/bucket-map.js';
+import type { Clock } from '../lib/clock.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 
 /** Rates per second; 0 turns that limit off. */
@@ -27,16 +28,16 @@ class Gate {
   private readonly sources: BucketMap | undefined;
   private readonly total: TokenBucket | undefined;
 
-  constructor(private readonly perSource: number, private readonly perPod: number, maxSources: number) {
-    this.sources = perSource ? new BucketMap(perSource, maxSources) : undefined;
-    this.total = perPod ? new TokenBucket(perPod) : undefined;
+  constructor(private readonly perSource: number, private readonly perPod: number, maxSources: number, clock: Pick<Clock, 'now'>) {
+    this.sources = perSource ? new BucketMap(perSource, maxSources, clock) : undefined;
+    this.total = perPod ? new TokenBucket(perPod, clock) : undefined;
   }
 
   /** The bucket that refused, and which; the pod's bucket is spent only when the source's allowed it. */
-  take(source: string, now: number): { scope: 'source' | 'total'; bucket: TokenBucket; rate: number } | undefined {
-    const mine = this.sources?.take(source, now);
+  take(source: string): { scope: 'source' | 'total'; bucket: TokenBucket; rate: number } | undefined {
+    const mine = this.sources?.take(source);
     if (mine) return { scope: 'source', bucket: mine, rate: this.perSource };
-    if (this.total && !this.total.take(1, now)) return { scope: 'total', bucket: this.total, rate: this.perPod };
+    if (this.total && !this.total.take()) return { scope: 'total', bucket: this.total, rate: this.perPod };
     return undefined;
   }
 
@@ -61,23 +62,23 @@ export class Admission {
   private readonly subscribes: Gate;
   private readonly source: AdmissionSource;
 
-  constructor(limits: AdmissionLimits, private readonly refusals: AdmissionRefusals) {
-    this.handshakes = new Gate(limits.handshakesPerSource, limits.handshakesTotal, limits.maxSources);
-    this.subscribes = new Gate(limits.subscribesPerSource, limits.subscribesTotal, limits.maxSources);
+  constructor(limits: AdmissionLimits, private readonly refusals: AdmissionRefusals, clock: Pick<Clock, 'now'>) {
+    this.handshakes = new Gate(limits.handshakesPerSource, limits.handshakesTotal, limits.maxSources, clock);
+    this.subscribes = new Gate(limits.subscribesPerSource, limits.subscribesTotal, limits.maxSources, clock);
     this.source = limits.source;
   }
 
   /** Why a handshake from this source may not open a socket now, or undefined when it may. */
-  handshake(source: string, now = Date.now()): ServiceError | undefined {
-    const no = this.handshakes.take(source, now);
+  handshake(source: string): ServiceError | undefined {
+    const no = this.handshakes.take(source);
     if (!no) return undefined;
     this.refusals.admissionRefused(`handshake_${no.scope}`);
     return errors.handshakeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);
   }
 
   /** Why a subscribe request from this source may not be served now, or undefined. */
-  subscribe(source: string, now = Date.now()): ServiceError | undefined {
-    const no = this.subscribes.take(source, now);
+  subscribe(source: string): ServiceError | undefined {
+    const no = this.subscribes.take(source);
     if (!no) return undefined;
     this.refusals.admissionRefused(`subscribe_${no.scope}`);
     return errors.subscribeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);

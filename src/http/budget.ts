@@ -1,4 +1,5 @@
 import { errors, type ServiceError } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
 import { TokenBucket } from '../lib/token-bucket.js';
 
 /** How long a key's new sockets are refused after one of its sockets was closed for abuse. */
@@ -38,20 +39,20 @@ interface KeyBudget {
 export class Budgets {
   private readonly byKey = new Map<string, KeyBudget>();
 
-  constructor(private readonly limits: BudgetLimits, private readonly sockets: HeldSockets) {}
+  constructor(private readonly limits: BudgetLimits, private readonly sockets: HeldSockets, private readonly clock: Pick<Clock, 'now'>) {}
 
   /** A socket's own bucket; its key's entry made on the first. */
   opened(keyId: string): TokenBucket {
     if (this.limits.perKey) {
-      if (!this.byKey.has(keyId)) this.byKey.set(keyId, { messages: new TokenBucket(this.limits.keyMessages), bytes: new TokenBucket(this.limits.keyBytes), coolUntil: 0 });
+      if (!this.byKey.has(keyId)) this.byKey.set(keyId, { messages: new TokenBucket(this.limits.keyMessages, this.clock), bytes: new TokenBucket(this.limits.keyBytes, this.clock), coolUntil: 0 });
     }
-    return new TokenBucket(this.limits.perSocket);
+    return new TokenBucket(this.limits.perSocket, this.clock);
   }
 
   /** After the hub closed one of the key's sockets. */
   closed(keyId: string): void {
     const k = this.byKey.get(keyId);
-    if (k && !this.sockets.holds(keyId) && k.messages.full() && k.bytes.full() && k.coolUntil <= Date.now()) this.byKey.delete(keyId);
+    if (k && !this.sockets.holds(keyId) && k.messages.full() && k.bytes.full() && k.coolUntil <= this.clock.now()) this.byKey.delete(keyId);
   }
 
   /**
@@ -61,12 +62,12 @@ export class Budgets {
    */
   abused(keyId: string): void {
     const k = this.byKey.get(keyId);
-    if (k) k.coolUntil = Date.now() + COOLDOWN_MS;
+    if (k) k.coolUntil = this.clock.now() + COOLDOWN_MS;
   }
 
   /** Why a new socket of the key may not open (429 with Retry-After), or undefined. */
   refuseOpen(keyId: string): ServiceError | undefined {
-    const wait = (this.byKey.get(keyId)?.coolUntil ?? 0) - Date.now();
+    const wait = (this.byKey.get(keyId)?.coolUntil ?? 0) - this.clock.now();
     return wait > 0 ? errors.coolingDown(Math.ceil(wait / 1000)) : undefined;
   }
 

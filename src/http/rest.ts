@@ -61,6 +61,22 @@ export function registerProbes(router: Router, readiness: ReadyProbe): void {
   });
 }
 
+/** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
+function dataOf(ids: readonly number[], json: (id: number) => Buffer | string): Pieces {
+  const out = new Pieces().add(OPEN_DATA);
+  ids.forEach((id, i) => out.add((i ? ',"' : '"') + id + '":').add(json(id)));
+  return out.add(CLOSE_DATA);
+}
+
+/** A POST that changes the caller's stored market set: only ever the caller's own set and sockets, the client coming from the key, never the request. */
+function storedSetChange(verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) {
+  return async (body: Buffer, _type: string, who: Principal): Promise<string> => {
+    const mids = marketList(parseJson(body));
+    await act(who.client, mids);
+    return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
+  };
+}
+
 /** The REST contract's routes (docs/rest.md) plus the probes. Reads never wait on Postgres. */
 export function registerRest(router: Router, deps: RestDeps): void {
   const { model } = deps;
@@ -89,12 +105,6 @@ export function registerRest(router: Router, deps: RestDeps): void {
       return kept.view!;
     };
   };
-  /** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
-  const data = (ids: readonly number[], json: (id: number) => Buffer | string): Pieces => {
-    const out = new Pieces().add(OPEN_DATA);
-    ids.forEach((id, i) => out.add((i ? ',"' : '"') + id + '":').add(json(id)));
-    return out.add(CLOSE_DATA);
-  };
 
   router.get('/api/v1/sports/events', cached((q, raw) => {
     const sis = queryIds(q, raw, 'si', POSITIVE_ID, INTEGERS, true);
@@ -103,7 +113,7 @@ export function registerRest(router: Router, deps: RestDeps): void {
     return {
       // The answer depends on the leagues as a set: sorted, so their order and repeats do not matter.
       key: leagues ? `${sis.key}&li=${[...leagues].sort((a, b) => a - b).join(',')}` : sis.key,
-      answer: () => data(sis.list, (si) => model.eventsJson(si, leagues)),
+      answer: () => dataOf(sis.list, (si) => model.eventsJson(si, leagues)),
     };
   }), READ);
 
@@ -111,7 +121,7 @@ export function registerRest(router: Router, deps: RestDeps): void {
     const eids = queryIds(q, raw, 'eid', POSITIVE_ID, INTEGERS, true);
     return {
       key: eids.key,
-      answer: () => data(eids.list, (eid) => model.marketsJson(eid)),
+      answer: () => dataOf(eids.list, (eid) => model.marketsJson(eid)),
     };
   }), READ);
 
@@ -134,13 +144,6 @@ export function registerRest(router: Router, deps: RestDeps): void {
     return terms && JSON.stringify(terms);
   }), READ);
 
-  const change = (verb: 'Subscribed' | 'Unsubscribed', act: (client: string, mids: string[]) => Promise<void>) =>
-    async (body: Buffer, _type: string, who: Principal): Promise<string> => {
-      const mids = marketList(parseJson(body));
-      // Only ever the caller's own set and sockets: the client comes from the key, never the request.
-      await act(who.client, mids);
-      return JSON.stringify({ status: 1, message: `${verb} from market ${mids.join(',')}` });
-    };
-  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, change('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);
-  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, change('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)), READ);
+  router.post('/api/v1/subscribe', ['application/json'], deps.maxBodyBytes, storedSetChange('Subscribed', (c, m) => deps.subscriptions.subscribe(c, m)), READ);
+  router.post('/api/v1/unsubscribe', ['application/json'], deps.maxBodyBytes, storedSetChange('Unsubscribed', (c, m) => deps.subscriptions.unsubscribe(c, m)), READ);
 }

@@ -72,7 +72,7 @@ function heartbeat(raw: string | undefined): number {
  */
 export function registerWs(app: TemplatedApp, deps: WsDeps): void {
   const { hub, limits } = deps;
-  const budgets = new Budgets(limits, hub);
+  const budgets = new Budgets(limits, hub, deps.subscribers.clock);
   const refuse = (s: Subscriber, id: number, err: ServiceError) => s.send(refusal(id, err));
 
   const handle = (s: Subscriber, msg: ClientMessage): void => {

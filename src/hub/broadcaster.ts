@@ -8,7 +8,7 @@ import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
 import type { Carried, MarketIndex, Taken } from './market-index.js';
 import type { PublishWatcher } from './sweep.js';
-import type { Publishing } from './subscriber.js';
+import type { Publishing, Subscriber } from './subscriber.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
 import type { MarketStates, StateMessage } from './states.js';
 import type { SocketLedger } from '../record/ledger.js';
@@ -24,7 +24,7 @@ export interface Topics {
 
 export interface BroadcasterDeps {
   topics: Topics;
-  index: MarketIndex;
+  index: MarketIndex<Subscriber>;
   book: Book;
   states: MarketStates;
   metrics: OddsMetrics;

@@ -51,7 +51,7 @@ export interface HubDeps {
   /** The read model. */
   markets: ConcludedMarkets;
   /** Who takes each market, written by the subscribers themselves. */
-  index: MarketIndex;
+  index: MarketIndex<Subscriber>;
 }
 
 /** What starts work for a subscriber socket the hub opened (the stored sets, which load its client's markets); it looks at `closed` itself. */

@@ -1,5 +1,4 @@
 import type { BookEntry } from '../odds/book.js';
-import type { Subscriber } from './subscriber.js';
 import type { Variant } from './variant.js';
 import { passes, type Narrowing } from './narrowing.js';
 import type { MarketFacts } from '../refdata/types.js';
@@ -25,13 +24,13 @@ export interface Taken {
 }
 
 /** A market's takers as others see them: only subscribers change who takes a market, through the index. */
-export interface MarketTakers {
-  readonly subscribers: ReadonlySet<Subscriber>;
+export interface MarketTakers<S> {
+  readonly subscribers: ReadonlySet<S>;
   readonly variants: ReadonlyMap<string, Taken>;
 }
 
-interface Takers {
-  readonly subscribers: Set<Subscriber>;
+interface Takers<S> {
+  readonly subscribers: Set<S>;
   readonly variants: Map<string, { readonly variant: Variant; count: number; readonly topic: Carried & { base: BookEntry | undefined } }>;
 }
 
@@ -42,15 +41,17 @@ export type FilterKind = 'events' | 'sports';
  * Who takes each market, and whose filters cover each event and sport: an index derived from the
  * subscribers, each of which writes its own entries through `take`, `drop` and `filter` as its
  * subscriptions change, and removes them all when it closes. Nobody else writes it; the
- * broadcaster reads it to know which topics to publish to.
+ * broadcaster reads it to know which topics to publish to. The subscriber's type is a parameter
+ * (the service's is `MarketIndex<Subscriber>`), so the subscriber knows the index without the
+ * index knowing it back.
  */
-export class MarketIndex {
-  private readonly markets = new Map<string, Takers>();
+export class MarketIndex<S> {
+  private readonly markets = new Map<string, Takers<S>>();
   /** Each filter's variant, and its narrowing (undefined: every market of its event or sport). */
-  private readonly filters: Record<FilterKind, Map<number, Map<Subscriber, { v: Variant; narrowing: Narrowing | undefined }>>> = { events: new Map(), sports: new Map() };
+  private readonly filters: Record<FilterKind, Map<number, Map<S, { v: Variant; narrowing: Narrowing | undefined }>>> = { events: new Map(), sports: new Map() };
 
   /** `s` takes `mid` as `v`: its variant's entry, made on the first taker. */
-  take(s: Subscriber, mid: string, v: Variant): Taken {
+  take(s: S, mid: string, v: Variant): Taken {
     let m = this.markets.get(mid);
     if (!m) this.markets.set(mid, (m = { subscribers: new Set(), variants: new Map() }));
     m.subscribers.add(s);
@@ -61,7 +62,7 @@ export class MarketIndex {
   }
 
   /** `s` no longer takes `mid` as `v`. */
-  drop(s: Subscriber, mid: string, v: Variant): void {
+  drop(s: S, mid: string, v: Variant): void {
     const m = this.markets.get(mid);
     if (!m) return;
     m.subscribers.delete(s);
@@ -70,12 +71,12 @@ export class MarketIndex {
     if (m.subscribers.size === 0) this.markets.delete(mid);
   }
 
-  market(mid: string): MarketTakers | undefined {
+  market(mid: string): MarketTakers<S> | undefined {
     return this.markets.get(mid);
   }
 
   /** Sets (or, with no variant, removes) `s`'s filter on an event or sport, narrowed to some of its markets or not. */
-  filter(s: Subscriber, kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
+  filter(s: S, kind: FilterKind, id: number, v: Variant | undefined, narrowing?: Narrowing): void {
     const index = this.filters[kind];
     let set = index.get(id);
     if (v) {
@@ -91,8 +92,8 @@ export class MarketIndex {
    * Subscribers whose filters cover a market of this event and sport with these facts, with the
    * variant each asked for (an event filter over a sport's).
    */
-  filtered(eid: number, si: number, facts: MarketFacts): Map<Subscriber, Variant> {
-    const out = new Map<Subscriber, Variant>();
+  filtered(eid: number, si: number, facts: MarketFacts): Map<S, Variant> {
+    const out = new Map<S, Variant>();
     for (const [s, f] of this.filters.sports.get(si) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
     for (const [s, f] of this.filters.events.get(eid) ?? []) if (passes(f.narrowing, facts)) out.set(s, f.v);
     return out;

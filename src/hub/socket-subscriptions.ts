@@ -10,7 +10,7 @@ import { describeNarrowing, passes, type Narrowing } from './narrowing.js';
 
 export interface SocketSubscriptionsDeps {
   hub: Hub;
-  index: MarketIndex;
+  index: MarketIndex<Subscriber>;
   book: Book;
   model: ReadModel;
 }

@@ -63,7 +63,7 @@ export interface AgeLimits {
 
 /** What every subscriber shares: the service's parts it uses, wired once. */
 export interface SubscriberDeps {
-  index: MarketIndex;
+  index: MarketIndex<Subscriber>;
   publishing: Publishing;
   book: Pick<Book, 'get'>;
   states: Pick<MarketStates, 'since' | 'stale' | 'revision' | 'terms'>;

@@ -30,7 +30,7 @@ export class Sweep implements Looks, PublishWatcher {
   private sinceFlush = new Set<string>();
   private ticker: Ticker | undefined;
 
-  constructor(private readonly index: MarketIndex, private readonly clock: Clock) {}
+  constructor(private readonly index: MarketIndex<Subscriber>, private readonly clock: Clock) {}
 
   start(): void {
     this.ticker ??= this.clock.every(SWEEP_MS, () => this.run(this.clock.now()));

@@ -18,7 +18,6 @@ import { OddsJudge, type AcceptedImage, type JudgedOdds } from './odds-items.js'
 import { SourceTime, type SourceTimeLimits } from './source-time.js';
 import type { OutsideFeeds, Sender } from './outside.js';
 import type { BatchItems, ReadItems, RefusedItems } from './batch.js';
-import type { BatchRunner } from './lane.js';
 
 // HTTP ingest takes the key type from here, with the rest of the ingest API.
 export type { PublisherKey };
@@ -82,7 +81,7 @@ interface IngestDeps {
  * were sent), so a publisher reading back on the same pod never sees an
  * older value.
  */
-export class Ingest implements BatchRunner {
+export class Ingest {
   private readonly judge: OddsJudge;
 
   constructor(private readonly deps: IngestDeps) {

@@ -1,10 +1,13 @@
+import { systemClock, type Clock } from '../lib/clock.js';
+
 /** The bounds an odds image's source time (`ts`) is judged by, and the server's clock. */
 export interface SourceTimeLimits {
   /** How far ahead of the server's clock a source time may be (INGEST_MAX_SKEW_MS). */
   maxSkewMs: number;
   /** How old a source time may be before its image is late (INGEST_LATE_MS). */
   lateMs: number;
-  now?: () => number;
+  /** The server's clock: the system's, unless a test sets its own. */
+  clock?: Pick<Clock, 'now'>;
 }
 
 /** An instant as a reader checks it: ms and, when the instant exists, its UTC time. */
@@ -20,17 +23,17 @@ function instant(ms: number): string {
  * times are its own: only the order is judged.
  */
 export class SourceTime {
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
 
   constructor(private readonly limits: SourceTimeLimits) {
-    this.now = limits.now ?? Date.now;
+    this.clock = limits.clock ?? systemClock;
   }
 
   /** `newest`: the newest source time its publisher sent for the market; `replay`: that publisher replays a recording. */
   judge(ts: number, newest: number | undefined, replay: boolean): { error: string } | { late: boolean } {
     if (newest !== undefined && ts < newest) return { error: `ts ${instant(ts)} is older than ${instant(newest)}, the newest this publisher sent for the market: out of order` };
     if (replay) return { late: false };
-    const now = this.now();
+    const now = this.clock.now();
     const { maxSkewMs, lateMs } = this.limits;
     if (ts - now > maxSkewMs) return { error: `ts ${instant(ts)} is ${Math.round(ts - now)} ms ahead of the server's clock ${instant(now)}; at most ${maxSkewMs} ms is allowed (INGEST_MAX_SKEW_MS)` };
     return { late: now - ts > lateMs };

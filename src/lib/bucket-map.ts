@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import { TokenBucket } from './token-bucket.js';
 
 /**
@@ -10,24 +11,24 @@ import { TokenBucket } from './token-bucket.js';
 export class BucketMap {
   private readonly buckets = new Map<string, TokenBucket>();
 
-  constructor(private readonly perSecond: number, private readonly max: number, private readonly burst = perSecond) {}
+  constructor(private readonly perSecond: number, private readonly max: number, private readonly clock: Pick<Clock, 'now'>, private readonly burst = perSecond) {}
 
   /** Spends a token of `name`'s bucket: undefined when there was one, else the empty bucket (for its Retry-After). */
-  take(name: string, now = Date.now()): TokenBucket | undefined {
+  take(name: string): TokenBucket | undefined {
     let b = this.buckets.get(name);
     if (!b) {
-      if (this.buckets.size >= this.max) this.evict(now);
-      this.buckets.set(name, (b = new TokenBucket(this.perSecond, now, this.burst)));
+      if (this.buckets.size >= this.max) this.evict();
+      this.buckets.set(name, (b = new TokenBucket(this.perSecond, this.clock, this.burst)));
     }
-    return b.take(1, now) ? undefined : b;
+    return b.take(1) ? undefined : b;
   }
 
   get size(): number {
     return this.buckets.size;
   }
 
-  private evict(now: number): void {
-    for (const [k, b] of this.buckets) if (b.full(now)) this.buckets.delete(k);
+  private evict(): void {
+    for (const [k, b] of this.buckets) if (b.full()) this.buckets.delete(k);
     // Still full: drop the oldest eighth at once, so a flood of new names does not sweep the map on every call.
     let drop = this.buckets.size >= this.max ? Math.max(1, this.max >> 3) : 0;
     for (const k of this.buckets.keys()) {

@@ -1,3 +1,5 @@
+import { systemClock, type Clock } from './clock.js';
+
 /**
  * A bounded rate for log lines about things outsiders can repeat at will (bad
  * messages, refusals): at most `lines` per `intervalMs`, and the next line let
@@ -9,10 +11,11 @@ export class LineBudget {
   private used = 0;
   private held = 0;
 
-  constructor(private readonly lines: number, private readonly intervalMs: number) {}
+  constructor(private readonly lines: number, private readonly intervalMs: number, private readonly clock: Pick<Clock, 'now'> = systemClock) {}
 
   /** Undefined: stay quiet. A number: write the line, saying this many were held back since the last one. */
-  take(now = Date.now()): number | undefined {
+  take(): number | undefined {
+    const now = this.clock.now();
     if (now - this.windowStart >= this.intervalMs) {
       this.windowStart = now;
       this.used = 0;

@@ -1,3 +1,4 @@
+import type { Clock, Ticker } from './clock.js';
 import type { Component } from './component.js';
 
 /**
@@ -9,21 +10,21 @@ import type { Component } from './component.js';
  */
 export class LoopDelay implements Component {
   readonly name = 'event-loop delay';
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Ticker | undefined;
   private last = 0;
   private drift = 0;
   private waiters: (() => void)[] = [];
 
-  constructor(private readonly maxMs: number, private readonly everyMs = 50) {}
+  constructor(private readonly maxMs: number, private readonly clock: Clock, private readonly everyMs = 50) {}
 
   start(): void {
-    this.last = performance.now();
-    // Unref'd: measuring never keeps a stopping process alive.
-    this.timer = setInterval(() => this.tick(), this.everyMs).unref();
+    this.last = this.clock.now();
+    this.timer ??= this.clock.every(this.everyMs, () => this.tick());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.stop();
+    this.timer = undefined;
     this.drift = 0;
     this.release();
   }
@@ -42,7 +43,7 @@ export class LoopDelay implements Component {
   }
 
   private tick(): void {
-    const now = performance.now();
+    const now = this.clock.now();
     this.drift = Math.max(0, now - this.last - this.everyMs);
     this.last = now;
     if (!this.busy()) this.release();

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type pg from 'pg';
+import type { Clock } from '../lib/clock.js';
 
 /** What the read model's gauge reads when scraped: the read model itself. */
 interface ModelSize {
@@ -15,6 +16,8 @@ interface ServiceGauges {
   version: string;
   /** How long one render of the exposition answers every scrape (METRICS_CACHE_MS). */
   reuseMs: number;
+  /** What the render's age is read from. */
+  clock: Pick<Clock, 'now'>;
 }
 
 /**
@@ -29,12 +32,14 @@ export class ServiceMetrics {
   readonly refreshLag: Histogram;
   private readonly renders: Counter;
   private readonly reuseMs: number;
+  private readonly clock: Pick<Clock, 'now'>;
   /** The newest render, finished or still being made, and when it finished (0 while it is being made). */
   private rendered: Promise<Buffer> | undefined;
   private renderedAt = 0;
 
   constructor(g: ServiceGauges) {
     this.reuseMs = g.reuseMs;
+    this.clock = g.clock;
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     // These list every handle, resource or file descriptor on each scrape: with
@@ -88,12 +93,12 @@ export class ServiceMetrics {
    * render per interval, and the odds path never waits on a scrape flood.
    */
   exposition(): Promise<Buffer> {
-    if (this.rendered && (this.renderedAt === 0 || Date.now() - this.renderedAt < this.reuseMs)) return this.rendered;
+    if (this.rendered && (this.renderedAt === 0 || this.clock.now() - this.renderedAt < this.reuseMs)) return this.rendered;
     this.renders.inc();
     this.renderedAt = 0;
     const render = this.registry.metrics().then(
       (text) => {
-        this.renderedAt = Date.now();
+        this.renderedAt = this.clock.now();
         return Buffer.from(text);
       },
       (err: unknown) => {

@@ -1,4 +1,5 @@
 import type { FeedStatus } from '../odds/messages.js';
+import type { Clock, Ticker } from '../lib/clock.js';
 import type { Component } from '../lib/component.js';
 
 /** Told of every change of the feed status, once: the broadcaster, which tells every socket. */
@@ -11,7 +12,7 @@ export interface FeedMonitorOptions {
   staleMs: number;
   /** How often silence is checked; a STALE comes at most this late. */
   checkMs?: number;
-  now?: () => number;
+  clock: Clock;
 }
 
 /**
@@ -25,12 +26,10 @@ export class FeedMonitor implements Component {
   private lastHeard: number;
   private down = false;
   private current: FeedStatus = 'OK';
-  private timer: NodeJS.Timeout | undefined;
-  private readonly now: () => number;
+  private timer: Ticker | undefined;
 
   constructor(private readonly opts: FeedMonitorOptions) {
-    this.now = opts.now ?? Date.now;
-    this.lastHeard = this.now();
+    this.lastHeard = opts.clock.now();
   }
 
   get status(): FeedStatus {
@@ -43,17 +42,17 @@ export class FeedMonitor implements Component {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.evaluate(), this.opts.checkMs ?? Math.min(250, this.opts.staleMs / 4));
+    this.timer ??= this.opts.clock.every(this.opts.checkMs ?? Math.min(250, this.opts.staleMs / 4), () => this.evaluate());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
   }
 
   /** A publisher was heard: an accepted batch here, or an image from another pod. */
   heard(): void {
-    this.lastHeard = this.now();
+    this.lastHeard = this.opts.clock.now();
     this.evaluate();
   }
 
@@ -65,7 +64,7 @@ export class FeedMonitor implements Component {
 
   /** Recomputes the status from silence and the bus; the timer calls it too. */
   evaluate(): void {
-    const status: FeedStatus = this.down || this.now() - this.lastHeard > this.opts.staleMs ? 'STALE' : 'OK';
+    const status: FeedStatus = this.down || this.opts.clock.now() - this.lastHeard > this.opts.staleMs ? 'STALE' : 'OK';
     if (status === this.current) return;
     this.current = status;
     for (const l of this.listeners) l.feedChanged(status);

@@ -2,6 +2,7 @@ import type { FreshnessMessage, PublisherStaleReason, StaleReason } from '../odd
 import type { Bus, FreshnessHandler, SourceFreshness, SourceReason } from '../bus/types.js';
 import type { Book } from '../odds/book.js';
 import type { ReadModel } from '../refdata/model.js';
+import type { Clock, Ticker } from '../lib/clock.js';
 import type { Component } from '../lib/component.js';
 
 /** The liveness interval a publisher connection may declare (`/ingest?live=`), in ms; REST keys and the simulator take the default. */
@@ -107,7 +108,7 @@ export interface FreshnessDeps {
   /** Tells other pods the state of markets this pod's publishers feed (nothing with one process). */
   bus: Pick<Bus, 'shareFreshness'>;
   markets: MarketsHere;
-  now?: () => number;
+  clock: Clock;
 }
 
 const isRemote = (o: Entry['owner']): o is Remote => o !== undefined && !(o instanceof Feeder);
@@ -133,20 +134,19 @@ export class Freshness implements FreshnessHandler, Component {
   private readonly counts: Record<StaleReason, number> = { bus: 0, publisher: 0, unreliable: 0, late: 0 };
   private busIsDown = false;
   private pending: Map<string, SourceFreshness> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Ticker | undefined;
   private readonly now: () => number;
 
   constructor(private readonly deps: FreshnessDeps) {
-    this.now = deps.now ?? Date.now;
+    this.now = () => deps.clock.now();
   }
 
   start(): void {
-    this.timer ??= setInterval(() => this.check(), CHECK_MS);
-    this.timer.unref();
+    this.timer ??= this.deps.clock.every(CHECK_MS, () => this.check());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = undefined;
   }
 

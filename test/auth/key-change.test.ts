@@ -52,10 +52,8 @@ t.test('a service that never confirms ends the wait at its bound, counted; one t
   t.equal((await create(300)).unconfirmed, 1);
   await silent.conn.end();
   const leaving = await service(t);
-  const gone = changeKey(pool, async (db) => {
-    const k = await createKey(db, 'x', 'subscriber');
-    setTimeout(() => void leaving.conn.end(), 100); // gone while the change waits for it: time the test sets
-    return k;
-  }, (k) => k.id, 20_000);
+  // Gone while the change waits for it: at the change's NOTIFY.
+  leaving.conn.on('notification', () => void leaving.conn.end());
+  const gone = changeKey(pool, (db) => createKey(db, 'x', 'subscriber'), (k) => k.id, 20_000);
   t.equal((await gone).unconfirmed, 0, 'returned once it left, long before the bound');
 });

@@ -25,6 +25,11 @@ if (!NATS_BINARY) {
   const [a, b] = pods;
   const M = '1.200001001';
   const ingest = (pod: TestService, ...items: Record<string, unknown>[]) => postJson(pod.url, '/api/v1/ingest', { data: items });
+  /** The pods judge which image is newest by its publish time (ms): the clock moves on a millisecond before the next. */
+  const later = async () => {
+    const now = Date.now();
+    await waitFor(() => Date.now() > now, 'the clock moved on', 1000, 1);
+  };
 
   t.test('ingest on one pod reaches subscribers on every pod, in order, with the same seq', async (t) => {
     const onA = await Client.connect(a.url);
@@ -81,11 +86,12 @@ if (!NATS_BINARY) {
     for (const c of subs) await c.request({ op: 'subscribe', mids: [M, M2] });
     let n = 0;
     let stop = false;
+    // Paced by the service's answers, each image a millisecond after the one before at least (the pods order them by publish time).
     const publisher = (async () => {
       while (!stop) {
         await ingest(n % 2 ? a : b, image(M, 2 + (n % 50) / 100), image(M2, 3 + (n % 50) / 100));
         n++;
-        await new Promise((r) => setTimeout(r, 10)); // the pace of the stream, not a wait for anything
+        await later();
       }
     })();
     await waitFor(() => subs.every((c) => c.oddsOf(M2).length >= 3), 'both subscribers getting the stream before NATS stops', 10000);
@@ -137,8 +143,6 @@ if (!NATS_BINARY) {
     const f = c.oddsOf(mid).at(-1);
     return f && { epoch: f.epoch, seq: f.seq, price: f.r[0].b[0][0] };
   };
-  // Time, not a condition: the pods judge which image is newest by its publish time (ms), so each must be later than the last.
-  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   t.test('NATS away with ingest on two pods, back with no update after: books, subscribers and the stream all end on the newest image', async (t) => {
     const M3 = '1.200001003';
@@ -149,9 +153,9 @@ if (!NATS_BINARY) {
     await nats.stop();
     await eventually(async () => Math.max(await connected(a), await connected(b)), (v) => v === 0);
     t.equal((await ingest(a, image(M3, 2.1))).status, 200, 'pod A takes ingest while NATS is away');
-    await pause(20);
+    await later();
     t.equal((await ingest(b, image(M3, 2.2))).status, 200, 'pod B too');
-    await pause(20);
+    await later();
     await ingest(a, image(M3, 2.3));
     const own = await subs[1].next((f) => f.op === 'odds' && f.mid === M3 && f.r[0].b[0][0] === 2.2);
     t.match(own, { epoch: /^l/ }, 'each pod\'s subscribers see its own images meanwhile, numbered in an epoch of the pod\'s own');
@@ -254,9 +258,10 @@ if (!NATS_BINARY) {
     // Closing its link without a word is what a SIGKILL looks like from the bus: the announcements stop.
     const silent = Date.now();
     await two.bus.close();
-    await eventually(async () => one.heard, (h) => h.includes(`${twoId} gone`), POD_SILENCE_MS + 3000);
+    await eventually(async () => one.heard, (h) => h.includes(`${twoId} gone`), POD_SILENCE_MS + 10_000);
     const took = Date.now() - silent;
     t.ok(one.heard.includes(`${twoId} gone`), `declared gone after ${took} ms of silence`);
+    // A lower bound only: a busy machine makes the silence seem longer, never shorter (bus/pods is judged on its own clock in bus/witness.test).
     t.ok(took >= POD_SILENCE_MS - 1000, 'not before two announcements were missed');
   });
 }

@@ -8,7 +8,7 @@ import { MarketBook, PAST_EPOCHS } from '../../src/client/market-book.js';
 import { RESYNC, Resyncs } from '../../src/client/resyncs.js';
 import { encodeProto } from '../../src/odds/codec.js';
 import type { OddsMessage, ServerMessage } from '../../src/odds/messages.js';
-import { until } from './helpers.js';
+import { FakeClock } from '../helpers/clock.js';
 
 const odds: OddsMessage = {
   op: 'odds', mid: '1.234', epoch: 'm1abc', seq: 7, ts: 1700000000000, pt: 1700000000005, st: 'OPEN', ip: true, con: false, cf: false,
@@ -146,15 +146,15 @@ t.test('the book tells how late each market\'s newest frame arrived', async (t) 
 
 /** Resyncs over a clock the test moves, and a sender that records what it was asked and answers when told. */
 function resyncRig(sendable = true) {
-  let now = 1_000_000;
+  const clock = new FakeClock();
   const asked: string[] = [];
   const answers: (() => void)[] = [];
   const resyncs = new Resyncs((mid) => {
     if (!sendable) return undefined;
     asked.push(mid);
     return new Promise<void>((ok) => answers.push(ok));
-  }, () => now);
-  return { resyncs, asked, answerAll: () => answers.splice(0).forEach((ok) => ok()), tick: (ms: number) => (now += ms) };
+  }, clock);
+  return { resyncs, asked, answerAll: () => answers.splice(0).forEach((ok) => ok()), tick: (ms: number) => clock.advance(ms) };
 }
 
 t.test('resyncs: one at a time per market, and none within the per-market bound of the one before', async (t) => {
@@ -166,8 +166,10 @@ t.test('resyncs: one at a time per market, and none within the per-market bound 
   await Promise.resolve();
   resyncs.ask('m');
   t.same(asked, ['m'], 'answered, but within the bound: owed, not sent');
-  tick(RESYNC.perMarketMs);
-  t.ok(await until(() => asked.length === 2, 5000), 'the owed one goes once the bound allows');
+  tick(RESYNC.perMarketMs - 1);
+  t.same(asked, ['m'], 'not a millisecond before the bound');
+  tick(1000 / RESYNC.perSecond);
+  t.equal(asked.length, 2, 'the owed one goes at the first look once the bound allows');
   resyncs.ask('m');
   t.equal(asked.length, 2, 'still waiting for its answer');
 });
@@ -178,10 +180,11 @@ t.test(`resyncs: at most ${RESYNC.perSecond} a second in all, the rest owed and 
   for (let i = 0; i < 50; i++) resyncs.ask(`m${i}`);
   t.equal(asked.length, RESYNC.perSecond, 'a burst takes one second\'s budget');
   tick(1000);
-  t.ok(await until(() => asked.length === 2 * RESYNC.perSecond, 5000), 'a second later, one more second\'s worth');
-  // Time, not a condition: three refills' worth of the real timer, in which nothing may go while the clock stands.
-  await new Promise((r) => setTimeout(r, 3 * (1000 / RESYNC.perSecond)));
-  t.equal(asked.length, 2 * RESYNC.perSecond, 'and no more until the clock moves');
+  t.equal(asked.length, 2 * RESYNC.perSecond, 'a second later, one more second\'s worth, one at each refill');
+  tick(1000 / RESYNC.perSecond - 1);
+  t.equal(asked.length, 2 * RESYNC.perSecond, 'and no more until the next token');
+  tick(1);
+  t.equal(asked.length, 2 * RESYNC.perSecond + 1);
   t.equal(new Set(asked).size, asked.length, 'each market asked for once');
 });
 
@@ -192,8 +195,6 @@ t.test('resyncs: nothing owed for a market forgotten, after a reconnect, or that
   resyncs.forget(`m${RESYNC.perSecond}`);
   resyncs.reset();
   tick(5000);
-  // Time, not a condition: three refills' worth of the real timer, in which the dropped ones must not go.
-  await new Promise((r) => setTimeout(r, 3 * (1000 / RESYNC.perSecond)));
   t.equal(asked.length, RESYNC.perSecond, 'the owed ones are dropped: the reconnect resumes every market');
   const idle = resyncRig(false);
   for (let i = 0; i < 100; i++) idle.resyncs.ask('m');

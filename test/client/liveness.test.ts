@@ -28,18 +28,13 @@ for (const format of FORMATS) {
     const { client } = startClient(t, { url: `ws://127.0.0.1:${port}/ws`, format, hb: HB });
     const [protocol] = await next(client, 'open');
     t.equal(protocol, `odds.v1.${format}`);
-    const openedAt = Date.now();
     const pending = client.subscribe({ mids: ['1.1'] });
-    const [info] = await next(client, 'close');
-    const after = Date.now() - openedAt;
+    // A client that waited for the socket to notice would never close (a silent peer sends no FIN):
+    // this wait's bound fails it. How soon after two heartbeats is judged on a clock in client/silence.test.ts.
+    const [info] = await next(client, 'close', () => true, 2 * HB + 20_000);
     t.equal(info.code, 1006);
     const silence = Number(/^no frame for (\d+) ms .*dead peer$/.exec(info.reason)?.[1]);
     t.ok(silence >= 2 * HB, `not before two heartbeats of silence (${info.reason})`);
-    // The client's check fires at two heartbeats; what it may add is timer lateness, which on a
-    // 2-core machine busy with other tests has reached a second or two. A client that waited for
-    // the socket to notice would never close (a silent peer sends no FIN): that runs into the test's
-    // timeout, far past this bound.
-    t.ok(after < 2 * HB + 4000, `soon after them (${after} ms after the open)`);
     t.ok(info.reconnectInMs !== undefined, 'it will reconnect');
     t.ok(await until(() => connections === 2), 'and does');
     t.same(client.subscriptions.map((s) => s.mids), [['1.1']], 'the unanswered subscribe is still wanted');

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
+import { FakeClock } from '../helpers/clock.js';
 import { seeded } from '../helpers/random.js';
 import { priceProblems } from './coherence.js';
 
@@ -23,7 +24,7 @@ interface Tick {
 
 /** Runs the markets and returns every tick's images by market. */
 function run(markets: SimMarket[], ticks: number, seed: number): Tick[] {
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), now: () => 42 });
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), clock: new FakeClock(42) });
   return Array.from({ length: ticks }, (_, n) => ({ n, images: new Map(sim.tick().map((img) => [img.mid, img])) }));
 }
 

@@ -1,10 +1,10 @@
 import t from 'tap';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ticks.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
 import type { OddsImage } from '../../src/odds/messages.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
+import { FakeClock } from '../helpers/clock.js';
 import { seeded } from '../helpers/random.js';
 import { SLOTS } from '../../src/demo/fixtures.js';
 import { OVERROUND, SAME_OUTCOME_BAND, priceProblems } from './coherence.js';
@@ -28,7 +28,7 @@ const LINE_MARKETS: SimMarket[] = [
 
 /** Runs `ticks` ticks over `markets` and returns each market's images in order. */
 function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, OddsImage[]> {
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), now: () => 42 });
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), clock: new FakeClock(42) });
   const byMid = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
   for (let i = 0; i < ticks; i++) for (const img of sim.tick()) byMid.get(img.mid)!.push(img);
   return byMid;
@@ -137,7 +137,7 @@ t.test('runner markets trade at a best price with volumes that only grow; line m
 
 t.test('in-play, a cricket fixture\'s ball markets go BALL_RUNNING together, saying so, with ladders, then reopen on a moved line', async (t) => {
   const markets = [mk('sess', 'session', { sportId: 4, eventId: 500 }), mk('ball', 'ball-by-ball', { sportId: 4, eventId: 500 })];
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(1), now: () => 42 });
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(1), clock: new FakeClock(42) });
   const imgs = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
   const at = new Map<string, number[]>(markets.map((m) => [m.mid, []]));
   for (let tick = 0; tick < 400; tick++) {
@@ -220,11 +220,11 @@ t.test('an inactive market is published SUSPENDED once, and reopens when active'
 
 t.test('images carry now() and the in-play flag; markets are re-read every tick', async (t) => {
   const markets: SimMarket[] = [mk('a', 'match-odd', { rids: [1, 2], inPlay: false })];
-  let clock = 1000;
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(5), now: () => clock });
+  const clock = new FakeClock(1000);
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(5), clock });
   t.match(sim.tick(), [{ mid: 'a', ts: 1000, ip: false, st: 'OPEN' }]);
   markets.push(mk('b', 'session'), mk('race', 'player-race'));
-  clock = 2000;
+  clock.advance(1000);
   const next = sim.tick();
   t.match(next.find((i) => i.mid === 'b'), { ts: 2000, ip: true }, 'a new market is picked up');
   t.notOk(next.some((i) => i.mid === 'race'), 'a market with no runners and no line has no book');
@@ -262,28 +262,23 @@ t.test('the first tick over the demo data set prices every market that has a boo
 
 t.test('start() publishes on a timer and stop() stops it', async (t) => {
   const batches: OddsImage[][] = [];
-  const sim = new Simulator({ markets: () => RUNNER_MARKETS, publish: (b) => batches.push(b), intervalMs: 5 });
-  // Ticks are counted, not batches: a tick that changed nothing publishes none.
-  let ticks = 0;
-  const tick = sim.tick.bind(sim);
-  sim.tick = () => (ticks++, tick());
-  const started = performance.now();
+  const clock = new FakeClock();
+  let alive = 0;
+  const sim = new Simulator({ markets: () => RUNNER_MARKETS, publish: (b) => batches.push(b), alive: () => alive++, intervalMs: 5, clock });
   sim.start();
   sim.start(); // a second start must not add a second timer
-  // Runs for 100 ms and until three batches came, rather than counting them in a fixed window: a
-  // busy machine can stall this process for longer than the window, and an interval that falls
-  // behind does not catch up.
-  for (const end = Date.now() + 10_000; (batches.length < 3 || performance.now() - started < 100) && Date.now() < end;) await sleep(5);
-  sim.stop();
-  const ran = performance.now() - started;
+  t.same(clock.periods(), [5], 'one timer, at its interval');
+  clock.advance(4);
+  t.equal(alive, 0, 'nothing before the first interval');
+  clock.advance(1);
+  t.equal(alive, 1, 'a tick at each interval, a sign of life whether it changed anything or not');
+  clock.advance(95);
+  t.equal(alive, 20, 'twenty in 100 ms: one timer');
+  t.ok(batches.length >= 3 && batches.every((b) => b.length > 0), `${batches.length} batches, only non-empty ones published`);
   const n = batches.length;
-  t.ok(n >= 3, `${n} batches`);
-  // However late it runs, one interval comes round at most once per 5 ms of the loop's clock, which
-  // counts whole milliseconds: so at most once per 4 ms here, 26 in 100 ms. A second timer would
-  // tick about 40 times in a run that is not starved, and a starved run cannot pass the bound by chance.
-  t.ok(ticks <= ran / 4 + 1, `${ticks} ticks in ${Math.round(ran)} ms at 5 ms: one timer`);
-  t.ok(batches.every((b) => b.length > 0), 'only non-empty batches are published');
-  await sleep(50); // time, not a condition: ten intervals in which a timer left running would have published
+  sim.stop();
+  t.same(clock.periods(), [], 'stop() stops its timer');
+  clock.advance(1000);
   t.equal(batches.length, n, 'nothing after stop()');
 });
 
@@ -297,7 +292,7 @@ t.test('a tick prices at most 500 markets, taking the rest round robin', async (
 
 t.test('a market listed again after it closed trades again, from a fresh book', async (t) => {
   const m = mk('again', 'match-odd', { rids: [101, 102] });
-  const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(3), now: () => 42 });
+  const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(3), clock: new FakeClock(42) });
   t.equal(sim.tick()[0]?.st, 'OPEN');
   m.closed = true;
   t.equal(sim.tick()[0]?.st, 'CLOSED');
@@ -320,7 +315,7 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
   const day = Date.parse('2026-06-01T00:00:00Z');
   const markets = demoMarkets(new Date(day));
   const eids = [...new Set(markets.map((m) => m.eventId))];
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(11), now: () => 42 });
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(11), clock: new FakeClock(42) });
   const quotes = new Map<string, OddsImage>();
   const problems: string[] = [];
   let checked = 0;
@@ -346,7 +341,7 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
 
 t.test('prices a betting screen would show: the tied match long, completed short, over 0.5 goals shorter than over 2.5', async (t) => {
   const markets = demoMarkets(new Date());
-  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(12), now: () => 42 });
+  const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(12), clock: new FakeClock(42) });
   const quotes = new Map<string, OddsImage>();
   for (let i = 0; i < 20; i++) for (const image of sim.tick()) quotes.set(image.mid, image);
   const best = (na: string, eid: number, rid: number) => quotes.get(markets.find((m) => m.eventId === eid && m.name === na)!.mid)!.r.find((r) => r.rid === rid)!.b[0]![0];

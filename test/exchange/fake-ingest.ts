@@ -4,7 +4,10 @@
  * and the bounds a fake `/ingest` server announces at the handshake, as the service does.
  */
 import type { WebSocketServer } from 'ws';
-import type { Clock, IngestListener, IngestSocket } from '../../src/exchange/publisher.js';
+import type { IngestListener, IngestSocket } from '../../src/exchange/publisher.js';
+import { FakeClock } from '../helpers/clock.js';
+
+export { FakeClock };
 import { limitHeaders, type IngestLimits } from '../../src/ingest/limits.js';
 
 /** The service's defaults (docs/configuration.md). */
@@ -48,40 +51,3 @@ export class FakeSocket implements IngestSocket {
   }
 }
 
-export class FakeClock implements Clock {
-  at = 0;
-  tickMs = 0;
-  private tick: (() => void) | undefined;
-  private timers: { due: number; done: () => void }[] = [];
-
-  now(): number {
-    return this.at;
-  }
-
-  every(ms: number, tick: () => void): { stop(): void } {
-    this.tickMs = ms;
-    this.tick = tick;
-    return { stop: () => (this.tick = undefined) };
-  }
-
-  after(ms: number, done: () => void): { stop(): void } {
-    const timer = { due: this.at + ms, done };
-    this.timers.push(timer);
-    return { stop: () => (this.timers = this.timers.filter((x) => x !== timer)) };
-  }
-
-  /** Moves time on by `ms`, a tick at a time. */
-  advance(ms: number): void {
-    for (const end = this.at + ms; this.at < end;) {
-      this.at = Math.min(end, this.at + (this.tickMs || ms));
-      this.fire();
-      this.tick?.();
-    }
-  }
-
-  private fire(): void {
-    const due = this.timers.filter((x) => x.due <= this.at);
-    this.timers = this.timers.filter((x) => x.due > this.at);
-    for (const x of due) x.done();
-  }
-}

@@ -1,10 +1,12 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { expand, linesOf, READ_LIMITS, type Line, type ReadLimits, type ReadProblem } from '../../src/exchange/files.js';
 import { tempDir } from '../cli/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { BZIP2, hasBzip2 } from './fixtures.js';
 
 const TEXT = '{"a":1}\r\n\n{"a":2}\n   \n{"a":3}';
@@ -70,7 +72,44 @@ for (const kind of ['gz', 'bz2'] as const) {
 t.test('a file that is not the archive its name says: one problem at line 1', async (t) => {
   const dir = await tempDir(t);
   await writeFile(join(dir, 'x.gz'), 'plain text\n');
+  await writeFile(join(dir, 'x.bz2'), 'plain text\n');
   t.match(await read([join(dir, 'x.gz')]), [{ line: 1, problem: /cannot read on from here/ }]);
+  t.match(await read([join(dir, 'x.bz2')]), [{ line: 1, problem: /^cannot read on from here, the rest of the file is skipped \(bzip2: .*not a bzip2 file\.\)$/ }]);
+});
+
+/** The bzip2 processes running on this file, by their command lines. */
+const bzip2sOn = (file: string) => readdirSync('/proc').filter((pid) => {
+  try {
+    return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(file);
+  } catch {
+    return false; // gone while listed
+  }
+});
+
+t.test('.bz2: concatenated streams read on, what follows the last ignored, and a reader that stops early stops bzip2', { skip: hasBzip2() ? false : NO_BZIP2 }, async (t) => {
+  const dir = await tempDir(t);
+  const joined = join(dir, 'joined.json.bz2');
+  await writeFile(joined, Buffer.concat([bzip2(Buffer.from('{"a":1}\n')), bzip2(Buffer.from('{"a":2}\n')), Buffer.from('not bzip2')]));
+  t.same(texts(await read([joined])), [[1, '{"a":1}'], [2, '{"a":2}']]);
+  // 20 MB of lines from a few KB: the cap stops the reading long before bzip2 could write it all.
+  const big = join(dir, 'big.json.bz2');
+  await writeFile(big, execFileSync('/bin/sh', ['-c', `yes '{"a":1}' | head -c 20000000 | ${BZIP2} -9`], { maxBuffer: Infinity }));
+  const got = await read([big], { maxLineBytes: 1000, maxFileBytes: 1024 * 1024 });
+  t.match(got.at(-1), { problem: /^decompressed past 1 MiB/ });
+  await waitFor(() => bzip2sOn(big).length === 0, 'bzip2 stopped once its reader stopped', 10_000);
+});
+
+t.test('.bz2 without a bzip2 program: one problem saying what to install, then the next file', async (t) => {
+  const dir = await tempDir(t);
+  await writeFile(join(dir, 'a.json.bz2'), 'whatever\n');
+  await writeFile(join(dir, 'b.json'), 'after\n');
+  const path = process.env.PATH;
+  process.env.PATH = dir;
+  t.teardown(() => (process.env.PATH = path));
+  t.same(texts(await read([join(dir, 'a.json.bz2'), join(dir, 'b.json')])), [
+    [1, 'cannot read on from here, the rest of the file is skipped (no bzip2 program on this machine to read .bz2 files with: install it (Debian: apt-get install bzip2))'],
+    [1, 'after'],
+  ]);
 });
 
 t.test('caps on what comes out: a line too long, a file too big; each ends its file with one problem naming it', async (t) => {

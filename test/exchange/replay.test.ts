@@ -30,21 +30,17 @@ const SPEED = '20';
 const svc = await startTestService(t, { DEMO_DATA: 'off' });
 const ingest = `${svc.url.replace(/^http/, 'ws')}/ingest`;
 
-t.test('at a speed N, the replay takes at least the recording\'s span divided by N', async (t) => {
+t.test('at a speed N, every message replayed and every image acked (its pace: exchange/pace.test.ts)', async (t) => {
   const messages = tennis(6);
-  const span = (messages.at(-1)!.pt as number) - (messages[0].pt as number);
   const file = await writeRecording(await tempDir(t), 'tennis.json', messages);
   const publisher = await Publisher.connect({ url: ingest });
   t.teardown(() => publisher.close());
   const stats = newStats();
   const problems: string[] = [];
-  const started = performance.now();
   const ledger = new Ledger();
   const translator = new Translator({ ledger });
   const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p) });
   await replay({ files: [file], order: 'time', maxOpen: 8, speed: 8, translator, outbox, stats, problem: (p) => problems.push(p) });
-  const took = performance.now() - started;
-  t.ok(took >= span / 8 - 5, `${Math.round(took)} ms for ${span} ms of recording at 8 times`);
   t.same(stats, { messages: messages.length, before: 0, images: messages.length, problems: 0, clock: messages.at(-1)!.pt });
   t.equal(ledger.totals.published, messages.length, 'every image acked');
   t.same(problems, []);

@@ -5,8 +5,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Test } from 'tap';
 
-export const sleep = (ms: number): Promise<void> => new Promise((ok) => setTimeout(ok, ms));
-
 export { eventually } from '../helpers/wait.js';
 
 export interface Timed {

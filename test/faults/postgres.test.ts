@@ -11,7 +11,7 @@ import { freePort } from '../helpers/net.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
-import { alive, captureErrorLogs, childrenOf, eventually, postInit, sleep, timedFetch, type Timed } from './lib.js';
+import { alive, captureErrorLogs, childrenOf, eventually, postInit, timedFetch, type Timed } from './lib.js';
 
 /**
  * Postgres killed (SIGKILL, no shutdown) and started again while REST reads,
@@ -86,25 +86,22 @@ let stop = false;
 let nextBatch = 1;
 const READ_PATHS = ['/api/v1/sports', '/api/v1/sports/events?si=4,1', '/api/v1/events/markets?eid=30000001', '/api/v1/markets/result?mid=1.200005001,1.200003001'];
 
-// The loops pause a few ms between requests: the pace of the load, not a wait for anything.
+// Each loop sends its next request once the one before is answered: the service paces the load.
 const readLoop = async (n: number) => {
   for (let i = n; !stop; i++) {
     reads.push(await timedFetch(svc.url + READ_PATHS[i % READ_PATHS.length], {}, BOUND_MS));
-    await sleep(3);
   }
 };
 const writeLoop = async (n: number) => {
   for (let i = 0; !stop; i++) {
     const verb = i % 2 ? 'unsubscribe' : 'subscribe';
     writes.push(await timedFetch(`${svc.url}/api/v1/${verb}`, postInit({ data: [`w.${n}.${i % 10}`] }), BOUND_MS));
-    await sleep(5);
   }
 };
 const ingestLoop = async () => {
   while (!stop) {
     const k = nextBatch++;
     batches.push({ k, ...(await timedFetch(`${svc.url}/api/v1/ingest`, postInit({ data: batch(k) }), BOUND_MS)) });
-    await sleep(5);
   }
 };
 

@@ -2,7 +2,8 @@ import t from 'tap';
 import { freshDatabase, sqlClient } from '../helpers/db.js';
 import { image } from '../helpers/ws.js';
 import { startMain } from '../cli/processes.js';
-import { eventually, postInit, sleep, timedFetch, type Timed } from './lib.js';
+import { eventually, postInit, timedFetch, type Timed } from './lib.js';
+import { waitFor } from '../helpers/wait.js';
 import { Publisher } from './publisher-socket.js';
 import { CLOSE } from '../../src/errors.js';
 
@@ -36,7 +37,7 @@ let stopRest = false;
 const publishing = (async () => {
   while (pub.ws.readyState === pub.ws.OPEN) {
     if (sent - pub.acks.length < WINDOW) pub.send(++sent, batch(sent));
-    else await sleep(1); // the window is full: look again for an ack (the loop ends when the socket closes)
+    else await waitFor(() => sent - pub.acks.length < WINDOW || pub.ws.readyState !== pub.ws.OPEN, 'an ack in the full window, or the socket closed', 60_000, 1);
   }
 })();
 const rest: Timed[] = [];
@@ -46,7 +47,8 @@ const restLoop = async (n: number) => {
       ? await timedFetch(`${svc.url}/api/v1/subscribe`, postInit({ data: [`rest.${n}.${i % 7}`] }), 10000)
       : await timedFetch(`${svc.url}/api/v1/sports`, {}, 10000);
     rest.push(r);
-    if (r.error) await sleep(5); // the pace of retries after a failed request, not a wait for anything
+    // The first failed request ends its loop: after the listen socket closed, the rest would fail the same way.
+    if (r.error) return;
   }
 };
 const resting = [0, 1, 2].map(restLoop);

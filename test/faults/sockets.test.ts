@@ -1,13 +1,12 @@
 import t from 'tap';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
 import { scrape, value, type Scrape } from '../helpers/metrics.js';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { encodeClientProto } from '../../src/odds/client-codec.js';
 import type { ClientMessage } from '../../src/odds/messages.js';
-import { captureErrorLogs, eventually, mb, sleep } from './lib.js';
+import { captureErrorLogs, eventually, mb } from './lib.js';
+import { rssAfterGc } from '../helpers/gc.js';
 
 /**
  * Thousands of subscriber sockets connecting and dropping at once: abrupt
@@ -22,16 +21,7 @@ const onUncaught = (err: Error) => uncaught.push(String(err.stack ?? err).split(
 process.on('uncaughtException', onUncaught);
 t.teardown(() => void process.off('uncaughtException', onUncaught));
 
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-const settleMemory = async () => {
-  for (let i = 0; i < 3; i++) {
-    gc();
-    // Time, not a condition: turns of the loop for finalizers to free native memory, which no event announces.
-    await sleep(50);
-  }
-  return process.memoryUsage().rss;
-};
+const settleMemory = rssAfterGc;
 
 const ABRUPT = 700; // subscribed, then terminate(): no close frame, TCP reset
 const CLEAN = 600; // subscribed, then close(): close handshake

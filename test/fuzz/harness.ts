@@ -6,8 +6,6 @@
  */
 import type { Test } from 'tap';
 import { connect } from 'node:net';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import type pg from 'pg';
 import WebSocket from 'ws';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
@@ -16,6 +14,7 @@ import { http, type TestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { scrape, value, type Scrape } from '../helpers/metrics.js';
 import { waitFor } from '../helpers/wait.js';
+import { collect } from '../helpers/gc.js';
 
 // ---- raw HTTP ----
 
@@ -238,26 +237,7 @@ export function knownIds(s: Snapshot): { sis: number[]; lis: number[]; eids: num
   return { sis, lis: [...lis], eids, mids };
 }
 
-/** A real gc() even without --expose-gc (tap starts the process): the flag can be set at run time. */
-function findGc(): (() => void) | undefined {
-  const global = (globalThis as { gc?: () => void }).gc;
-  if (global) return global;
-  try {
-    v8.setFlagsFromString('--expose-gc');
-    return vm.runInNewContext('gc') as () => void;
-  } catch {
-    return undefined;
-  }
-}
-
-const settle = async (): Promise<void> => {
-  const gc = findGc();
-  for (let i = 0; i < 3; i++) {
-    gc?.();
-    // Time, not a condition: turns of the loop for finalizers to free native memory, which no event announces.
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
+const settle = collect;
 
 /** No query in the service's pool: every connection idle, none awaited. */
 const poolIdle = (m: Scrape): boolean =>

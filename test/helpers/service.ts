@@ -2,7 +2,7 @@ import type { Test } from 'tap';
 import { request } from 'node:http';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { startService, type Service } from '../../src/service.js';
+import { startService, type Service, type ServiceOptions } from '../../src/service.js';
 import { demoDatabase, migratedDatabase } from './db.js';
 import { waitFor } from './wait.js';
 
@@ -22,14 +22,16 @@ export const metricsUrlOf = (url: string): string => metricsUrls.get(url) ?? url
  * Every scrape renders afresh (METRICS_CACHE_MS=0), so a scrape right after
  * an action sees it; no `clock` frames are sent unless asked (WS_CLOCK_MS). The record is off
  * (RECORD=off) unless a test turns it on: what it writes is test/record's to judge, and the other
- * files' databases stay as small as they were.
+ * files' databases stay as small as they were. With `opts.clock` (a FakeClock started at
+ * Date.now()), every limit and timer of the service waits for the test to move it: a rate
+ * refills, a silence passes, a heartbeat falls due exactly when the test says.
  */
-export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string): Promise<TestService> {
+export async function startTestService(t: Test, env: Record<string, string> = {}, databaseUrl?: string, opts: Pick<ServiceOptions, 'clock'> = {}): Promise<TestService> {
   const url = databaseUrl ?? (await ((env.DEMO_DATA ?? 'on') === 'on' ? demoDatabase(t) : migratedDatabase(t)));
   // No clock frames unless a test asks for them (WS_CLOCK_MS): a frame a second would land among the frames most tests compare.
   const config = loadConfig({ HOST: '127.0.0.1', PORT: '0', DATABASE_URL: url, DEMO_DATA: 'on', SIMULATOR: 'off', DRAIN_DELAY_MS: '0', METRICS_CACHE_MS: '0', WS_CLOCK_MS: '0', RECORD: 'off', ...env });
   const log = createLogger(process.env.TEST_LOG === 'debug' ? 'debug' : 'error', false, (l) => process.stderr.write(l));
-  const service = await startService(config, url, log);
+  const service = await startService(config, url, log, opts);
   metricsUrls.set(service.url, service.metricsUrl);
   t.teardown(async () => {
     await service.close();

@@ -1,8 +1,11 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { http, postJson, startTestService } from '../helpers/service.js';
+import { createKey } from '../../src/auth/keys.js';
+import { CLOSE } from '../../src/errors.js';
+import { http, keyLive, postJson, startTestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 import { Client, image } from '../helpers/ws.js';
+import { FakeClock } from '../helpers/clock.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
 const svc = await startTestService(t);
@@ -224,28 +227,54 @@ t.test('a plain HTTP request to a socket route is a 400 that says so', async (t)
   }
 });
 
-t.test('per-socket limits: markets, message size and message rate answer status 0 and keep the socket', async (t) => {
-  const small = await startTestService(t, { WS_MAX_MARKETS: '3', WS_MAX_MESSAGE_BYTES: '1024', WS_MESSAGES_PER_SECOND: '5' });
+t.test('per-socket limits: markets, message size, message rate and subscribe rate answer status 0 and keep the socket', async (t) => {
+  // The service's limits on a clock this test moves: a rate refills exactly when the test says, however busy the machine.
+  const clock = new FakeClock(Date.now());
+  const env = { WS_MAX_MARKETS: '3', WS_MAX_MESSAGE_BYTES: '1024', WS_MESSAGES_PER_SECOND: '5', WS_SUBSCRIBES_PER_SOURCE: '2' };
+  const small = await startTestService(t, env, undefined, { clock });
   const c = await Client.connect(small.url);
   t.teardown(() => c.close());
   t.equal((await c.request({ op: 'subscribe', mids: ['a.1', 'a.2'] })).status, 1);
   const over = await c.request({ op: 'subscribe', mids: ['a.2', 'a.3', 'a.4'] });
   t.equal(over.status, 0);
   t.equal(over.message, 'market a.4 did not fit: a socket holds at most 3 markets');
+  const third = await c.request({ op: 'subscribe', mids: ['a.3'] });
+  t.same(third, { op: 'ack', id: third.id, status: 0, message: 'subscribe rate limit: at most 2 subscribe requests per second from one address; nothing changed, retry after 1 s' });
+  const un = await c.request({ op: 'unsubscribe', mids: ['a.2'] });
+  t.equal(un.message, 'Unsubscribed from market a.2', 'other requests are not held back');
   const from = c.frames.length;
   c.sendRaw(JSON.stringify({ op: 'ping', id: 1, pad: 'x'.repeat(2000) }));
   const big = await c.next((f) => f.op === 'ack', 2000, from);
   t.match(big.op === 'ack' && big.message, /the limit is 1024/);
-  // Time, not a condition: a second refills the socket's bucket (5 a second), so the burst starts from a full one.
-  await new Promise((r) => setTimeout(r, 1100));
+  clock.advance(1000);
   const ids = Array.from({ length: 12 }, () => c.send({ op: 'ping' }));
   const acks = await Promise.all(ids.map((id) => c.next((f) => f.op === 'ack' && f.id === id)));
   const refused = acks.filter((a) => a.op === 'ack' && a.status === 0);
-  t.ok(refused.length >= 6, `${refused.length} of 12 refused`);
+  t.equal(refused.length, 7, 'a full bucket of 5, then every message refused until the clock moves');
   t.match(refused[0].op === 'ack' && refused[0].message, /rate limit: at most 5 messages per second/);
-  // Time, not a condition: the rate allows again once a second has refilled the bucket.
-  await new Promise((r) => setTimeout(r, 1100));
-  t.equal((await c.request({ op: 'ping' })).status, 1, 'open and answering once the rate allows');
+  t.notOk(await c.request({ op: 'ping' }).then((a) => a.status), 'still refused while no time passes');
+  clock.advance(200);
+  t.equal((await c.request({ op: 'ping' })).status, 1, 'open and answering once a fifth of a second refilled a token');
+  clock.advance(1000);
+  t.equal((await c.request({ op: 'subscribe', mids: ['a.3'] })).status, 1, 'and subscribing again a second later');
+});
+
+t.test('with keys: the key\'s message budget holds across its sockets, and a socket that sends on while refused is closed with 4029', async (t) => {
+  // The service's buckets on a clock this test moves: nothing refills between the sends.
+  const keyed = await startTestService(t, { AUTH: 'on', WS_KEY_MESSAGES_PER_SECOND: '1', WS_MESSAGES_PER_SECOND: '1' }, undefined, { clock: new FakeClock(Date.now()) });
+  const { token } = await createKey(keyed.pool, 'frugal', 'subscriber');
+  await keyLive(keyed.url, token);
+  const a = await Client.connect(keyed.url, { query: `key=${token}` });
+  const b = await Client.connect(keyed.url, { query: `key=${token}` });
+  t.teardown(() => b.close());
+  t.match(await a.request({ op: 'ping' }), { status: 1 });
+  const refused = await b.request({ op: 'ping' });
+  t.match(refused, { status: 0, message: 'rate limit: at most 1 messages per second per API key, all its sockets together' },
+    'refused on a socket that had sent nothing, with its id though it was never read');
+  for (let i = 0; i < 150; i++) a.send({ op: 'ping' });
+  t.same(await a.closed, CLOSE.RATE);
+  t.equal(a.frames.filter((f) => f.op === 'ack' && f.status === 0).length, 100, '100 refusals, then the close');
+  await t.rejects(Client.connect(keyed.url, { query: `key=${token}` }), /upgrade refused: 429/, 'the key cools down: no new socket at once');
 });
 
 t.test('protobuf ingest over HTTP and over the socket', async (t) => {

@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { freshDatabase } from '../helpers/db.js';
 import { MovingMarket } from '../helpers/moving.js';
 import { postJson, startTestService } from '../helpers/service.js';
+import { FakeClock } from '../helpers/clock.js';
 import { Client, type Format } from '../helpers/ws.js';
 import { applyDelta } from '../../src/odds/delta.js';
 import { encodeFor } from '../../src/odds/codec.js';
@@ -120,6 +121,9 @@ t.test('after every frame a delta subscriber holds the image subscriber\'s image
 });
 
 t.test('conflated delta subscribers, one joining mid-stream, apply every frame and end on the newest image', async (t) => {
+  // Its own service, whose conflation timers run on a clock this test moves: bursts spread over the 100 ms intervals exactly.
+  const clock = new FakeClock(Date.now());
+  const svc = await startTestService(t, {}, undefined, { clock });
   const markets = [new MovingMarket(M3, 10, 3), new MovingMarket(M4, 20, 4)];
   await post(svc.url, [...markets.map((m) => m.market()), ...markets.map((m) => m.next(false))]);
   const first = await pair(svc.url, [M3, M4], 'proto', { conflate: 100, depth: 3 });
@@ -127,13 +131,14 @@ t.test('conflated delta subscribers, one joining mid-stream, apply every frame a
   const step = async (n: number) => {
     for (let i = 0; i < n; i++) {
       await stream(svc.url, markets, 6, 6);
-      await new Promise((ok) => setTimeout(ok, 15)); // the pace of the stream: bursts spread over the 100 ms conflation intervals
+      clock.advance(15);
     }
   };
   await step(15);
   const late = await pair(svc.url, [M3, M4], 'proto', { conflate: 100, depth: 3 });
   t.teardown(late.close);
   await step(15);
+  clock.advance(100);
   for (const [name, p] of [['first', first], ['late', late]] as const) {
     for (const mid of [M3, M4]) {
       const newest = svc.book.get(mid)!.seq;

@@ -10,12 +10,14 @@ import { SocketSubscriptions } from '../../src/hub/socket-subscriptions.js';
 import { Subscriber, type AgeLimits, type Conn, type SubscriberDeps } from '../../src/hub/subscriber.js';
 import { MarketStates } from '../../src/hub/states.js';
 import { Sweep } from '../../src/hub/sweep.js';
-import type { Clock, Ticker } from '../../src/lib/clock.js';
+import { FakeClock } from '../helpers/clock.js';
 import { TokenBucket } from '../../src/lib/token-bucket.js';
 import { OddsMetrics } from '../../src/metrics/odds.js';
 import type { ReadModel } from '../../src/refdata/model.js';
 import { createLogger } from '../../src/log.js';
 import { UNRECORDED, type SocketLedger } from '../../src/record/ledger.js';
+
+export { FakeClock };
 
 /**
  * The hub without a server: uWS's pub/sub is two methods (Topics) and a socket
@@ -81,32 +83,6 @@ export class FakeConn implements Conn {
   }
 }
 
-/** A clock the test moves: `advance` runs every timer that falls due, in order. */
-export class FakeClock implements Clock {
-  private tickers: { ms: number; at: number; tick: () => void; stopped: boolean }[] = [];
-  constructor(private time = 1_800_000_000_000) {}
-  now(): number {
-    return this.time;
-  }
-  every(ms: number, tick: () => void): Ticker {
-    const t = { ms, at: this.time + ms, tick, stopped: false };
-    this.tickers.push(t);
-    return { stop: () => (t.stopped = true) };
-  }
-  advance(ms: number): void {
-    const end = this.time + ms;
-    for (;;) {
-      this.tickers = this.tickers.filter((t) => !t.stopped);
-      const next = this.tickers.reduce<(typeof this.tickers)[number] | undefined>((a, b) => (!a || b.at < a.at ? b : a), undefined);
-      if (!next || next.at > end) break;
-      this.time = next.at;
-      next.at += next.ms;
-      next.tick();
-    }
-    this.time = end;
-  }
-}
-
 /** An image whose first runner is at `price`; the others, if any, never move (so a delta is smaller than the image). */
 export const img = (mid: string, price: number, runners = 1): OddsImage => ({
   mid, ts: 1, st: 'OPEN', ip: true, r: Array.from({ length: runners }, (_, i) => {
@@ -127,7 +103,7 @@ export const LIMITS: AgeLimits = { maxAgeMs: 2000, slowBytes: 1000, maxBytes: 1_
 export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eventMarkets' | 'sportMarkets'> = { eventMarkets: () => [], sportMarkets: () => [] }, ledger: SocketLedger = UNRECORDED) {
   const topics = new FakeTopics();
   const clock = new FakeClock();
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub({ perKey: 10, total: 100, countPerKey: false, markets: 100 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index });
   const book = new Book();
   const states = new MarketStates();
@@ -140,7 +116,7 @@ export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eve
   const subs = new SocketSubscriptions({ hub, index, book, model: model as ReadModel });
   /** A socket the hub opened; uWS's close callback is `hub.close(s)`. */
   const open = <C extends FakeConn = FakeConn>(format: 'json' | 'proto' = 'json', hbMs = 5000, conn: C = new FakeConn(topics) as C) => {
-    const s = new Subscriber(++nextId, 'public', 'public', format, hbMs, new TokenBucket(50, clock.now()), conn, deps);
+    const s = new Subscriber(++nextId, 'public', 'public', format, hbMs, new TokenBucket(50, clock), conn, deps);
     hub.open(s);
     sweep.add(s);
     conn.end = (code?: number) => {

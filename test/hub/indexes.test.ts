@@ -16,7 +16,7 @@ import { FakeConn, FakeTopics, rig } from './fakes.js';
 function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boolean; markets: number }> = {}, concluded: string[] = []) {
   const refused: string[] = [];
   const { deps } = rig();
-  const index = new MarketIndex();
+  const index = new MarketIndex<Subscriber>();
   const hub = new Hub(
     { perKey: 2, total: 4, countPerKey: true, markets: 3, ...limits },
     { refusals: { socketRefused: (reason) => refused.push(reason) }, markets: { concluded: (mid) => concluded.includes(mid) }, index },
@@ -25,7 +25,7 @@ function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boo
   let id = 0;
   const session = (keyId = 'k1', client = 'c1', format: 'json' | 'proto' = 'json') => {
     const conn = new FakeConn(topics);
-    const s = new Subscriber(++id, keyId, client, format, 5000, new TokenBucket(50), conn, { ...deps, index });
+    const s = new Subscriber(++id, keyId, client, format, 5000, new TokenBucket(50, deps.clock), conn, { ...deps, index });
     return { s, conn };
   };
   const publisher = (keyId = 'k1') => {

@@ -6,6 +6,7 @@ import { http, keyLive, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { waitFor } from '../helpers/wait.js';
 import { Publisher } from '../faults/publisher-socket.js';
+import { FakeClock } from '../helpers/clock.js';
 
 /**
  * Only accepted work is a sign of a publisher's life. A `live=1000` publisher that goes on
@@ -15,7 +16,9 @@ import { Publisher } from '../faults/publisher-socket.js';
  * fed over REST, go stale at once.
  */
 
-const svc = await startTestService(t, { INGEST_MAX_IN_FLIGHT: '1' });
+/** The service's liveness is judged on a clock the test moves: two intervals pass when the test says, however busy the machine. */
+const clock = new FakeClock(Date.now());
+const svc = await startTestService(t, { INGEST_MAX_IN_FLIGHT: '1' }, undefined, { clock });
 const db = await sqlClient(t, svc.databaseUrl);
 const MARKETS = ['1.200001001', '1.200001002', '1.200001003', '1.200001004'];
 const eventOf = async (mid: string) => (await db.query<{ eid: number }>('SELECT eid::int FROM markets WHERE mid = $1', [mid])).rows[0].eid;
@@ -55,7 +58,8 @@ async function refuseUntilStale(pub: Publisher, send: (n: number) => void, sub: 
     if (sent > 200) throw new Error(`${mid}: ${sent} refused messages sent and the market was never told ${why}: ${JSON.stringify(sub.frames.slice(from))}`);
     const ack = await sendForAck(pub, () => send(++sent));
     t.equal(ack.status, 0, `${mid}: message ${sent} refused (${ack.message})`);
-    await new Promise((ok) => setTimeout(ok, 100));
+    clock.advance(100);
+    await sub.settled();
   }
   return sent;
 }
@@ -101,7 +105,8 @@ t.test('a publisher refused for its in-flight limit while its one batch waits on
     if (id > 80) throw new Error(`never stale: ${JSON.stringify(sub.frames.slice(from))}`);
     pub.send(++id, [image(mid, 3)]);
     t.match(await pub.ack(id), { status: 0, message: /in flight/ }, `batch ${id} refused for the limit`);
-    await new Promise((ok) => setTimeout(ok, 100));
+    clock.advance(100);
+    await sub.settled();
   }
   t.match(stale(sub, mid, from)[0], { why: 'publisher' }, 'stale while its batches were refused');
   await lock.query('ROLLBACK');
@@ -111,7 +116,8 @@ t.test('a publisher refused for its in-flight limit while its one batch waits on
 });
 
 t.test('REST: 400s keep no market live; a revoked key\'s markets are stale at once', async (t) => {
-  const keyed = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000' });
+  const keyClock = new FakeClock(Date.now());
+  const keyed = await startTestService(t, { AUTH: 'on', REST_RATE_LIMIT: '1000' }, undefined, { clock: keyClock });
   const [pubKey, subKey] = [await createKey(keyed.pool, 'rest-feeder', 'publisher'), await createKey(keyed.pool, 'watcher', 'subscriber')];
   await keyLive(keyed.url, pubKey.token);
   await keyLive(keyed.url, subKey.token);
@@ -124,14 +130,17 @@ t.test('REST: 400s keep no market live; a revoked key\'s markets are stale at on
   t.equal((await sub.request({ op: 'subscribe', mids: [a, b] })).status, 1);
   const from = sub.frames.length;
 
-  // Garbage for longer than two of a REST key's 5 s intervals: a, held by no accepted POST, goes stale.
+  // Garbage, one refused POST every 500 ms of the service's clock, for longer than two of a REST key's 5 s intervals: a, held by no accepted POST, goes stale.
   let garbage = 0;
-  await waitFor(async () => {
+  while (!stale(sub, a, from).some((f) => f.why === 'publisher')) {
+    if (garbage > 40) throw new Error(`market ${a} not told stale for its publisher after ${garbage} refused POSTs: ${JSON.stringify(sub.frames.slice(from))}`);
     const r = await post([{ kind: 'market', mid: a, s: 'yes' }, image(a, 3)]);
     t.equal(r.status, 400, 'refused');
     garbage++;
-    return stale(sub, a, from).some((f) => f.why === 'publisher');
-  }, () => `market ${a} told stale for its publisher after ${garbage} refused POSTs: ${JSON.stringify(sub.frames.slice(from))}`, 20_000, 200);
+    keyClock.advance(500);
+    await sub.settled();
+  }
+  t.ok(garbage > 20, `stale after ${garbage} refused POSTs, 500 ms apart: past two 5 s intervals, not before`);
   t.match(stale(sub, a, from)[0], { why: 'unreliable' }, 'the refused POST\'s market was unreliable at once');
 
   // The key feeds again, then is revoked: every market it fed is stale before the revocation returns to its caller's next read.

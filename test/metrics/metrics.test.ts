@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { http, postJson, startTestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
+import { FakeClock } from '../helpers/clock.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client, image } from '../helpers/ws.js';
 import { parseMetrics, scrape, value } from '../helpers/metrics.js';
@@ -12,7 +13,8 @@ const svc = await startTestService(t, { FEED_STALE_MS: '3600000' });
 const TOKEN = 'scrape-token-0123456789abcdef';
 const REUSE_MS = 1000;
 /** A service whose /metrics needs a token, and whose renders answer scrapes for REUSE_MS. */
-const closed = await startTestService(t, { METRICS_TOKEN: TOKEN, METRICS_CACHE_MS: String(REUSE_MS) });
+const clock = new FakeClock(Date.now());
+const closed = await startTestService(t, { METRICS_TOKEN: TOKEN, METRICS_CACHE_MS: String(REUSE_MS) }, undefined, { clock });
 const M = '1.200001001';
 
 t.test('/metrics answers the Prometheus text format on the metrics port', async (t) => {
@@ -159,12 +161,12 @@ t.test('a scrape flood costs one render per METRICS_CACHE_MS, and the odds keep 
   t.teardown(() => sub.close());
   await sub.request({ op: 'subscribe', mids: [M] });
   const first = renders((await scrapeWith(bearer)).text);
-  const t0 = Date.now();
   let scrapes = 0;
   let published = 0;
   let refused = 0;
-  // 20 rounds of 16 scrapes at once, half without the token, while a publisher sends an image a round.
+  // 20 rounds of 16 scrapes at once, half without the token, while a publisher sends an image a round, 250 ms apart on the service's clock.
   for (let round = 0; round < 20; round++) {
+    if (round) clock.advance(REUSE_MS / 4);
     const wave = Array.from({ length: 16 }, (_, i) => scrapeWith(i % 2 ? {} : bearer));
     const ack = postJson(closed.url, '/api/v1/ingest', { data: [image(M, 2 + round / 100)] });
     for (const r of await Promise.all(wave)) {
@@ -174,13 +176,11 @@ t.test('a scrape flood costs one render per METRICS_CACHE_MS, and the odds keep 
     }
     if ((await ack).status === 200) published++;
   }
-  const elapsed = Date.now() - t0;
   t.equal(published, 20, 'every image was accepted');
-  // Once the last render has aged past REUSE_MS (an interval this test set), the next scrape renders afresh and counts those made during the flood.
-  await new Promise((r) => setTimeout(r, REUSE_MS + 50));
+  // Once the last render has aged past REUSE_MS, the next scrape renders afresh and counts those made during the flood.
+  clock.advance(REUSE_MS);
   const during = renders((await scrapeWith(bearer)).text) - first - 1;
-  const bound = Math.ceil(elapsed / REUSE_MS) + 1;
-  t.ok(during <= bound, `${during} renders for ${scrapes} scrapes over ${elapsed} ms: at most one per ${REUSE_MS} ms (${bound})`);
+  t.equal(during, 4, `${scrapes} scrapes over 4.75 s: one render at each ${REUSE_MS} ms`);
   t.same([scrapes, refused], [160, 160], 'scrapes with the token answered; without it refused, rendering nothing');
   await sub.settled();
   t.equal(sub.oddsOf(M).length, 20, 'the subscriber got every image published during the flood');

@@ -35,9 +35,9 @@ t.test('changes committed while the listener was away reach REST and every socke
   await sql.query(`INSERT INTO market_terms (mid, bd) VALUES ('${SUSPENDED}', 7), ('${TERMS_ONLY}', 3) ON CONFLICT (mid) DO UPDATE SET bd = EXCLUDED.bd`);
   await sql.query(`INSERT INTO results (mid, res) VALUES ('${SETTLED}', '101') ON CONFLICT (mid) DO UPDATE SET res = '101'`);
   await sql.query(`UPDATE markets SET go = true WHERE mid = '${SETTLED}'`);
-  // Time, not a condition: a moment in which a service that could tell would have; nothing may come.
-  await new Promise((r) => setTimeout(r, 300));
-  t.equal(c.frames.length, from, 'nothing could be told while the listener was away');
+  await c.settled();
+  t.same(c.frames.slice(from).filter((f) => f.op !== 'ack'), [], 'nothing told while the listener is away');
+  t.notOk(svc.model.concluded(SETTLED), 'nor known here: the read model has not seen the market concluded');
   await admin.query(`ALTER DATABASE ${dbName} ALLOW_CONNECTIONS true`);
 
   const state = await c.next((f) => f.op === 'market' && f.mid === SUSPENDED, 15000, from);

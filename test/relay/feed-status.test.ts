@@ -1,4 +1,5 @@
 import t from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { FeedMonitor } from '../../src/relay/feed-monitor.js';
 import type { FeedStatus } from '../../src/odds/messages.js';
 
@@ -8,11 +9,11 @@ import type { FeedStatus } from '../../src/odds/messages.js';
  * are over, and each listener told once per change, never twice the same.
  */
 function setup(staleMs = 1000) {
-  let now = 0;
-  const monitor = new FeedMonitor({ staleMs, now: () => now });
+  const clock = new FakeClock(0);
+  const monitor = new FeedMonitor({ staleMs, clock });
   const told: FeedStatus[] = [];
   monitor.listen({ feedChanged: (s) => told.push(s) });
-  return { monitor, told, advance: (ms: number) => (now += ms) };
+  return { monitor, told, advance: (ms: number) => clock.advance(ms) };
 }
 
 t.test('silence past the bound makes the feed STALE; a publisher heard makes it OK', async (t) => {
@@ -26,7 +27,26 @@ t.test('silence past the bound makes the feed STALE; a publisher heard makes it 
   monitor.evaluate();
   t.equal(monitor.status, 'STALE');
   monitor.heard();
+  monitor.heard();
   t.same(told, ['STALE', 'OK'], 'each change told once');
+});
+
+t.test('its own timer looks for the silence: STALE at the first look past the bound, with nothing else calling', async (t) => {
+  const clock = new FakeClock(0);
+  const monitor = new FeedMonitor({ staleMs: 1000, checkMs: 250, clock });
+  const told: FeedStatus[] = [];
+  monitor.listen({ feedChanged: (s) => told.push(s) });
+  monitor.start();
+  t.teardown(() => monitor.stop());
+  clock.advance(1000);
+  t.same(told, [], 'at the bound, not yet');
+  clock.advance(250);
+  t.same(told, ['STALE'], 'the look at 1250 ms');
+  monitor.stop();
+  monitor.heard();
+  monitor.busDown(true);
+  clock.advance(5000);
+  t.same(told, ['STALE', 'OK', 'STALE'], 'stopped, it looks no more: only what it is told changes it');
 });
 
 t.test('the bus down makes it STALE however recently a publisher was heard, until the bus is back', async (t) => {

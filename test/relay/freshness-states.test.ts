@@ -1,4 +1,5 @@
 import t from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { Freshness, type MarketsHere } from '../../src/relay/freshness.js';
 import type { SourceFreshness } from '../../src/bus/types.js';
 import type { FreshnessMessage } from '../../src/odds/messages.js';
@@ -11,16 +12,16 @@ import type { FreshnessMessage } from '../../src/odds/messages.js';
  * pod's publisher feeds it.
  */
 function setup(known = ['1.1', '1.2', '1.3']) {
-  let now = 1000;
+  const clock = new FakeClock(1000);
   const told: FreshnessMessage[] = [];
   const shared: SourceFreshness[][] = [];
   const held = new Set<string>();
   const markets: MarketsHere = { known: (mid) => known.includes(mid) || held.has(mid), held: () => held };
-  const fresh = new Freshness({ listener: { publishState: (m) => told.push(m) }, bus: { shareFreshness: (s) => shared.push([...s]) }, markets, now: () => now });
+  const fresh = new Freshness({ listener: { publishState: (m) => told.push(m) }, bus: { shareFreshness: (s) => shared.push([...s]) }, markets, clock });
   /** What subscribers were told since the last call, one line each: `mid live` or `mid why`. */
   const said = () => told.splice(0).map((m) => `${m.mid} ${m.live ? 'live' : m.why}`);
   const microtask = () => new Promise<void>((ok) => queueMicrotask(ok));
-  return { fresh, said, shared, held, advance: (ms: number) => (now += ms), microtask };
+  return { fresh, said, shared, held, advance: (ms: number) => clock.advance(ms), microtask };
 }
 
 t.test('a fed market is live; its publisher closing makes it stale (publisher) at once; another publisher feeding it makes it live', async (t) => {

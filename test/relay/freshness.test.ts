@@ -1,31 +1,27 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
+import { FakeClock } from '../helpers/clock.js';
 import { Freshness, LIVENESS, parseLiveness } from '../../src/relay/freshness.js';
 import type { SourceFreshness } from '../../src/bus/types.js';
 import type { FreshnessMessage } from '../../src/odds/messages.js';
-import { startTestService } from '../helpers/service.js';
-import { scrape, value } from '../helpers/metrics.js';
-import { Client, image } from '../helpers/ws.js';
-import { Publisher } from '../faults/publisher-socket.js';
-import { sleep } from '../faults/lib.js';
 
 /**
- * Every market's freshness: the tracker on a clock the test moves, then the whole path over real
- * sockets (publishers' liveness and heartbeats, `late` and `stale` items, the metrics).
+ * Every market's freshness, the tracker on a clock the test moves: publishers' liveness, `late`
+ * and `stale` items, refusals, other pods. (The whole path over real sockets: relay/sockets.test.ts.)
  */
 
 /** A tracker on a clock the test moves, telling every change; `known` markets are 1.1 to 1.9, `held` those with an image. */
 function tracker(held: string[] = []) {
-  let now = 1000;
+  const clock = new FakeClock(1000);
   const told: FreshnessMessage[] = [];
   const shared: SourceFreshness[][] = [];
   const f = new Freshness({
     listener: { publishState: (msg) => told.push(msg) },
     bus: { shareFreshness: (states) => shared.push([...states]) },
     markets: { known: (mid) => /^1\.\d$/.test(mid), held: () => held },
-    now: () => now,
+    clock,
   });
   const advance = (ms: number) => {
-    now += ms;
+    clock.advance(ms);
     f.check();
   };
   const said = () => told.splice(0).map((m) => (m.live ? `${m.mid} live` : `${m.mid} ${m.why}`));
@@ -34,7 +30,7 @@ function tracker(held: string[] = []) {
     await Promise.resolve();
     return shared.splice(0).flat().map((s) => `${s.mid} ${s.why ?? 'live'}`);
   };
-  return { f, told, said, advance, flushed, at: () => now };
+  return { f, told, said, advance, flushed, at: () => clock.now() };
 }
 
 t.test('a connection silent for two intervals makes exactly its markets stale (publisher); anything it sends makes them live again', async (t) => {
@@ -196,100 +192,4 @@ t.test('the liveness a connection may declare', async (t) => {
   t.equal(parseLiveness('1000'), 1000);
   t.equal(parseLiveness('60000'), 60000);
   for (const bad of ['999', '60001', '5e3', '-1000', '', '1000.5', '0x3e8']) t.equal(parseLiveness(bad), undefined, bad);
-});
-
-// ---- over sockets: a real service, real publisher and subscriber sockets ----
-
-const svc = await startTestService(t);
-const M = '1.200001001';
-const M2 = '1.200001002';
-/** A subscriber in each format on `mids`, whose new frames start at `mark()`. */
-async function subscribers(t: Test, mids: string[]): Promise<Client[]> {
-  const subs = [await Client.connect(svc.url), await Client.connect(svc.url, { format: 'proto' })];
-  for (const c of subs) {
-    t.teardown(() => c.close());
-    t.equal((await c.request({ op: 'subscribe', mids })).status, 1);
-  }
-  return subs;
-}
-const freshnessOf = (c: Client, mid: string, from: number) => c.frames.slice(from).filter((f): f is FreshnessMessage => f.op === 'freshness' && f.mid === mid);
-
-t.test('over sockets: heartbeats keep a quiet publisher\'s markets live; silence past two intervals makes them stale, a heartbeat live again', async (t) => {
-  const pub = await Publisher.open(svc.url, {}, 'live=1000');
-  t.teardown(() => pub.close());
-  pub.send(1, [image(M, 2.5)]);
-  t.same(await pub.ack(1), { id: 1, status: 1, message: 'Ingested 1 item' });
-  const subs = await subscribers(t, [M]);
-  const from = subs.map((c) => c.frames.length);
-  let id = 1;
-  let lastSent = 0;
-  // Time, not a condition: heartbeats alone for 3.5 s (a heartbeat every 400 ms, well within the 1 s interval).
-  for (const until = Date.now() + 3500; Date.now() < until; await sleep(400)) {
-    lastSent = Date.now();
-    pub.send(++id, []);
-    t.same(await pub.ack(id), { id, status: 1, message: 'Ingested 0 items' });
-  }
-  for (const [i, c] of subs.entries()) {
-    await c.settled();
-    t.same(freshnessOf(c, M, from[i]), [], `${c.format}: live through 3.5 s of heartbeats alone at a 1 s interval`);
-  }
-  let staleAt = 0;
-  for (const [i, c] of subs.entries()) {
-    const f = await c.next((f) => f.op === 'freshness' && f.mid === M, 5000, from[i]);
-    t.match(f, { live: false, why: 'publisher' }, `${c.format}: stale once silent`);
-    if (f.op === 'freshness') staleAt = f.at;
-  }
-  // By the time the server says the stale state began (its clock is this process's), not by when this busy process read it.
-  const took = staleAt - lastSent;
-  t.ok(took >= 2000 && took <= 2000 + 1500, `stale ${took} ms after the last heartbeat: after two intervals, within a second or so of the second`);
-  const beforeHeartbeat = subs.map((c) => c.frames.length);
-  pub.send(++id, []);
-  for (const [i, c] of subs.entries()) await c.next((f) => f.op === 'freshness' && f.mid === M && f.live, 2000, beforeHeartbeat[i]);
-  t.pass('a heartbeat makes them live again at once');
-  const beforeClose = subs.map((c) => c.frames.length);
-  pub.close();
-  await pub.closed;
-  for (const [i, c] of subs.entries()) {
-    t.match(await c.next((f) => f.op === 'freshness' && f.mid === M, 2000, beforeClose[i]), { live: false, why: 'publisher' }, `${c.format}: a disconnect makes them stale at once`);
-  }
-});
-
-t.test('over sockets: `late` on an image and `stale` items mark a market until its next plain image, with the reason, in metrics too', async (t) => {
-  const pub = await Publisher.open(svc.url);
-  t.teardown(() => pub.close());
-  const subs = await subscribers(t, [M, M2]);
-  pub.send(1, [image(M, 3), image(M2, 3)]);
-  await pub.ack(1);
-  for (const c of subs) {
-    await c.next((f) => f.op === 'odds' && f.mid === M2 && f.r[0].b[0][0] === 3);
-    await c.settled();
-  }
-  const from = subs.map((c) => c.frames.length);
-  pub.send(2, [{ ...image(M, 3.1), late: true }, { kind: 'stale', mid: M2, why: 'unreliable' }]);
-  t.same(await pub.ack(2), { id: 2, status: 1, message: 'Ingested 2 items' });
-  for (const [i, c] of subs.entries()) {
-    const late = await c.next((f) => f.op === 'freshness' && f.mid === M, 2000, from[i]);
-    t.match(late, { live: false, why: 'late' }, `${c.format}: late`);
-    const image = c.frames.findIndex((f, k) => k >= from[i] && f.op === 'odds' && f.mid === M);
-    t.ok(image > c.frames.indexOf(late), 'before the late image, which is published');
-    t.match(await c.next((f) => f.op === 'freshness' && f.mid === M2, 2000, from[i]), { live: false, why: 'unreliable' }, `${c.format}: unreliable`);
-  }
-  const stale = await scrape(svc.url);
-  t.ok(value(stale, 'odds_markets_stale', 'reason="late"') >= 1 && value(stale, 'odds_markets_stale', 'reason="unreliable"') >= 1, 'the gauge counts them by reason');
-  t.notOk([...stale.keys()].some((k) => k.startsWith('odds_markets_stale{') && k.includes(M)), 'never by market');
-  pub.send(3, [{ kind: 'stale', mid: M, why: 'nope' }, { kind: 'stale', mid: 'no.such', why: 'late' }]);
-  t.match(await pub.ack(3), { status: 1, message: 'Ingested 0 items; refused 2', refused: [{ i: 0, mid: M, message: /why must be one of late, unreliable/ }, { i: 1, mid: 'no.such', message: /market no.such is not known/ }] });
-  pub.send(4, [image(M, 3.2), image(M2, 3.2)]);
-  await pub.ack(4);
-  for (const [i, c] of subs.entries()) {
-    await c.next((f) => f.op === 'freshness' && f.mid === M && f.live, 2000, from[i]);
-    await c.next((f) => f.op === 'freshness' && f.mid === M2 && f.live, 2000, from[i]);
-    t.same(freshnessOf(c, M, from[i]).map((f) => f.why ?? 'live'), ['late', 'unreliable', 'live'], `${c.format}: a refused stale item of a known market makes it unreliable too`);
-  }
-});
-
-t.test('over sockets: a liveness out of range refuses the publisher\'s handshake, naming the parameter', async (t) => {
-  for (const live of ['999', '60001', 'soon']) {
-    await t.rejects(Publisher.open(svc.url, {}, `live=${live}`), /400/, live);
-  }
 });

@@ -29,7 +29,7 @@ async function turns(): Promise<void> {
 
 t.test('an unsubscribe acked while a new socket\'s stored set loads is not undone by the older set', async (t) => {
   const pool = new HeldPool();
-  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex() });
+  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 10 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex<Subscriber>() });
   const attached: string[][] = [];
   const told: string[][] = [];
   const sets = new StoredSets({
@@ -39,7 +39,7 @@ t.test('an unsubscribe acked while a new socket\'s stored set loads is not undon
   hub.watch(sets);
   // A subscriber whose takes and losses are recorded rather than sent.
   const { deps } = rig();
-  const s = new Subscriber(1, 'k', 'c', 'json', 5000, new TokenBucket(50), new FakeConn(new FakeTopics()), deps);
+  const s = new Subscriber(1, 'k', 'c', 'json', 5000, new TokenBucket(50, deps.clock), new FakeConn(new FakeTopics()), deps);
   s.subscribe = (mids) => void attached.push([...mids]);
   s.lose = (mids) => void told.push([...mids]);
   hub.open(s);

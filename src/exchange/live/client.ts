@@ -15,6 +15,7 @@
  * connection: a new subscription replaces the old and starts with a SUB_IMAGE.
  */
 import { EventEmitter } from 'node:events';
+import { systemClock, type Clock, type Ticker } from '../../lib/clock.js';
 import { Backoff } from '../../lib/retry.js';
 import { LIMITS as MESSAGE_LIMITS } from '../check.js';
 import type { MarketChangeMessage } from '../stream.js';
@@ -63,6 +64,8 @@ export interface ExchangeStreamOptions {
   maxSegmentBytes?: number;
   handshakeMs?: number;
   backoff?: { minMs: number; maxMs: number };
+  /** What its watchdog, retries and silences are timed by: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 interface ExchangeStreamEvents {
@@ -84,7 +87,8 @@ interface ExchangeStreamEvents {
 type Phase = 'idle' | 'connecting' | 'authenticating' | 'subscribing' | 'live' | 'waiting' | 'stopped';
 
 export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
-  private readonly opts: Required<Omit<ExchangeStreamOptions, 'ca' | 'conflateMs'>> & Pick<ExchangeStreamOptions, 'ca' | 'conflateMs'>;
+  private readonly opts: Required<Omit<ExchangeStreamOptions, 'ca' | 'conflateMs' | 'clock'>> & Pick<ExchangeStreamOptions, 'ca' | 'conflateMs'>;
+  private readonly clock: Clock;
   private readonly backoff: Backoff;
   private readonly segments: SegmentJoiner;
   private connection: StreamConnection | undefined;
@@ -96,9 +100,9 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   private lastHeard = 0;
   private asked = false;
   private nextId = SUBSCRIPTION_ID + 1;
-  private watchdog: NodeJS.Timeout | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  /** When reading was paused (performance.now()), while it is. */
+  private watchdog: Ticker | undefined;
+  private retryTimer: Ticker | undefined;
+  /** When reading was paused, while it is. */
   private pausedAt: number | undefined;
   /** Time spent paused, ms: the reading clock stands still meanwhile. */
   private pausedMs = 0;
@@ -111,14 +115,15 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
       backoff: { minMs: 500, maxMs: 30_000 },
       ...options,
     };
+    this.clock = options.clock ?? systemClock;
     this.heartbeatMs = this.opts.heartbeatMs;
     this.backoff = new Backoff(this.opts.backoff.minMs, this.opts.backoff.maxMs);
-    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets, this.opts.maxSegmentBytes, () => this.readingClock());
+    this.segments = new SegmentJoiner(this.opts.maxSegmentMarkets, this.opts.maxSegmentBytes, { now: () => this.readingClock() });
   }
 
-  /** Milliseconds of reading: performance.now() less the time spent paused. */
+  /** Milliseconds of reading: the clock less the time spent paused. */
   private readingClock(): number {
-    const now = performance.now();
+    const now = this.clock.now();
     return now - this.pausedMs - (this.pausedAt === undefined ? 0 : now - this.pausedAt);
   }
 
@@ -132,22 +137,22 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
    * up). Paused, the silence is the reader's own, not the exchange's.
    */
   get current(): boolean {
-    return this.phase === 'live' && (this.pausedAt !== undefined || Date.now() - this.lastHeard <= this.heartbeatMs * ASK_BEATS);
+    return this.phase === 'live' && (this.pausedAt !== undefined || this.clock.now() - this.lastHeard <= this.heartbeatMs * ASK_BEATS);
   }
 
   /** Stops reading the exchange's socket until resume(). */
   pause(): void {
     if (this.pausedAt !== undefined) return;
-    this.pausedAt = performance.now();
+    this.pausedAt = this.clock.now();
     this.connection?.pause();
   }
 
   resume(): void {
     if (this.pausedAt === undefined) return;
-    this.pausedMs += performance.now() - this.pausedAt;
+    this.pausedMs += this.clock.now() - this.pausedAt;
     this.pausedAt = undefined;
     // Silence while paused was ours, not the server's.
-    this.lastHeard = Date.now();
+    this.lastHeard = this.clock.now();
     this.connection?.resume();
   }
 
@@ -170,18 +175,18 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   private open(): void {
     this.phase = 'connecting';
     this.asked = false;
-    this.lastHeard = Date.now();
+    this.lastHeard = this.clock.now();
     this.connection = new StreamConnection(
       { host: this.opts.host, port: this.opts.port, ca: this.opts.ca, maxLineBytes: this.opts.maxLineBytes },
       { message: (msg, bytes) => this.onMessage(msg, bytes), closed: (reason) => this.onClosed(reason) },
     );
     if (this.pausedAt !== undefined) this.connection.pause();
     const tick = Math.max(50, Math.min(this.heartbeatMs, this.opts.handshakeMs) / 4);
-    this.watchdog = setInterval(() => this.checkSilence(), tick);
+    this.watchdog = this.clock.every(tick, () => this.checkSilence());
   }
 
   private onMessage(msg: ServerMessage, bytes: number): void {
-    this.lastHeard = Date.now();
+    this.lastHeard = this.clock.now();
     this.asked = false;
     switch (msg.op) {
       case 'connection':
@@ -254,7 +259,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     if (started !== undefined && this.readingClock() - started > segmentMs) {
       return this.connection?.close(new StreamError('SEGMENTS_STALLED', `a segmented change was still not whole after ${segmentMs} ms of reading`));
     }
-    const quiet = Date.now() - this.lastHeard;
+    const quiet = this.clock.now() - this.lastHeard;
     if (this.phase !== 'live') {
       if (quiet > this.opts.handshakeMs) this.connection?.close(new StreamError('SILENT', `no ${this.awaiting()} for ${this.opts.handshakeMs} ms`));
       return;
@@ -272,7 +277,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
   }
 
   private onClosed(reason: StreamError): void {
-    clearInterval(this.watchdog);
+    this.watchdog?.stop();
     this.connection = undefined;
     this.segments.reset();
     if (this.phase === 'stopped') return;
@@ -280,14 +285,14 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     this.phase = 'waiting';
     const delay = this.backoff.next();
     // Armed before telling: a listener may stop() the client, which disarms it.
-    this.retryTimer = setTimeout(() => this.open(), delay);
+    this.retryTimer = this.clock.after(delay, () => this.open());
     this.emit('reconnecting', reason, delay);
   }
 
   private finish(reason: StreamError | undefined): void {
     this.phase = 'stopped';
-    clearInterval(this.watchdog);
-    clearTimeout(this.retryTimer);
+    this.watchdog?.stop();
+    this.retryTimer?.stop();
     this.connection?.close(reason ?? new StreamError('SOCKET', 'stopped'));
     this.emit('stopped', reason);
   }

@@ -9,6 +9,7 @@
  * again for one (`refresh`, a resubscription, at most once per `refreshMs`). A market that the
  * fresh SUB_IMAGE did not mend (it left the subscription) stays stale, and is not asked for again.
  */
+import { systemClock, type Clock, type Ticker } from '../../lib/clock.js';
 import type { Outbox } from '../outbox.js';
 import type { MarketChangeMessage } from '../stream.js';
 import type { Translator } from '../translate.js';
@@ -34,12 +35,15 @@ interface ForwarderOptions {
   /** Asks the exchange for a fresh image of every market; false when it cannot now (no live connection). */
   refresh: () => boolean;
   refreshMs?: number;
+  /** What the wait before a refresh is timed by: the system's, unless a test moves its own. */
+  clock?: Clock;
 }
 
 export class Forwarder {
   readonly stats: ForwardStats = { messages: 0, changes: 0, problems: 0, refreshes: 0 };
   private readonly refreshMs: number;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly clock: Clock;
+  private timer: Ticker | undefined;
   private lastRefresh = -Infinity;
   /** Markets unreliable when the last refresh was asked: still so after its image, they are given up. */
   private asked = new Set<string>();
@@ -47,6 +51,7 @@ export class Forwarder {
 
   constructor(private readonly opts: ForwarderOptions) {
     this.refreshMs = opts.refreshMs ?? REFRESH_MS;
+    this.clock = opts.clock ?? systemClock;
   }
 
   push(msg: MarketChangeMessage, where: string): void {
@@ -67,7 +72,7 @@ export class Forwarder {
   }
 
   stop(): void {
-    clearTimeout(this.timer);
+    this.timer?.stop();
   }
 
   /** Markets waiting for a fresh image that a refresh could still bring. */
@@ -77,17 +82,17 @@ export class Forwarder {
 
   private watch(): void {
     if (this.timer || !this.waiting().length) return;
-    const due = Math.max(this.refreshMs, this.lastRefresh + this.refreshMs - performance.now());
-    this.timer = setTimeout(() => {
+    const due = Math.max(this.refreshMs, this.lastRefresh + this.refreshMs - this.clock.now());
+    this.timer = this.clock.after(due, () => {
       this.timer = undefined;
       const waiting = this.waiting();
       if (!waiting.length) return;
       if (this.opts.refresh()) {
         this.stats.refreshes++;
-        this.lastRefresh = performance.now();
+        this.lastRefresh = this.clock.now();
         this.asked = new Set(waiting);
       }
       this.watch();
-    }, due);
+    });
   }
 }

@@ -7,6 +7,7 @@
  * changes: a server that never ends a change is refused at the cap, and the
  * connection resumes from the last whole change.
  */
+import type { Clock } from '../../lib/clock.js';
 import { StreamError } from './errors.js';
 import type { MarketChange, MarketChangeMessage } from '../stream.js';
 
@@ -19,9 +20,9 @@ export class SegmentJoiner {
   /**
    * @param maxMarkets the most market changes one joined message may hold.
    * @param maxBytes the most bytes its segments' lines may hold together.
-   * @param clock what `started` is measured on (ms).
+   * @param clock what `started` is measured on (ms): the stream's reading time.
    */
-  constructor(private readonly maxMarkets: number, private readonly maxBytes: number, private readonly clock = () => performance.now()) {}
+  constructor(private readonly maxMarkets: number, private readonly maxBytes: number, private readonly clock: Pick<Clock, 'now'>) {}
 
   /** When the change being joined started on the clock, while one is. */
   get started(): number | undefined {
@@ -37,7 +38,7 @@ export class SegmentJoiner {
       case 'SEG_START':
         if (this.pending) throw this.broken('SEG_START arrived before the previous change ended');
         this.pending = { ...msg };
-        this.startedAt = this.clock();
+        this.startedAt = this.clock.now();
         this.collect(msg, bytes);
         return undefined;
       case 'SEG':

@@ -19,8 +19,8 @@ const CLI = new URL('../../../src/cli/betfair.js', import.meta.url).pathname;
 const LIVE = 1000;
 /** The exchange's heartbeat asked for: past two of them unheard, the adapter stops vouching. */
 const EXCHANGE_BEAT = 500;
-/** How often the service looks for silent publishers (src/relay/freshness.ts), and a margin for a loaded machine. */
-const CHECK_AND_MARGIN = 250 + 1000;
+/** What this test waits for a market to go stale at most: a failure saying so, not a judgment of how soon. */
+const WAIT_MS = 20_000;
 
 const svc = await startTestService(t, { DEMO_DATA: 'off', INGEST_LATE_MS: '86400000' });
 const ingest = `${svc.url.replace(/^http/, 'ws')}/ingest?live=${LIVE}`;
@@ -86,7 +86,7 @@ t.test('a change that cannot be applied: the market stale (unreliable) at once, 
   t.match(run.stdout, new RegExp(`^  ${MARKET_ID.replace('.', '\\.')}: 2 published, 1 not applied \\(first: .*batb\\[0\\] must be`, 'm'), 'the summary names what happened to the market');
 });
 
-t.test('an exchange that only beats: heartbeats keep the market live past two intervals; one that hangs: stale (publisher) within the bound', async (t) => {
+t.test('an exchange that only beats: heartbeats keep the market live past two intervals; one that hangs: stale (publisher)', async (t) => {
   const image = imageAt(100_000);
   const esa = await EsaServer.start(t, [{ play: (conn) => { conn.send(image); conn.beat(EXCHANGE_BEAT); } }, { hang: true }]);
   const sub = await subscriber(t);
@@ -102,13 +102,12 @@ t.test('an exchange that only beats: heartbeats keep the market live past two in
 
   const hung = Date.now();
   conn.mute();
-  const bound = 2 * EXCHANGE_BEAT + LIVE / 8 + 2 * LIVE + CHECK_AND_MARGIN;
-  const stale = await sub.next(isFreshness, bound, from);
+  // How soon is the units' to judge on their clocks (exchange/heartbeat.test, relay/freshness.test): here, that it comes.
+  const stale = await sub.next(isFreshness, WAIT_MS, from);
   // By the time the service stamped on the stale state (its clock is this process's), not by when this busy process read it.
   const took = (stale.op === 'freshness' ? stale.at : Date.now()) - hung;
   t.match(stale, { live: false, why: 'publisher' }, 'stale: its publisher no longer vouches for it');
   t.ok(took >= LIVE, `after ${took} ms: the adapter vouched while the silence was within the exchange's heartbeat allowance, then stopped`);
-  t.ok(took <= bound, `within ${bound} ms: two exchange heartbeats, then two liveness intervals`);
   await esa.connection(2);
   run.child.kill('SIGINT');
   t.equal(await run.exited, 0, run.stderr);
@@ -116,17 +115,12 @@ t.test('an exchange that only beats: heartbeats keep the market live past two in
   t.ok(heartbeats >= 2 * enough / 2, `the summary counts ${heartbeats} heartbeats`);
 });
 
-t.test('an adapter killed with SIGKILL: its market stale (publisher) within its liveness bound', async (t) => {
+t.test('an adapter killed with SIGKILL: its market stale (publisher)', async (t) => {
   const image = imageAt(200_000);
   const esa = await EsaServer.start(t, [{ play: (conn) => { conn.send(image); conn.beat(EXCHANGE_BEAT); } }]);
   const sub = await subscriber(t);
   const run = adapter(t, esa);
   const from = await liveAt(sub, image.pt, 'the image');
-  const killed = Date.now();
   run.child.kill('SIGKILL');
-  const stale = await sub.next(isFreshness, 2 * LIVE + CHECK_AND_MARGIN, from);
-  t.match(stale, { live: false, why: 'publisher' });
-  // By the time the service stamped on the stale state, not by when this busy process read it.
-  const told = (stale.op === 'freshness' ? stale.at : Date.now()) - killed;
-  t.ok(told <= 2 * LIVE + CHECK_AND_MARGIN, `told ${told} ms after the kill`);
+  t.match(await sub.next(isFreshness, WAIT_MS, from), { live: false, why: 'publisher' });
 });

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { FakeClock } from '../../helpers/clock.js';
 import { ExchangeStream, type ExchangeStreamOptions } from '../../../src/exchange/live/client.js';
 import type { StreamError } from '../../../src/exchange/live/errors.js';
 import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
@@ -256,21 +257,22 @@ t.test('a segmented change that stalls is ended by the watchdog though segments 
 t.test('paused, the client stops reading: the server sees its writes back up, and the watchdog waits; resumed, it reads on', async (t) => {
   let server: EsaConnection | undefined;
   const esa = await EsaServer.start(t, [{ play: (conn) => { server = conn; conn.send(IMAGE); conn.beat(200); } }]);
-  const seen = follow(t, esa, { heartbeatMs: 200, handshakeMs: 500 });
+  // Its watchdog on a clock this test moves: the heartbeat intervals pass exactly when the test says.
+  const clock = new FakeClock(Date.now());
+  const seen = follow(t, esa, { heartbeatMs: 200, handshakeMs: 500, clock });
   await seen.until(() => seen.changes.length === 1, 'the image');
   seen.stream.pause();
   const pad = 'x'.repeat(64 * 1024);
   let backedUp = false;
   for (let i = 0; i < 2000 && !backedUp; i++) {
     backedUp = !server!.write({ op: 'mcm', id: 2, pt: 2, clk: `p${i}`, mc: [{ id: MARKET_ID, rc: [{ id: 47972, pad }] }] });
-    if (i % 50 === 49) await new Promise((ok) => setTimeout(ok, 10)); // turns for the kernel to move what was written
+    if (i % 50 === 49) await new Promise((ok) => setImmediate(ok)); // a turn of the loop for the sockets to move what was written
   }
   t.ok(backedUp, 'the server\'s socket stopped taking writes');
   const heard = seen.changes.length;
-  // Time, not a condition: paused through several heartbeat intervals (200 ms), in which the watchdog must not fire.
-  await new Promise((ok) => setTimeout(ok, 1500));
+  clock.advance(1500);
   t.equal(seen.changes.length, heard, 'nothing read while paused');
-  t.same(seen.reconnects, [], 'paused for five heartbeat intervals, yet not taken for silent');
+  t.same(seen.reconnects, [], 'paused for seven heartbeat intervals, yet not taken for silent');
   seen.stream.resume();
   await seen.until(() => seen.changes.some((c) => c.clk?.startsWith('p')), 'the writes once resumed');
   t.same(seen.reconnects, []);

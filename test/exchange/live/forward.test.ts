@@ -1,43 +1,43 @@
 /**
- * The live adapter's hand-over, over a fake of the service's /ingest protocol (a WebSocket server
- * that acks when the test says, as the service would): a busy market's changes merged while the
+ * The live adapter's hand-over, over a fake of the service's /ingest socket (it acks when the
+ * test says, as the service would): a busy market's changes merged while the
  * service is behind, the outbox bounded in bytes and saying when it fills, acks accounted by
  * market, and a market whose book broke asked afresh.
  */
 import t, { type Test } from 'tap';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { Ledger } from '../../../src/exchange/ledger.js';
 import { Forwarder } from '../../../src/exchange/live/forward.js';
 import { Outbox } from '../../../src/exchange/outbox.js';
 import { Publisher } from '../../../src/exchange/publisher.js';
 import type { MarketChangeMessage } from '../../../src/exchange/stream.js';
 import { Translator } from '../../../src/exchange/translate.js';
-import { announceLimits } from '../fake-ingest.js';
+import { DEFAULT_LIMITS, FakeSocket } from '../fake-ingest.js';
 import { eventually, waitFor } from '../../helpers/wait.js';
+import { FakeClock } from '../../helpers/clock.js';
 import { DELTAS, IMAGE, MARKET_ID, RUNNERS } from '../esa-script.js';
 
 type Obj = Record<string, any>;
 interface Batch { id: number; data: Obj[] }
 
-/** An /ingest socket that keeps every batch and acks only when told (`ack`), or at once with `auto`; it announces the service's default bounds. */
-async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise((ok) => wss.once('listening', ok));
-  announceLimits(wss);
+/**
+ * The service's /ingest socket as the publisher sees it: it keeps every batch and acks only when
+ * told (`ack`), or at once with `auto`, as the service would.
+ */
+function fakeService(t: Test, auto?: (b: Batch) => Obj) {
   const received: Batch[] = [];
-  let socket: WebSocket | undefined;
   let acked = 0;
-  wss.on('connection', (ws) => {
-    socket = ws;
-    ws.on('message', (data) => {
-      const batch = JSON.parse(String(data)) as Batch;
-      received.push(batch);
-      if (auto) ws.send(JSON.stringify({ op: 'ack', id: batch.id, ...auto(batch) }));
-    });
-  });
-  t.teardown(() => new Promise((ok) => { for (const c of wss.clients) c.terminate(); wss.close(ok); }));
+  const socket = new FakeSocket();
+  const send = socket.send.bind(socket);
+  socket.send = (text: string) => {
+    send(text);
+    const batch = JSON.parse(text) as Batch;
+    received.push(batch);
+    // Answered on a later turn, as a socket's answer comes.
+    if (auto) setImmediate(() => socket.listener?.message(JSON.stringify({ op: 'ack', id: batch.id, ...auto(batch) })));
+  };
+  t.teardown(() => socket.open && socket.close());
   return {
-    url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}/ingest`,
+    socket,
     received,
     /** Batches acked so far. */
     get acked() {
@@ -46,15 +46,15 @@ async function fakeService(t: Test, auto?: (b: Batch) => Obj) {
     /** Acks the next batch not yet acked. */
     ack(extra: Obj = {}) {
       const b = received[acked++];
-      socket!.send(JSON.stringify({ op: 'ack', id: b.id, status: 1, message: `Ingested ${b.data.length} items`, ...extra }));
+      socket.listener!.message(JSON.stringify({ op: 'ack', id: b.id, status: 1, message: `Ingested ${b.data.length} items`, ...extra }));
     },
   };
 }
 
 const change = (m: object) => m as unknown as MarketChangeMessage;
 
-async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?: number; refreshMs?: number } = {}) {
-  const publisher = await Publisher.connect({ url, window: opts.window ?? 1 });
+function adapter(t: Test, svc: ReturnType<typeof fakeService>, opts: { window?: number; maxBytes?: number; refreshMs?: number; clock?: FakeClock } = {}) {
+  const publisher = new Publisher(svc.socket, { window: opts.window ?? 1, limits: DEFAULT_LIMITS, clock: opts.clock ?? new FakeClock() });
   t.teardown(() => publisher.close());
   const ledger = new Ledger();
   const translator = new Translator({ ledger });
@@ -62,7 +62,7 @@ async function adapter(t: Test, url: string, opts: { window?: number; maxBytes?:
   const pressure: boolean[] = [];
   const outbox = new Outbox({ publisher, translator, ledger, problem: (p) => problems.push(p), maxBytes: opts.maxBytes, pressure: (f) => pressure.push(f) });
   const refreshes: number[] = [];
-  const forwarder = new Forwarder({ translator, outbox, problem: (p) => problems.push(p), refresh: () => refreshes.push(Date.now()) > 0, refreshMs: opts.refreshMs });
+  const forwarder = new Forwarder({ translator, outbox, problem: (p) => problems.push(p), refresh: () => refreshes.push(Date.now()) > 0, refreshMs: opts.refreshMs, clock: opts.clock });
   t.teardown(() => forwarder.stop());
   return { publisher, ledger, translator, outbox, forwarder, problems, pressure, refreshes };
 }
@@ -71,8 +71,8 @@ const odds = (b: Batch) => b.data.filter((i) => i.kind === 'odds');
 const best = (image: Obj, rid: number) => image.r.find((r: Obj) => r.rid === rid).b[0];
 
 t.test('while the service is behind, a market\'s changes merge into one image of its newest book', async (t) => {
-  const svc = await fakeService(t);
-  const a = await adapter(t, svc.url);
+  const svc = fakeService(t);
+  const a = adapter(t, svc);
   a.forwarder.push(change(IMAGE), 'image');
   // The market's rows go first, in batches of their own (the rows its definition shares, then its own): acked one by one.
   await waitFor(() => {
@@ -80,10 +80,10 @@ t.test('while the service is behind, a market\'s changes merge into one image of
     return svc.received.some((b) => odds(b).length > 0);
   }, 'the first image sent', 5000, 5);
   const first = svc.received.length;
+  const sent = a.outbox.stats.batches;
   for (const d of DELTAS) a.forwarder.push(change(d), d.clk);
-  // Time, not a condition: a moment in which a forwarder ignoring its window would have sent more.
-  await new Promise((ok) => setTimeout(ok, 50));
-  t.equal(svc.received.length, first, 'nothing more went out while the window was full');
+  await new Promise((ok) => setImmediate(ok));
+  t.equal(a.outbox.stats.batches, sent, 'nothing more went out while the window was full');
   svc.ack();
   await eventually(async () => svc.received.length, (n) => n === first + 1);
   const merged = svc.received[first];
@@ -97,8 +97,8 @@ t.test('while the service is behind, a market\'s changes merge into one image of
 });
 
 t.test('the outbox is bounded in bytes: it says when it fills and when it has room again', async (t) => {
-  const svc = await fakeService(t);
-  const a = await adapter(t, svc.url, { maxBytes: 64 * 1024 });
+  const svc = fakeService(t);
+  const a = adapter(t, svc, { maxBytes: 64 * 1024 });
   a.forwarder.push(change(IMAGE), 'image');
   await eventually(async () => svc.received.length, (n) => n === 1);
   // Reference rows are never merged: many markets' definitions fill the outbox.
@@ -120,12 +120,12 @@ t.test('the outbox is bounded in bytes: it says when it fills and when it has ro
 });
 
 t.test('acks are accounted by market: refused items one by one, a market\'s rows refused whole; the adapter goes on', async (t) => {
-  const svc = await fakeService(t, (b) => {
+  const svc = fakeService(t, (b) => {
     const bad = b.data.findIndex((i) => i.mid === '1.2');
     if (b.data.some((i) => i.kind === 'market' && i.mid === '1.3')) return { status: 0, message: 'item 0 (market 1.3): mid 1.3 is already a nested market' };
     return bad < 0 ? { status: 1, message: 'ok' } : { status: 1, message: 'Ingested; refused 1', refused: [{ i: bad, mid: '1.2', message: `item ${bad} (odds 1.2): market 1.2 is not known` }] };
   });
-  const a = await adapter(t, svc.url, { window: 4 });
+  const a = adapter(t, svc, { window: 4 });
   a.outbox.push({ kind: 'odds', mid: '1.1', ts: 1, st: 'OPEN', ip: false, r: [] });
   a.outbox.push({ kind: 'odds', mid: '1.2', ts: 1, st: 'OPEN', ip: false, r: [] });
   await a.outbox.flush();
@@ -151,8 +151,9 @@ t.test('acks are accounted by market: refused items one by one, a market\'s rows
 });
 
 t.test('a market whose change cannot be applied: stale at once, the subscription asked afresh after the wait, live at the fresh image', async (t) => {
-  const svc = await fakeService(t, () => ({ status: 1, message: 'ok' }));
-  const a = await adapter(t, svc.url, { window: 8, refreshMs: 150 });
+  const svc = fakeService(t, () => ({ status: 1, message: 'ok' }));
+  const clock = new FakeClock();
+  const a = adapter(t, svc, { window: 8, refreshMs: 150, clock });
   a.forwarder.push(change(IMAGE), 'image');
   await a.outbox.flush();
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 1, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad');
@@ -160,19 +161,20 @@ t.test('a market whose change cannot be applied: stale at once, the subscription
   t.same(svc.received.flatMap((b) => b.data).map((i) => i.kind), ['sport', 'league', 'event', 'market', 'terms', 'odds', 'stale']);
   t.same(svc.received.at(-1)!.data.at(-1), { kind: 'stale', mid: MARKET_ID, why: 'unreliable' });
   t.match(a.problems, [/^bad: mc\[0\]\.rc\[0\]\.atb must be an array/]);
-  await eventually(async () => a.refreshes.length, (n) => n === 1, 5000);
+  clock.advance(149);
+  t.equal(a.refreshes.length, 0, 'not before the wait');
+  clock.advance(1);
   t.equal(a.refreshes.length, 1, 'asked for a fresh image');
   a.forwarder.push(change({ ...IMAGE, pt: IMAGE.pt + 2 }), 'fresh');
   await a.outbox.flush();
   t.match(svc.received.at(-1)!.data.at(-1), { kind: 'odds', mid: MARKET_ID, ts: IMAGE.pt + 2 }, 'live again');
-  // Time, not a condition: more than two refresh intervals (150 ms), in which a repeated ask would have come.
-  await new Promise((ok) => setTimeout(ok, 400));
-  t.equal(a.refreshes.length, 1, 'not asked again');
+  clock.advance(400);
+  t.equal(a.refreshes.length, 1, 'not asked again in more than two refresh intervals');
   // Broken again, and the fresh image leaves it out (the market left the subscription): given up after one more ask.
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 3, mc: [{ id: MARKET_ID, rc: [{ id: RUNNERS.home, atb: 'garbage' }] }] }), 'bad again');
-  await eventually(async () => a.refreshes.length, (n) => n === 2, 5000);
+  clock.advance(150);
+  t.equal(a.refreshes.length, 2, 'asked again once the wait passed');
   a.forwarder.push(change({ op: 'mcm', pt: IMAGE.pt + 4, ct: 'SUB_IMAGE', mc: [] }), 'image without it');
-  // Time, not a condition: more than three refresh intervals, in which a repeated ask would have come.
-  await new Promise((ok) => setTimeout(ok, 500));
+  clock.advance(500);
   t.equal(a.refreshes.length, 2, 'a market the fresh image did not mend is not asked for again');
 });

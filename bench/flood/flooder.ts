@@ -2,7 +2,7 @@
  * A subscriber key flooding `/ws` from its own process (so its CPU is not the
  * service's): SOCKETS sockets, each sending FRAME (a file holding one message)
  * as fast as its socket takes it, reconnecting when closed, until killed.
- * Prints "flooding" once every socket is open. Not a test file itself.
+ * Prints "flooding" once every socket is open. Run by bench/flood.ts.
  */
 import { readFileSync } from 'node:fs';
 import WebSocket from 'ws';

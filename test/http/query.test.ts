@@ -1,0 +1,46 @@
+/**
+ * What a REST request's query and body mean, read without a server: a strict query (a parameter
+ * given twice or badly encoded is an error, not a guess), ID lists checked and bounded with the
+ * answer cache's key, and JSON bodies that must be UTF-8.
+ */
+import t from 'tap';
+import { MAX_IDS, MARKET_ID, POSITIVE_ID, isMarketId, isPositiveId } from '../../src/refdata/ids.js';
+import { parseJson, parseQuery, queryIds } from '../../src/http/request.js';
+
+t.test('a query: each parameter once, decoded when encoded, an empty value kept', async (t) => {
+  t.same([...parseQuery('mid=1.2,1.3&depth=3')], [['mid', '1.2,1.3'], ['depth', '3']]);
+  t.same([...parseQuery('q=a%20b+c&flag')], [['q', 'a b c'], ['flag', '']]);
+  t.same([...parseQuery(undefined)], []);
+  t.same([...parseQuery('&&a=1&')], [['a', '1']], 'empty parts are nothing');
+  t.throws(() => parseQuery('a=1&a=2'), { code: 'BAD_PARAM', message: /a is given more than once/ });
+  t.throws(() => parseQuery('a=%zz'), { code: 'BAD_PARAM', message: /not valid percent-encoding/ });
+});
+
+t.test('ID lists: checked by their rule, duplicates collapsed in first order, bounded, with the cache key', async (t) => {
+  const raw = 'eid=3,1,3,2';
+  const q = parseQuery(raw);
+  t.same(queryIds(q, raw, 'eid', POSITIVE_ID, 'positive whole numbers', true), { list: [3, 1, 2], key: 'eid=3,1,2' });
+  const both = 'mid=1.5&depth=2';
+  t.same(queryIds(parseQuery(both), both, 'mid', MARKET_ID, 'market IDs', true), { list: ['1.5'], key: 'mid=1.5' });
+  t.equal(queryIds(parseQuery(''), '', 'eid', POSITIVE_ID, 'positive whole numbers', false), undefined, 'optional and absent');
+  t.throws(() => queryIds(parseQuery(''), '', 'eid', POSITIVE_ID, 'positive whole numbers', true), { message: /eid is required/ });
+  t.throws(() => queryIds(parseQuery('eid=1,x,2'), 'eid=1,x,2', 'eid', POSITIVE_ID, 'positive whole numbers', true), { message: /has "x"/ });
+  const many = `eid=${Array.from({ length: MAX_IDS + 1 }, (_, i) => i + 1).join(',')}`;
+  t.throws(() => queryIds(parseQuery(many), many, 'eid', POSITIVE_ID, 'positive whole numbers', true), { message: new RegExp(`lists ${MAX_IDS + 1} IDs; at most ${MAX_IDS}`) });
+});
+
+t.test('the ID rules: positive whole numbers without a leading zero, market IDs of their own characters', async (t) => {
+  t.ok(isPositiveId(1) && isPositiveId(Number.MAX_SAFE_INTEGER));
+  t.notOk(isPositiveId(0) || isPositiveId(-1) || isPositiveId(1.5) || isPositiveId('1'));
+  t.equal(POSITIVE_ID('007', 0, 3), undefined, 'a leading zero');
+  t.equal(POSITIVE_ID('42', 0, 2), 42);
+  t.ok(isMarketId('1.234567') && isMarketId('fz.hidden-1:a_b'));
+  t.notOk(isMarketId('') || isMarketId('a b') || isMarketId('x'.repeat(65)) || isMarketId('é'), 'empty, a space, too long, not ASCII');
+});
+
+t.test('a JSON body: parsed, a BOM ignored; not JSON or not UTF-8 is a 400 saying which', async (t) => {
+  t.same(parseJson(Buffer.from('{"a":[1,"é"]}')), { a: [1, 'é'] });
+  t.same(parseJson(Buffer.from('\uFEFF[1]')), [1]);
+  t.throws(() => parseJson(Buffer.from('{"a":')), { code: 'BAD_BODY', message: /is not valid JSON/ });
+  t.throws(() => parseJson(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])), { message: 'a is not valid UTF-8 (byte 6 of the body)' }, 'bytes that are not UTF-8, naming the field they are in');
+});
