@@ -275,12 +275,15 @@ export class Subscriber {
     return this.subs.has(mid);
   }
 
-  /** Whether it takes any of `mids`, looking through the smaller of the two. */
-  takesAny(mids: ReadonlySet<string>): boolean {
-    if (mids.size <= this.subs.size) {
-      for (const mid of mids) if (this.subs.has(mid)) return true;
-    } else for (const mid of this.subs.keys()) if (mids.has(mid)) return true;
-    return false;
+  /**
+   * A topic of one of its markets carried frames: what it carried since counted as sent to it. So
+   * what it was sent is a sum kept as it goes, not one over all its markets at every look.
+   */
+  carried(mid: string): void {
+    const s = this.subs.get(mid);
+    if (!s || this.owed.has(mid)) return;
+    this.settled += s.taken.topic.bytes - s.base;
+    s.base = s.taken.topic.bytes;
   }
 
   get size(): number {
@@ -516,11 +519,9 @@ export class Subscriber {
     this.deps.looks.moved(this, was);
   }
 
-  /** Bytes sent to it: directly, by topics it left, and by the topics it is on since it joined them. */
+  /** Bytes sent to it: directly, and by its topics as far as they were counted (`carried`), its format's feed topic too. */
   private sent(): number {
-    let bytes = this.settled + this.deps.publishing.feedTopic(this.format).bytes - this.feedBase;
-    for (const [mid, s] of this.subs) if (!this.owed.has(mid)) bytes += s.taken.topic.bytes - s.base;
-    return bytes;
+    return this.settled + this.deps.publishing.feedTopic(this.format).bytes - this.feedBase;
   }
 
   /** What may be on its way to it: what its link reads in half the bound. */
@@ -589,6 +590,8 @@ export class Subscriber {
    */
   private deliver(now: number): void {
     if (this.ended || this.ending) return;
+    // Outside the sweep's pass (a pong, a drain), its topics' newest frames are not counted yet.
+    for (const mid of this.subs.keys()) this.carried(mid);
     let room = this.window() - (this.sent() - this.link.read);
     const { slowBytes, maxAgeMs } = this.deps.limits;
     if (room <= 0 || this.conn.getBufferedAmount() > slowBytes || this.link.waiting(now) > maxAgeMs / 2) return;

@@ -67,14 +67,21 @@ export class Sweep implements Looks, PublishWatcher {
   }
 
   /**
-   * Tight subscribers taking a market this flush published to: each sums what it was sent over
-   * its markets, so looking at every tight one after every publish made each publish anywhere
-   * cost every market of every socket not yet measured.
+   * Tight subscribers taking a market this flush published to: each counts what those topics
+   * carried and is looked at now; a publish costs nothing for a socket not on its topics.
    */
   flushed(): void {
     const moved = this.sinceFlush;
     this.sinceFlush = new Set();
-    for (const s of this.tightOnes) if (s.takesAny(moved)) s.published();
+    const touched = new Set<Subscriber>();
+    for (const mid of moved) {
+      for (const s of this.index.market(mid)?.subscribers ?? []) {
+        if (!this.tightOnes.has(s)) continue;
+        s.carried(mid);
+        touched.add(s);
+      }
+    }
+    for (const s of touched) s.published();
   }
 
   /** One pass: every subscriber due, or touched since the last, looked at once. */
@@ -86,7 +93,12 @@ export class Sweep implements Looks, PublishWatcher {
       this.due.delete(at);
       for (const s of set) look.add(s);
     }
-    for (const mid of this.published) for (const s of this.index.market(mid)?.subscribers ?? []) look.add(s);
+    for (const mid of this.published) {
+      for (const s of this.index.market(mid)?.subscribers ?? []) {
+        s.carried(mid);
+        look.add(s);
+      }
+    }
     this.published = new Set();
     for (const s of look) {
       this.unslot(s, s.nextLook);
