@@ -1,4 +1,5 @@
 import { CLOSE } from '../errors.js';
+import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
 import { encodeClientProto } from '../odds/client-codec.js';
 import { applyDelta } from '../odds/delta.js';
 import { HEARTBEAT, type AckMessage, type ClientMessage, type DeltaMessage, type FeedStatus, type MarketStateMessage, type ServerMessage, type WireTerms } from '../odds/messages.js';
@@ -54,13 +55,16 @@ export class OddsClient extends Emitter<ClientEvents> {
   private feedStatus: FeedStatus = 'OK';
   private readonly maxMarkets: number;
   private readonly maxFrameBytes: number;
-  private readonly resyncs = new Resyncs((mid) => this.resync(mid));
+  private readonly resyncs: Resyncs;
+  private readonly clock: Clock;
   private ignoredFrames = 0;
   private readonly serverClock = new ServerClock();
   private readonly maxAgeMs: number;
-  /** The server's last `clock` frame, by its time and the least spacing seen between two. */
-  private lastClock: { ts: number; every: number } | undefined;
-  private clockTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether this connection's server sends `clock` frames: only then does the client judge the age of what it reads. */
+  private clocked = false;
+  /** Until when (this machine's clock) nothing read can have been superseded longer than `maxAgeMs` ago. */
+  private fresher = 0;
+  private clockTimer: Ticker | undefined;
   private late = 0;
 
   constructor(private readonly options: ClientOptions) {
@@ -80,7 +84,9 @@ export class OddsClient extends Emitter<ClientEvents> {
     url.searchParams.set('hb', String(this.hbMs));
     if (options.key) url.searchParams.set('key', options.key);
     this.url = url.href;
-    this.silence = new Silence(this.hbMs, (ms) => this.dead(ms));
+    this.clock = options.clock ?? systemClock;
+    this.silence = new Silence(this.hbMs, (ms) => this.dead(ms), this.clock);
+    this.resyncs = new Resyncs((mid) => this.resync(mid), this.clock);
     this.backoff = new Backoff(options.backoff?.minMs ?? 250, options.backoff?.maxMs ?? 30_000);
   }
 
@@ -193,7 +199,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     this.silence.stop();
     this.resyncs.stop();
     clearTimeout(this.reconnectTimer);
-    clearTimeout(this.clockTimer);
+    this.clockTimer?.stop();
     const socket = this.socket;
     const opened = this.live;
     this.socket = undefined;
@@ -213,7 +219,7 @@ export class OddsClient extends Emitter<ClientEvents> {
   }
 
   private receive(data: unknown): void {
-    const at = Date.now();
+    const at = this.clock.now();
     this.silence.heard();
     const size = typeof data === 'string' ? data.length : (data as ArrayBuffer | undefined)?.byteLength ?? 0;
     if (size > this.maxFrameBytes) return this.tooBig(size);
@@ -270,24 +276,29 @@ export class OddsClient extends Emitter<ClientEvents> {
   }
 
   /**
-   * The server's clock from every frame that carries its time; from a `clock` frame, how late
-   * what the client reads arrives: past `maxAgeMs` every market it holds is `behind` until a
-   * timely one, and so when the next does not come within its spacing and the bound.
+   * The server's clock from every frame that carries its time (a `clock` or `hb` frame's `ts`, an
+   * odds frame's `pt`), and how late what the client reads is. A frame stamped when it was sent
+   * (or before) and read `l` ms late proves that nothing the server sent after it has waited
+   * longer than `l`, and can wait at most `maxAgeMs − l` more before what the screen holds may be
+   * superseded longer than the bound: past that moment, with no newer proof, every market it
+   * holds is `behind`. A `clock` frame read later than `maxAgeMs` makes them so at once, and one
+   * within half of it live again.
    */
   private timed(msg: ServerMessage, at: number): void {
     const stamp = msg.op === 'clock' || msg.op === 'hb' ? msg.ts : msg.op === 'odds' || msg.op === 'delta' ? msg.pt : undefined;
     if (stamp === undefined) return;
     this.serverClock.observe(stamp, at);
-    if (msg.op !== 'clock') return;
-    this.late = this.serverClock.lateness(msg.ts, at);
-    if (this.late > this.maxAgeMs) this.told(this.fresh.late(this.book.mids(), at));
-    else if (this.late <= this.maxAgeMs / 2) this.told(this.fresh.timely(this.book.mids()));
-    const every = this.lastClock && msg.ts > this.lastClock.ts ? Math.min(this.lastClock.every, msg.ts - this.lastClock.ts) : Infinity;
-    this.lastClock = { ts: msg.ts, every };
-    clearTimeout(this.clockTimer);
-    if (every !== Infinity) {
-      this.clockTimer = setTimeout(() => this.told(this.fresh.late(this.book.mids(), Date.now())), every + this.maxAgeMs);
+    const late = this.serverClock.lateness(stamp, at);
+    if (msg.op === 'clock') {
+      this.clocked = true;
+      this.late = late;
+      if (late > this.maxAgeMs) this.told(this.fresh.late(this.book.mids(), at));
+      else if (late <= this.maxAgeMs / 2) this.told(this.fresh.timely(this.book.mids()));
     }
+    if (!this.clocked || at + this.maxAgeMs - late <= this.fresher) return;
+    this.fresher = at + this.maxAgeMs - late;
+    this.clockTimer?.stop();
+    this.clockTimer = this.clock.after(this.fresher - at, () => this.told(this.fresh.late(this.book.mids(), this.fresher)));
   }
 
   /**
@@ -396,10 +407,11 @@ export class OddsClient extends Emitter<ClientEvents> {
     // A concluded market waits for its final frames only on the connection that was sending them.
     this.held.retain((mid) => this.book.has(mid) || this.requests.names(mid) || this.requests.filtered);
     // Nothing reaches the client now: every price it holds is stale until its market is answered again.
-    this.told(this.fresh.disconnected(this.book.mids(), Date.now()));
+    this.told(this.fresh.disconnected(this.book.mids(), this.clock.now()));
     // A new connection is a new link: how late it reads is judged afresh.
-    clearTimeout(this.clockTimer);
-    this.lastClock = undefined;
+    this.clockTimer?.stop();
+    this.clocked = false;
+    this.fresher = 0;
     this.fresh.timely([]);
     // A revoked key: trying again cannot help.
     if (code === CLOSE.REVOKED.code) {

@@ -1,3 +1,4 @@
+import type { Clock } from '../lib/clock.js';
 import type { MarketFreshness } from './freshness.js';
 import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage, WireTerms } from '../odds/messages.js';
 import type { Removal, Settlement } from './terms.js';
@@ -47,6 +48,8 @@ export interface ClientOptions {
    * each stamped as it was sent, and by their stopping (docs/protocol.md#the-age-of-a-price).
    */
   maxAgeMs?: number;
+  /** Time, for tests that move it themselves: this machine's clock by default. */
+  clock?: Clock;
   /**
    * The largest frame the client reads, in bytes (a text frame's length in characters where the
    * socket hands over text): default 4 MiB, far above the largest the server sends. A larger frame

@@ -130,8 +130,21 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       handle(s, msg);
     },
 
-    // A pong answers one of the subscriber's probes: how far it has read (subscriber.ts).
-    pong: (ws: WebSocket<WsData>, message: ArrayBuffer) => ws.getUserData().subscriber!.pong(message),
+    // A pong answers one of the subscriber's probes: how far it has read (subscriber.ts). One that
+    // answers none is a message like any other: a socket sending them at full speed is refused
+    // for rate, and closed once it does not back off.
+    pong: (ws: WebSocket<WsData>, message: ArrayBuffer) => {
+      const d = ws.getUserData();
+      const s = d.subscriber!;
+      if (s.pong(message)) return;
+      const refused = budgets.spend(d.keyId, s.bucket, message.byteLength);
+      if (!refused) return s.readForRate();
+      deps.metrics.rateLimited.inc({ scope: refused.scope });
+      if (s.refusedForRate() > PERSISTENT) {
+        budgets.abused(d.keyId);
+        hub.end(s, CLOSE.RATE);
+      }
+    },
     drain: (ws: WebSocket<WsData>) => ws.getUserData().subscriber!.drained(),
     close: (ws: WebSocket<WsData>, code: number) => {
       const d = ws.getUserData();

@@ -415,13 +415,18 @@ export class Subscriber {
     else this.conn.cork(fn);
   }
 
-  /** A pong: what it has read. Owed markets go out at once when it read what was on its way. */
-  pong(payload: ArrayBuffer): void {
+  /**
+   * A pong: what it has read. Owed markets go out at once when it read what was on its way.
+   * False when it answers no probe outstanding (a client's own, or a forged one): such pongs are
+   * the socket's messages to pay for (http/ws.ts).
+   */
+  pong(payload: ArrayBuffer): boolean {
     const now = this.deps.clock.now();
     const waited = this.link.answered(payload, now);
-    if (waited === undefined || this.ended) return;
+    if (waited === undefined || this.ended) return false;
     this.deps.metrics.readDelay.observe(waited / 1000);
     if (this.owed.size) this.deliver(now);
+    return true;
   }
 
   /** uWS wrote out what it held: owed markets may go. */

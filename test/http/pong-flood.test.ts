@@ -1,0 +1,21 @@
+import t from 'tap';
+import { CLOSE } from '../../src/errors.js';
+import { startTestService } from '../helpers/service.js';
+import { Client } from '../helpers/ws.js';
+
+/**
+ * A pong that answers none of the server's probes is a message the socket pays for, as any other:
+ * one sent at full speed is refused for rate and, not backing off, closed with 4029; a socket that
+ * answers the server's pings (as every WebSocket does) is never refused for it.
+ */
+const svc = await startTestService(t);
+
+t.test('a socket flooding pongs of its own is closed for rate; one answering the server\'s pings is not', async (t) => {
+  const flooder = await Client.connect(svc.url);
+  const reader = await Client.connect(svc.url);
+  t.teardown(() => { flooder.close(); reader.close(); });
+  t.equal((await reader.request({ op: 'subscribe', mids: ['1.200001001'] })).status, 1);
+  for (let i = 0; i < 2000; i++) flooder.ws.pong(Buffer.from([i & 0xff, 1, 2, 3]));
+  t.same(await flooder.closed, CLOSE.RATE, 'closed as a socket that goes on sending while refused');
+  t.equal((await reader.request({ op: 'ping' })).message, 'pong', 'the other socket is served');
+});
