@@ -63,6 +63,23 @@ function heartbeat(raw: string | undefined): number {
   return hb;
 }
 
+const CLOSED = Symbol('closed for rate');
+
+// A message's cost, paid before it is read. A socket refused past PERSISTENT times in a row is
+// closed (CLOSED); otherwise a refusal is answered by the caller, which knows the message's id.
+function charge(deps: WsDeps, budgets: Budgets, keyId: string, s: Subscriber, bytes: number): ServiceError | typeof CLOSED | undefined {
+  const refused = budgets.spend(keyId, s.bucket, bytes);
+  if (!refused) {
+    s.readForRate();
+    return undefined;
+  }
+  deps.metrics.rateLimited.inc({ scope: refused.scope });
+  if (s.refusedForRate() <= PERSISTENT) return refused.err;
+  budgets.abused(keyId);
+  deps.hub.end(s, CLOSE.RATE);
+  return CLOSED;
+}
+
 /**
  * The subscriber socket route, `/ws`: the transport edge. It rate-limits
  * requests and decodes them into the hub's words, and hands everything else
@@ -112,16 +129,9 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     message: (ws: WebSocket<WsData>, data: ArrayBuffer, isBinary: boolean) => {
       const d = ws.getUserData();
       const s = d.subscriber!;
-      const refused = budgets.spend(d.keyId, s.bucket, data.byteLength);
-      if (refused) {
-        deps.metrics.rateLimited.inc({ scope: refused.scope });
-        if (s.refusedForRate() > PERSISTENT) {
-          budgets.abused(d.keyId);
-          return hub.end(s, CLOSE.RATE);
-        }
-        return refuse(s, peekId(data, isBinary), refused.err);
-      }
-      s.readForRate();
+      const refused = charge(deps, budgets, d.keyId, s, data.byteLength);
+      if (refused === CLOSED) return;
+      if (refused) return refuse(s, peekId(data, isBinary), refused);
       if (data.byteLength > limits.maxMessageBytes) return refuse(s, 0, errors.messageTooLarge(data.byteLength, limits.maxMessageBytes));
       const msg = decodeClient(data, isBinary, hub.maxMarkets);
       if ('error' in msg) return refuse(s, msg.id ?? 0, errors.badMessage(msg.error));
@@ -136,14 +146,7 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
     pong: (ws: WebSocket<WsData>, message: ArrayBuffer) => {
       const d = ws.getUserData();
       const s = d.subscriber!;
-      if (s.pong(message)) return;
-      const refused = budgets.spend(d.keyId, s.bucket, message.byteLength);
-      if (!refused) return s.readForRate();
-      deps.metrics.rateLimited.inc({ scope: refused.scope });
-      if (s.refusedForRate() > PERSISTENT) {
-        budgets.abused(d.keyId);
-        hub.end(s, CLOSE.RATE);
-      }
+      if (!s.pong(message)) charge(deps, budgets, d.keyId, s, message.byteLength);
     },
     drain: (ws: WebSocket<WsData>) => ws.getUserData().subscriber!.drained(),
     close: (ws: WebSocket<WsData>, code: number) => {

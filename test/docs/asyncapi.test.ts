@@ -103,7 +103,8 @@ for (const format of ['json', 'proto'] as const) {
     const stop = { kind: 'suspend', eid: 30000001, sr: 'goal', ts: Date.now() };
     t.same(errorsOf('IngestBatch', { data: [terms, settled, stop] }), [], 'terms, a settlement and a bet stop as the document describes them');
     await ingest(withTraded(image('1.200001001')), moved, { kind: 'market', mid: '1.200001001', s: false }, terms, settled);
-    await ingest(stop);
+    // Stamped after the images it suspends: a stop older than a market's newest image leaves it as it is.
+    await ingest({ ...stop, ts: Date.now() });
     await c.next((f) => f.op === 'delta' && f.sr === 'goal');
     await ingest({ kind: 'stale', mid: '1.200001001', why: 'late' });
     await c.next((f) => f.op === 'freshness' && !f.live);
