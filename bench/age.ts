@@ -124,13 +124,13 @@ async function main(): Promise<void> {
     '## The age of prices at the screen (npm run bench:age)',
     '',
     `${fmt(MIDS.length)} markets, every one's new image in every batch: ${SETTINGS.rate} batches/s with bursts of ${SETTINGS.burstRate} for ${SETTINGS.burstSeconds} s ` +
-      `(${m.feed.batches.steady + m.feed.batches.burst} batches measured); WS_MAX_AGE_MS ${SETTINGS.maxAgeMs}; ${pinning.note}; the publisher and the screens used ` +
+      `(${m.feed.batches.steady + m.feed.batches.burst} batches measured, ${m.feed.late} sent late); WS_MAX_AGE_MS ${SETTINGS.maxAgeMs}; ${pinning.note}; the publisher and the screens used ` +
       `${m.loadPct.toFixed(0)}% of a core, other processes ${m.othersPct.toFixed(0)}%. Age: a frame's arrival on the screen less its \`pt\`.`,
     ...m.warnings.map((w) => `Server warning: ${w}`),
     '',
     tables(phases, notices, cpu),
   ].join('\n');
-  writeResults('age', { benchmark: 'age', at: new Date().toISOString(), machine: machine(), settings: SETTINGS, pinning: pinning.note, othersPct: m.othersPct, loadPct: m.loadPct, phases, notices, cpu, feed: { batches: m.feed.batches, seconds: m.feed.seconds } }, md);
+  writeResults('age', { benchmark: 'age', at: new Date().toISOString(), machine: machine(), settings: SETTINGS, pinning: pinning.note, othersPct: m.othersPct, loadPct: m.loadPct, phases, notices, cpu, feed: { batches: m.feed.batches, seconds: m.feed.seconds, late: m.feed.late } }, md);
   process.stdout.write('\n' + md + '\n\n');
 }
 

@@ -71,6 +71,8 @@ function readOdds(held: Held, pt: number, ts: number): void {
 function turned(screen: number, mid: string, held: Held, live: boolean, since: number | undefined, why: string | undefined): void {
   if (held.live === live) return;
   held.live = live;
+  // Before the feed starts (the screens wait for a quiet machine) nothing is counted.
+  if (!phases.length) return;
   if (live) lives++;
   else notices.push({ screen, mid, readAt: now(), since: since ?? NaN, heldTs: held.heldTs, why: why ?? '' });
 }

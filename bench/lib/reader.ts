@@ -32,19 +32,31 @@ export interface Read {
   status?: number;
 }
 
-/** Bytes from `from` handed to `to` at `rate` a second, a tenth every 100 ms; at once while the rate is 0 and nothing is held. */
+/**
+ * Bytes from `from` handed to `to` at `rate` a second, a tenth every 100 ms; at once while the rate
+ * is 0 and nothing is held. It takes from the socket while it holds less than a tenth: a paused
+ * socket hands on what it had buffered one chunk at a time, often a frame, so pausing at every
+ * chunk would read a frame per 100 ms whatever the rate.
+ */
 export class Pace {
   private held: Buffer[] = [];
+  private bytes = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly from: Socket, private readonly to: (b: Buffer) => void, private readonly rate: Rate) {
     from.on('data', (b: Buffer) => {
       if (this.rate() <= 0 && !this.held.length) return to(b);
       this.held.push(b);
-      from.pause();
+      this.bytes += b.length;
+      if (this.bytes >= this.step()) from.pause();
     });
-    this.timer = setInterval(() => this.let(this.rate() > 0 ? Math.round(this.rate() / 10) : Infinity), 100);
+    this.timer = setInterval(() => this.let(this.rate() > 0 ? this.step() : Infinity), 100);
     from.once('close', () => clearInterval(this.timer));
+  }
+
+  /** What it hands on every 100 ms. */
+  private step(): number {
+    return Math.max(1, Math.round(this.rate() / 10));
   }
 
   private let(budget: number): void {
@@ -52,11 +64,12 @@ export class Pace {
       const head = this.held[0];
       const part = head.subarray(0, Math.min(head.length, budget));
       budget -= part.length;
+      this.bytes -= part.length;
       if (part.length === head.length) this.held.shift();
       else this.held[0] = head.subarray(part.length);
       this.to(part);
     }
-    if (!this.held.length) this.from.resume();
+    if (this.rate() <= 0 || this.bytes < this.step()) this.from.resume();
   }
 }
 
