@@ -7,7 +7,8 @@
  * plain ones on the service, 10,000 sockets at 100,000 deliveries/s), each in its own process as
  * `npm run bench:rest` and `npm run bench:fanout` would, `deltas.ts` (delta frames against
  * images: bytes per change and CPU per delivery) and `delay.ts` (exchange-to-socket delay for
- * 1,000 subscribers of a recorded-shape market, 15 s per server), then writes one table of ratios to
+ * 1,000 subscribers of a recorded-shape market, 15 s per server) and `age.ts` (the age of prices
+ * at the screen for readers at full speed and on a 40 KB/s link), then writes one table of ratios to
  * bench/results/bench.md (and bench.json), beside the two runs' own reports (rest-quick.*,
  * fanout-quick.*).
  *
@@ -174,6 +175,27 @@ function delayRow({ rows }: Table): void {
 
 }
 
+/** The age of prices at the screen: per kind of screen, the age while live at the steady rate and in bursts, past the bound, and how soon a slow one is told. */
+function ageRows({ rows, notes }: Table): void {
+  type Spread = { p50: number; p99: number; max: number };
+  type PhaseRow = { group: string; kind: 'steady' | 'burst'; live: number; liveAge: Spread; pastBound: number };
+  type NoticeRow = { group: string; toldAfter: { n: number; p50: number; max: number }; priceAge: { n: number; max: number }; others: Record<string, number>; closes: string[] };
+  type CpuRow = { kind: string; perSecond: number; cpuNsPerDelivery: number };
+  const age = readJson('age') as { settings: { rate: number; burstRate: number }; phases: PhaseRow[]; notices: NoticeRow[]; cpu: CpuRow[] };
+  const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(1) : fmt(v)) : '–');
+  const trio = (r: PhaseRow | undefined) => (r?.live ? `${ms(r.liveAge.p50)} · ${ms(r.liveAge.p99)} · ${ms(r.liveAge.max)}` : 'none live');
+  for (const n of age.notices) {
+    const of = (kind: string) => age.phases.find((p) => p.group === n.group && p.kind === kind);
+    const live = age.phases.filter((p) => p.group === n.group).reduce((a, p) => [a[0] + p.pastBound, a[1] + p.live], [0, 0]);
+    const told = n.toldAfter.n ? `; told behind ${n.toldAfter.n}x, ${ms(n.toldAfter.p50)} · ${ms(n.toldAfter.max)} ms after falling behind (its price then at most ${ms(n.priceAge.max)} ms old)` : '; never told behind';
+    rows.push([`age at the screen, ${n.group}: p50 · p99 · max while live at ${age.settings.rate} · ${age.settings.burstRate} batches/s; read past the bound while live`,
+      `${trio(of('steady'))} ms · ${trio(of('burst'))} ms; ${fmt(live[0])} of ${fmt(live[1])}${told}`, '', '', '']);
+    for (const [why, count] of Object.entries(n.others)) notes.push(`in the age run, ${n.group} held markets not live for \`${why}\` ${count} times`);
+    if (n.closes.length) notes.push(`in the age run, ${n.group}: ${n.closes.slice(0, 3).join('; ')}`);
+  }
+  rows.push(['age at the screen: server CPU ns per delivery at the steady rate · in bursts', age.cpu.map((c) => `${fmt(c.cpuNsPerDelivery)} (${fmt(c.perSecond)}/s)`).join(' · '), '', '', '']);
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   // One database server for both runs; each run re-creates its database on it.
@@ -183,6 +205,7 @@ async function main(): Promise<void> {
   const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
   const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
   const delayEnv = envFor({ DELAY_SECONDS: '15' }, databaseUrl);
+  const ageEnv = envFor({ BENCH_QUIET_MS: '3000' }, databaseUrl);
   try {
     log('REST (npm run bench:rest, short form)');
     await run('rest.js', restEnv);
@@ -192,6 +215,8 @@ async function main(): Promise<void> {
     await run('deltas.js', deltaEnv);
     log('exchange-to-socket delay');
     await run('delay.js', delayEnv);
+    log('the age of prices at the screen');
+    await run('age.js', ageEnv);
   } finally {
     await db?.stop();
   }
@@ -206,6 +231,7 @@ async function main(): Promise<void> {
   bandwidthRows(fanout, table);
   deltaRows(table);
   delayRow(table);
+  ageRows(table);
   const { rows, notes } = table;
 
   const host = machine();
@@ -227,7 +253,7 @@ async function main(): Promise<void> {
     '',
     ratios,
     '',
-    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/deltas.md\` and \`bench/results/delay.md\`.`,
+    `Details: \`bench/results/${restEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/${fanoutEnv.BENCH_RESULTS_NAME}.md\`, \`bench/results/deltas.md\`, \`bench/results/delay.md\` and \`bench/results/age.md\`.`,
   ].join('\n');
   const files = writeResults('bench', { benchmark: 'quick', at: new Date().toISOString(), machine: host, elapsedSeconds: elapsed, rows, notes }, md);
   process.stdout.write('\n' + md + '\n\n');

@@ -4,9 +4,10 @@
  * frames, pongs to pings) and the TypeScript client behind a relay. `bench:age` (age/reader.ts)
  * and hub/age.test.ts's slow reader share them, so the test checks what the benchmark measures.
  *
- * A paced reader takes from its socket `rate` bytes a second, a tenth of that every 100 ms, and
- * answers a ping only once it has read everything before it, as a client on a link of that speed
- * does (RFC 6455 asks a pong of it when it reads the ping): the server's probes see the link.
+ * A paced reader reads `rate` bytes a second, every 100 ms what its link carried since the last
+ * time, and answers a ping only once it has read everything before it, as a client on a link of
+ * that speed does (RFC 6455 asks a pong of it when it reads the ping): the server's probes see
+ * the link.
  */
 import { connect, createServer, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +15,7 @@ import WebSocket from 'ws';
 import { OddsClient, type MarketFreshness } from '../../src/client/index.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
 
-/** Bytes a second a reader takes from its link now; 0 for all it can. Read at every step, so a reader can speed up. */
+/** Bytes a second a reader takes from its link now; 0 for all it can. Read at every tick, so a reader can speed up. */
 export type Rate = () => number;
 
 /** What a screen reads of a frame: an odds frame's numbering and stamps, a freshness frame's word, an ack's status. */
@@ -33,14 +34,17 @@ export interface Read {
 }
 
 /**
- * Bytes from `from` handed to `to` at `rate` a second, a tenth every 100 ms; at once while the rate
- * is 0 and nothing is held. It takes from the socket while it holds less than a tenth: a paused
- * socket hands on what it had buffered one chunk at a time, often a frame, so pausing at every
- * chunk would read a frame per 100 ms whatever the rate.
+ * Bytes from `from` handed to `to` at `rate` a second, as a link of that speed lets them through:
+ * every 100 ms what the link carried since the last time (a tick that comes late hands on more,
+ * as a reader that got the CPU late finds more in its buffer); at once while the rate is 0 and
+ * nothing is held. It takes from the socket while it holds less than a second's bytes, as the
+ * link's far end buffers them (a paused socket hands on what it had buffered one chunk at a
+ * time, often a frame, so pausing at every chunk would read a frame per tick whatever the rate).
  */
 export class Pace {
   private held: Buffer[] = [];
   private bytes = 0;
+  private last = performance.now();
   private readonly timer: NodeJS.Timeout;
 
   constructor(private readonly from: Socket, private readonly to: (b: Buffer) => void, private readonly rate: Rate) {
@@ -48,15 +52,18 @@ export class Pace {
       if (this.rate() <= 0 && !this.held.length) return to(b);
       this.held.push(b);
       this.bytes += b.length;
-      if (this.bytes >= this.step()) from.pause();
+      if (this.bytes >= this.rate()) from.pause();
     });
-    this.timer = setInterval(() => this.let(this.rate() > 0 ? this.step() : Infinity), 100);
+    this.timer = setInterval(() => this.tick(), 100);
     from.once('close', () => clearInterval(this.timer));
   }
 
-  /** What it hands on every 100 ms. */
-  private step(): number {
-    return Math.max(1, Math.round(this.rate() / 10));
+  private tick(): void {
+    const now = performance.now();
+    // What the link carried since the last tick, up to a second's worth.
+    const budget = this.rate() > 0 ? Math.round(this.rate() * Math.min(1, (now - this.last) / 1000)) : Infinity;
+    this.last = now;
+    this.let(budget);
   }
 
   private let(budget: number): void {
@@ -69,7 +76,7 @@ export class Pace {
       else this.held[0] = head.subarray(part.length);
       this.to(part);
     }
-    if (this.rate() <= 0 || this.bytes < this.step()) this.from.resume();
+    if (this.rate() <= 0 || this.bytes < this.rate()) this.from.resume();
   }
 }
 
