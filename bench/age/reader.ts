@@ -8,8 +8,9 @@
  * Every odds frame read is timed against its `pt` (the age of that price on the screen when the
  * screen reads it) and counted in the phase of the feed it was published in (steady or burst),
  * apart for frames read while live and while not. Every time a market turns not live on a screen
- * (a notice) it keeps when, since when the server or client says it was behind, and the source
- * time of the image the screen held, from which age.ts finds how old that price was then.
+ * (a notice) it keeps when, since when the server or client says it was behind, and which image
+ * the screen held; the first screen keeps when each image it read was published (its `pt`), from
+ * which age.ts finds when the screen's price was superseded.
  *
  * IPC: `start` (answered `ready` once every screen's subscribe is answered), `measure` (the
  * phases), `report` (answered with the figures), `close`.
@@ -20,10 +21,10 @@ import { pacedClient, rawReader, type Rate, type Read } from '../lib/reader.js';
 import { Histogram } from '../lib/statistics.js';
 import type { Notice, Phase, PhaseFigures, ReaderReport, Screens } from './settings.js';
 
-/** A market on one screen: shown live or not, and the source time of the image it holds. */
+/** A market on one screen: shown live or not, and the image it holds. */
 interface Held {
   live: boolean;
-  heldTs: number;
+  seq: number;
 }
 
 /** The figures of one phase kind as they are gathered. */
@@ -43,6 +44,8 @@ let maxAgeMs = 2000;
 let phases: Phase[] = [];
 const tallies = new Map<string, Tally>();
 const notices: Notice[] = [];
+/** When each image (by seq) of each market was published, as the first screen read it. */
+const published = new Map<string, number[]>();
 const closes: string[] = [];
 let lives = 0;
 
@@ -56,9 +59,13 @@ function tallyOf(pt: number): Tally | undefined {
 }
 
 /** An odds frame read on a screen: its age counted where it belongs. */
-function readOdds(held: Held, pt: number, ts: number): void {
+function readOdds(screen: number, mid: string, held: Held, seq: number, pt: number): void {
   const at = now();
-  held.heldTs = ts;
+  held.seq = seq;
+  if (screen === 0) {
+    if (!published.has(mid)) published.set(mid, []);
+    published.get(mid)![seq] = pt;
+  }
   const t = tallyOf(pt);
   if (!t) return;
   const age = at - pt;
@@ -74,11 +81,11 @@ function turned(screen: number, mid: string, held: Held, live: boolean, since: n
   // Before the feed starts (the screens wait for a quiet machine) nothing is counted.
   if (!phases.length) return;
   if (live) lives++;
-  else notices.push({ screen, mid, readAt: now(), since: since ?? NaN, heldTs: held.heldTs, why: why ?? '' });
+  else notices.push({ screen, mid, readAt: now(), since: since ?? NaN, heldSeq: held.seq, why: why ?? '' });
 }
 
 function screenOf(mids: string[]): Map<string, Held> {
-  return new Map(mids.map((m) => [m, { live: true, heldTs: NaN }]));
+  return new Map(mids.map((m) => [m, { live: true, seq: NaN }]));
 }
 
 /** A raw reader: live as the server's `freshness` frames say. */
@@ -91,7 +98,7 @@ function raw(screen: number, s: Screens, port: number, rate: Rate | undefined, s
       if (msg.op === 'ack') return void closes.push(`subscribe refused: ${JSON.stringify(msg)}`);
       const h = msg.mid === undefined ? undefined : held.get(msg.mid);
       if (!h) return;
-      if (msg.op === 'odds') readOdds(h, msg.pt!, msg.ts!);
+      if (msg.op === 'odds') readOdds(screen, msg.mid!, h, msg.seq!, msg.pt!);
       else if (msg.op === 'freshness') turned(screen, msg.mid!, h, msg.live!, msg.at, msg.why);
     },
     closed: (why) => void closes.push(why),
@@ -107,7 +114,7 @@ function client(screen: number, s: Screens, port: number, rate: Rate, subscribed
       const h = held.get(msg.mid);
       if (!h) return;
       turned(screen, msg.mid, h, f.live, f.live ? undefined : f.since, f.live ? undefined : f.why);
-      readOdds(h, msg.pt, msg.ts);
+      readOdds(screen, msg.mid, h, msg.seq, msg.pt);
     },
     freshness: (f) => {
       const h = held.get(f.mid);
@@ -133,7 +140,7 @@ async function start(port: number, s: Screens): Promise<void> {
 
 function report(): ReaderReport {
   const byKind = Object.fromEntries([...tallies].map(([k, t]) => [k, t.figures()]));
-  return { phases: byKind, notices, lives, closes };
+  return { phases: byKind, notices, lives, closes, published: Object.fromEntries(published) };
 }
 
 process.on('message', (m: { type: string; port?: number; screens?: Screens; phases?: Phase[] }) => {

@@ -36,22 +36,15 @@ export interface NoticeRow {
   others: Record<string, number>;
   /** Markets told `behind`: from when the server (or the client) says the screen fell behind to the screen reading it, ms. */
   toldAfter: ReturnType<typeof few>;
-  /** How old the screen's price was when it was told: since the image that superseded it was sent, ms. */
+  /** How old the screen's price was when it was told: since the image that superseded it was published, ms. */
   priceAge: ReturnType<typeof few>;
   lives: number;
   closes: string[];
 }
 
-/** When the image after the one sent at `ts` was sent: the moment the screen's price stopped being the newest. */
-function supersededAt(sent: number[], ts: number): number {
-  let lo = 0;
-  let hi = sent.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sent[mid] <= ts) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < sent.length ? sent[lo] : NaN;
+/** When the image after `seq` of `mid` was published, as the full-speed screens read it: the moment the screen's price stopped being the newest. */
+function supersededAt(published: ReaderReport['published'], mid: string, seq: number): number {
+  return published[mid]?.[seq + 1] ?? NaN;
 }
 
 export function phaseRows(groups: GroupReport[]): PhaseRow[] {
@@ -64,7 +57,8 @@ export function phaseRows(groups: GroupReport[]): PhaseRow[] {
   }));
 }
 
-export function noticeRows(groups: GroupReport[], feed: FeedRun): NoticeRow[] {
+/** `published`: when each image was published, from screens that read them all (the full-speed ones). */
+export function noticeRows(groups: GroupReport[], published: ReaderReport['published']): NoticeRow[] {
   return groups.map((g) => {
     const others: Record<string, number> = {};
     for (const n of g.report.notices) if (n.why !== 'behind') others[n.why] = (others[n.why] ?? 0) + 1;
@@ -72,7 +66,7 @@ export function noticeRows(groups: GroupReport[], feed: FeedRun): NoticeRow[] {
     return {
       group: g.name, others, lives: g.report.lives, closes: g.report.closes,
       toldAfter: few(behind.map((n) => n.readAt - n.since)),
-      priceAge: few(behind.map((n) => n.readAt - supersededAt(feed.sent, n.heldTs))),
+      priceAge: few(behind.map((n) => n.readAt - supersededAt(published, n.mid, n.heldSeq))),
     };
   });
 }

@@ -78,13 +78,13 @@ export interface Screens {
   maxAgeMs: number;
 }
 
-/** A market turning not live on a screen: read when (ms), behind since when by the server's or the client's word, and the source time of the image the screen held. */
+/** A market turning not live on a screen: read when (ms), behind since when by the server's or the client's word, and the seq of the image the screen held. */
 export interface Notice {
   screen: number;
   mid: string;
   readAt: number;
   since: number;
-  heldTs: number;
+  heldSeq: number;
   why: string;
 }
 
@@ -102,4 +102,6 @@ export interface ReaderReport {
   lives: number;
   /** Screens closed, or subscribes refused, with why. */
   closes: string[];
+  /** Per market, when each image (by seq) was published, as the process's first screen read it. */
+  published: Record<string, (number | null)[]>;
 }

@@ -51,9 +51,10 @@ export class Ingest {
   private nextId = 1;
   private waiting = new Map<number, (ack: { status: number; message: string }) => void>();
 
-  static async open(url: string): Promise<Ingest> {
+  /** `query`: the handshake's, such as `live=60000` (docs/ingest.md, Liveness). */
+  static async open(url: string, query = ''): Promise<Ingest> {
     const i = new Ingest();
-    i.ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ingest`, ['odds.v1.json']);
+    i.ws = new WebSocket(`${url.replace(/^http/, 'ws')}/ingest${query ? `?${query}` : ''}`, ['odds.v1.json']);
     i.ws.on('message', (data: Buffer) => {
       const m = JSON.parse(data.toString());
       i.waiting.get(m.id)?.(m);
