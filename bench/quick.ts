@@ -183,13 +183,13 @@ function ageRows({ rows, notes }: Table): void {
   type CpuRow = { kind: string; perSecond: number; cpuNsPerDelivery: number };
   const age = readJson('age') as { settings: { rate: number; burstRate: number }; phases: PhaseRow[]; notices: NoticeRow[]; cpu: CpuRow[] };
   const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(1) : fmt(v)) : '–');
-  const trio = (r: PhaseRow | undefined) => (r?.live ? `${ms(r.liveAge.p50)} · ${ms(r.liveAge.p99)} · ${ms(r.liveAge.max)}` : 'none live');
+  const trio = (r: PhaseRow | undefined) => (r?.live ? `${ms(r.liveAge.p50)} · ${ms(r.liveAge.p99)} · ${ms(r.liveAge.max)} ms` : 'none read live');
   for (const n of age.notices) {
     const of = (kind: string) => age.phases.find((p) => p.group === n.group && p.kind === kind);
     const live = age.phases.filter((p) => p.group === n.group).reduce((a, p) => [a[0] + p.pastBound, a[1] + p.live], [0, 0]);
     const told = n.toldAfter.n ? `; told behind ${n.toldAfter.n}x, ${ms(n.toldAfter.p50)} · ${ms(n.toldAfter.max)} ms after falling behind (its price then at most ${ms(n.priceAge.max)} ms old)` : '; never told behind';
-    rows.push([`age at the screen, ${n.group}: p50 · p99 · max while live at ${age.settings.rate} · ${age.settings.burstRate} batches/s; read past the bound while live`,
-      `${trio(of('steady'))} ms · ${trio(of('burst'))} ms; ${fmt(live[0])} of ${fmt(live[1])}${told}`, '', '', '']);
+    rows.push([`age at the screen, ${n.group}: p50 · p99 · max while live, steady and in bursts; read past the bound while live; told behind`,
+      `${age.settings.rate} batches/s ${trio(of('steady'))}, ${age.settings.burstRate}/s ${trio(of('burst'))}; past the bound ${fmt(live[0])} of ${fmt(live[1])}${told}`, '', '', '']);
     for (const [why, count] of Object.entries(n.others)) notes.push(`in the age run, ${n.group} held markets not live for \`${why}\` ${count} times`);
     if (n.closes.length) notes.push(`in the age run, ${n.group}: ${n.closes.slice(0, 3).join('; ')}`);
   }
