@@ -15,7 +15,9 @@
  * market was shown live, p50, p99 and max, and how many were read past the bound (there should be
  * none); those read while not live apart; each time a market was told behind, how long after
  * falling behind (the notice's `at`, or the client's `since`) and how old the screen's price was
- * by then; and the server's CPU per frame delivered at each rate.
+ * by then; and the server's CPU per frame delivered at each rate. A measurement during which other
+ * processes used more than 15% of a core is taken again, on a fresh service, up to BENCH_ATTEMPTS
+ * (3) times, and the least disturbed one reported.
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -109,12 +111,28 @@ async function measure(dbUrl: string, pinning: Pinning): Promise<Measured> {
   }
 }
 
+/** Other processes' CPU past which a measurement is taken again: the age it measures is then as much theirs as the service's. */
+const DISTURBED_PCT = 15;
+
+/** The measurement, again (up to BENCH_ATTEMPTS times) while other processes disturb it; the least disturbed one. */
+async function leastDisturbed(dbUrl: string, pinning: Pinning): Promise<Measured & { attempts: number }> {
+  let best: Measured | undefined;
+  let attempts = 0;
+  while (attempts < SETTINGS.attempts && (!best || best.othersPct > DISTURBED_PCT)) {
+    if (best) log(`other processes used ${best.othersPct.toFixed(0)}% of a core during the feed; measuring again`);
+    const m = await measure(dbUrl, pinning);
+    attempts++;
+    if (!best || m.othersPct < best.othersPct) best = m;
+  }
+  return { ...best!, attempts };
+}
+
 async function main(): Promise<void> {
   const pinning = pinLoadGenerator();
   const db = await prepareDatabase();
-  let m: Measured;
+  let m: Measured & { attempts: number };
   try {
-    m = await measure(db.url, pinning);
+    m = await leastDisturbed(db.url, pinning);
   } finally {
     await db.stop();
   }
@@ -126,12 +144,13 @@ async function main(): Promise<void> {
     '',
     `${fmt(MIDS.length)} markets, every one's new image in every batch: ${SETTINGS.rate} batches/s with bursts of ${SETTINGS.burstRate} for ${SETTINGS.burstSeconds} s ` +
       `(${m.feed.batches.steady + m.feed.batches.burst} batches measured, ${m.feed.late} sent late); WS_MAX_AGE_MS ${SETTINGS.maxAgeMs}; ${pinning.note}; the publisher and the screens used ` +
-      `${m.loadPct.toFixed(0)}% of a core, other processes ${m.othersPct.toFixed(0)}%. Age: a frame's arrival on the screen less its \`pt\`.`,
+      `${m.loadPct.toFixed(0)}% of a core, other processes ${m.othersPct.toFixed(0)}% (the least of ${m.attempts} attempts). Age: a frame's arrival on the screen less its \`pt\`.`,
+    ...(m.othersPct > DISTURBED_PCT ? [`Note: other processes used more than ${DISTURBED_PCT}% of a core throughout: the ages measure this machine's scheduling as much as the service.`] : []),
     ...m.warnings.map((w) => `Server warning: ${w}`),
     '',
     tables(phases, notices, cpu),
   ].join('\n');
-  writeResults('age', { benchmark: 'age', at: new Date().toISOString(), machine: machine(), settings: SETTINGS, pinning: pinning.note, othersPct: m.othersPct, loadPct: m.loadPct, phases, notices, cpu, feed: { batches: m.feed.batches, seconds: m.feed.seconds, late: m.feed.late } }, md);
+  writeResults('age', { benchmark: 'age', at: new Date().toISOString(), machine: machine(), settings: SETTINGS, pinning: pinning.note, othersPct: m.othersPct, loadPct: m.loadPct, attempts: m.attempts, phases, notices, cpu, feed: { batches: m.feed.batches, seconds: m.feed.seconds, late: m.feed.late } }, md);
   process.stdout.write('\n' + md + '\n\n');
 }
 

@@ -205,7 +205,7 @@ async function main(): Promise<void> {
   const fanoutEnv = envFor(FANOUT_DEFAULTS, databaseUrl);
   const deltaEnv = envFor({ BENCH_SECONDS: '3' }, databaseUrl);
   const delayEnv = envFor({ DELAY_SECONDS: '15' }, databaseUrl);
-  const ageEnv = envFor({ BENCH_QUIET_MS: '3000' }, databaseUrl);
+  const ageEnv = envFor({ BENCH_QUIET_MS: '3000', BENCH_ATTEMPTS: '2' }, databaseUrl);
   try {
     log('REST (npm run bench:rest, short form)');
     await run('rest.js', restEnv);

@@ -33,6 +33,8 @@ export const SETTINGS = deepFreeze({
   /** AGE_PACED_RATE: bytes a second a paced screen reads. */
   pacedRate: envNumber('AGE_PACED_RATE', 40_000),
   paced: paced(),
+  /** BENCH_ATTEMPTS: measurements taken while other processes disturb them, at most. */
+  attempts: Math.round(envNumber('BENCH_ATTEMPTS', 3)),
   /** AGE_MAX_AGE_MS: the service's WS_MAX_AGE_MS, and the clients' maxAgeMs. */
   maxAgeMs: Math.round(envNumber('AGE_MAX_AGE_MS', 2000)),
 });
