@@ -9,7 +9,7 @@
  * The screens (age/reader.ts, each kind in a process of its own on the load core): AGE_READERS
  * (50) raw readers at full speed taking every market, and AGE_PACED (`raw:1,client:1,raw:20`):
  * a raw reader and the TypeScript client each reading one market at AGE_PACED_RATE (40,000) bytes
- * a second, and a raw reader taking every market at that pace (ten times what it can read).
+ * a second, and a raw reader taking every market at that pace (eight times what it can read).
  *
  * Reported for each: the age of the odds frames it read (arrival less the frame's `pt`) while the
  * market was shown live, p50, p99 and max, and how many were read past the bound (there should be
