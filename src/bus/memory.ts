@@ -1,5 +1,5 @@
 import { newEpoch } from '../odds/book.js';
-import type { OddsImage } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
 import type { Bus, HeldImages, OddsHandler, RecordLog } from './types.js';
 
 /**
@@ -21,8 +21,8 @@ export class MemoryBus implements Bus {
     odds.down(false);
   }
 
-  publish(image: OddsImage, pt: number): void {
-    this.handler?.odds({ epoch: this.epoch, seq: this.book.next(image.mid, this.epoch), pt, image }, 'local');
+  publish(image: OddsImage, publishTime: number): void {
+    this.handler?.odds({ epoch: this.epoch, seq: this.book.next(image.marketId, this.epoch), publishTime, image }, 'local');
   }
 
   publishClient(): void {}

@@ -1,5 +1,6 @@
 import type { Book, Ordered } from '../odds/book.js';
-import type { OddsImage, StaleReason } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
+import type { StaleReason } from '../odds/messages.js';
 
 export type ClientOp = 'attach' | 'detach';
 
@@ -109,7 +110,7 @@ export interface Bus {
    * with other pods. Images of one market are numbered in the order given.
    * Returns nothing when done at once, or a promise.
    */
-  publish(image: OddsImage, pt: number): Promise<void> | void;
+  publish(image: OddsImage, publishTime: number): Promise<void> | void;
   publishClient(op: ClientOp, client: string, mids: readonly string[]): void;
   /** Tells other pods the freshness of markets this pod's publishers feed (at most once; lost while the bus is down). */
   shareFreshness(states: readonly SourceFreshness[]): void;

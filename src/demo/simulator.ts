@@ -8,7 +8,8 @@
  * while a ball is bowled the ball-by-ball markets run (`ball running`).
  */
 import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
-import type { MarketStatus, OddsImage, RunnerOdds, SuspensionReason } from '../odds/messages.js';
+import type { OddsImage, RunnerPrices } from '../odds/image.js';
+import type { MarketStatus, SuspensionReason } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
 import { FixtureModel, type MatchEvent } from './model.js';
 import { LINE_RID, MARGIN, Quoter, type Prices } from './quote.js';
@@ -66,10 +67,10 @@ const AFTER_WICKET = 0.93;
 interface Book extends Prices {
   status: MarketStatus | null; // null until the first image
   /** Why it is suspended or its ball running, as last published. */
-  sr?: SuspensionReason;
+  suspensionReason?: SuspensionReason;
   inPlay: boolean;
   /** Last published ladders, republished unchanged while paused. */
-  r: RunnerOdds[];
+  runners: RunnerPrices[];
   /** The model and its version the ladders were quoted at. */
   model: FixtureModel | undefined;
   version: number;
@@ -122,9 +123,9 @@ export class Simulator {
       const m = all[(this.cursor + k) % all.length];
       const book = this.bookFor(m);
       if (book && this.advance(m, book, this.fixtureOf(m))) {
-        const image: OddsImage = { mid: m.mid, ts, st: book.status as MarketStatus, ip: m.inPlay, r: book.r };
-        if (book.sr) image.sr = book.sr;
-        if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
+        const image: OddsImage = { marketId: m.mid, sourceTime: ts, status: book.status as MarketStatus, inPlay: m.inPlay, runners: book.runners };
+        if (book.suspensionReason) image.suspensionReason = book.suspensionReason;
+        if (book.rids.length) image.tradedVolume = Math.round(book.tradedVolumes.reduce((a, b) => a + b, 0) * 100) / 100;
         out.push(image);
         book.inPlay = m.inPlay;
       }
@@ -144,7 +145,7 @@ export class Simulator {
     const start = opening ? this.quoter.int(...opening) : 0;
     const fresh: Book = {
       status: null, inPlay: m.inPlay, rids: [...m.rids], model: undefined, version: 0,
-      line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
+      line: start, baseLine: start, runners: [], tradedVolumes: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
     return fresh;
@@ -184,38 +185,38 @@ export class Simulator {
     if (book.status === 'CLOSED') return false;
     if (m.closed) {
       book.status = 'CLOSED';
-      book.r = (book.rids.length ? book.rids : [LINE_RID]).map((rid) => ({ rid, st: 'ACTIVE', b: [], l: [] }));
+      book.runners = (book.rids.length ? book.rids : [LINE_RID]).map((rid): RunnerPrices => ({ runnerId: rid, status: 'ACTIVE', back: [], lay: [] }));
       return true;
     }
     if (!m.active) {
-      const unchanged = book.status === 'SUSPENDED' && !book.sr && book.inPlay === m.inPlay;
-      if (!book.r.length) book.r = this.quote(m, book, model);
+      const unchanged = book.status === 'SUSPENDED' && !book.suspensionReason && book.inPlay === m.inPlay;
+      if (!book.runners.length) book.runners = this.quote(m, book, model);
       // Inactive is no timed pause, nor an event: it lasts until the market is active again.
       book.status = 'SUSPENDED';
-      book.sr = undefined;
+      book.suspensionReason = undefined;
       return !unchanged;
     }
     const hold = m.inPlay && fixture.hold && (!fixture.hold.balls || BALL_TYPES.has(m.type)) ? fixture.hold : undefined;
     if (hold) {
       const status = hold.balls ? 'BALL_RUNNING' : 'SUSPENDED';
-      if (book.status === status && book.sr === hold.reason) return false;
-      if (!book.r.length) book.r = this.quote(m, book, model);
+      if (book.status === status && book.suspensionReason === hold.reason) return false;
+      if (!book.runners.length) book.runners = this.quote(m, book, model);
       book.status = status;
-      book.sr = hold.reason;
+      book.suspensionReason = hold.reason;
       return true;
     }
     const unchanged = book.status === 'OPEN' && book.inPlay === m.inPlay;
     // A runner market quotes again when its fixture moved; a line moves by itself.
     const moves = book.rids.length ? book.model !== model || book.version !== model.version : this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch);
     if (unchanged && !moves) return false;
-    book.r = this.quote(m, book, model, book.sr);
+    book.runners = this.quote(m, book, model, book.suspensionReason);
     book.status = 'OPEN';
-    book.sr = undefined;
+    book.suspensionReason = undefined;
     return true;
   }
 
   /** The book's quote now; after a ball a line moves, after a wicket it falls. */
-  private quote(m: SimMarket, book: Book, model: FixtureModel, after?: SuspensionReason): RunnerOdds[] {
+  private quote(m: SimMarket, book: Book, model: FixtureModel, after?: SuspensionReason): RunnerPrices[] {
     if (!book.rids.length) {
       if (after === 'wicket') book.line = Math.round(book.line * AFTER_WICKET);
       return [this.quoter.line(book, after === 'ball running')];

@@ -99,15 +99,15 @@ export class Broadcaster implements Pressure, Publishing {
     this.scheduled = undefined;
     const entries = this.batch.take();
     for (const entry of entries) {
-      const subs = this.deps.index.market(entry.mid);
+      const subs = this.deps.index.market(entry.marketId);
       for (const taken of subs?.variants.values() ?? []) {
         const v = taken.variant;
-        if (v.conflate) this.mark(entry.mid, v.conflate);
-        else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), taken.topic);
+        if (v.conflate) this.mark(entry.marketId, v.conflate);
+        else this.toTopic(topicOf(v, entry.marketId), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), taken.topic);
       }
       // Every live subscriber now holds this entry: the one before it is needed no more.
       entry.prev = undefined;
-      if (subs) this.published(entry.mid);
+      if (subs) this.published(entry.marketId);
     }
     if (entries.length) this.flushed();
     for (const ok of this.waiters.splice(0)) ok();
@@ -209,7 +209,7 @@ export class Broadcaster implements Pressure, Publishing {
       if (v.delta) {
         this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.topic.base), taken.topic);
         taken.topic.base = entry;
-      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth), taken.topic);
+      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'conflated' : 'none', v.depth), taken.topic);
       this.deps.ledger.conflated(v, mid, entry);
     }
     const live = this.conflator.release(mid, conflate);

@@ -34,7 +34,7 @@ export class PublishBatch {
   /** Queues an image; true when the queue was empty, so its owner schedules a drain. */
   add(entry: BookEntry): boolean {
     this.queue.push(entry);
-    this.mids.add(entry.mid);
+    this.mids.add(entry.marketId);
     return this.queue.length === 1;
   }
 

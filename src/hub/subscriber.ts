@@ -632,7 +632,7 @@ export class Subscriber {
     const sent = e !== undefined && (o.held?.epoch !== e.epoch || o.held.seq !== e.seq);
     if (sent) {
       if (o.held && o.stateRev !== undefined) metrics.framesSkipped.inc(o.held.epoch === e.epoch ? e.seq - o.held.seq : 1);
-      this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'con', s.variant.depth));
+      this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'skipped', s.variant.depth));
     }
     for (const msg of since) if (msg.op !== 'freshness') this.send(msg);
     // A market taken afresh is told its terms after its image, so every subscriber holds them (one behind was sent what changed).

@@ -46,7 +46,7 @@ export interface RecorderDeps {
   now?: () => number;
 }
 
-const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.pt : e.note.at);
+const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.publishTime : e.note.at);
 
 /**
  * The one recorder of the cluster, on the pod that holds its lease (lease.ts): it reads the

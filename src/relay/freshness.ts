@@ -99,7 +99,7 @@ export class KnownMarkets implements MarketsHere {
   }
 
   *held(): Iterable<string> {
-    for (const e of this.book.values()) yield e.mid;
+    for (const e of this.book.values()) yield e.marketId;
   }
 }
 

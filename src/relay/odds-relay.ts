@@ -1,5 +1,5 @@
 import type { Book, Ordered } from '../odds/book.js';
-import type { OddsImage } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
 import type { Bus, OddsHandler, Origin } from '../bus/types.js';
@@ -84,10 +84,10 @@ export class OddsRelay implements OddsHandler {
    * that has eased: a publisher sending faster than the process can publish
    * feels it as slower acks, and frames are never queued without bound.
    */
-  publish(images: readonly OddsImage[], pt: number): Promise<unknown> | void {
+  publish(images: readonly OddsImage[], publishTime: number): Promise<unknown> | void {
     let waits: Promise<unknown>[] | undefined;
     for (const image of images) {
-      const p = this.deps.bus.publish(image, pt);
+      const p = this.deps.bus.publish(image, publishTime);
       if (p) (waits ??= []).push(p);
     }
     for (const stage of this.deps.pressure) if (stage.busy()) (waits ??= []).push(stage.eased());
@@ -103,7 +103,7 @@ export class OddsRelay implements OddsHandler {
   odds(o: Ordered, origin: Origin): void {
     if (origin === 'remote') {
       this.deps.metrics.received.inc();
-      this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.pt) / 1000);
+      this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.publishTime) / 1000);
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }

@@ -11,7 +11,8 @@ import { createLogger } from '../../src/log.js';
 import { BusMetrics } from '../../src/metrics/bus.js';
 import { Book } from '../../src/odds/book.js';
 import { decodeServerProto, encodeProto } from '../../src/odds/codec.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import { oddsMessage, type OddsImage } from '../../src/odds/image.js';
+import { imageOf } from '../helpers/images.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -27,10 +28,10 @@ const M = '1.100';
 const M2 = '1.200';
 
 function image(mid: string, price: number): OddsImage {
-  return { mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] };
+  return imageOf({ mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] });
 }
 
-const price = (i: OddsImage): number => i.r[0].b[0][0];
+const price = (i: OddsImage): number => i.runners[0].back[0][0];
 
 /** JetStream's answer to a write whose expected last sequence of the subject is not the actual one. */
 const wrongLast = (): Error => Object.assign(new Error('wrong last sequence'), { api_error: { err_code: 10071 } });
@@ -101,7 +102,7 @@ class FakeStream implements ImageStream {
     const last = this.held.get(mid);
     const held = last && decodeServerProto(last.frame);
     const seq = held?.op === 'odds' ? held.seq + 1 : 1;
-    const frame = encodeProto({ op: 'odds', ...image(mid, at), epoch: this.epoch, seq, pt: 1, con: false, cf: false });
+    const frame = encodeProto(oddsMessage(image(mid, at), { epoch: this.epoch, seq, publishTime: 1 }));
     this.held.set(mid, { ss: ++this.ss, frame });
   }
 
@@ -146,7 +147,7 @@ class Pod implements OddsHandler {
   }
 
   odds(o: Ordered, origin: Origin): void {
-    this.got.push({ origin, mid: o.image.mid, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.pt, ...(o.frame ? { frame: o.frame } : {}) });
+    this.got.push({ origin, mid: o.image.marketId, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.publishTime, ...(o.frame ? { frame: o.frame } : {}) });
     this.book.put(o);
   }
 
@@ -334,7 +335,7 @@ t.test('another pod\'s images: a market\'s first and any gap wait on the stream\
   await waitFor(() => b.got.length === 3, 'the stream never proved the image after the gap', 2000);
   t.same(b.lines(2), ['remote 1.100 sfirst/4 2.06'], 'after the lost one, the newest once the stream holds it');
   t.equal(stream.reads, reads + 1, 'one read of the stream, for the gap');
-  const forged = encodeProto({ op: 'odds', ...image(M, 1.01), epoch: 'sfirst', seq: 9, pt: 1, con: false, cf: false });
+  const forged = encodeProto(oddsMessage(image(M, 1.01), { epoch: 'sfirst', seq: 9, publishTime: 1 }));
   stream.share(M, 99, forged);
   stream.deliver([b]);
   const rejected = async () => (await stream.registry.getSingleMetric('odds_bus_rejected_total')!.get()).values.filter((v) => v.labels.reason === 'forged' && v.labels.subject_kind === 'image');

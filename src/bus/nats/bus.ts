@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Msg, type NatsConnection, type NatsError } from 'nats';
 import type { NatsAuth, NatsTls } from '../../config.js';
-import type { OddsImage } from '../../odds/messages.js';
+import type { OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
@@ -83,13 +83,13 @@ export class NatsBus implements Bus, LinkListener {
     if (synced) await Promise.race([synced, new Promise((ok) => setTimeout(ok, START_SYNC_WAIT_MS).unref())]);
   }
 
-  publish(image: OddsImage, pt: number): Promise<void> | void {
+  publish(image: OddsImage, publishTime: number): Promise<void> | void {
     const seq = this.seq;
     if (!seq) {
-      this.local().number(image, pt);
+      this.local().number(image, publishTime);
       return;
     }
-    return this.serial.run(image.mid, () => seq.publish(image, pt));
+    return this.serial.run(image.marketId, () => seq.publish(image, publishTime));
   }
 
   publishClient(op: ClientOp, client: string, mids: readonly string[]): void {

@@ -2,7 +2,8 @@ import type { Logger } from '../../log.js';
 import { LineBudget } from '../../lib/line-budget.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { decodeServerProto } from '../../odds/codec.js';
-import type { OddsImage, OddsMessage } from '../../odds/messages.js';
+import type { OddsImage } from '../../odds/image.js';
+import type { OddsMessage } from '../../odds/messages.js';
 import { MAX_IDS, isMarketId } from '../../refdata/ids.js';
 import type { ClientOp, ImageCheck, SourceFreshness, SourceReason } from '../types.js';
 
