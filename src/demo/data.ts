@@ -12,7 +12,7 @@ import {
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
   closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, termsOf, tennis,
 } from './markets.js';
-import { SLOTS, fixtureMarkets, tvFor } from './fixtures.js';
+import { SLOTS, fixtureMarkets, liveTvFor } from './fixtures.js';
 
 type EventItem = Extract<DemoItem, { kind: 'event' }>;
 type State = 'live' | 'done' | 'soon';
@@ -60,13 +60,13 @@ const FIRST: Readonly<Record<number, WireRunner[]>> = {
 export function demoItems(now: Date): DemoItem[] {
   // Whole minutes, so start times read like a schedule.
   const base = Math.floor(now.getTime() / 60_000) * 60_000;
-  const event = (eid: number, li: number, na: string, hours: number, state: State, tv = false): EventItem => {
+  const event = (eid: number, li: number, na: string, hours: number, state: State, liveTv = false): EventItem => {
     const league = LEAGUES.find((l) => l.li === li);
     if (!league) throw new Error(`demo event ${eid}: unknown league ${li}`);
     return {
       kind: 'event', eid, na, st: new Date(base + hours * HOUR).toISOString(),
       go: state === 'done', ip: state === 'live', si: league.si, li,
-      tv: tv ? tvFor(eid) : null,
+      tv: liveTv ? liveTvFor(eid) : null,
     };
   };
 

@@ -80,7 +80,7 @@ const short = (name: string): string => {
   return (words.length > 1 ? words.map((w) => w[0]).join('') : name.slice(0, 3)).toUpperCase();
 };
 
-export const tvFor = (eid: number): string => `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>`;
+export const liveTvFor = (eid: number): string => `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>`;
 
 /** Inactive until it starts: what only trades once the toss is made or the match is under way. */
 const untilStart = (m: MarketItem): MarketItem => ({ ...m, s: false });

@@ -3,7 +3,7 @@ import { errorFields, type Logger } from '../log.js';
 import { seeded, seedOf } from '../lib/random.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
-import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
+import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, liveTvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
 import { demoItems } from './data.js';
 import { BET_DELAY, mid, termsOf, type MarketItem, type ResultItem } from './markets.js';
@@ -155,11 +155,11 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
   const random = seeded(seedOf(`${e.id}|${e.startTime}|next`));
   const fixture = drawFixture(slot, random);
   const [lo, hi] = TIMING[slot.si].lead;
-  const st = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
+  const startTime = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
   const fresh = fixtureMarkets(slot, fixture.sides).map((m) => ({ ...m, rt: false, if: null }));
   const mids = new Set(fresh.map((item) => item.mid));
   return [
-    { kind: 'event', eid: e.id, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.id) : null },
+    { kind: 'event', eid: e.id, na: fixture.na, st: new Date(startTime).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? liveTvFor(e.id) : null },
     ...fresh,
     ...fresh.map((m): Item => ({ ...termsOf(m, { si: slot.si, li: slot.li, ip: false }) })),
     ...fresh.map((m) => ({ kind: 'result', mid: m.mid, res: '', rt: false, ia: false })),

@@ -92,7 +92,7 @@ type Held = { readonly epoch: string; readonly seq: number } | undefined;
  * A market off its topic, owed its newest image: what the client holds of it (nothing, for a new
  * subscription), since when, and why. A new subscription owes only the market's staleness with
  * its image; one that fell behind owes every `market`, `result` and `freshness` frame newer than
- * `stateRev` too, and its image is marked `con`.
+ * `stateRev` too, and its image goes as `skipped` (`con` on the wire).
  */
 interface Owed {
   held: Held;
@@ -588,7 +588,7 @@ export class Subscriber {
 
   /**
    * As many owed markets as its window has room for, each once, in order: the newest image of
-   * each that moved (after its `freshness` when stale; `con` when it fell behind), the `market`
+   * each that moved (after its `freshness` when stale; marked skipped when it fell behind), the `market`
    * and `result` frames that changed, then back on its topic. With nothing owed left, the
    * markets it lost meanwhile, in one `unsubscribed`. Then a probe, so the next round goes once
    * this one is read.
