@@ -97,12 +97,12 @@ export class Broadcaster implements Pressure, Publishing {
   flush(): void {
     clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    const entries = this.batch.take();
+    const entries = this.batch.drain();
     for (const entry of entries) {
       const subs = this.deps.index.market(entry.marketId);
       for (const taken of subs?.variants.values() ?? []) {
         const v = taken.variant;
-        if (v.conflate) this.mark(entry.marketId, v.conflate);
+        if (v.conflate) this.defer(entry.marketId, v.conflate);
         else this.toTopic(topicOf(v, entry.marketId), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), taken.topic);
       }
       // Every live subscriber now holds this entry: the one before it is needed no more.
@@ -144,7 +144,7 @@ export class Broadcaster implements Pressure, Publishing {
       return;
     }
     taken.topic.base = undefined;
-    this.mark(mid, v.conflate, 0);
+    this.defer(mid, v.conflate, 0);
   }
 
   /** A `market`, `result` or `freshness` frame: to every subscriber of the market at once, whatever its variant. */
@@ -181,14 +181,14 @@ export class Broadcaster implements Pressure, Publishing {
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg), this.feeds[format], msg.op !== 'clock');
   }
 
-  private mark(mid: string, conflate: number, updates = 1): void {
-    if (this.stopped || !this.conflator.mark(mid, conflate, updates) || this.timers.has(conflate)) return;
+  private defer(mid: string, conflate: number, updates = 1): void {
+    if (this.stopped || !this.conflator.defer(mid, conflate, updates) || this.timers.has(conflate)) return;
     this.timers.set(conflate, this.deps.clock.every(conflate, () => this.conflated(conflate)));
   }
 
-  /** The end of a conflation interval: each market marked in it, once to every variant of the interval. */
+  /** The end of a conflation interval: each market deferred in it, once to every variant of the interval. */
   private conflated(conflate: number): void {
-    const due = this.conflator.take(conflate);
+    const due = this.conflator.drain(conflate);
     if (!due) {
       this.timers.get(conflate)?.stop();
       this.timers.delete(conflate);

@@ -43,7 +43,7 @@ export class PublishBatch {
   }
 
   /** Everything queued, in order, leaving the queue empty. */
-  take(): BookEntry[] {
+  drain(): BookEntry[] {
     const queue = this.queue;
     this.queue = [];
     this.mids.clear();

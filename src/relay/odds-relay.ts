@@ -57,7 +57,7 @@ export interface OddsRelayDeps {
  *    the one write of the book for this update.
  * 5. `BookEntry` to `Frame` (hub/broadcaster.ts): (16) `Broadcaster.publish`
  *    queues the entry in its own `PublishBatch` (17) `add`; at the end of the
- *    loop turn (18) `Broadcaster.flush` (19) `take`s the batch and, per
+ *    loop turn (18) `Broadcaster.flush` (19) `drain`s the batch and, per
  *    `Variant` taken, gets a `Frame` from the entry (20) `frame` or
  *    `deltaFrame` and (21) `toTopic` publishes it to the variant's uWS topic,
  *    (22) `Topics.publish`; a conflated variant's market waits in the

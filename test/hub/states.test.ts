@@ -31,7 +31,7 @@ t.test('the publish batch: queued in order, the first add asks for a drain, take
   t.equal(b.add(entry('a')), true, 'the first: its owner schedules a drain');
   t.equal(b.add(entry('b')), false);
   t.ok(b.holds('a'));
-  t.same(b.take().map((e) => e.marketId), ['a', 'b']);
+  t.same(b.drain().map((e) => e.marketId), ['a', 'b']);
   t.equal(b.size, 0);
   t.notOk(b.holds('a'));
 });
