@@ -156,7 +156,7 @@ export class Auth {
     if (this.restRate <= 0) return;
     let b = this.buckets.get(p.keyId);
     if (!b) this.buckets.set(p.keyId, (b = new TokenBucket(this.restRate, this.clock)));
-    if (b.take()) return;
+    if (b.spend()) return;
     this.metrics.rateLimited.inc({ scope: 'rest' });
     throw errors.rateLimited(this.restRate, b.retryAfterS());
   }

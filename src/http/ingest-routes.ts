@@ -171,7 +171,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
     const batch = readBatch(body, type === PROTO_TYPE, deps);
-    const full = deps.keyQueues.take(who.keyId, batch.bytes);
+    const full = deps.keyQueues.spend(who.keyId, batch.bytes);
     if (full) throw full;
     try {
       return JSON.stringify(answer(await ingest.accept(batch.items, { key: keyOf(who.keyId), feeder })));

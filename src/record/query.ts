@@ -130,11 +130,11 @@ export class RecordReader {
    */
   async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
     const [start, skip] = after ? after.split('.').map(Number) : [from, 0];
-    const take = limit + skip + 1;
+    const wanted = limit + skip + 1;
     const [odds, states] = await Promise.all([
-      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, take]),
+      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, wanted]),
       this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
-        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, take]),
+        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, wanted]),
     ]);
     type Item = { t: number; row?: OddsRow; state?: RecordedState & { kind: 'market' | 'result' | 'freshness' } };
     const items: Item[] = [

@@ -122,7 +122,7 @@ export class Recorder implements Component {
   }
 
   private async tryLease(): Promise<boolean> {
-    if (!(await this.lease.take(() => this.deps.metrics.leader.set(0)))) return false;
+    if (!(await this.lease.acquire(() => this.deps.metrics.leader.set(0)))) return false;
     try {
       await this.migrate();
     } catch (err) {

@@ -114,7 +114,7 @@ export class Inbound {
   /** Counts `n` refused messages and logs one line for them, unless the log budget is spent. */
   refuse(kind: BusSubjectKind, subject: string, reason: RefuseReason, detail: string, n = 1): void {
     this.deps.metrics.rejected.inc({ subject_kind: kind, reason }, n);
-    const held = this.budget.take();
+    const held = this.budget.spend();
     if (held === undefined) return;
     this.deps.log.warn('bus message refused', { subject_kind: kind, reason, subject: subject.slice(0, 120), detail: detail.slice(0, 200), count: n, held_back: held });
   }
