@@ -2,7 +2,8 @@ import type { Book, Ordered } from '../odds/book.js';
 import type { OddsImage } from '../odds/image.js';
 import type { StaleReason } from '../odds/messages.js';
 
-export type ClientOp = 'attach' | 'detach';
+/** How a client's stored market set changed (REST subscribe or unsubscribe), told to other pods. */
+export type StoredSetOp = 'attach' | 'detach';
 
 /** Checks an odds image as ingest does: the image, or the first problem. */
 export type ImageCheck = (o: Record<string, unknown>) => { image: OddsImage } | { error: string };
@@ -20,7 +21,7 @@ export interface OddsHandler {
 
 /** What the bus hands this pod's stored market sets: a client's set changed on another pod (REST subscribe or unsubscribe). */
 export interface ClientHandler {
-  client(op: ClientOp, client: string, mids: string[]): void;
+  client(op: StoredSetOp, client: string, mids: string[]): void;
 }
 
 /** Why a market is stale where its publisher is: every reason but the bus, which each pod judges for itself. */
@@ -111,7 +112,7 @@ export interface Bus {
    * Returns nothing when done at once, or a promise.
    */
   publish(image: OddsImage, publishTime: number): Promise<void> | void;
-  publishClient(op: ClientOp, client: string, mids: readonly string[]): void;
+  publishClient(op: StoredSetOp, client: string, mids: readonly string[]): void;
   /** Tells other pods the freshness of markets this pod's publishers feed (at most once; lost while the bus is down). */
   shareFreshness(states: readonly SourceFreshness[]): void;
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock, Ticker } from '../lib/clock.js';
 import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
-import type { Carried, MarketIndex, Taken } from './market-index.js';
+import type { Carried, MarketIndex, IndexedVariant } from './market-index.js';
 import type { PublishWatcher } from './sweep.js';
 import type { Publishing, Subscriber } from './subscriber.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
@@ -100,10 +100,10 @@ export class Broadcaster implements Pressure, Publishing {
     const entries = this.batch.drain();
     for (const entry of entries) {
       const subs = this.deps.index.market(entry.marketId);
-      for (const taken of subs?.variants.values() ?? []) {
-        const v = taken.variant;
+      for (const indexed of subs?.variants.values() ?? []) {
+        const v = indexed.variant;
         if (v.conflate) this.defer(entry.marketId, v.conflate);
-        else this.toTopic(topicOf(v, entry.marketId), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), taken.topic);
+        else this.toTopic(topicOf(v, entry.marketId), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), indexed.topic);
       }
       // Every live subscriber now holds this entry: the one before it is needed no more.
       entry.prev = undefined;
@@ -136,14 +136,14 @@ export class Broadcaster implements Pressure, Publishing {
    * it can apply: a delta from the image the topic's sockets hold only if that is `entry`, so
    * otherwise the next frame is an image, sent at the end of the interval.
    */
-  joined(mid: string, taken: Taken, entry: BookEntry | undefined): void {
-    const v = taken.variant;
-    if (!v.delta || !v.conflate || !entry || taken.topic.base === entry) return;
-    if (taken.count === 1) {
-      taken.topic.base = entry;
+  joined(mid: string, indexed: IndexedVariant, entry: BookEntry | undefined): void {
+    const v = indexed.variant;
+    if (!v.delta || !v.conflate || !entry || indexed.topic.base === entry) return;
+    if (indexed.count === 1) {
+      indexed.topic.base = entry;
       return;
     }
-    taken.topic.base = undefined;
+    indexed.topic.base = undefined;
     this.defer(mid, v.conflate, 0);
   }
 
@@ -154,11 +154,11 @@ export class Broadcaster implements Pressure, Publishing {
     const subs = this.deps.index.market(msg.mid);
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
-    for (const taken of subs.variants.values()) {
-      const v = taken.variant;
+    for (const indexed of subs.variants.values()) {
+      const v = indexed.variant;
       // A conflated socket is told a market is live with the image that makes it so, at the end of its interval.
       if (msg.op === 'freshness' && v.conflate && this.conflator.hold(msg, v.conflate)) continue;
-      this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)), taken.topic);
+      this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)), indexed.topic);
     }
     this.published(msg.mid);
     this.flushed();
@@ -203,17 +203,17 @@ export class Broadcaster implements Pressure, Publishing {
     const entry = this.deps.book.get(mid);
     const subs = this.deps.index.market(mid);
     if (!entry || !subs) return;
-    for (const taken of subs.variants.values()) {
-      const v = taken.variant;
+    for (const indexed of subs.variants.values()) {
+      const v = indexed.variant;
       if (v.conflate !== conflate) continue;
       if (v.delta) {
-        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.topic.base), taken.topic);
-        taken.topic.base = entry;
-      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'conflated' : 'none', v.depth), taken.topic);
+        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, indexed.topic.base), indexed.topic);
+        indexed.topic.base = entry;
+      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'conflated' : 'none', v.depth), indexed.topic);
       this.deps.ledger.conflated(v, mid, entry);
     }
     const live = this.conflator.release(mid, conflate);
-    if (live) for (const taken of subs.variants.values()) if (taken.variant.conflate === conflate) this.toTopic(topicOf(taken.variant, mid), taken.variant.format, encodeFor(taken.variant.format, live), taken.topic);
+    if (live) for (const indexed of subs.variants.values()) if (indexed.variant.conflate === conflate) this.toTopic(topicOf(indexed.variant, mid), indexed.variant.format, encodeFor(indexed.variant.format, live), indexed.topic);
     this.published(mid);
   }
 

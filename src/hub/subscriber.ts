@@ -7,7 +7,7 @@ import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock } from '../lib/clock.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import type { Holding, Joining, SocketLedger } from '../record/ledger.js';
-import type { Carried, FilterKind, MarketIndex, Taken } from './market-index.js';
+import type { Carried, FilterKind, MarketIndex, IndexedVariant } from './market-index.js';
 import type { Narrowing } from './narrowing.js';
 import type { MarketStates } from './states.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
@@ -34,7 +34,7 @@ export interface Publishing {
   /** The image the topic of `mid` for `v` has handed its sockets; none while a newer one waits to go out. */
   handed(mid: string, v: Variant): BookEntry | undefined;
   /** A socket joined a topic holding `entry`: a conflated delta topic's next frame must be one it can apply. */
-  joined(mid: string, taken: Taken, entry: BookEntry | undefined): void;
+  joined(mid: string, indexed: IndexedVariant, entry: BookEntry | undefined): void;
   /** The feed status a socket opening now is told, and what its format's feed topic carried. */
   readonly feed: FeedStatus;
   feedTopic(format: Format): Carried;
@@ -81,7 +81,7 @@ export interface SubscriberDeps {
 /** One market a subscriber takes: how, its topic's entry, and the topic's bytes when it joined it. */
 interface Sub {
   readonly variant: Variant;
-  readonly taken: Taken;
+  readonly indexed: IndexedVariant;
   base: number;
 }
 
@@ -271,7 +271,8 @@ export class Subscriber {
     for (const [mid, s] of this.subs) yield [mid, s.variant];
   }
 
-  takes(mid: string): boolean {
+  /** Whether it is subscribed to the market, however it was added. */
+  has(mid: string): boolean {
     return this.subs.has(mid);
   }
 
@@ -282,8 +283,8 @@ export class Subscriber {
   carried(mid: string): void {
     const s = this.subs.get(mid);
     if (!s || this.owed.has(mid)) return;
-    this.settled += s.taken.topic.bytes - s.base;
-    s.base = s.taken.topic.bytes;
+    this.settled += s.indexed.topic.bytes - s.base;
+    s.base = s.indexed.topic.bytes;
   }
 
   get size(): number {
@@ -339,7 +340,7 @@ export class Subscriber {
       if (was && !this.owed.has(mid)) this.leave(mid, was);
       if (was?.variant.key !== v.key) {
         if (was) this.deps.index.drop(this, mid, was.variant);
-        this.subs.set(mid, { variant: v, taken: this.deps.index.take(this, mid, v), base: 0 });
+        this.subs.set(mid, { variant: v, indexed: this.deps.index.add(this, mid, v), base: 0 });
       }
       this.lost.delete(mid);
       // Owed afresh, last: what it asked for now goes after what it was owed before; state frames it missed behind are still owed.
@@ -727,14 +728,14 @@ export class Subscriber {
   /** On the market's topic from now on, counting what it carries from here. */
   private join(mid: string, s: Sub, entry: BookEntry | undefined): void {
     if (this.ending) return;
-    s.base = s.taken.topic.bytes;
+    s.base = s.indexed.topic.bytes;
     this.conn.subscribe(topicOf(s.variant, mid));
-    this.deps.publishing.joined(mid, s.taken, entry);
+    this.deps.publishing.joined(mid, s.indexed, entry);
   }
 
   /** Off the market's topic: what it carried meanwhile counts as sent. */
   private leave(mid: string, s: Sub): void {
-    this.settled += s.taken.topic.bytes - s.base;
+    this.settled += s.indexed.topic.bytes - s.base;
     if (!this.ended) this.conn.unsubscribe(topicOf(s.variant, mid));
   }
 }

@@ -11,7 +11,7 @@ import type { Freshness } from './freshness.js';
 export interface OddsRelayDeps {
   /** Written here only, once per image the bus hands over. */
   book: Book;
-  bc: Broadcaster;
+  broadcaster: Broadcaster;
   bus: Bus;
   monitor: FeedMonitor;
   /** Every market held here is stale while the bus is down. */
@@ -110,7 +110,7 @@ export class OddsRelay implements OddsHandler {
     // Recorded once in the cluster: by the pod that numbered it, whether or not its book keeps it.
     if (origin === 'local') this.deps.record?.odds(o);
     const entry = this.deps.book.put(o);
-    if (entry) this.deps.bc.publish(entry);
+    if (entry) this.deps.broadcaster.publish(entry);
   }
 
   /** The bus between pods went down, or is back and synced: the feed is STALE, and every market held `bus`-stale, while it is down. */

@@ -25,7 +25,7 @@ function setup() {
   const stage: Pressure & { isBusy: boolean } = { isBusy: false, busy() { return this.isBusy; }, eased: () => new Promise<void>((ok) => (release = ok)) };
   const bus = new MemoryBus(book);
   const relay = new OddsRelay({
-    book, bus, bc: { publish: (e: BookEntry) => void published.push(e) } as never,
+    book, bus, broadcaster: { publish: (e: BookEntry) => void published.push(e) } as never,
     monitor: { heard: () => void told.push('heard'), busDown: (d: boolean) => void told.push(`feed down ${d}`) } as never,
     freshness: { busDown: (d) => void told.push(`markets down ${d}`) },
     metrics: new BusMetrics(registry, 'memory'), pressure: [stage], record: { odds: (o) => void recorded.push(o) },

@@ -5,7 +5,7 @@ import type { OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
+import type { Bus, ClientHandler, StoredSetOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
 import type { RecordLogCounts } from '../record-log.js';
 import { NatsRecordLog } from './record-log.js';
 import { NatsLink, type LinkListener } from './link.js';
@@ -92,7 +92,7 @@ export class NatsBus implements Bus, LinkListener {
     return this.serial.run(image.marketId, () => seq.publish(image, publishTime));
   }
 
-  publishClient(op: ClientOp, client: string, mids: readonly string[]): void {
+  publishClient(op: StoredSetOp, client: string, mids: readonly string[]): void {
     this.link.connection?.publish(`${this.opts.prefix}.ctl.client`, json({ from: this.id, op, client, mids: [...mids] }));
   }
 
