@@ -19,7 +19,7 @@ export interface Principal {
 /** With AUTH=off every caller is this one client, allowed everything. */
 export const PUBLIC: Principal = Object.freeze({ keyId: 'public', client: 'public', role: 'admin' });
 
-interface LiveKey {
+interface HeldKey {
   principal: Principal;
   hash: Buffer;
 }
@@ -38,7 +38,7 @@ const DUMMY = hashSecret('no such key');
  * query. REST calls also draw on a token bucket per key.
  */
 export class Auth {
-  private keys = new Map<string, LiveKey>();
+  private keys = new Map<string, HeldKey>();
   private buckets = new Map<string, TokenBucket>();
   private wanted = new Set<string>();
   private wantAll = false;

@@ -1,6 +1,6 @@
 import { newEpoch } from '../odds/book.js';
 import type { OddsImage } from '../odds/image.js';
-import type { Bus, HeldImages, OddsHandler, RecordLog } from './types.js';
+import type { Bus, BusBook, OddsHandler, RecordLog } from './types.js';
 
 /**
  * One process is the whole service: images are numbered here, in an epoch
@@ -13,7 +13,7 @@ export class MemoryBus implements Bus {
   private handler: OddsHandler | undefined;
 
   /** The record's log: a bounded queue this process's recorder drains. */
-  constructor(private readonly book: HeldImages, readonly record: RecordLog | undefined = undefined) {}
+  constructor(private readonly book: BusBook, readonly record: RecordLog | undefined = undefined) {}
 
   async start(odds: OddsHandler): Promise<void> {
     this.handler = odds;

@@ -49,7 +49,7 @@ export interface FreshnessHandler {
  * what this pod holds to a new stream. Only the odds path writes it, once
  * per image, when the bus hands the image over.
  */
-export type HeldImages = Pick<Book, 'get' | 'next' | 'values'>;
+export type BusBook = Pick<Book, 'get' | 'next' | 'values'>;
 
 /**
  * A note for the record that is not an odds image, as JSON: a `market`, `result` or `freshness`

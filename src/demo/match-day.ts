@@ -6,7 +6,7 @@ import type { Event, Market } from '../refdata/types.js';
 import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, liveTvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
 import { demoItems } from './data.js';
-import { BET_DELAY, mid, termsOf, type MarketItem, type ResultItem } from './markets.js';
+import { BET_DELAY, marketIdOf, termsOf, type DemoMarket, type DemoResult } from './markets.js';
 
 type Item = Record<string, unknown>;
 const MINUTE = 60_000;
@@ -130,7 +130,7 @@ export class MatchDay {
       return due.flatMap((m) => [{ kind: 'market', mid: m.id, s: false, go: true }, ...settle(m, e.startTime, story)]);
     }
     if (now >= end + timing.rest * MINUTE) return relist(slot, e, markets, now);
-    const odds = markets.find((m) => m.id === mid(e.id, 1));
+    const odds = markets.find((m) => m.id === marketIdOf(e.id, 1));
     if (story.recall && story.abandonAt === undefined && odds && !odds.recalled && now >= end + RECALL_AFTER_MIN * MINUTE) {
       return [{ kind: 'market', mid: odds.id, rt: true }, { kind: 'result', mid: odds.id, rt: true }];
     }
@@ -173,9 +173,9 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
  */
 function revive(eid: number): Item[] {
   const items = demoItems(new Date());
-  const markets = items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid);
+  const markets = items.filter((i): i is DemoMarket => i.kind === 'market' && i.eid === eid);
   const mids = markets.flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]);
-  const results = new Map(items.filter((i): i is ResultItem => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
+  const results = new Map(items.filter((i): i is DemoResult => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
   return [
     ...items.filter((i) => i.kind === 'event' && i.eid === eid),
     ...markets,

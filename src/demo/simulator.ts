@@ -64,7 +64,7 @@ const P_OVERTURNED = 0.3;
 /** A line's share left after a wicket: fewer runs expected. */
 const AFTER_WICKET = 0.93;
 
-interface Book extends Prices {
+interface SimBook extends Prices {
   status: MarketStatus | null; // null until the first image
   /** Why it is suspended or its ball running, as last published. */
   suspensionReason?: SuspensionReason;
@@ -77,15 +77,15 @@ interface Book extends Prices {
 }
 
 /** A fixture's model, the tick it last had its chance to move, and the event its markets are suspended for. */
-interface Fixture {
+interface FixtureState {
   readonly model: FixtureModel;
   tick: number;
   hold?: MatchEvent & { ticks: number };
 }
 
 export class Simulator {
-  private readonly books = new Map<string, Book>();
-  private readonly fixtures = new Map<string, Fixture>();
+  private readonly books = new Map<string, SimBook>();
+  private readonly fixtures = new Map<string, FixtureState>();
   private readonly random: () => number;
   private readonly quoter: Quoter;
   private readonly clock: Clock;
@@ -136,14 +136,14 @@ export class Simulator {
   }
 
   /** A market with neither runners nor a line type (a player-race parent) has no book. */
-  private bookFor(m: SimMarket): Book | undefined {
+  private bookFor(m: SimMarket): SimBook | undefined {
     const opening = m.rids.length || !isLineType(m.type) ? undefined : m.line ?? LINE_START[m.type];
     if (!m.rids.length && !opening) return undefined;
     const book = this.books.get(m.mid);
     // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
     if (book && sameRids(book.rids, m.rids) && !(book.status === 'CLOSED' && !m.closed)) return book;
     const start = opening ? this.quoter.int(...opening) : 0;
-    const fresh: Book = {
+    const fresh: SimBook = {
       status: null, inPlay: m.inPlay, rids: [...m.rids], model: undefined, version: 0,
       line: start, baseLine: start, runners: [], tradedVolumes: m.rids.map(() => 0),
     };
@@ -156,7 +156,7 @@ export class Simulator {
    * and then, which holds its markets suspended a few ticks), and every open market of the fixture
    * then quotes from where it moved to.
    */
-  private fixtureOf(m: SimMarket): Fixture {
+  private fixtureOf(m: SimMarket): FixtureState {
     const key = `${m.eventId} ${m.startTime}`;
     let f = this.fixtures.get(key);
     if (!f) {
@@ -173,14 +173,14 @@ export class Simulator {
   }
 
   /** What follows a suspension: a goal may go to VAR, which may rule it out; otherwise play resumes. */
-  private afterHold(f: Fixture): Fixture['hold'] {
+  private afterHold(f: FixtureState): FixtureState['hold'] {
     if (f.hold?.reason !== 'goal' || !this.quoter.chance(P_VAR)) return undefined;
     if (this.quoter.chance(P_OVERTURNED)) f.model.overturn();
     return { reason: 'VAR', balls: false, ticks: this.quoter.int(...HOLD.VAR) };
   }
 
   /** Moves the book one tick; true when its image changed and must be published. */
-  private advance(m: SimMarket, book: Book, fixture: Fixture): boolean {
+  private advance(m: SimMarket, book: SimBook, fixture: FixtureState): boolean {
     const model = fixture.model;
     if (book.status === 'CLOSED') return false;
     if (m.closed) {
@@ -216,7 +216,7 @@ export class Simulator {
   }
 
   /** The book's quote now; after a ball a line moves, after a wicket it falls. */
-  private quote(m: SimMarket, book: Book, model: FixtureModel, after?: SuspensionReason): RunnerPrices[] {
+  private quote(m: SimMarket, book: SimBook, model: FixtureModel, after?: SuspensionReason): RunnerPrices[] {
     if (!book.rids.length) {
       if (after === 'wicket') book.line = Math.round(book.line * AFTER_WICKET);
       return [this.quoter.line(book, after === 'ball running')];

@@ -86,7 +86,7 @@ interface Sub {
 }
 
 /** What the client holds of a market: its numbering. */
-type Held = { readonly epoch: string; readonly seq: number } | undefined;
+type HeldPosition = { readonly epoch: string; readonly seq: number } | undefined;
 
 /**
  * A market off its topic, owed its newest image: what the client holds of it (nothing, for a new
@@ -95,7 +95,7 @@ type Held = { readonly epoch: string; readonly seq: number } | undefined;
  * `stateRev` too, and its image goes as `skipped` (`con` on the wire).
  */
 interface Owed {
-  held: Held;
+  held: HeldPosition;
   readonly since: number;
   readonly stateRev: number | undefined;
 }
@@ -721,7 +721,7 @@ export class Subscriber {
   }
 
   /** What the client holds of a market it takes: what it held when it was owed the market, else what the market's topic handed it. */
-  private holds(mid: string, s: Sub): Held {
+  private holds(mid: string, s: Sub): HeldPosition {
     return this.owed.has(mid) ? this.owed.get(mid)!.held : this.deps.publishing.handed(mid, s.variant);
   }
 

@@ -10,7 +10,7 @@ import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
 import { errors, isDatabaseError, type ServiceError } from '../errors.js';
 import { isMarketId } from '../refdata/ids.js';
 import { writeReference, type PublisherKey } from './write.js';
-import type { Outcome } from './apply.js';
+import type { WriteOutcome } from './apply.js';
 import { describe } from './items.js';
 import { validateReference } from './validate.js';
 import { validateOddsItem, validateStale, validateSuspend } from './validate-odds.js';
@@ -166,7 +166,7 @@ export class Ingest {
   }
 
   /** The batch's items in the metrics, and its ack's counts. */
-  private tally(items: ReadItems, odds: readonly AcceptedImage[], judged: JudgedOdds, outcomes: readonly Outcome[], arrived: number, t0: number): IngestResult {
+  private tally(items: ReadItems, odds: readonly AcceptedImage[], judged: JudgedOdds, outcomes: readonly WriteOutcome[], arrived: number, t0: number): IngestResult {
     const { metrics } = this.deps;
     if (odds.length) {
       metrics.oddsIngested.inc(odds.length);

@@ -19,19 +19,19 @@ const RATE = { min: 1, max: 1000 } as const;
 
 interface Range { min: number; max: number; what: string }
 /** A ladder side: what its levels are called and whether they must rise (1) or fall (-1) from the best. */
-interface Side { name: string; step: 1 | -1 }
-interface Rule {
+interface SideRule { name: string; step: 1 | -1 }
+interface PriceRule {
   label: string;
   price: Range;
   size: Range;
-  back: Side;
-  lay: Side;
+  back: SideRule;
+  lay: SideRule;
   /** Whether the best of each side leave no gap for a sure win. */
   apart(bestBack: number, bestLay: number): boolean;
   crossed: string;
 }
 
-const RULES: Record<'runner' | 'line', Rule> = {
+const RULES: Record<'runner' | 'line', PriceRule> = {
   runner: {
     label: 'runner market rule',
     price: { ...PRICE, what: 'decimal odds' },
@@ -52,10 +52,10 @@ const RULES: Record<'runner' | 'line', Rule> = {
   },
 };
 
-const within = (v: number, r: Range, at: string, rule: Rule): string | undefined =>
+const within = (v: number, r: Range, at: string, rule: PriceRule): string | undefined =>
   v >= r.min && v <= r.max ? undefined : `${at} ${v} must be ${r.what} from ${r.min} to ${r.max} (${rule.label})`;
 
-function side(levels: PriceSize[], s: Side, at: string, rule: Rule): string | undefined {
+function side(levels: PriceSize[], s: SideRule, at: string, rule: PriceRule): string | undefined {
   for (let i = 0; i < levels.length; i++) {
     const [price, size] = levels[i];
     const bad = within(price, rule.price, `${at}[${i}][0]`, rule) ?? within(size, rule.size, `${at}[${i}][1]`, rule);

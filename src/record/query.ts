@@ -51,7 +51,7 @@ export const recorded = (m: OddsMessage): RecordedImage => {
 };
 
 /** Which image to find: the newest at or before `at`, or one named by epoch and seq (published at or before `at`). */
-interface Target {
+interface ImageWanted {
   at: number;
   epoch?: string;
   seq?: number;
@@ -72,7 +72,7 @@ export class RecordReader {
   }
 
   /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
-  async imageAt(mid: string, t: Target): Promise<OddsMessage | undefined> {
+  async imageAt(mid: string, t: ImageWanted): Promise<OddsMessage | undefined> {
     const named = t.epoch !== undefined;
     const { rows } = await this.db.query<OddsRow>(
       `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt <= $2 ${named ? 'AND epoch = $3 AND seq = $4' : ''}

@@ -11,7 +11,7 @@ import { dayOf, type RecordTable } from './partitions.js';
 export const KEYFRAME_EVERY = 64;
 
 /** What the recorder last wrote of a market: the next change is stored from it. */
-interface Held {
+interface Written {
   epoch: string;
   seq: number;
   image: OddsImage;
@@ -71,7 +71,7 @@ const isName = (v: unknown): v is string => typeof v === 'string' && NAME.test(v
  * older than the one held (it arrived late) is stored whole and changes nothing held.
  */
 export class RowEncoder {
-  private readonly held = new Map<string, Held>();
+  private readonly held = new Map<string, Written>();
   /** The newest day written: on a new one, markets held from days before are forgotten (their next image is whole anyway). */
   private today = 0;
 

@@ -5,7 +5,7 @@ import type { OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, ClientHandler, StoredSetOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
+import type { Bus, ClientHandler, StoredSetOp, FreshnessHandler, BusBook, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
 import type { RecordLogCounts } from '../record-log.js';
 import { NatsRecordLog } from './record-log.js';
 import { NatsLink, type LinkListener } from './link.js';
@@ -24,7 +24,7 @@ export interface NatsBusOptions {
   prefix: string;
   auth: NatsAuth;
   tls: NatsTls | undefined;
-  book: HeldImages;
+  book: BusBook;
   log: Logger;
   /** Ingest's check of an odds image, applied to every image read from the bus. */
   check: ImageCheck;

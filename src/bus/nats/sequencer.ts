@@ -4,14 +4,14 @@ import { oddsMessage, type OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
-import type { HeldImages, OddsHandler } from '../types.js';
+import type { BusBook, OddsHandler } from '../types.js';
 import { isWrongLast, type ImageStream } from './stream.js';
 import type { Inbound, RefuseReason, Stored } from './inbound.js';
 import { Witness, type WitnessDeps } from './witness.js';
 
 export interface SequencerDeps {
   prefix: string;
-  book: HeldImages;
+  book: BusBook;
   log: Logger;
   odds: OddsHandler;
   /** The bus's per-market queue: numbering and storing one market happen one at a time. */
