@@ -5,7 +5,7 @@
  * are encoded (the book, the bus, the record), and ingest items where a publisher sends them (the
  * simulator's feed, the Betfair adapter). Browser-safe.
  */
-import type { IngestItemInput, MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus, WireOddsImage } from './messages.js';
+import type { IngestItemInput, MarketStatus, OddsMessage, PriceSize, RunnerOdds, RunnerStatus } from './messages.js';
 
 /** One runner's prices. For session (fancy) markets a ladder level is [run line, rate]. */
 export interface RunnerPrices {
@@ -47,7 +47,7 @@ export interface FrameHead {
 }
 
 /** A runner in its wire form, its ladders cut to `depth` levels a side (0: all). */
-export function wireRunner(x: RunnerPrices, depth = 0): RunnerOdds {
+function wireRunner(x: RunnerPrices, depth = 0): RunnerOdds {
   const out: RunnerOdds = {
     rid: x.runnerId, st: x.status, b: depth === 0 ? x.back : x.back.slice(0, depth), l: depth === 0 ? x.lay : x.lay.slice(0, depth),
   };
@@ -56,26 +56,25 @@ export function wireRunner(x: RunnerPrices, depth = 0): RunnerOdds {
   return out;
 }
 
-/** An image in its wire form, its ladders cut to `depth` levels a side (0: all). */
-export function wireImage(image: OddsImage, depth = 0): WireOddsImage {
-  const out: WireOddsImage = {
-    mid: image.marketId, ts: image.sourceTime, st: image.status, ip: image.inPlay, r: image.runners.map((x) => wireRunner(x, depth)),
-  };
-  if (image.suspensionReason !== undefined) out.sr = image.suspensionReason;
-  if (image.tradedVolume !== undefined) out.tv = image.tradedVolume;
-  return out;
-}
-
-/** The odds frame's message of an image: the codecs (codec.ts) put its keys in protocol order. */
+/**
+ * The odds frame's message of an image, built in one object literal (this runs once per variant
+ * of every update); the codecs (codec.ts) put its keys in protocol order.
+ */
 export function oddsMessage(image: OddsImage, head: FrameHead, depth = 0): OddsMessage {
-  return {
-    op: 'odds', ...wireImage(image, depth), epoch: head.epoch, seq: head.seq, pt: head.publishTime, con: head.skipped === true, cf: head.conflated === true,
+  const msg: OddsMessage = {
+    op: 'odds', mid: image.marketId, epoch: head.epoch, seq: head.seq, ts: image.sourceTime, pt: head.publishTime, st: image.status, ip: image.inPlay,
+    con: head.skipped === true, cf: head.conflated === true, r: image.runners.map((x) => wireRunner(x, depth)),
   };
+  if (image.suspensionReason !== undefined) msg.sr = image.suspensionReason;
+  if (image.tradedVolume !== undefined) msg.tv = image.tradedVolume;
+  return msg;
 }
 
 /** An `odds` ingest item carrying the image, as a publisher sends it; `late` when its source says its data is late. */
 export function oddsItem(image: OddsImage, late = false): IngestItemInput {
-  const item: IngestItemInput = { kind: 'odds', ...wireImage(image) };
+  const item: IngestItemInput = { kind: 'odds', mid: image.marketId, ts: image.sourceTime, st: image.status, ip: image.inPlay, r: image.runners.map((x) => wireRunner(x)) };
+  if (image.suspensionReason !== undefined) item.sr = image.suspensionReason;
+  if (image.tradedVolume !== undefined) item.tv = image.tradedVolume;
   if (late) item.late = true;
   return item;
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
-import { wireImage } from '../../src/odds/image.js';
+import { wireOf } from '../helpers/images.js';
 import type { WireOddsImage } from '../../src/odds/messages.js';
 import { FakeClock } from '../helpers/clock.js';
 import { seeded } from '../helpers/random.js';
@@ -26,7 +26,7 @@ interface Tick {
 /** Runs the markets and returns every tick's images by market, as the simulator's feed sends them. */
 function run(markets: SimMarket[], ticks: number, seed: number): Tick[] {
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), clock: new FakeClock(42) });
-  return Array.from({ length: ticks }, (_, n) => ({ n, images: new Map(sim.tick().map((image) => wireImage(image)).map((img) => [img.mid, img])) }));
+  return Array.from({ length: ticks }, (_, n) => ({ n, images: new Map(sim.tick().map(wireOf).map((img) => [img.mid, img])) }));
 }
 
 /** A runner's chance as the best back prices say, each book normalised to 100%. */

@@ -2,7 +2,8 @@ import t from 'tap';
 import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ticks.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
-import { wireImage, type OddsImage } from '../../src/odds/image.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import { wireOf } from '../helpers/images.js';
 import type { WireOddsImage } from '../../src/odds/messages.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
 import { validateOdds } from '../../src/ingest/validate-odds.js';
@@ -29,7 +30,7 @@ const LINE_MARKETS: SimMarket[] = [
 ];
 
 /** A tick's images as the simulator's feed sends them, in the keys of a publisher's items. */
-const ticked = (sim: Simulator): WireOddsImage[] => sim.tick().map((image) => wireImage(image));
+const ticked = (sim: Simulator): WireOddsImage[] => sim.tick().map(wireOf);
 
 /** Runs `ticks` ticks over `markets` and returns each market's images in order. */
 function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, WireOddsImage[]> {

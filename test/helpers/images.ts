@@ -19,3 +19,19 @@ export function imageOf(w: WireOddsImage): OddsImage {
   if (w.tv !== undefined) out.tradedVolume = w.tv;
   return out;
 }
+
+/** The other way: an image of the service's back in the wire's keys, as a publisher sends it or a frame carries it. */
+export function wireOf(image: OddsImage): WireOddsImage {
+  const out: WireOddsImage = {
+    mid: image.marketId, ts: image.sourceTime, st: image.status, ip: image.inPlay,
+    r: image.runners.map((x) => {
+      const r: RunnerOdds = { rid: x.runnerId, st: x.status, b: x.back, l: x.lay };
+      if (x.lastTraded !== undefined) r.ltp = x.lastTraded;
+      if (x.tradedVolume !== undefined) r.tv = x.tradedVolume;
+      return r;
+    }),
+  };
+  if (image.suspensionReason !== undefined) out.sr = image.suspensionReason;
+  if (image.tradedVolume !== undefined) out.tv = image.tradedVolume;
+  return out;
+}

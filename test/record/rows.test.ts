@@ -8,8 +8,8 @@ import t from 'tap';
 import { KEYFRAME_EVERY, RowEncoder, readBody, replay } from '../../src/record/rows.js';
 import { DAY_MS } from '../../src/record/partitions.js';
 import type { DeltaMessage, OddsMessage, WireOddsImage } from '../../src/odds/messages.js';
-import { wireImage, type OddsImage } from '../../src/odds/image.js';
-import { imageOf } from '../helpers/images.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import { imageOf, wireOf } from '../helpers/images.js';
 import type { RecordEntry } from '../../src/bus/types.js';
 
 /** Every eleventh image (the first whole one among them) suspended for a goal. */
@@ -48,7 +48,7 @@ t.test('every image comes back from the rows, changes replayed on the image they
     const got = msg.op === 'odds' ? msg : replay(held.get(`${r.epoch}/${r.base}`)!, msg as DeltaMessage);
     held.set(`${r.epoch}/${r.seq}`, got!);
     const want = entries.find((e) => e.kind === 'odds' && e.o.epoch === r.epoch && e.o.seq === r.seq)!;
-    if (want.kind === 'odds') t.same({ ...got!, op: undefined, con: undefined, cf: undefined }, { ...wireImage(want.o.image), epoch: r.epoch, seq: r.seq, pt: r.pt, op: undefined, con: undefined, cf: undefined }, `${r.epoch}/${r.seq}`);
+    if (want.kind === 'odds') t.same({ ...got!, op: undefined, con: undefined, cf: undefined }, { ...wireOf(want.o.image), epoch: r.epoch, seq: r.seq, pt: r.pt, op: undefined, con: undefined, cf: undefined }, `${r.epoch}/${r.seq}`);
   }
   t.ok(rows.filter((r) => r.base !== null).every((r) => r.body.length < rows[0].body.length), 'a change is smaller than a whole image');
 });
