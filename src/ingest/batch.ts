@@ -5,9 +5,9 @@ import type { MarketType } from '../refdata/types.js';
 
 /** A `suspend` item: every market of an event (of some types) suspended at once, with why. */
 export interface BetStop {
-  eid: number;
-  sr: string;
-  ts: number;
+  eventId: number;
+  suspensionReason: string;
+  sourceTime: number;
   types?: ReadonlySet<MarketType>;
 }
 import type { ReferenceItem } from './items.js';

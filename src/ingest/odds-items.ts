@@ -107,15 +107,15 @@ export class OddsJudge {
    * Returns the images it publishes.
    */
   private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined, room: number, newest: Map<string, number>): number {
-    const time = this.times.judge(s.ts, undefined, feeder?.replay ?? false);
-    const error = !this.model.event(s.eid) ? `event ${s.eid} is not known` : 'error' in time ? time.error : undefined;
+    const time = this.times.judge(s.sourceTime, undefined, feeder?.replay ?? false);
+    const error = !this.model.event(s.eventId) ? `event ${s.eventId} is not known` : 'error' in time ? time.error : undefined;
     const held: OddsImage[] = [];
     // Counted only as far as the room: past it the item is refused, however many more it names.
-    for (const mid of error ? [] : this.model.eventMarkets(s.eid)) {
+    for (const mid of error ? [] : this.model.eventMarkets(s.eventId)) {
       const image = this.held.image(mid);
       const type = this.model.factsOf(mid)?.type;
       const prior = newest.get(mid) ?? feeder?.times.get(mid);
-      if (!image || image.status === 'CLOSED' || (prior !== undefined && s.ts < prior)) continue;
+      if (!image || image.status === 'CLOSED' || (prior !== undefined && s.sourceTime < prior)) continue;
       if ((!s.types || (type !== undefined && s.types.has(type))) && held.push(image) > room) break;
     }
     const over = held.length > room ? `it would suspend more markets than the ${room} of the ${this.maxStopped} images a batch's suspend items may publish in all that are left (INGEST_MAX_ITEMS)` : undefined;
@@ -124,8 +124,8 @@ export class OddsJudge {
       return 0;
     }
     for (const image of held) {
-      newest.set(image.marketId, s.ts);
-      out.images.push({ i, image: { ...image, sourceTime: s.ts, status: 'SUSPENDED', suspensionReason: s.sr }, late: 'late' in time && time.late });
+      newest.set(image.marketId, s.sourceTime);
+      out.images.push({ i, image: { ...image, sourceTime: s.sourceTime, status: 'SUSPENDED', suspensionReason: s.suspensionReason }, late: 'late' in time && time.late });
     }
     return held.length;
   }

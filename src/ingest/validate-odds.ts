@@ -101,7 +101,7 @@ export function validateSuspend(o: Record<string, unknown>): { stop: BetStop } |
   const why = reason({ sr: o.sr, st: 'SUSPENDED' });
   if (o.sr === undefined || why) return { error: why ?? `sr must be a reason of 1 to ${MAX_REASON} characters (no NUL, no lone surrogate)` };
   if (typeof o.ts !== 'number' || !Number.isFinite(o.ts) || o.ts < 0) return { error: 'ts must be the source time in milliseconds' };
-  const stop: BetStop = { eid: o.eid, sr: o.sr as string, ts: o.ts };
+  const stop: BetStop = { eventId: o.eid, suspensionReason: o.sr as string, sourceTime: o.ts };
   if (o.tys !== undefined) {
     if (!Array.isArray(o.tys) || o.tys.length === 0 || o.tys.length > MARKET_TYPES.length || !o.tys.every((t) => (MARKET_TYPES as readonly unknown[]).includes(t))) {
       return { error: `tys must list 1 to ${MARKET_TYPES.length} market types (${MARKET_TYPES.join(', ')})` };
