@@ -9,12 +9,12 @@ export type StoredSetOp = 'attach' | 'detach';
 export type ImageCheck = (o: Record<string, unknown>) => { image: OddsImage } | { error: string };
 
 /** Where an image came from: numbered here, sent live by another pod, or read back from the stream while syncing. */
-export type Origin = 'local' | 'remote' | 'stored';
+export type Provenance = 'local' | 'remote' | 'stored';
 
 /** What the bus hands this pod's odds path (relay/odds-relay.ts): numbered images, and whether the bus is up. */
 export interface OddsHandler {
   /** An image to keep if it is newer than the one held. */
-  odds(o: Ordered, origin: Origin): void;
+  odds(o: Ordered, provenance: Provenance): void;
   /** The bus went down (true), or is back and synced (false). */
   down(isDown: boolean): void;
 }

@@ -2,7 +2,7 @@ import type { Book, Ordered } from '../odds/book.js';
 import type { OddsImage } from '../odds/image.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
-import type { Bus, OddsHandler, Origin } from '../bus/types.js';
+import type { Bus, OddsHandler, Provenance } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { RecordTaps } from '../record/taps.js';
 import type { FeedMonitor } from './feed-monitor.js';
@@ -50,7 +50,7 @@ export interface OddsRelayDeps {
  *    (12) `Bus.publish` (bus/types.ts), which numbers it in its market's order
  *    (`MemoryBus`, or `NatsBus` with its `Sequencer` storing it in the stream
  *    and sharing it with other pods). Images other pods numbered arrive the
- *    same way (origin `remote`, or `stored` while syncing).
+ *    same way (provenance `remote`, or `stored` while syncing).
  * 4. `Ordered` to `BookEntry`: the bus hands it to this class as its
  *    `OddsHandler`, (13) `OddsRelay.odds`, which calls (14) `Book.put`
  *    (odds/book.ts); the book keeps it, if newer, as a (15) `new BookEntry`:
@@ -100,15 +100,15 @@ export class OddsRelay implements OddsHandler {
   }
 
   /** Every numbered image, from here or another pod. */
-  odds(o: Ordered, origin: Origin): void {
-    if (origin === 'remote') {
+  odds(o: Ordered, provenance: Provenance): void {
+    if (provenance === 'remote') {
       this.deps.metrics.received.inc();
       this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.publishTime) / 1000);
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }
     // Recorded once in the cluster: by the pod that numbered it, whether or not its book keeps it.
-    if (origin === 'local') this.deps.record?.odds(o);
+    if (provenance === 'local') this.deps.record?.odds(o);
     const entry = this.deps.book.put(o);
     if (entry) this.deps.broadcaster.publish(entry);
   }

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { Sequencer } from '../../src/bus/nats/sequencer.js';
 import { Inbound, type Stored } from '../../src/bus/nats/inbound.js';
 import { envelope, type ImageStream, type LastStored } from '../../src/bus/nats/stream.js';
-import type { OddsHandler, Origin } from '../../src/bus/types.js';
+import type { OddsHandler, Provenance } from '../../src/bus/types.js';
 import type { Ordered } from '../../src/odds/book.js';
 import { validateOdds } from '../../src/ingest/validate-odds.js';
 import { SerialByKey } from '../../src/lib/serial.js';
@@ -135,7 +135,7 @@ class FakeStream implements ImageStream {
 /** One pod's numbering, with what it handed its odds path, which keeps them in its book as the relay does. */
 class Pod implements OddsHandler {
   readonly book = new Book();
-  readonly got: { origin: Origin; mid: string; epoch: string; seq: number; price: number; pt: number; frame?: Uint8Array }[] = [];
+  readonly got: { provenance: Provenance; mid: string; epoch: string; seq: number; price: number; pt: number; frame?: Uint8Array }[] = [];
   /** Every down(...) reported, in order. */
   readonly downs: boolean[] = [];
   readonly seq: Sequencer;
@@ -146,8 +146,8 @@ class Pod implements OddsHandler {
     this.seq = new Sequencer({ prefix: PREFIX, book: this.book, log, odds: this, serial: this.serial, inbound: stream.inbound });
   }
 
-  odds(o: Ordered, origin: Origin): void {
-    this.got.push({ origin, mid: o.image.marketId, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.publishTime, ...(o.frame ? { frame: o.frame } : {}) });
+  odds(o: Ordered, provenance: Provenance): void {
+    this.got.push({ provenance, mid: o.image.marketId, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.publishTime, ...(o.frame ? { frame: o.frame } : {}) });
     this.book.put(o);
   }
 
@@ -165,9 +165,9 @@ class Pod implements OddsHandler {
     return this.serial.run(mid, () => this.seq.publish(image(mid, at), pt));
   }
 
-  /** What it handed on, one line each: `origin mid epoch/seq price`, the pod's own epochs (random) as `l*`. */
+  /** What it handed on, one line each: `provenance mid epoch/seq price`, the pod's own epochs (random) as `l*`. */
   lines(from = 0, to?: number): string[] {
-    return this.got.slice(from, to).map((g) => `${g.origin} ${g.mid} ${g.epoch.startsWith('l') ? 'l*' : g.epoch}/${g.seq} ${g.price}`);
+    return this.got.slice(from, to).map((g) => `${g.provenance} ${g.mid} ${g.epoch.startsWith('l') ? 'l*' : g.epoch}/${g.seq} ${g.price}`);
   }
 
   /** What its book holds for a market, as a subscriber gets it: `epoch/seq price`. */

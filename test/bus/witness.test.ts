@@ -43,8 +43,8 @@ class FakeStream implements WitnessDeps {
   currentEpoch(): string {
     return this.podEpoch;
   }
-  accept(s: Stored, origin: 'remote' | 'stored'): void {
-    this.accepted.push([s, origin]);
+  accept(s: Stored, provenance: 'remote' | 'stored'): void {
+    this.accepted.push([s, provenance]);
   }
   moved(): void {
     this.movedTimes++;

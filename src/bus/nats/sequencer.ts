@@ -157,14 +157,14 @@ export class Sequencer implements WitnessDeps {
   }
 
   /** Takes an image in this epoch, stored (read back, or proved by the witness) or the next of its market from another pod. */
-  accept(s: Stored, origin: 'remote' | 'stored'): void {
+  accept(s: Stored, provenance: 'remote' | 'stored'): void {
     const { msg } = s;
     if (msg.epoch !== this.epoch) return;
     const head = this.heads.get(msg.mid);
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
     if ((this.pending.get(msg.mid)?.publishTime ?? -1) > msg.pt) return;
-    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, publishTime: msg.pt, image: s.image, frame: s.frame }, origin);
+    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, publishTime: msg.pt, image: s.image, frame: s.frame }, provenance);
   }
 
   /** One sync; true when it completed with nothing left pending and no loss meanwhile. */
