@@ -20,7 +20,7 @@ export interface Ordered {
 }
 
 /** What a socket missed of a market before a frame of its image: nothing, frames skipped while it was slow, or updates its conflation held back. */
-export type Gap = 'none' | 'skipped' | 'conflated';
+type Gap = 'none' | 'skipped' | 'conflated';
 
 /**
  * A new epoch name: short, since every odds frame carries it, and unique

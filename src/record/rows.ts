@@ -38,11 +38,13 @@ export class Rows {
 const text = (s: string): string => s.replaceAll('\\', '\\\\');
 const bytea = (b: Uint8Array): string => '\\\\x' + Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
-/** A stored body carries only what the row's columns do not: the market, epoch, seq and publish time live there. */
+/** What a stored body leaves out: the row's columns hold the market, epoch, seq and publish time. */
+const NO_HEAD = { epoch: '', seq: 0, publishTime: 0 } as const;
+
+/** A stored body carries only what the row's columns do not. */
 function fullBody(image: OddsImage): Uint8Array {
   return encodeProto(oddsMessage({ ...image, marketId: '' }, NO_HEAD));
 }
-const NO_HEAD = { epoch: '', seq: 0, publishTime: 0 } as const;
 
 /** The odds message a stored row holds: a full image, or the change from the image with seq `base`. */
 export function readBody(row: { mid: string; epoch: string; seq: number; pt: number; base: number | null; body: Uint8Array }): OddsMessage | DeltaMessage {
