@@ -16,7 +16,8 @@
  */
 import WebSocket from 'ws';
 import { Book, FORMATS, type Format, type Frame } from '../src/odds/book.js';
-import type { OddsImage } from '../src/odds/messages.js';
+import { validateOdds } from '../src/ingest/validate-odds.js';
+import type { OddsImage } from '../src/odds/image.js';
 import { pinLoadGenerator } from './lib/cores.js';
 import { envNumber } from './lib/env.js';
 import { cpuMicros, machine } from './lib/proc.js';
@@ -40,13 +41,20 @@ const size = (f: Frame) => (typeof f === 'string' ? Buffer.byteLength(f) : f.byt
 
 interface BytesRow { runners: number; format: Format; depth: number; image: number; delta: number; ratio: number; keyframes: number }
 
+/** The market's next change as the service reads it (ingest's check of its item). */
+function nextImage(market: LadderMarket): OddsImage {
+  const read = validateOdds(market.next());
+  if ('error' in read) throw new Error(read.error);
+  return read.image;
+}
+
 /** Mean bytes per change of what a delta subscriber and an image subscriber are sent. */
 function bytesPerChange(runners: number): BytesRow[] {
   const market = new LadderMarket(`b.${runners}`, runners, runners);
   const book = new Book();
   const totals = new Map<string, { image: number; delta: number; keyframes: number }>();
   for (let i = 0; i <= SETTINGS.changes; i++) {
-    const entry = book.put({ epoch: 'bench', seq: i + 1, pt: Date.now(), image: market.next() as unknown as OddsImage })!;
+    const entry = book.put({ epoch: 'bench', seq: i + 1, publishTime: Date.now(), image: nextImage(market) })!;
     if (i === 0) continue;
     for (const format of FORMATS) {
       for (const depth of DEPTHS) {

@@ -30,7 +30,9 @@ import { RowEncoder } from '../src/record/rows.js';
 import { RecordReader } from '../src/record/query.js';
 import { DAY_MS, Partitions, dayOf } from '../src/record/partitions.js';
 import { migrate } from '../src/db/migrate.js';
-import type { OddsImage, PriceSize, RunnerOdds } from '../src/odds/messages.js';
+import type { Ordered } from '../src/odds/book.js';
+import type { OddsImage, RunnerPrices } from '../src/odds/image.js';
+import type { PriceSize } from '../src/odds/messages.js';
 import { envFlag, envNumber } from './lib/env.js';
 import { cpuMicros, machine } from './lib/proc.js';
 import { fmt, mdTable, writeResults } from './lib/report.js';
@@ -64,10 +66,10 @@ class Exchange {
 
   constructor(markets: number) {
     this.images = Array.from({ length: markets }, (_, m) => ({
-      mid: `1.${300000000 + m}`, ts: 0, st: 'OPEN', ip: true,
-      r: [0, 1, 2].map((i) => {
+      marketId: `1.${300000000 + m}`, sourceTime: 0, status: 'OPEN', inPlay: true,
+      runners: [0, 1, 2].map((i): RunnerPrices => {
         const best = 2 + i + (m % 7) / 10;
-        return { rid: 1000 + i, st: 'ACTIVE', b: this.ladder(best, -0.02), l: this.ladder(best + 0.02, 0.02), ltp: best, tv: 1000 } as RunnerOdds;
+        return { runnerId: 1000 + i, status: 'ACTIVE', back: this.ladder(best, -0.02), lay: this.ladder(best + 0.02, 0.02), lastTraded: best, tradedVolume: 1000 };
       }),
     }));
     this.seqs = new Array<number>(markets).fill(0);
@@ -78,21 +80,21 @@ class Exchange {
   }
 
   /** The next image of market `m` at `pt`: one level's size changed, now and then a trade. */
-  next(m: number, pt: number): { epoch: string; seq: number; pt: number; image: OddsImage } {
+  next(m: number, pt: number): Ordered {
     const was = this.images[m];
     const ri = Math.floor(this.rand() * 3);
-    const side = this.rand() < 0.5 ? 'b' : 'l';
+    const side = this.rand() < 0.5 ? 'back' : 'lay';
     const level = Math.min(9, Math.floor(this.rand() ** 2 * 10));
-    const r = was.r.map((x, i) => {
+    const runners = was.runners.map((x, i) => {
       if (i !== ri) return x;
       const ladder = x[side].slice();
       ladder[level] = [ladder[level][0], Math.round(this.rand() * 50000) / 100];
       const traded = this.rand() < 0.1;
-      return { ...x, [side]: ladder, ...(traded ? { tv: (x.tv ?? 0) + 2 } : {}) };
+      return { ...x, [side]: ladder, ...(traded ? { tradedVolume: (x.tradedVolume ?? 0) + 2 } : {}) };
     });
-    const image: OddsImage = { ...was, ts: pt - 50, r };
+    const image: OddsImage = { ...was, sourceTime: pt - 50, runners };
     this.images[m] = image;
-    return { epoch: 'mbench', seq: ++this.seqs[m], pt, image };
+    return { epoch: 'mbench', seq: ++this.seqs[m], publishTime: pt, image };
   }
 }
 

@@ -129,7 +129,7 @@ async function startAll(lifecycle: Lifecycle, stopping: AbortSignal | undefined)
  * Builds the service from its parts and starts it. Each part takes its
  * dependencies by name and is declared before it is used; where two need each
  * other, the later one registers into the earlier through a named interface
- * (`monitor.listen(bc)`, `listener.listen(...)`, `hub.watch(...)`). The parts
+ * (`monitor.listen(broadcaster)`, `listener.listen(...)`, `hub.watch(...)`). The parts
  * that run are then listed as components, started in order and stopped in
  * reverse (lifecycle.ts). Process concerns (signals, the embedded server) stay
  * in main.ts; tests run this in-process.
@@ -157,21 +157,21 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     { perKey: config.wsMaxSocketsPerKey, total: config.wsMaxSockets, countPerKey: config.auth, markets: config.wsMaxMarkets },
     { refusals: authMetrics, markets: model, index },
   );
-  const bc = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression, ledger });
+  const broadcaster = new Broadcaster({ topics: app, index, book, states, metrics: odds, log, clock, clockMs: config.wsClockMs, compress: config.wsCompression, ledger });
   const monitor = new FeedMonitor({ staleMs: config.feedStaleMs, clock });
-  monitor.listen(bc);
+  monitor.listen(broadcaster);
   const sweep = new Sweep(index, clock);
-  bc.watch(sweep);
+  broadcaster.watch(sweep);
   const subscribers: SubscriberDeps = {
-    index, publishing: bc, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression, ledger,
+    index, publishing: broadcaster, book, states, looks: sweep, metrics: odds, log, clock, compress: config.wsCompression, ledger,
     limits: { maxAgeMs: config.wsMaxAgeMs, slowBytes: config.wsSlowBytes, maxBytes: config.wsMaxBackpressure, slowCloseMs: config.wsSlowCloseMs },
   };
   const socketSubs = new SocketSubscriptions({ hub, index, book, model });
   odds.watch(hub, monitor);
-  const freshness = new Freshness({ listener: bc, bus, markets: new KnownMarkets(model, book), clock });
+  const freshness = new Freshness({ listener: broadcaster, bus, markets: new KnownMarkets(model, book), clock });
   new FreshnessMetrics(metrics.registry).watch(freshness);
   const loop = new LoopDelay(config.ingestMaxLoopDelayMs, clock);
-  const relay = new OddsRelay({ book, bc, bus, monitor, freshness, metrics: busMetrics, pressure: [bc, loop], record: record?.taps });
+  const relay = new OddsRelay({ book, broadcaster, bus, monitor, freshness, metrics: busMetrics, pressure: [broadcaster, loop], record: record?.taps });
   const failedKeys = new FailedKeys({ burst: config.authFailureBurst, perSecond: config.authFailuresPerSecond, sources: config.authFailureSources }, log, clock);
   const auth = new Auth(config.auth, config.restRateLimit, authMetrics, new Revocations(hub, freshness, authMetrics), failedKeys, clock);
   const storedSets = new StoredSets({
@@ -195,7 +195,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
       perSocket: config.wsMessagesPerSecond, keyMessages: config.wsKeyMessagesPerSecond, keyBytes: config.wsKeyBytesPerSecond, perKey: config.auth,
     },
   });
-  const frames = new ReferenceFrames(bc, socketSubs);
+  const frames = new ReferenceFrames(broadcaster, socketSubs);
   const sync = new ModelSync(pool, model, log, new ReferenceChanges({ frames, outside, freshness, metrics }));
   const ingest = new Ingest({
     pool, model, sync, relay, monitor, freshness, maxItems: config.ingestMaxItems, lockWaitMs: config.pgLockWaitMs, metrics: odds, log, outside,
@@ -235,7 +235,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),
     // Stopped after every socket and publisher, so what they left in the record's log is written first.
     ...recorded.running,
-    new Named('broadcaster', bc),
+    new Named('broadcaster', broadcaster),
     freshness,
     monitor,
     new Named('sweep', sweep),
@@ -250,7 +250,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   log.info('ready', { url: listeners.url, bus: config.bus, auth: config.auth, tcp_notsent_lowat: notsentLowat() || 'unbounded' });
   return {
     port: listeners.port, url: listeners.url, bound: listeners.bound, metricsPort: listeners.metricsPort, metricsUrl: listeners.metricsUrl,
-    pool, model, book, hub, broadcaster: bc, ingest,
+    pool, model, book, hub, broadcaster, ingest,
     close: () => lifecycle.stop(),
   };
 }

@@ -7,7 +7,7 @@ import type http from 'node:http';
 import type pg from 'pg';
 import { WebSocketServer, type RawData } from 'ws';
 import { validateOdds } from '../../src/ingest/validate-odds.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
 
 /** Market IDs the publisher may send odds for: those in the database when the server starts. */
 export async function knownMarkets(pool: pg.Pool): Promise<Set<string>> {
@@ -43,7 +43,7 @@ export function ingestSocket(server: http.Server, known: () => Set<string>, publ
       for (const [i, item] of items.entries()) {
         const checked = item && typeof item === 'object' && item.kind === 'odds' ? validateOdds(item) : { error: 'only odds items are taken here' };
         if ('error' in checked) return ws.send(JSON.stringify({ op: 'ack', id, status: 0, message: `item ${i}: ${checked.error}` }));
-        if (!known().has(checked.image.mid)) return ws.send(JSON.stringify({ op: 'ack', id, status: 0, message: `item ${i}: market ${checked.image.mid} is not known` }));
+        if (!known().has(checked.image.marketId)) return ws.send(JSON.stringify({ op: 'ack', id, status: 0, message: `item ${i}: market ${checked.image.marketId} is not known` }));
         images.push(checked.image);
       }
       for (const image of images) publish(image);

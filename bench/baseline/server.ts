@@ -15,7 +15,7 @@
 import http from 'node:http';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import { encodeJson, encodeProto } from '../../src/odds/codec.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import { oddsMessage, type OddsImage } from '../../src/odds/image.js';
 import { newEpoch } from '../../src/odds/book.js';
 import { BadRequest, HEALTH, MID, ROUTES, answer, errorBody, openPool, type Route } from './answers.js';
 import { ingestSocket, serve } from './ingest.js';
@@ -134,11 +134,12 @@ class Latest {
 const EPOCH = newEpoch('m');
 
 function publish(image: OddsImage): void {
-  const seq = (seqs.get(image.mid) ?? 0) + 1;
-  seqs.set(image.mid, seq);
-  const entry = new Latest({ op: 'odds', mid: image.mid, epoch: EPOCH, seq, ts: image.ts, pt: Date.now(), st: image.st, ip: image.ip, con: false, cf: false, r: image.r });
-  latest.set(image.mid, entry);
-  const set = topics.get(image.mid);
+  const mid = image.marketId;
+  const seq = (seqs.get(mid) ?? 0) + 1;
+  seqs.set(mid, seq);
+  const entry = new Latest(oddsMessage(image, { epoch: EPOCH, seq, publishTime: Date.now() }));
+  latest.set(mid, entry);
+  const set = topics.get(mid);
   if (!set) return;
   for (const ws of set) {
     if (ws.readyState !== WebSocket.OPEN) continue;

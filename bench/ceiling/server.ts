@@ -20,7 +20,7 @@ import { uwsBuild } from '../../src/http/uws.js';
 // The same build the service loads, so the ceiling and the service differ only in what they do.
 const uws = uwsBuild.lib;
 import { encodeJson, encodeProto } from '../../src/odds/codec.js';
-import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
+import type { ServerMessage, WireOddsImage } from '../../src/odds/messages.js';
 import { newEpoch } from '../../src/odds/book.js';
 
 /** Frames carry an epoch as the service's do, so both send the same bytes per update. */
@@ -72,7 +72,7 @@ app.ws('/ingest', {
   idleTimeout: 32,
   upgrade: upgradeWith(['odds.v1.json']),
   message: (ws, data) => {
-    const body = JSON.parse(Buffer.from(data).toString()) as { id: number; data: OddsImage[] };
+    const body = JSON.parse(Buffer.from(data).toString()) as { id: number; data: WireOddsImage[] };
     const pt = Date.now();
     for (const image of body.data) {
       const seq = (seqs.get(image.mid) ?? 0) + 1;

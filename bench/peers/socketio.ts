@@ -11,7 +11,8 @@
  */
 import http from 'node:http';
 import { Server, type Socket } from 'socket.io';
-import type { OddsImage, OddsMessage } from '../../src/odds/messages.js';
+import { oddsMessage, type OddsImage } from '../../src/odds/image.js';
+import type { OddsMessage } from '../../src/odds/messages.js';
 import { MID, openPool } from '../baseline/answers.js';
 import { ingestSocket, serve } from '../baseline/ingest.js';
 import { newEpoch } from '../../src/odds/book.js';
@@ -57,11 +58,12 @@ io.on('connection', (socket: Socket) => {
 });
 
 function publish(image: OddsImage): void {
-  const seq = (seqs.get(image.mid) ?? 0) + 1;
-  seqs.set(image.mid, seq);
-  const msg: OddsMessage = { op: 'odds', mid: image.mid, epoch: EPOCH, seq, ts: image.ts, pt: Date.now(), st: image.st, ip: image.ip, con: false, cf: false, r: image.r };
-  latest.set(image.mid, msg);
-  io.to(image.mid).emit('odds', msg);
+  const mid = image.marketId;
+  const seq = (seqs.get(mid) ?? 0) + 1;
+  seqs.set(mid, seq);
+  const msg: OddsMessage = oddsMessage(image, { epoch: EPOCH, seq, publishTime: Date.now() });
+  latest.set(mid, msg);
+  io.to(mid).emit('odds', msg);
 }
 
 const publishers = ingestSocket(server, () => known, publish);

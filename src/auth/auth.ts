@@ -19,7 +19,7 @@ export interface Principal {
 /** With AUTH=off every caller is this one client, allowed everything. */
 export const PUBLIC: Principal = Object.freeze({ keyId: 'public', client: 'public', role: 'admin' });
 
-interface LiveKey {
+interface HeldKey {
   principal: Principal;
   hash: Buffer;
 }
@@ -38,7 +38,7 @@ const DUMMY = hashSecret('no such key');
  * query. REST calls also draw on a token bucket per key.
  */
 export class Auth {
-  private keys = new Map<string, LiveKey>();
+  private keys = new Map<string, HeldKey>();
   private buckets = new Map<string, TokenBucket>();
   private wanted = new Set<string>();
   private wantAll = false;
@@ -156,7 +156,7 @@ export class Auth {
     if (this.restRate <= 0) return;
     let b = this.buckets.get(p.keyId);
     if (!b) this.buckets.set(p.keyId, (b = new TokenBucket(this.restRate, this.clock)));
-    if (b.take()) return;
+    if (b.spend()) return;
     this.metrics.rateLimited.inc({ scope: 'rest' });
     throw errors.rateLimited(this.restRate, b.retryAfterS());
   }

@@ -43,8 +43,8 @@ export class FailedKeys {
    */
   failed(address: string, keyId: string | undefined, reason: string): ServiceError | undefined {
     if (this.limits.burst <= 0) return undefined;
-    const fromAddress = this.byAddress.take(address);
-    const forKey = keyId === undefined ? undefined : this.byKeyId.take(keyId);
+    const fromAddress = this.byAddress.spend(address);
+    const forKey = keyId === undefined ? undefined : this.byKeyId.spend(keyId);
     this.note(this.clock.now(), address, keyId, reason);
     if (fromAddress) return errors.tooManyFailures('address', fromAddress.retryAfterS());
     if (forKey) return errors.tooManyFailures('key', forKey.retryAfterS());

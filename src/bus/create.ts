@@ -5,10 +5,10 @@ import { MemoryBus } from './memory.js';
 import { MemoryRecordLog, type RecordLogCounts } from './record-log.js';
 import { NatsBus } from './nats/bus.js';
 import type { Component } from '../lib/component.js';
-import type { Bus, ClientHandler, FreshnessHandler, HeldImages, ImageCheck, OddsHandler } from './types.js';
+import type { Bus, ClientHandler, FreshnessHandler, BusBook, ImageCheck, OddsHandler } from './types.js';
 
 export interface BusDeps {
-  book: HeldImages;
+  book: BusBook;
   log: Logger;
   /** Ingest's check of an odds image: what arrives over NATS is held to it. */
   check: ImageCheck;

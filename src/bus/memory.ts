@@ -1,6 +1,6 @@
 import { newEpoch } from '../odds/book.js';
-import type { OddsImage } from '../odds/messages.js';
-import type { Bus, HeldImages, OddsHandler, RecordLog } from './types.js';
+import type { OddsImage } from '../odds/image.js';
+import type { Bus, BusBook, OddsHandler, RecordLog } from './types.js';
 
 /**
  * One process is the whole service: images are numbered here, in an epoch
@@ -13,7 +13,7 @@ export class MemoryBus implements Bus {
   private handler: OddsHandler | undefined;
 
   /** The record's log: a bounded queue this process's recorder drains. */
-  constructor(private readonly book: HeldImages, readonly record: RecordLog | undefined = undefined) {}
+  constructor(private readonly book: BusBook, readonly record: RecordLog | undefined = undefined) {}
 
   async start(odds: OddsHandler): Promise<void> {
     this.handler = odds;
@@ -21,8 +21,8 @@ export class MemoryBus implements Bus {
     odds.down(false);
   }
 
-  publish(image: OddsImage, pt: number): void {
-    this.handler?.odds({ epoch: this.epoch, seq: this.book.next(image.mid, this.epoch), pt, image }, 'local');
+  publish(image: OddsImage, publishTime: number): void {
+    this.handler?.odds({ epoch: this.epoch, seq: this.book.next(image.marketId, this.epoch), publishTime, image }, 'local');
   }
 
   publishClient(): void {}

@@ -1,25 +1,27 @@
 import type { Book, Ordered } from '../odds/book.js';
-import type { OddsImage, StaleReason } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
+import type { StaleReason } from '../odds/messages.js';
 
-export type ClientOp = 'attach' | 'detach';
+/** How a client's stored market set changed (REST subscribe or unsubscribe), told to other pods. */
+export type StoredSetOp = 'attach' | 'detach';
 
 /** Checks an odds image as ingest does: the image, or the first problem. */
 export type ImageCheck = (o: Record<string, unknown>) => { image: OddsImage } | { error: string };
 
 /** Where an image came from: numbered here, sent live by another pod, or read back from the stream while syncing. */
-export type Origin = 'local' | 'remote' | 'stored';
+export type Provenance = 'local' | 'remote' | 'stored';
 
 /** What the bus hands this pod's odds path (relay/odds-relay.ts): numbered images, and whether the bus is up. */
 export interface OddsHandler {
   /** An image to keep if it is newer than the one held. */
-  odds(o: Ordered, origin: Origin): void;
+  odds(o: Ordered, provenance: Provenance): void;
   /** The bus went down (true), or is back and synced (false). */
   down(isDown: boolean): void;
 }
 
 /** What the bus hands this pod's stored market sets: a client's set changed on another pod (REST subscribe or unsubscribe). */
 export interface ClientHandler {
-  client(op: ClientOp, client: string, mids: string[]): void;
+  client(op: StoredSetOp, client: string, mids: string[]): void;
 }
 
 /** Why a market is stale where its publisher is: every reason but the bus, which each pod judges for itself. */
@@ -47,7 +49,7 @@ export interface FreshnessHandler {
  * what this pod holds to a new stream. Only the odds path writes it, once
  * per image, when the bus hands the image over.
  */
-export type HeldImages = Pick<Book, 'get' | 'next' | 'values'>;
+export type BusBook = Pick<Book, 'get' | 'next' | 'values'>;
 
 /**
  * A note for the record that is not an odds image, as JSON: a `market`, `result` or `freshness`
@@ -109,8 +111,8 @@ export interface Bus {
    * with other pods. Images of one market are numbered in the order given.
    * Returns nothing when done at once, or a promise.
    */
-  publish(image: OddsImage, pt: number): Promise<void> | void;
-  publishClient(op: ClientOp, client: string, mids: readonly string[]): void;
+  publish(image: OddsImage, publishTime: number): Promise<void> | void;
+  publishClient(op: StoredSetOp, client: string, mids: readonly string[]): void;
   /** Tells other pods the freshness of markets this pod's publishers feed (at most once; lost while the bus is down). */
   shareFreshness(states: readonly SourceFreshness[]): void;
   close(): Promise<void>;

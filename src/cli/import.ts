@@ -31,12 +31,12 @@ const MAX_REASONS = 20;
 /** Parents before children, so one run can load a whole service's answers. */
 const ORDER = ['sport', 'league', 'event', 'market', 'result'];
 
-interface Pending { file: string; at: number; raw: Record<string, unknown> }
+interface ReadRow { file: string; at: number; raw: Record<string, unknown> }
 interface Summary { done: number; inserted: number; updated: number; rejected: string[] }
 
 /** Reads and converts every file before the database is touched, so a bad file changes nothing. */
-async function readItems(files: string[]): Promise<Pending[]> {
-  const out: Pending[] = [];
+async function readItems(files: string[]): Promise<ReadRow[]> {
+  const out: ReadRow[] = [];
   for (const file of files) {
     let text: string;
     try {
@@ -54,7 +54,7 @@ async function readItems(files: string[]): Promise<Pending[]> {
     if ('error' in converted) throw new UsageError(`${file}: ${converted.error}`);
     converted.items.forEach((raw, at) => out.push({ file, at, raw }));
   }
-  const rank = (p: Pending) => {
+  const rank = (p: ReadRow) => {
     const i = ORDER.indexOf(p.raw.kind as string);
     return i < 0 ? ORDER.length : i;
   };
@@ -67,13 +67,13 @@ async function readItems(files: string[]): Promise<Pending[]> {
  * other failure is thrown; `summary` then tells what was committed before it.
  */
 async function importItems(
-  pool: pg.Pool, pending: Pending[], log: Logger, summary: Summary,
+  pool: pg.Pool, pending: ReadRow[], log: Logger, summary: Summary,
   progress: (done: number, total: number) => void, interrupted: () => boolean,
 ): Promise<void> {
   const count = (outcomes: string[]) => outcomes.forEach((o) => (o === 'inserted' ? summary.inserted++ : summary.updated++));
   for (let start = 0; start < pending.length; start += BATCH) {
     if (interrupted()) throw new Error('interrupted');
-    const valid: [Pending, ReferenceItem][] = [];
+    const valid: [ReadRow, ReferenceItem][] = [];
     for (const p of pending.slice(start, start + BATCH)) {
       const checked = p.raw.kind === 'odds' ? { error: 'odds are live prices, not reference data; import skips them' } : validateReference(p.raw);
       if ('error' in checked) summary.rejected.push(`${p.file} ${describe(p.at, p.raw)}: ${checked.error}`);
@@ -114,7 +114,7 @@ function parseFiles(argv: string[]): string[] | 'help' {
 async function main(argv: string[]): Promise<number> {
   const err = (line: string) => process.stderr.write(line + '\n');
   let files: string[];
-  let pending: Pending[];
+  let pending: ReadRow[];
   let config;
   try {
     const parsed = parseFiles(argv);

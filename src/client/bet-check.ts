@@ -47,14 +47,14 @@ export interface BetAnswer {
 }
 
 /** What the client holds of one market, for the check. */
-export interface Held {
+export interface HeldMarket {
   frame: OddsMessage | undefined;
   delay: ReceiptDelay | undefined;
   freshness: MarketFreshness;
   state: MarketStateMessage | undefined;
 }
 
-function marketPart(held: Held, why: string[]): BetAnswer['market'] {
+function marketPart(held: HeldMarket, why: string[]): BetAnswer['market'] {
   const { frame, state, freshness } = held;
   const out: BetAnswer['market'] = {};
   if (frame) {
@@ -75,7 +75,7 @@ function marketPart(held: Held, why: string[]): BetAnswer['market'] {
   return out;
 }
 
-function runnerPart(held: Held, rid: number, why: string[]): BetAnswer['runner'] {
+function runnerPart(held: HeldMarket, rid: number, why: string[]): BetAnswer['runner'] {
   const book = held.frame?.r.find((r) => r.rid === rid);
   const terms = held.state?.terms && (held.state.terms.r?.find((r) => r.rid === rid) ?? { rid, st: 'ACTIVE' as const });
   const out: BetAnswer['runner'] = {};
@@ -91,7 +91,7 @@ function runnerPart(held: Held, rid: number, why: string[]): BetAnswer['runner']
 }
 
 /** Whether a bet on `rid` at the best `side` price can be taken now, and everything that answer rests on. */
-export function checkBet(mid: string, rid: number, side: Side, held: Held, now = Date.now()): BetAnswer {
+export function checkBet(mid: string, rid: number, side: Side, held: HeldMarket, now = Date.now()): BetAnswer {
   const why: string[] = [];
   const market = marketPart(held, why);
   const runner = runnerPart(held, rid, why);

@@ -11,20 +11,20 @@ import { isMarketId, isPositiveId } from '../refdata/ids.js';
 import { BETTING_TYPES, CERTAINTIES, SETTLED_STATUSES, TERMS_RUNNER_STATUSES } from '../refdata/types.js';
 
 /** One key's rule: whether a value passes, and what it must be, for the error. */
-interface Rule {
+interface KeyRule {
   ok(v: unknown): boolean;
   what: string;
 }
 
-type Keys = Readonly<Record<string, Rule>>;
+type Keys = Readonly<Record<string, KeyRule>>;
 
 /** A frame's keys, and what must hold between them. */
-interface Frame {
+interface FrameShape {
   keys: Keys;
   also?: (m: Record<string, any>) => string | undefined;
 }
 
-const rule = (what: string, ok: (v: unknown) => boolean): Rule => ({ ok, what });
+const rule = (what: string, ok: (v: unknown) => boolean): KeyRule => ({ ok, what });
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
@@ -38,10 +38,10 @@ const time = rule('a time in ms since the epoch', (v) => finite(v) && v >= 0);
 const amount = rule('a finite number from 0', (v) => finite(v) && v >= 0);
 const uint32 = rule('a whole number from 0 to 4294967295', (v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff);
 const oneOf = (values: readonly unknown[]) => rule(`one of ${values.join(', ')}`, (v) => values.includes(v));
-const optional = (r: Rule): Rule => rule(`absent or ${r.what}`, (v) => v === undefined || r.ok(v));
-const list = (r: Rule, name: string, max = Infinity) =>
+const optional = (r: KeyRule): KeyRule => rule(`absent or ${r.what}`, (v) => v === undefined || r.ok(v));
+const list = (r: KeyRule, name: string, max = Infinity) =>
   rule(max === Infinity ? `a list of ${name}` : `a list of at most ${max} ${name}`, (v) => Array.isArray(v) && v.length <= max && v.every((x) => r.ok(x)));
-const tuple = (name: string, ...rules: Rule[]) =>
+const tuple = (name: string, ...rules: KeyRule[]) =>
   rule(name, (v) => Array.isArray(v) && v.length === rules.length && rules.every((r, i) => r.ok(v[i])));
 const object = (name: string, keys: Keys) => rule(name, (v) => isObject(v) && firstBad(keys, v) === undefined);
 
@@ -74,7 +74,7 @@ const runnerSettlement = object('{rid, st, dh?, vf?}', { rid, st: oneOf(SETTLED_
  * What the client reads of each op it knows. A new op is one more entry: its keys, and what
  * must hold between them, if anything.
  */
-export const FRAMES: Readonly<Record<ServerMessage['op'], Frame>> = {
+export const FRAMES: Readonly<Record<ServerMessage['op'], FrameShape>> = {
   odds: {
     keys: {
       mid, epoch, seq, ts: time, pt: time, st: marketStatus, sr: optional(text), ip: bool, con: bool, cf: bool, r: list(runner, 'runners {rid, st, b, l, ltp?, tv?}', RUNNERS),

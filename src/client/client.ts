@@ -233,7 +233,7 @@ export class OddsClient extends Emitter<ClientEvents> {
     if ('unknown' in read) return;
     const msg = read.msg;
     this.timed(msg, at);
-    if ('mid' in msg && !this.takes(msg.mid, msg.op)) {
+    if ('mid' in msg && !this.wants(msg.mid, msg.op)) {
       this.ignoredFrames++;
       return;
     }
@@ -320,7 +320,7 @@ export class OddsClient extends Emitter<ClientEvents> {
    * freshness of one it does not hold excepted); and a concluded market's frames until the
    * server detaches it.
    */
-  private takes(mid: string, op: string): boolean {
+  private wants(mid: string, op: string): boolean {
     if (this.book.has(mid) || this.requests.names(mid) || this.held.state(mid)) return true;
     // Only a stale market's freshness is kept: of a market it neither holds nor named it would be kept for nothing, without bound.
     if (op === 'freshness') return false;

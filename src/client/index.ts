@@ -17,7 +17,7 @@ export { RESYNC } from './resyncs.js';
 export type { FreshnessReason, MarketFreshness } from './freshness.js';
 export { Emitter } from './emitter.js';
 export { AGE_SINCE_MS, formatAge, formatVolume } from './format.js';
-export { TermsBook, settlementOf, type Removal as RunnerRemoval, type Settlement, type Voided, type Winner } from './terms.js';
+export { TermsBook, settlementOf, type RunnerRemoval, type Settlement, type Voided, type Winner } from './terms.js';
 export { reduce, WIN_MINIMUM_FACTOR, type Reduced } from './reduction.js';
 export { checkBet, type BetAnswer, type Side } from './bet-check.js';
 export { RefusedError, type Removal, type Subscription } from './subscribes.js';

@@ -14,7 +14,7 @@ export interface ReceiptDelay {
 /** The epochs of a market's numbering remembered besides the current one (each with its highest seq). */
 export const PAST_EPOCHS = 8;
 
-interface Held {
+interface HeldFrame {
   frame: OddsMessage;
   at: number;
   /** Earlier epochs of this market and the highest seq kept in each, oldest first. */
@@ -34,7 +34,7 @@ interface Held {
  * again (a server returns to an epoch only with newer seqs).
  */
 export class MarketBook {
-  private readonly markets = new Map<string, Held>();
+  private readonly markets = new Map<string, HeldFrame>();
 
   /** Keeps the frame if the rule says it is newer; returns whether it did. `at`: when it arrived. */
   apply(frame: OddsMessage, at = Date.now()): boolean {

@@ -57,7 +57,7 @@ export class Resyncs {
     if ((last !== undefined && now - last < RESYNC.perMarketMs) || !this.bucket.has()) return false;
     const answered = this.send(mid);
     if (!answered) return true;
-    this.bucket.take();
+    this.bucket.spend();
     this.prune(now);
     this.last.set(mid, now);
     this.waiting.add(mid);

@@ -1,7 +1,7 @@
 import type { MarketStateMessage, ResultMessage, WireRunnerTerms, WireTerms } from '../odds/messages.js';
 
 /** A runner withdrawn from a market, as its terms tell it: its reduction factor (percent) and when. */
-export interface Removal {
+export interface RunnerRemoval {
   mid: string;
   rid: number;
   /** Reduction factor, percent: matched prices on the others are reduced by it (see `reduce`). */
@@ -57,10 +57,10 @@ export function settlementOf(r: ResultMessage): Settlement | undefined {
 }
 
 /** Runners removed in `next` that were not in `prev`. */
-function newlyRemoved(mid: string, prev: WireTerms | undefined, next: WireTerms | undefined): Removal[] {
+function newlyRemoved(mid: string, prev: WireTerms | undefined, next: WireTerms | undefined): RunnerRemoval[] {
   const was = new Set((prev?.r ?? []).filter((r) => r.st === 'REMOVED').map((r) => r.rid));
   return (next?.r ?? []).filter((r) => r.st === 'REMOVED' && !was.has(r.rid)).map((r) => {
-    const out: Removal = { mid, rid: r.rid };
+    const out: RunnerRemoval = { mid, rid: r.rid };
     if (r.af !== undefined) out.factor = r.af;
     if (r.rd !== undefined) out.at = r.rd;
     return out;
@@ -68,11 +68,11 @@ function newlyRemoved(mid: string, prev: WireTerms | undefined, next: WireTerms 
 }
 
 /** What changed when a `market` or `result` frame was taken, for the client to tell its listeners. */
-export interface TermsChange {
+export interface TermsUpdate {
   /** The market's terms moved (a `terms` event). */
   terms?: { mid: string; terms: WireTerms | undefined; previous: WireTerms | undefined };
   /** Runners newly removed (a `removal` event each). */
-  removals: Removal[];
+  removals: RunnerRemoval[];
 }
 
 /**
@@ -104,7 +104,7 @@ export class TermsBook {
   }
 
   /** A `market` frame: kept, and what it changed. */
-  market(msg: MarketStateMessage): TermsChange {
+  market(msg: MarketStateMessage): TermsUpdate {
     const previous = this.states.get(msg.mid)?.terms;
     this.states.set(msg.mid, msg);
     const moved = JSON.stringify(previous) !== JSON.stringify(msg.terms);

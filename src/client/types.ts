@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import type { MarketFreshness } from './freshness.js';
 import type { FeedMessage, MarketStateMessage, NoticeMessage, OddsMessage, ResultMessage, ServerMessage, UnsubscribedMessage, WireTerms } from '../odds/messages.js';
-import type { Removal, Settlement } from './terms.js';
+import type { RunnerRemoval, Settlement } from './terms.js';
 
 /** What the client needs of a WebSocket: the browser's, or the `ws` package's in Node. */
 export interface SocketLike {
@@ -82,7 +82,7 @@ export type ClientEvents = {
   /** A market's terms changed (`terms` undefined: it has none now); after the `market` event of the frame that moved them. */
   terms: [mid: string, terms: WireTerms | undefined, previous: WireTerms | undefined];
   /** A runner was withdrawn: its reduction factor and when, the moment the market's terms say so. */
-  removal: [removal: Removal];
+  removal: [removal: RunnerRemoval];
   result: [msg: ResultMessage];
   /** A market was settled (winners with their dead-heat shares, voids), voided, or its settlement or void rolled back; provisional or confirmed. */
   settlement: [settlement: Settlement];

@@ -8,13 +8,13 @@
  */
 import type { WireLeague, WireRunner, WireSport } from '../refdata/wire.js';
 import {
-  type DemoItem, type MarketItem, type NonRunner, type ResultItem,
+  type DemoItem, type DemoMarket, type NonRunner, type DemoResult,
   CSK, ENG, IND, KKR, MI, NO, RCB, SIX, STA, YES,
-  closed, cricketCore, everyCricketType, market, mid, race, result, rn, session, soccer, termsOf, tennis,
+  closed, cricketCore, everyCricketType, market, marketIdOf, race, result, rn, session, soccer, termsOf, tennis,
 } from './markets.js';
-import { SLOTS, fixtureMarkets, tvFor } from './fixtures.js';
+import { SLOTS, fixtureMarkets, liveTvFor } from './fixtures.js';
 
-type EventItem = Extract<DemoItem, { kind: 'event' }>;
+type DemoEvent = Extract<DemoItem, { kind: 'event' }>;
 type State = 'live' | 'done' | 'soon';
 
 const HOUR = 3_600_000;
@@ -60,17 +60,17 @@ const FIRST: Readonly<Record<number, WireRunner[]>> = {
 export function demoItems(now: Date): DemoItem[] {
   // Whole minutes, so start times read like a schedule.
   const base = Math.floor(now.getTime() / 60_000) * 60_000;
-  const event = (eid: number, li: number, na: string, hours: number, state: State, tv = false): EventItem => {
+  const event = (eid: number, li: number, na: string, hours: number, state: State, liveTv = false): DemoEvent => {
     const league = LEAGUES.find((l) => l.li === li);
     if (!league) throw new Error(`demo event ${eid}: unknown league ${li}`);
     return {
       kind: 'event', eid, na, st: new Date(base + hours * HOUR).toISOString(),
       go: state === 'done', ip: state === 'live', si: league.si, li,
-      tv: tv ? tvFor(eid) : null,
+      tv: liveTv ? liveTvFor(eid) : null,
     };
   };
 
-  const events: EventItem[] = [
+  const events: DemoEvent[] = [
     event(30000001, 4001, 'India v Australia', -1.5, 'live', true),
     event(30000002, 4001, 'India v England', -26, 'done'),
     event(30000003, 4002, 'Mumbai Indians v Chennai Super Kings', -6, 'done'),
@@ -97,7 +97,7 @@ export function demoItems(now: Date): DemoItem[] {
     event(30000035, 7002, 'Cheltenham Gold Cup', -25, 'done'),
   ];
 
-  const markets: MarketItem[] = [
+  const markets: DemoMarket[] = [
     ...everyCricketType(30000001),
     ...[
       ...cricketCore(30000002, IND, ENG),
@@ -132,42 +132,42 @@ export function demoItems(now: Date): DemoItem[] {
     ...SLOTS.flatMap((slot) => fixtureMarkets(slot, FIRST[slot.eid]).map((m) => {
       // In play already, so nothing waits for the start; and one pre-match market carries a note.
       if (events.some((e) => e.eid === slot.eid && e.ip)) return { ...m, s: true };
-      return m.mid === mid(30000004, 1) ? { ...m, if: 'Rain delay expected' } : m;
+      return m.mid === marketIdOf(30000004, 1) ? { ...m, if: 'Rain delay expected' } : m;
     })),
   ];
 
   // Rids in results point at runners above: 101 India, 1105 Man Utd, 9000 the draw, 9011/9012 over/under.
-  const results: ResultItem[] = [
-    result(mid(30000001, 1), ''), // still in play: nothing settled yet
-    result(mid(30000001, 8), '58'),
-    result(mid(30000001, 15), 'lay'), // 58 is even, so laying "odd" won
-    result(mid(30000001, 19), '4'),
-    result(mid(30000002, 1), '101'),
-    result(mid(30000002, 2), '101'),
-    result(mid(30000002, 3), '9002'),
-    result(mid(30000002, 4), '52'),
-    result(mid(30000002, 5), '187'),
-    result(mid(30000002, 6), 'lay'),
-    result(mid(30000002, 7), 'back'),
-    result(mid(30000002, 8), '14'),
-    result(mid(30000003, 1), 'Abandoned', { ia: true }),
-    result(mid(30000003, 2), 'Abandoned', { ia: true }),
-    result(mid(30000003, 3), 'Abandoned', { ia: true }),
-    result(mid(30000005, 1), '122', { rt: true }),
-    result(mid(30000005, 2), '121'),
-    result(mid(30000005, 3), '171'),
-    result(mid(30000013, 1), '1105'),
-    result(mid(30000013, 2), '9011'),
-    result(mid(30000013, 3), '9011'),
-    result(mid(30000016, 1), '9000'),
-    result(mid(30000016, 2), '9011'),
-    result(mid(30000016, 3), '9012'),
-    result(mid(30000023, 1), '2106'),
-    result(mid(30000023, 2), '2105'),
-    result(mid(30000026, 1), '2205'),
-    result(mid(30000026, 2), '2205'),
-    result(mid(30000033, 1), '7333'),
-    result(mid(30000035, 1), '7351'),
+  const results: DemoResult[] = [
+    result(marketIdOf(30000001, 1), ''), // still in play: nothing settled yet
+    result(marketIdOf(30000001, 8), '58'),
+    result(marketIdOf(30000001, 15), 'lay'), // 58 is even, so laying "odd" won
+    result(marketIdOf(30000001, 19), '4'),
+    result(marketIdOf(30000002, 1), '101'),
+    result(marketIdOf(30000002, 2), '101'),
+    result(marketIdOf(30000002, 3), '9002'),
+    result(marketIdOf(30000002, 4), '52'),
+    result(marketIdOf(30000002, 5), '187'),
+    result(marketIdOf(30000002, 6), 'lay'),
+    result(marketIdOf(30000002, 7), 'back'),
+    result(marketIdOf(30000002, 8), '14'),
+    result(marketIdOf(30000003, 1), 'Abandoned', { ia: true }),
+    result(marketIdOf(30000003, 2), 'Abandoned', { ia: true }),
+    result(marketIdOf(30000003, 3), 'Abandoned', { ia: true }),
+    result(marketIdOf(30000005, 1), '122', { rt: true }),
+    result(marketIdOf(30000005, 2), '121'),
+    result(marketIdOf(30000005, 3), '171'),
+    result(marketIdOf(30000013, 1), '1105'),
+    result(marketIdOf(30000013, 2), '9011'),
+    result(marketIdOf(30000013, 3), '9011'),
+    result(marketIdOf(30000016, 1), '9000'),
+    result(marketIdOf(30000016, 2), '9011'),
+    result(marketIdOf(30000016, 3), '9012'),
+    result(marketIdOf(30000023, 1), '2106'),
+    result(marketIdOf(30000023, 2), '2105'),
+    result(marketIdOf(30000026, 1), '2205'),
+    result(marketIdOf(30000026, 2), '2205'),
+    result(marketIdOf(30000033, 1), '7333'),
+    result(marketIdOf(30000035, 1), '7351'),
   ];
 
   // The live race's field has a non-runner, withdrawn forty minutes before the off with its reduction factor.

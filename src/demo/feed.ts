@@ -1,4 +1,4 @@
-import type { OddsImage } from '../odds/messages.js';
+import { oddsItem, type OddsImage } from '../odds/image.js';
 import type { BatchItems } from '../ingest/batch.js';
 import type { IngestResult, SentBy } from '../ingest/ingest.js';
 import type { Logger } from '../log.js';
@@ -38,7 +38,7 @@ export class SimFeed {
   }
 
   publish(images: readonly OddsImage[]): void {
-    for (const image of images) this.waiting.set(image.mid, image);
+    for (const image of images) this.waiting.set(image.marketId, image);
     void this.send();
   }
 
@@ -59,7 +59,7 @@ export class SimFeed {
         this.waiting.delete(mid);
       }
       try {
-        await ingest.accept(ingest.read(batch.map((image) => ({ kind: 'odds', ...image }))), { from: 'simulator', feeder });
+        await ingest.accept(ingest.read(batch.map((image) => oddsItem(image))), { from: 'simulator', feeder });
       } catch (err) {
         log.warn('simulator batch refused', { err: (err as Error).message });
       }

@@ -7,7 +7,7 @@
  * per team, player and race slot.
  */
 import type { WireRunner } from '../refdata/wire.js';
-import { type MarketItem, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, mid, race, rn, session, soccer, tennis } from './markets.js';
+import { type DemoMarket, CSK, KKR, MI, NO, RCB, SIX, STA, YES, cricketCore, market, marketIdOf, race, rn, session, soccer, tennis } from './markets.js';
 
 /** One a sport: cricket, soccer, tennis, horse racing. */
 export const FEATURED: readonly number[] = [30000001, 30000011, 30000021, 30000031];
@@ -80,17 +80,17 @@ const short = (name: string): string => {
   return (words.length > 1 ? words.map((w) => w[0]).join('') : name.slice(0, 3)).toUpperCase();
 };
 
-export const tvFor = (eid: number): string => `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>`;
+export const liveTvFor = (eid: number): string => `<iframe src="https://tv.example.com/embed/${eid}" width="640" height="360"></iframe>`;
 
 /** Inactive until it starts: what only trades once the toss is made or the match is under way. */
-const untilStart = (m: MarketItem): MarketItem => ({ ...m, s: false });
+const untilStart = (m: DemoMarket): DemoMarket => ({ ...m, s: false });
 
 /**
  * A slot's markets, always the same IDs for the sport: cricket core, the two match questions and two
  * sessions of the first innings; soccer match odds and two goal lines; tennis match, first set and the
  * games line; a race's win and place markets over `sides`' names.
  */
-export function fixtureMarkets(s: Slot, sides: readonly WireRunner[]): MarketItem[] {
+export function fixtureMarkets(s: Slot, sides: readonly WireRunner[]): DemoMarket[] {
   const [a, b] = sides;
   switch (s.si) {
     case 4:
@@ -104,7 +104,7 @@ export function fixtureMarkets(s: Slot, sides: readonly WireRunner[]): MarketIte
     case 1:
       return soccer(s.eid, a, b, [1.5, 2.5]);
     case 2:
-      return tennis(s.eid, a, b, true).map((m) => (m.mid === mid(s.eid, 3) ? untilStart(m) : m));
+      return tennis(s.eid, a, b, true).map((m) => (m.mid === marketIdOf(s.eid, 3) ? untilStart(m) : m));
     default:
       return race(s.eid, sides.map((r) => r.na).join(', '));
   }

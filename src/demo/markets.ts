@@ -15,16 +15,16 @@ export type DemoItem =
   | ({ kind: 'result' } & Omit<WireResult, 'mt'>) // mt is derived from the market's type
   | ({ kind: 'terms'; mid: string } & WireTerms);
 
-export type MarketItem = Extract<DemoItem, { kind: 'market' }>;
-export type ResultItem = Extract<DemoItem, { kind: 'result' }>;
-export type TermsItem = Extract<DemoItem, { kind: 'terms' }>;
+export type DemoMarket = Extract<DemoItem, { kind: 'market' }>;
+export type DemoResult = Extract<DemoItem, { kind: 'result' }>;
+export type DemoTerms = Extract<DemoItem, { kind: 'terms' }>;
 type MarketExtra = Partial<Omit<WireMarket, 'mid' | 'eid' | 'na' | 'si' | 'ty'>>;
 
 /**
  * Exchange-style market ID "1.2EEEEENNN" (event suffix, then a number within the event), so the
  * results below can name a market without holding on to the object.
  */
-export function mid(eid: number, n: number): string {
+export function marketIdOf(eid: number, n: number): string {
   return `1.2${String(eid % 100_000).padStart(5, '0')}${String(n).padStart(3, '0')}`;
 }
 
@@ -43,30 +43,30 @@ export const KKR = rn(114, 'Kolkata Knight Riders');
 export const SIX = rn(121, 'Sydney Sixers');
 export const STA = rn(122, 'Melbourne Stars');
 
-export function market(eid: number, n: number, ty: MarketType, na: string, extra: MarketExtra = {}): MarketItem {
-  return { kind: 'market', mid: mid(eid, n), eid, na, s: true, go: false, ty, rt: false, ...extra };
+export function market(eid: number, n: number, ty: MarketType, na: string, extra: MarketExtra = {}): DemoMarket {
+  return { kind: 'market', mid: marketIdOf(eid, n), eid, na, s: true, go: false, ty, rt: false, ...extra };
 }
 
-export const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): MarketItem =>
+export const session = (eid: number, n: number, di: number, na: string, extra: MarketExtra = {}): DemoMarket =>
   market(eid, n, 'session', na, { di, ...extra });
 
-const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): MarketItem =>
+const ball = (eid: number, n: number, bl: number, extra: MarketExtra = {}): DemoMarket =>
   market(eid, n, 'ball-by-ball', `${bl} Ball Runs`, { bl, ...extra });
 
 /** A player race groups head-to-heads; its runners live in the nested markets, never in `r`. */
-function playerRace(eid: number, n: number, na: string, pairs: WireRunner[][], extra: MarketExtra = {}): MarketItem {
-  const id = mid(eid, n);
+function playerRace(eid: number, n: number, na: string, pairs: WireRunner[][], extra: MarketExtra = {}): DemoMarket {
+  const id = marketIdOf(eid, n);
   const m = pairs.map((r, i) => ({ mid: `${id}.${i + 1}`, s: true, go: false, r, if: null }));
   return market(eid, n, 'player-race', na, { m, ...extra });
 }
 
 /** What a concluded event's markets look like: settled and no longer trading. */
-export function closed(m: MarketItem): MarketItem {
+export function closed(m: DemoMarket): DemoMarket {
   return { ...m, s: false, go: true, ...(m.m ? { m: m.m.map((x) => ({ ...x, s: false, go: true })) } : {}) };
 }
 
 /** Match odds (n 1) and bookmaker (n 2): what every cricket fixture trades. */
-export function cricketCore(eid: number, a: WireRunner, b: WireRunner, extra: MarketExtra = {}): MarketItem[] {
+export function cricketCore(eid: number, a: WireRunner, b: WireRunner, extra: MarketExtra = {}): DemoMarket[] {
   return [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [a, b], ...extra }),
     market(eid, 2, 'bookmaker', 'Bookmaker', { r: [a, b] }),
@@ -74,7 +74,7 @@ export function cricketCore(eid: number, a: WireRunner, b: WireRunner, extra: Ma
 }
 
 /** The live showcase fixture: one or more markets of each of the 14 cricket types. */
-export function everyCricketType(eid: number): MarketItem[] {
+export function everyCricketType(eid: number): DemoMarket[] {
   const [kohli, head, rohit, marsh] = [rn(4101, 'Virat Kohli'), rn(4102, 'Travis Head'), rn(4103, 'Rohit Sharma'), rn(4104, 'Mitchell Marsh')];
   const [pant, maxwell, bumrah, cummins] = [rn(4105, 'Rishabh Pant'), rn(4106, 'Glenn Maxwell'), rn(4107, 'Jasprit Bumrah'), rn(4108, 'Pat Cummins')];
   const [arshdeep, starc] = [rn(4109, 'Arshdeep Singh'), rn(4110, 'Mitchell Starc')];
@@ -110,7 +110,7 @@ export function everyCricketType(eid: number): MarketItem[] {
 }
 
 /** Match odds with the draw (n 1), then one over/under market per goal line (n 2...). */
-export function soccer(eid: number, home: WireRunner, away: WireRunner, lines: number[]): MarketItem[] {
+export function soccer(eid: number, home: WireRunner, away: WireRunner, lines: number[]): DemoMarket[] {
   return [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [home, away, DRAW] }),
     ...lines.map((g, i) => market(eid, i + 2, 'goals', `Over/Under ${g} Goals`, {
@@ -120,7 +120,7 @@ export function soccer(eid: number, home: WireRunner, away: WireRunner, lines: n
 }
 
 /** Match odds (n 1) and set 1 winner (n 2); the games line (n 3) only trades in play. */
-export function tennis(eid: number, p1: WireRunner, p2: WireRunner, live = false): MarketItem[] {
+export function tennis(eid: number, p1: WireRunner, p2: WireRunner, live = false): DemoMarket[] {
   const ms = [
     market(eid, 1, 'match-odd', 'Match Odds', { r: [p1, p2] }),
     market(eid, 2, 'match-odd', 'Set 1 Winner', { r: [p1, p2] }),
@@ -129,12 +129,12 @@ export function tennis(eid: number, p1: WireRunner, p2: WireRunner, live = false
 }
 
 /** Win (n 1) and place (n 2) over the same field; horse rids are 7000 + race * 10 + draw. */
-export function race(eid: number, field: string): MarketItem[] {
+export function race(eid: number, field: string): DemoMarket[] {
   const r = field.split(', ').map((na, i) => rn(7000 + (eid % 100) * 10 + i + 1, na));
   return [market(eid, 1, 'winner-market', 'Win', { r }), market(eid, 2, 'winner-market', 'To Be Placed', { r })];
 }
 
-export function result(id: string, res: string, extra: Partial<Pick<WireResult, 'rt' | 'ia'>> = {}): ResultItem {
+export function result(id: string, res: string, extra: Partial<Pick<WireResult, 'rt' | 'ia'>> = {}): DemoResult {
   return { kind: 'result', mid: id, res, rt: false, ia: false, ...extra };
 }
 
@@ -173,9 +173,9 @@ export interface NonRunner {
  * the commission; a line market's bounds; a race's starting prices and each runner's reduction
  * factor, a non-runner removed with its factor and time.
  */
-export function termsOf(m: MarketItem, e: { si: number; li: number; ip: boolean }, nonRunner?: NonRunner): TermsItem {
+export function termsOf(m: DemoMarket, e: { si: number; li: number; ip: boolean }, nonRunner?: NonRunner): DemoTerms {
   const line = isLineType(m.ty) && !m.r;
-  const t: TermsItem = { kind: 'terms', mid: m.mid, bd: e.ip ? BET_DELAY[e.si] ?? 0 : 0, tip: true, bt: line ? 'LINE' : 'ODDS', ...PLACE[e.li], mbr: 5 };
+  const t: DemoTerms = { kind: 'terms', mid: m.mid, bd: e.ip ? BET_DELAY[e.si] ?? 0 : 0, tip: true, bt: line ? 'LINE' : 'ODDS', ...PLACE[e.li], mbr: 5 };
   if (line) Object.assign(t, { lmin: 0, lmax: 500, lint: 1 });
   else if (m.r) t.nw = m.na === 'To Be Placed' ? places(m.r.length) : 1;
   if (e.si === 7 && m.r) {

@@ -3,10 +3,10 @@ import { errorFields, type Logger } from '../log.js';
 import { seeded, seedOf } from '../lib/random.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { Event, Market } from '../refdata/types.js';
-import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, tvFor, type Slot } from './fixtures.js';
+import { FEATURED, SLOTS, TIMING, drawFixture, fixtureMarkets, liveTvFor, type Slot } from './fixtures.js';
 import { overs, settle, storyOf } from './outcomes.js';
 import { demoItems } from './data.js';
-import { BET_DELAY, mid, termsOf, type MarketItem, type ResultItem } from './markets.js';
+import { BET_DELAY, marketIdOf, termsOf, type DemoMarket, type DemoResult } from './markets.js';
 
 type Item = Record<string, unknown>;
 const MINUTE = 60_000;
@@ -130,7 +130,7 @@ export class MatchDay {
       return due.flatMap((m) => [{ kind: 'market', mid: m.id, s: false, go: true }, ...settle(m, e.startTime, story)]);
     }
     if (now >= end + timing.rest * MINUTE) return relist(slot, e, markets, now);
-    const odds = markets.find((m) => m.id === mid(e.id, 1));
+    const odds = markets.find((m) => m.id === marketIdOf(e.id, 1));
     if (story.recall && story.abandonAt === undefined && odds && !odds.recalled && now >= end + RECALL_AFTER_MIN * MINUTE) {
       return [{ kind: 'market', mid: odds.id, rt: true }, { kind: 'result', mid: odds.id, rt: true }];
     }
@@ -155,11 +155,11 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
   const random = seeded(seedOf(`${e.id}|${e.startTime}|next`));
   const fixture = drawFixture(slot, random);
   const [lo, hi] = TIMING[slot.si].lead;
-  const st = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
+  const startTime = Math.ceil((now + (lo + random() * (hi - lo)) * MINUTE) / (5 * MINUTE)) * 5 * MINUTE;
   const fresh = fixtureMarkets(slot, fixture.sides).map((m) => ({ ...m, rt: false, if: null }));
   const mids = new Set(fresh.map((item) => item.mid));
   return [
-    { kind: 'event', eid: e.id, na: fixture.na, st: new Date(st).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? tvFor(e.id) : null },
+    { kind: 'event', eid: e.id, na: fixture.na, st: new Date(startTime).toISOString(), ip: false, go: false, si: slot.si, li: slot.li, tv: random() < 0.4 ? liveTvFor(e.id) : null },
     ...fresh,
     ...fresh.map((m): Item => ({ ...termsOf(m, { si: slot.si, li: slot.li, ip: false }) })),
     ...fresh.map((m) => ({ kind: 'result', mid: m.mid, res: '', rt: false, ia: false })),
@@ -173,9 +173,9 @@ function relist(slot: Slot, e: Event, markets: Market[], now: number): Item[] {
  */
 function revive(eid: number): Item[] {
   const items = demoItems(new Date());
-  const markets = items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid);
+  const markets = items.filter((i): i is DemoMarket => i.kind === 'market' && i.eid === eid);
   const mids = markets.flatMap((m) => [m.mid, ...(m.m ?? []).map((n) => n.mid)]);
-  const results = new Map(items.filter((i): i is ResultItem => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
+  const results = new Map(items.filter((i): i is DemoResult => i.kind === 'result' && mids.includes(i.mid)).map((r) => [r.mid, r]));
   return [
     ...items.filter((i) => i.kind === 'event' && i.eid === eid),
     ...markets,

@@ -33,8 +33,8 @@ function goals(random: () => number): number {
   return n;
 }
 
-export function storyOf(eid: number, st: string, si: number): Story {
-  const random = seeded(seedOf(`${eid}|${st}`));
+export function storyOf(eid: number, startTime: string, si: number): Story {
+  const random = seeded(seedOf(`${eid}|${startTime}`));
   // Drawn in a fixed order, every draw made whether used or not, so the story never depends on the sport's branches.
   const [rain, at, recall, tie, winner] = [random(), random(), random(), random(), random()];
   return {
@@ -127,8 +127,8 @@ function outcome(m: Market, rids: number[], s: Story, random: () => number): { r
 }
 
 /** The result items settling `m` (each head-to-head of a player race) in the story of its fixture. */
-export function settle(m: Market, st: string, s: Story): Item[] {
-  const random = seeded(seedOf(`${m.id}|${st}`));
+export function settle(m: Market, startTime: string, s: Story): Item[] {
+  const random = seeded(seedOf(`${m.id}|${startTime}`));
   const parts = m.nested ? m.nested.map((n) => ({ mid: n.id, rids: n.runners.map((r) => r.id) })) : [{ mid: m.id, rids: (m.runners ?? []).map((r) => r.id) }];
   return parts.map((p) => {
     const o = outcome(m, p.rids, s, random);

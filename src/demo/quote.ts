@@ -1,4 +1,5 @@
-import type { PriceSize, RunnerOdds } from '../odds/messages.js';
+import type { RunnerPrices } from '../odds/image.js';
+import type { PriceSize } from '../odds/messages.js';
 import type { MarketType } from '../refdata/types.js';
 import { isOnLadder, snap, tickDown, tickUp } from './ticks.js';
 
@@ -36,7 +37,7 @@ export interface Prices {
   line: number;
   baseLine: number;
   /** Volume traded per runner so far; only ever grows. */
-  tv: number[];
+  tradedVolumes: number[];
 }
 
 /**
@@ -51,19 +52,19 @@ export class Quoter {
    * Each runner's ladders around its fair chance (`fair[i]`), less the market's margin on the back
    * side; a removed runner (a non-runner) takes no bets: REMOVED, its ladders empty.
    */
-  runners(book: Prices, fair: readonly number[], margin: number, removed?: ReadonlySet<number>): RunnerOdds[] {
+  runners(book: Prices, fair: readonly number[], margin: number, removed?: ReadonlySet<number>): RunnerPrices[] {
     const chances = bounded(fair, (i) => removed?.has(book.rids[i]) === true);
     return book.rids.map((rid, i) => {
-      if (removed?.has(rid)) return { rid, st: 'REMOVED', b: [], l: [] };
+      if (removed?.has(rid)) return { runnerId: rid, status: 'REMOVED', back: [], lay: [] };
       const chance = chances[i];
       // Best back under fair (by the margin, then to the tick below); best lay at or over fair, so the lay book stays under 100%.
       const back = tickDown(1 / (chance * (1 + margin)));
       const atFair = isOnLadder(1 / chance) ? snap(1 / chance) : tickUp(1 / chance);
       const lay = Math.max(atFair, tickUp(back, this.chance(0.7) ? 1 : this.int(2, 3)));
       // Since the last quote a stake was matched at one of the best prices.
-      book.tv[i] = Math.round((book.tv[i] + this.size()) * 100) / 100;
-      const ltp = this.chance(0.5) ? back : lay;
-      return { rid, st: 'ACTIVE', b: this.levels(back, tickDown), l: this.levels(lay, tickUp), ltp, tv: book.tv[i] };
+      book.tradedVolumes[i] = Math.round((book.tradedVolumes[i] + this.size()) * 100) / 100;
+      const lastTraded = this.chance(0.5) ? back : lay;
+      return { runnerId: rid, status: 'ACTIVE', back: this.levels(back, tickDown), lay: this.levels(lay, tickUp), lastTraded, tradedVolume: book.tradedVolumes[i] };
     });
   }
 
@@ -77,7 +78,7 @@ export class Quoter {
   }
 
   /** No at the line, Yes a run above at even rates, or both at the line with a 90/110 split. */
-  line(book: Prices, afterBall: boolean): RunnerOdds {
+  line(book: Prices, afterBall: boolean): RunnerPrices {
     // A ball has just been bowled, so the line always moves; otherwise it may hold.
     const delta = afterBall ? (this.chance(0.3) ? -1 : this.int(1, 2)) : this.int(-1, 1);
     const drift = Math.max(2, Math.round(book.baseLine / 5));
@@ -87,9 +88,9 @@ export class Quoter {
     book.line = Math.max(0, moved);
     const split = this.chance(0.3);
     return {
-      rid: LINE_RID, st: 'ACTIVE',
-      b: [[split ? book.line : book.line + 1, split ? 90 : 100]],
-      l: [[book.line, split ? 110 : 100]],
+      runnerId: LINE_RID, status: 'ACTIVE',
+      back: [[split ? book.line : book.line + 1, split ? 90 : 100]],
+      lay: [[book.line, split ? 110 : 100]],
     };
   }
 

@@ -8,7 +8,8 @@
  * while a ball is bowled the ball-by-ball markets run (`ball running`).
  */
 import { systemClock, type Clock, type Ticker } from '../lib/clock.js';
-import type { MarketStatus, OddsImage, RunnerOdds, SuspensionReason } from '../odds/messages.js';
+import type { OddsImage, RunnerPrices } from '../odds/image.js';
+import type { MarketStatus, SuspensionReason } from '../odds/messages.js';
 import { isLineType, type LineType, type MarketType } from '../refdata/types.js';
 import { FixtureModel, type MatchEvent } from './model.js';
 import { LINE_RID, MARGIN, Quoter, type Prices } from './quote.js';
@@ -63,28 +64,28 @@ const P_OVERTURNED = 0.3;
 /** A line's share left after a wicket: fewer runs expected. */
 const AFTER_WICKET = 0.93;
 
-interface Book extends Prices {
+interface SimBook extends Prices {
   status: MarketStatus | null; // null until the first image
   /** Why it is suspended or its ball running, as last published. */
-  sr?: SuspensionReason;
+  suspensionReason?: SuspensionReason;
   inPlay: boolean;
   /** Last published ladders, republished unchanged while paused. */
-  r: RunnerOdds[];
+  runners: RunnerPrices[];
   /** The model and its version the ladders were quoted at. */
   model: FixtureModel | undefined;
   version: number;
 }
 
 /** A fixture's model, the tick it last had its chance to move, and the event its markets are suspended for. */
-interface Fixture {
+interface FixtureState {
   readonly model: FixtureModel;
   tick: number;
   hold?: MatchEvent & { ticks: number };
 }
 
 export class Simulator {
-  private readonly books = new Map<string, Book>();
-  private readonly fixtures = new Map<string, Fixture>();
+  private readonly books = new Map<string, SimBook>();
+  private readonly fixtures = new Map<string, FixtureState>();
   private readonly random: () => number;
   private readonly quoter: Quoter;
   private readonly clock: Clock;
@@ -122,9 +123,9 @@ export class Simulator {
       const m = all[(this.cursor + k) % all.length];
       const book = this.bookFor(m);
       if (book && this.advance(m, book, this.fixtureOf(m))) {
-        const image: OddsImage = { mid: m.mid, ts, st: book.status as MarketStatus, ip: m.inPlay, r: book.r };
-        if (book.sr) image.sr = book.sr;
-        if (book.rids.length) image.tv = Math.round(book.tv.reduce((a, b) => a + b, 0) * 100) / 100;
+        const image: OddsImage = { marketId: m.mid, sourceTime: ts, status: book.status as MarketStatus, inPlay: m.inPlay, runners: book.runners };
+        if (book.suspensionReason) image.suspensionReason = book.suspensionReason;
+        if (book.rids.length) image.tradedVolume = Math.round(book.tradedVolumes.reduce((a, b) => a + b, 0) * 100) / 100;
         out.push(image);
         book.inPlay = m.inPlay;
       }
@@ -135,16 +136,16 @@ export class Simulator {
   }
 
   /** A market with neither runners nor a line type (a player-race parent) has no book. */
-  private bookFor(m: SimMarket): Book | undefined {
+  private bookFor(m: SimMarket): SimBook | undefined {
     const opening = m.rids.length || !isLineType(m.type) ? undefined : m.line ?? LINE_START[m.type];
     if (!m.rids.length && !opening) return undefined;
     const book = this.books.get(m.mid);
     // A market listed again after it closed (a demo slot's next fixture) trades from a fresh book.
     if (book && sameRids(book.rids, m.rids) && !(book.status === 'CLOSED' && !m.closed)) return book;
     const start = opening ? this.quoter.int(...opening) : 0;
-    const fresh: Book = {
+    const fresh: SimBook = {
       status: null, inPlay: m.inPlay, rids: [...m.rids], model: undefined, version: 0,
-      line: start, baseLine: start, r: [], tv: m.rids.map(() => 0),
+      line: start, baseLine: start, runners: [], tradedVolumes: m.rids.map(() => 0),
     };
     this.books.set(m.mid, fresh);
     return fresh;
@@ -155,7 +156,7 @@ export class Simulator {
    * and then, which holds its markets suspended a few ticks), and every open market of the fixture
    * then quotes from where it moved to.
    */
-  private fixtureOf(m: SimMarket): Fixture {
+  private fixtureOf(m: SimMarket): FixtureState {
     const key = `${m.eventId} ${m.startTime}`;
     let f = this.fixtures.get(key);
     if (!f) {
@@ -172,50 +173,50 @@ export class Simulator {
   }
 
   /** What follows a suspension: a goal may go to VAR, which may rule it out; otherwise play resumes. */
-  private afterHold(f: Fixture): Fixture['hold'] {
+  private afterHold(f: FixtureState): FixtureState['hold'] {
     if (f.hold?.reason !== 'goal' || !this.quoter.chance(P_VAR)) return undefined;
     if (this.quoter.chance(P_OVERTURNED)) f.model.overturn();
     return { reason: 'VAR', balls: false, ticks: this.quoter.int(...HOLD.VAR) };
   }
 
   /** Moves the book one tick; true when its image changed and must be published. */
-  private advance(m: SimMarket, book: Book, fixture: Fixture): boolean {
+  private advance(m: SimMarket, book: SimBook, fixture: FixtureState): boolean {
     const model = fixture.model;
     if (book.status === 'CLOSED') return false;
     if (m.closed) {
       book.status = 'CLOSED';
-      book.r = (book.rids.length ? book.rids : [LINE_RID]).map((rid) => ({ rid, st: 'ACTIVE', b: [], l: [] }));
+      book.runners = (book.rids.length ? book.rids : [LINE_RID]).map((rid): RunnerPrices => ({ runnerId: rid, status: 'ACTIVE', back: [], lay: [] }));
       return true;
     }
     if (!m.active) {
-      const unchanged = book.status === 'SUSPENDED' && !book.sr && book.inPlay === m.inPlay;
-      if (!book.r.length) book.r = this.quote(m, book, model);
+      const unchanged = book.status === 'SUSPENDED' && !book.suspensionReason && book.inPlay === m.inPlay;
+      if (!book.runners.length) book.runners = this.quote(m, book, model);
       // Inactive is no timed pause, nor an event: it lasts until the market is active again.
       book.status = 'SUSPENDED';
-      book.sr = undefined;
+      book.suspensionReason = undefined;
       return !unchanged;
     }
     const hold = m.inPlay && fixture.hold && (!fixture.hold.balls || BALL_TYPES.has(m.type)) ? fixture.hold : undefined;
     if (hold) {
       const status = hold.balls ? 'BALL_RUNNING' : 'SUSPENDED';
-      if (book.status === status && book.sr === hold.reason) return false;
-      if (!book.r.length) book.r = this.quote(m, book, model);
+      if (book.status === status && book.suspensionReason === hold.reason) return false;
+      if (!book.runners.length) book.runners = this.quote(m, book, model);
       book.status = status;
-      book.sr = hold.reason;
+      book.suspensionReason = hold.reason;
       return true;
     }
     const unchanged = book.status === 'OPEN' && book.inPlay === m.inPlay;
     // A runner market quotes again when its fixture moved; a line moves by itself.
     const moves = book.rids.length ? book.model !== model || book.version !== model.version : this.quoter.chance(m.inPlay ? P_CHANGE.inPlay : P_CHANGE.preMatch);
     if (unchanged && !moves) return false;
-    book.r = this.quote(m, book, model, book.sr);
+    book.runners = this.quote(m, book, model, book.suspensionReason);
     book.status = 'OPEN';
-    book.sr = undefined;
+    book.suspensionReason = undefined;
     return true;
   }
 
   /** The book's quote now; after a ball a line moves, after a wicket it falls. */
-  private quote(m: SimMarket, book: Book, model: FixtureModel, after?: SuspensionReason): RunnerOdds[] {
+  private quote(m: SimMarket, book: SimBook, model: FixtureModel, after?: SuspensionReason): RunnerPrices[] {
     if (!book.rids.length) {
       if (after === 'wicket') book.line = Math.round(book.line * AFTER_WICKET);
       return [this.quoter.line(book, after === 'ball running')];

@@ -48,7 +48,7 @@ export class Batcher {
   }
 
   /** The batch filled so far (possibly empty); the next item starts a new one. */
-  take(): string[] {
+  drain(): string[] {
     const batch = this.items;
     this.items = [];
     this.bytes = 0;

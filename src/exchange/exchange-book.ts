@@ -22,9 +22,9 @@ class RunnerBook {
   readonly bdatb = new Map<number, PriceSize>();
   readonly bdatl = new Map<number, PriceSize>();
   readonly trd = new Map<number, number>();
-  ltp: number | undefined;
+  lastTraded: number | undefined;
   /** The runner's traded volume as the stream last gave it. */
-  tv: number | undefined;
+  tradedVolume: number | undefined;
 }
 
 function byPrice(into: Map<number, number>, levels: PriceVol[]): void {
@@ -46,16 +46,16 @@ export class ExchangeBook {
   /** Index into PUBLISHED of the richest ladder kind seen; PUBLISHED.length while none. */
   private kind: number = PUBLISHED.length;
   /** The market's traded volume as the stream last gave it. */
-  private marketTv: number | undefined;
+  private marketVolume: number | undefined;
 
   /** @param fresh the change replaces everything held (`img: true`, or a change of a SUB_IMAGE). */
   apply(change: MarketChange, fresh = change.img === true): void {
     if (fresh) {
       this.runners.clear();
-      this.marketTv = undefined;
+      this.marketVolume = undefined;
       this.kind = PUBLISHED.length;
     }
-    if (change.tv !== undefined) this.marketTv = change.tv;
+    if (change.tv !== undefined) this.marketVolume = change.tv;
     for (const rc of change.rc ?? []) this.applyRunner(rc);
   }
 
@@ -74,8 +74,8 @@ export class ExchangeBook {
       }
     }
     if (rc.trd) byPrice(book.trd, rc.trd);
-    if (rc.ltp !== undefined) book.ltp = rc.ltp;
-    if (rc.tv !== undefined) book.tv = rc.tv;
+    if (rc.ltp !== undefined) book.lastTraded = rc.ltp;
+    if (rc.tv !== undefined) book.tradedVolume = rc.tv;
   }
 
   /** The best `depth` levels to back, best (highest) first. */
@@ -100,25 +100,25 @@ export class ExchangeBook {
     return [...book[key as ByPosition]].sort((a, b) => a[0] - b[0]).slice(0, depth).map(([, level]) => [...level] as PriceSize);
   }
 
-  ltp(rid: number): number | undefined {
-    return this.runners.get(rid)?.ltp;
+  lastTraded(rid: number): number | undefined {
+    return this.runners.get(rid)?.lastTraded;
   }
 
   /** The runner's traded volume: as the stream gave it, else the sum of its traded volume by price. */
-  tv(rid: number): number | undefined {
+  tradedVolume(rid: number): number | undefined {
     const book = this.runners.get(rid);
     if (!book) return undefined;
-    if (book.tv !== undefined) return book.tv;
+    if (book.tradedVolume !== undefined) return book.tradedVolume;
     return book.trd.size ? round([...book.trd.values()].reduce((a, b) => a + b, 0)) : undefined;
   }
 
   /** The market's traded volume: as the stream gave it, else the sum over its runners. */
-  totalTv(): number | undefined {
-    if (this.marketTv !== undefined) return this.marketTv;
+  marketTradedVolume(): number | undefined {
+    if (this.marketVolume !== undefined) return this.marketVolume;
     let sum: number | undefined;
     for (const rid of this.runners.keys()) {
-      const tv = this.tv(rid);
-      if (tv !== undefined) sum = (sum ?? 0) + tv;
+      const volume = this.tradedVolume(rid);
+      if (volume !== undefined) sum = (sum ?? 0) + volume;
     }
     return sum === undefined ? undefined : round(sum);
   }

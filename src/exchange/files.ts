@@ -106,7 +106,7 @@ export async function* linesOf(file: string, limits: ReadLimits = READ_LIMITS): 
   let held = 0;
   let line = 0;
   let total = 0;
-  const take = (tail: Buffer): string => {
+  const complete = (tail: Buffer): string => {
     const text = (parts.length ? Buffer.concat([...parts, tail]) : tail).toString('utf8');
     parts = [];
     held = 0;
@@ -121,7 +121,7 @@ export async function* linesOf(file: string, limits: ReadLimits = READ_LIMITS): 
       }
       let start = 0;
       for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, start)) {
-        const text = take(chunk.subarray(start, nl));
+        const text = complete(chunk.subarray(start, nl));
         start = nl + 1;
         line++;
         if (text.trim()) yield { file, line, text };
@@ -139,6 +139,6 @@ export async function* linesOf(file: string, limits: ReadLimits = READ_LIMITS): 
     yield { file, line: line + 1, problem: `cannot read on from here, the rest of the file is skipped (${(err as Error).message})` };
     return;
   }
-  const text = take(Buffer.alloc(0));
+  const text = complete(Buffer.alloc(0));
   if (text.trim()) yield { file, line: line + 1, text };
 }

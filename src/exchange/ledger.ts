@@ -3,7 +3,7 @@
  * what it did not get or did not take, with the first reason. Bad data costs only its market,
  * so the summary is by market: one line each, the markets with a problem first.
  */
-export type Outcome =
+export type MarketOutcome =
   /** An image the service acked and did not refuse. */
   | 'published'
   /** An image the adapter kept back because the service's price rules refuse it; the market was sent stale instead. */
@@ -13,10 +13,10 @@ export type Outcome =
   /** An item the service refused (named in its ack's `refused`, or the whole batch). */
   | 'refused';
 
-const OUTCOMES: readonly Outcome[] = ['published', 'withheld', 'unapplied', 'refused'];
-const WORDS: Record<Outcome, string> = { published: 'published', withheld: 'withheld', unapplied: 'not applied', refused: 'refused by the service' };
+const OUTCOMES: readonly MarketOutcome[] = ['published', 'withheld', 'unapplied', 'refused'];
+const WORDS: Record<MarketOutcome, string> = { published: 'published', withheld: 'withheld', unapplied: 'not applied', refused: 'refused by the service' };
 
-type Tally = Record<Outcome, number> & { why?: string };
+type Tally = Record<MarketOutcome, number> & { why?: string };
 
 /** Markets tallied one by one; beyond them (a replay of a whole season) the rest are tallied together. */
 const MAX_MARKETS = 100_000;
@@ -24,9 +24,9 @@ const OTHERS = '(other markets)';
 
 export class Ledger {
   private readonly markets = new Map<string, Tally>();
-  readonly totals: Record<Outcome, number> = { published: 0, withheld: 0, unapplied: 0, refused: 0 };
+  readonly totals: Record<MarketOutcome, number> = { published: 0, withheld: 0, unapplied: 0, refused: 0 };
 
-  record(mid: string, outcome: Outcome, why?: string): void {
+  record(mid: string, outcome: MarketOutcome, why?: string): void {
     this.totals[outcome]++;
     const key = this.markets.has(mid) || this.markets.size < MAX_MARKETS ? mid : OTHERS;
     let tally = this.markets.get(key);

@@ -51,7 +51,7 @@ interface Encoded {
 }
 
 /** An item, or a market's slot; `rendered` once its batch is cut (null: nothing to tell). */
-interface Entry {
+interface OutboxEntry {
   item?: Encoded;
   slot?: string;
   rendered?: Encoded | null;
@@ -88,8 +88,8 @@ function encode(item: IngestItemInput, owner?: string): Encoded {
 
 export class Outbox {
   readonly stats: OutboxStats = { batches: 0, fulls: 0, peakBytes: 0 };
-  private readonly queue = new Fifo<Entry>();
-  private readonly slots = new Map<string, Entry>();
+  private readonly queue = new Fifo<OutboxEntry>();
+  private readonly slots = new Map<string, OutboxEntry>();
   private bytes = 0;
   private full = false;
   private pumping = false;
@@ -122,7 +122,7 @@ export class Outbox {
 
   touch(mid: string): void {
     if (this.slots.has(mid)) return;
-    const entry: Entry = { slot: mid, bytes: SLOT_ESTIMATE };
+    const entry: OutboxEntry = { slot: mid, bytes: SLOT_ESTIMATE };
     this.slots.set(mid, entry);
     this.enqueue(entry);
   }
@@ -140,7 +140,7 @@ export class Outbox {
     await this.opts.publisher.flush();
   }
 
-  private enqueue(entry: Entry): void {
+  private enqueue(entry: OutboxEntry): void {
     this.queue.push(entry);
     this.bytes += entry.bytes;
     if (this.bytes > this.stats.peakBytes) this.stats.peakBytes = this.bytes;
@@ -203,7 +203,7 @@ export class Outbox {
     this.opts.ledger.record(e.mid ?? '(no market)', 'withheld', why);
   }
 
-  private render(entry: Entry): Encoded | null {
+  private render(entry: OutboxEntry): Encoded | null {
     if (entry.rendered !== undefined) return entry.rendered;
     if (this.slots.get(entry.slot!) === entry) this.slots.delete(entry.slot!);
     const item = this.opts.translator.render(entry.slot!);

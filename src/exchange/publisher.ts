@@ -103,7 +103,7 @@ export interface Ack {
   refused: ItemRefusal[];
 }
 
-interface Pending {
+interface InFlight {
   id: number;
   /** The items, encoded and joined: what is sent again after a refusal for a limit. */
   items: string;
@@ -159,9 +159,9 @@ export class Publisher implements IngestListener {
   resent = 0;
   readonly liveMs: number;
   /** What was sent and not yet answered, in order. */
-  private readonly pending: Pending[] = [];
+  private readonly pending: InFlight[] = [];
   /** Refused for a limit, in order: sent again once `pending` is empty. */
-  private readonly held: Pending[] = [];
+  private readonly held: InFlight[] = [];
   private readonly window: Window;
   private readonly backoff = new Backoff(RESEND_BACKOFF.minMs, RESEND_BACKOFF.maxMs);
   private resend: { stop(): void } | undefined;
@@ -293,7 +293,7 @@ export class Publisher implements IngestListener {
   }
 
   /** A batch's ack: one refused for a limit is held to go again; any other answers its caller. */
-  private answered(batch: Pending, msg: Obj, message: string): void {
+  private answered(batch: InFlight, msg: Obj, message: string): void {
     // A heartbeat refused for a limit was heard all the same: only batches of items go again.
     if (msg.status !== 1 && msg.code === 'LIMIT' && !batch.heartbeat) return void this.held.push(batch);
     if (msg.status === 1 && !batch.heartbeat) {
@@ -304,7 +304,7 @@ export class Publisher implements IngestListener {
   }
 
   /** Numbers a batch and sends it; `bytes` is its message's size on the wire. */
-  private transmit(batch: Pending): void {
+  private transmit(batch: InFlight): void {
     batch.id = this.lastId = this.lastId === MAX_ID ? 1 : this.lastId + 1;
     const text = `{"id":${batch.id},"data":[${batch.items}]}`;
     batch.bytes = Buffer.byteLength(text);

@@ -26,6 +26,7 @@
  */
 import { checkPrices, pricingOf } from '../ingest/prices.js';
 import { validateOdds } from '../ingest/validate-odds.js';
+import { oddsItem, type OddsImage, type RunnerPrices } from '../odds/image.js';
 import type { IngestItemInput, PublisherStaleReason, StaleIngestItem } from '../odds/messages.js';
 import type { Catalogue } from './catalogue.js';
 import { changeMid, checkChange, checkMessage } from './check.js';
@@ -81,8 +82,8 @@ interface MarketState {
   terms?: Fields;
   go: boolean;
   settled?: string;
-  /** `pt` of the newest change applied. */
-  pt: number;
+  /** When the exchange published the newest change applied (its message's `pt`): the image's source time. */
+  exchangeTime: number;
   /** The book or definition moved since the service was last sent an image. */
   moved: boolean;
   told: Told;
@@ -194,14 +195,14 @@ export class Translator {
       if (this.late || (s.told !== 'late' && s.told !== 'late image')) return undefined;
     }
     s.moved = false;
-    const image = this.image(mid, s);
-    const refusal = this.refusal(image, s);
+    const item = oddsItem(this.image(mid, s), this.late);
+    const refusal = this.refusal(item, s);
     if (refusal) {
       this.opts.ledger?.record(mid, 'withheld', refusal);
       return this.stale(mid, s, 'unreliable');
     }
     s.told = this.late ? 'late image' : 'image';
-    return image;
+    return item;
   }
 
   private stale(mid: string, s: MarketState, why: PublisherStaleReason): StaleIngestItem | undefined {
@@ -239,17 +240,17 @@ export class Translator {
     return undefined;
   }
 
-  private update(mc: MarketChange, fresh: boolean, pt: number): MarketState {
+  private update(mc: MarketChange, fresh: boolean, exchangeTime: number): MarketState {
     let state = this.markets.get(mc.id);
     if (!state) {
-      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, pt, moved: true, told: 'nothing', broken: undefined };
+      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, exchangeTime, moved: true, told: 'nothing', broken: undefined };
       this.markets.set(mc.id, state);
       this.marketsSeen++;
     }
     if (mc.marketDefinition) this.define(mc.id, state, mc.marketDefinition);
     if (fresh) state.broken = undefined;
     state.book.apply(mc, fresh);
-    state.pt = pt;
+    state.exchangeTime = exchangeTime;
     state.moved = true;
     return state;
   }
@@ -316,20 +317,19 @@ export class Translator {
     }
   }
 
-  private image(mid: string, state: MarketState): IngestItemInput {
+  private image(mid: string, state: MarketState): OddsImage {
     const { def, book } = state;
-    const r = state.runners.map((runner) => {
-      const ltp = book.ltp(runner.id);
-      const tv = book.tv(runner.id);
-      return {
-        rid: runner.id, st: runnerStatus(runner.status), b: book.back(runner.id, IMAGE_DEPTH), l: book.lay(runner.id, IMAGE_DEPTH),
-        ...(ltp === undefined ? {} : { ltp }), ...(tv === undefined ? {} : { tv }),
-      };
+    const runners = state.runners.map((runner) => {
+      const out: RunnerPrices = { runnerId: runner.id, status: runnerStatus(runner.status), back: book.back(runner.id, IMAGE_DEPTH), lay: book.lay(runner.id, IMAGE_DEPTH) };
+      const lastTraded = book.lastTraded(runner.id);
+      const tradedVolume = book.tradedVolume(runner.id);
+      if (lastTraded !== undefined) out.lastTraded = lastTraded;
+      if (tradedVolume !== undefined) out.tradedVolume = tradedVolume;
+      return out;
     });
-    const tv = book.totalTv();
-    return {
-      kind: 'odds', mid, ts: state.pt, st: marketStatus(def.status), ip: def.inPlay, r,
-      ...(tv === undefined ? {} : { tv }), ...(this.late ? { late: true } : {}),
-    };
+    const image: OddsImage = { marketId: mid, sourceTime: state.exchangeTime, status: marketStatus(def.status), inPlay: def.inPlay, runners };
+    const tradedVolume = book.marketTradedVolume();
+    if (tradedVolume !== undefined) image.tradedVolume = tradedVolume;
+    return image;
   }
 }

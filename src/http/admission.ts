@@ -34,10 +34,10 @@ class Gate {
   }
 
   /** The bucket that refused, and which; the pod's bucket is spent only when the source's allowed it. */
-  take(source: string): { scope: 'source' | 'total'; bucket: TokenBucket; rate: number } | undefined {
-    const mine = this.sources?.take(source);
+  spend(source: string): { scope: 'source' | 'total'; bucket: TokenBucket; rate: number } | undefined {
+    const mine = this.sources?.spend(source);
     if (mine) return { scope: 'source', bucket: mine, rate: this.perSource };
-    if (this.total && !this.total.take()) return { scope: 'total', bucket: this.total, rate: this.perPod };
+    if (this.total && !this.total.spend()) return { scope: 'total', bucket: this.total, rate: this.perPod };
     return undefined;
   }
 
@@ -70,7 +70,7 @@ export class Admission {
 
   /** Why a handshake from this source may not open a socket now, or undefined when it may. */
   handshake(source: string): ServiceError | undefined {
-    const no = this.handshakes.take(source);
+    const no = this.handshakes.spend(source);
     if (!no) return undefined;
     this.refusals.admissionRefused(`handshake_${no.scope}`);
     return errors.handshakeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);
@@ -78,7 +78,7 @@ export class Admission {
 
   /** Why a subscribe request from this source may not be served now, or undefined. */
   subscribe(source: string): ServiceError | undefined {
-    const no = this.subscribes.take(source);
+    const no = this.subscribes.spend(source);
     if (!no) return undefined;
     this.refusals.admissionRefused(`subscribe_${no.scope}`);
     return errors.subscribeRate(no.scope, no.rate, no.bucket.retryAfterS(), this.source);

@@ -73,11 +73,11 @@ export class Budgets {
 
   /** Why a message of `bytes` from this socket is refused unread, or undefined when it may be read. */
   spend(keyId: string, socket: TokenBucket, bytes: number): { scope: 'socket' | 'key'; err: ServiceError } | undefined {
-    if (!socket.take()) return { scope: 'socket', err: errors.messageRate('socket', this.limits.perSocket, 'messages') };
+    if (!socket.spend()) return { scope: 'socket', err: errors.messageRate('socket', this.limits.perSocket, 'messages') };
     const k = this.byKey.get(keyId);
     if (!k) return undefined;
-    if (!k.messages.take()) return { scope: 'key', err: errors.messageRate('key', this.limits.keyMessages, 'messages') };
-    if (!k.bytes.take(bytes)) return { scope: 'key', err: errors.messageRate('key', this.limits.keyBytes, 'bytes') };
+    if (!k.messages.spend()) return { scope: 'key', err: errors.messageRate('key', this.limits.keyMessages, 'messages') };
+    if (!k.bytes.spend(bytes)) return { scope: 'key', err: errors.messageRate('key', this.limits.keyBytes, 'bytes') };
     return undefined;
   }
 }

@@ -5,7 +5,7 @@ import { decodeIngestProto } from '../odds/ingest-codec.js';
 import type { Format } from '../odds/book.js';
 import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
-import type { Publisher } from '../hub/hub.js';
+import type { PublisherSocket } from '../hub/hub.js';
 import { refuseRead, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
 import { HELD_PER_WIRE_BYTE, batchOf, readBytes, type Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
@@ -79,7 +79,7 @@ class LiveKey implements PublisherKey {
  * One `/ingest` connection from open, as the hub holds it: its batches in order (its lane,
  * through which the hub revokes and drains it), and the connection as freshness sees it.
  */
-class PublisherSocket implements Publisher {
+class IngestConnection implements PublisherSocket {
   /** Set by the hub once the socket closed: an ack for a batch still running is dropped then. */
   closed = false;
   readonly keyId: string;
@@ -128,7 +128,7 @@ interface PublisherData {
   liveMs: number;
   replay: boolean;
   /** From open: the connection's lane and freshness, and the socket as the hub holds it. */
-  socket?: PublisherSocket;
+  socket?: IngestConnection;
 }
 
 export interface IngestRoutesDeps extends UpgradeDeps {
@@ -171,7 +171,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {
     const feeder = deps.freshness.rest(who.keyId);
     const batch = readBatch(body, type === PROTO_TYPE, deps);
-    const full = deps.keyQueues.take(who.keyId, batch.bytes);
+    const full = deps.keyQueues.spend(who.keyId, batch.bytes);
     if (full) throw full;
     try {
       return JSON.stringify(answer(await ingest.accept(batch.items, { key: keyOf(who.keyId), feeder })));
@@ -190,7 +190,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       { keyId: who.keyId, format, key: keyOf(who.keyId), liveMs: liveness(query.get('live')), replay: replaying(query.get('replay')) }
     ), announced),
     open: (ws) => {
-      deps.hub.open((ws.getUserData().socket = new PublisherSocket(ws, deps)));
+      deps.hub.open((ws.getUserData().socket = new IngestConnection(ws, deps)));
     },
     message: (ws, data, isBinary) => {
       const socket = ws.getUserData().socket!;

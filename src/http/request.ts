@@ -261,7 +261,7 @@ export class Exchange {
       if (declared > limit) drop(errors.tooLarge(limit));
       else {
         // The declared length is counted before a byte is read, so a refused body costs nothing.
-        const full = account?.budget.take(account.source, declared);
+        const full = account?.budget.spend(account.source, declared);
         if (full) return refuse(full);
         counted = declared;
       }
@@ -278,7 +278,7 @@ export class Exchange {
           return;
         }
         if (account && size > counted) {
-          const more = account.budget.take(account.source, size - counted);
+          const more = account.budget.spend(account.source, size - counted);
           if (more) return refuse(more);
           counted = size;
         }

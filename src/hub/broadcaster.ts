@@ -6,7 +6,7 @@ import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock, Ticker } from '../lib/clock.js';
 import { PublishBatch, type Pressure } from './publish-batch.js';
 import { Conflator } from './conflate.js';
-import type { Carried, MarketIndex, Taken } from './market-index.js';
+import type { Carried, MarketIndex, IndexedVariant } from './market-index.js';
 import type { PublishWatcher } from './sweep.js';
 import type { Publishing, Subscriber } from './subscriber.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
@@ -97,17 +97,17 @@ export class Broadcaster implements Pressure, Publishing {
   flush(): void {
     clearImmediate(this.scheduled);
     this.scheduled = undefined;
-    const entries = this.batch.take();
+    const entries = this.batch.drain();
     for (const entry of entries) {
-      const subs = this.deps.index.market(entry.mid);
-      for (const taken of subs?.variants.values() ?? []) {
-        const v = taken.variant;
-        if (v.conflate) this.mark(entry.mid, v.conflate);
-        else this.toTopic(topicOf(v, entry.mid), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), taken.topic);
+      const subs = this.deps.index.market(entry.marketId);
+      for (const indexed of subs?.variants.values() ?? []) {
+        const v = indexed.variant;
+        if (v.conflate) this.defer(entry.marketId, v.conflate);
+        else this.toTopic(topicOf(v, entry.marketId), v.format, v.delta ? entry.deltaFrame(v.format, v.depth) : entry.frame(v.format, 'none', v.depth), indexed.topic);
       }
       // Every live subscriber now holds this entry: the one before it is needed no more.
       entry.prev = undefined;
-      if (subs) this.published(entry.mid);
+      if (subs) this.published(entry.marketId);
     }
     if (entries.length) this.flushed();
     for (const ok of this.waiters.splice(0)) ok();
@@ -136,15 +136,15 @@ export class Broadcaster implements Pressure, Publishing {
    * it can apply: a delta from the image the topic's sockets hold only if that is `entry`, so
    * otherwise the next frame is an image, sent at the end of the interval.
    */
-  joined(mid: string, taken: Taken, entry: BookEntry | undefined): void {
-    const v = taken.variant;
-    if (!v.delta || !v.conflate || !entry || taken.topic.base === entry) return;
-    if (taken.count === 1) {
-      taken.topic.base = entry;
+  joined(mid: string, indexed: IndexedVariant, entry: BookEntry | undefined): void {
+    const v = indexed.variant;
+    if (!v.delta || !v.conflate || !entry || indexed.topic.base === entry) return;
+    if (indexed.count === 1) {
+      indexed.topic.base = entry;
       return;
     }
-    taken.topic.base = undefined;
-    this.mark(mid, v.conflate, 0);
+    indexed.topic.base = undefined;
+    this.defer(mid, v.conflate, 0);
   }
 
   /** A `market`, `result` or `freshness` frame: to every subscriber of the market at once, whatever its variant. */
@@ -154,11 +154,11 @@ export class Broadcaster implements Pressure, Publishing {
     const subs = this.deps.index.market(msg.mid);
     if (!subs) return;
     const frames: Partial<Record<Format, Frame>> = {};
-    for (const taken of subs.variants.values()) {
-      const v = taken.variant;
+    for (const indexed of subs.variants.values()) {
+      const v = indexed.variant;
       // A conflated socket is told a market is live with the image that makes it so, at the end of its interval.
       if (msg.op === 'freshness' && v.conflate && this.conflator.hold(msg, v.conflate)) continue;
-      this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)), taken.topic);
+      this.toTopic(topicOf(v, msg.mid), v.format, (frames[v.format] ??= encodeFor(v.format, msg)), indexed.topic);
     }
     this.published(msg.mid);
     this.flushed();
@@ -181,14 +181,14 @@ export class Broadcaster implements Pressure, Publishing {
     for (const format of FORMATS) this.toTopic(FEED_TOPIC[format], format, encodeFor(format, msg), this.feeds[format], msg.op !== 'clock');
   }
 
-  private mark(mid: string, conflate: number, updates = 1): void {
-    if (this.stopped || !this.conflator.mark(mid, conflate, updates) || this.timers.has(conflate)) return;
+  private defer(mid: string, conflate: number, updates = 1): void {
+    if (this.stopped || !this.conflator.defer(mid, conflate, updates) || this.timers.has(conflate)) return;
     this.timers.set(conflate, this.deps.clock.every(conflate, () => this.conflated(conflate)));
   }
 
-  /** The end of a conflation interval: each market marked in it, once to every variant of the interval. */
+  /** The end of a conflation interval: each market deferred in it, once to every variant of the interval. */
   private conflated(conflate: number): void {
-    const due = this.conflator.take(conflate);
+    const due = this.conflator.drain(conflate);
     if (!due) {
       this.timers.get(conflate)?.stop();
       this.timers.delete(conflate);
@@ -203,17 +203,17 @@ export class Broadcaster implements Pressure, Publishing {
     const entry = this.deps.book.get(mid);
     const subs = this.deps.index.market(mid);
     if (!entry || !subs) return;
-    for (const taken of subs.variants.values()) {
-      const v = taken.variant;
+    for (const indexed of subs.variants.values()) {
+      const v = indexed.variant;
       if (v.conflate !== conflate) continue;
       if (v.delta) {
-        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, taken.topic.base), taken.topic);
-        taken.topic.base = entry;
-      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'cf' : 'none', v.depth), taken.topic);
+        this.toTopic(topicOf(v, mid), v.format, entry.deltaFrame(v.format, v.depth, indexed.topic.base), indexed.topic);
+        indexed.topic.base = entry;
+      } else this.toTopic(topicOf(v, mid), v.format, entry.frame(v.format, thinned ? 'conflated' : 'none', v.depth), indexed.topic);
       this.deps.ledger.conflated(v, mid, entry);
     }
     const live = this.conflator.release(mid, conflate);
-    if (live) for (const taken of subs.variants.values()) if (taken.variant.conflate === conflate) this.toTopic(topicOf(taken.variant, mid), taken.variant.format, encodeFor(taken.variant.format, live), taken.topic);
+    if (live) for (const indexed of subs.variants.values()) if (indexed.variant.conflate === conflate) this.toTopic(topicOf(indexed.variant, mid), indexed.variant.format, encodeFor(indexed.variant.format, live), indexed.topic);
     this.published(mid);
   }
 

@@ -2,9 +2,9 @@ import type { FreshnessMessage } from '../odds/messages.js';
 
 /**
  * Conflation as a queue per interval: a market that changes during an
- * interval is marked, and at the end of the interval its owner (the
+ * interval is deferred, and at the end of the interval its owner (the
  * broadcaster, which runs one timer per interval in use, never one per
- * socket) takes what was marked and sends each market's newest image once to
+ * socket) drains what was deferred and sends each market's newest image once to
  * every variant of that interval. Intervals are presets (session.ts), so
  * there are few of them.
  */
@@ -21,7 +21,7 @@ export class Conflator {
    * interval get it at the end of the interval. True when the interval had nothing queued and no
    * group: its owner starts the interval's timer.
    */
-  mark(mid: string, conflate: number, updates = 1): boolean {
+  defer(mid: string, conflate: number, updates = 1): boolean {
     let dirty = this.groups.get(conflate);
     const started = !dirty;
     if (!dirty) this.groups.set(conflate, (dirty = new Map()));
@@ -30,10 +30,10 @@ export class Conflator {
   }
 
   /**
-   * The markets marked in the interval that just ended, each with how many updates it had; none
+   * The markets deferred in the interval that just ended, each with how many updates it had; none
    * (undefined) when the interval was quiet, and the interval is forgotten, so its timer may stop.
    */
-  take(conflate: number): Map<string, number> | undefined {
+  drain(conflate: number): Map<string, number> | undefined {
     const dirty = this.groups.get(conflate);
     if (!dirty?.size) {
       this.groups.delete(conflate);

@@ -9,7 +9,7 @@ export interface Closable {
 }
 
 /** A publisher socket as the hub sees it: counted against its key, and answering its batches before any close. */
-export interface Publisher {
+export interface PublisherSocket {
   readonly keyId: string;
   readonly conn: Closable;
   /** Set by the hub once the socket closed: nothing may be sent on it then. */
@@ -69,8 +69,8 @@ export interface OpenWatcher {
  * (subscriber.ts); the hub only admits markets to it, under one limit.
  */
 export class Hub {
-  private readonly byKey = new Map<string, Set<Subscriber | Publisher>>();
-  private readonly publishers = new Set<Publisher>();
+  private readonly byKey = new Map<string, Set<Subscriber | PublisherSocket>>();
+  private readonly publishers = new Set<PublisherSocket>();
   private readonly byClient = new Map<string, Set<Subscriber>>();
   private readonly byFormat: Record<Format, Set<Subscriber>> = { json: new Set(), proto: new Set() };
   private readonly watchers: OpenWatcher[] = [];
@@ -101,7 +101,7 @@ export class Hub {
   }
 
   /** A socket opened (uWS's open callback): counted against its key's limit from now on; a subscriber starts. */
-  open(socket: Subscriber | Publisher): void {
+  open(socket: Subscriber | PublisherSocket): void {
     let keyed = this.byKey.get(socket.keyId);
     if (!keyed) this.byKey.set(socket.keyId, (keyed = new Set()));
     keyed.add(socket);
@@ -118,7 +118,7 @@ export class Hub {
   }
 
   /** A socket closed with `code` (uWS's close callback): out of every index; a subscriber takes itself out of the market index. */
-  close(socket: Subscriber | Publisher, code: number): void {
+  close(socket: Subscriber | PublisherSocket, code: number): void {
     if (socket instanceof Subscriber) socket.close(code);
     else socket.closed = true;
     const keyed = this.byKey.get(socket.keyId);
@@ -135,7 +135,7 @@ export class Hub {
   }
 
   /** Closes a socket on the server's initiative; one already closed is left alone (uWS throws on it). */
-  end(socket: Subscriber | Publisher, close: Close): void {
+  end(socket: Subscriber | PublisherSocket, close: Close): void {
     if (socket instanceof Subscriber) socket.end(close.code, close.reason);
     else if (!socket.closed) socket.conn.end(close.code, close.reason);
   }
@@ -168,19 +168,19 @@ export class Hub {
    * Markets it holds pass and cost nothing; a concluded market is left out unless the request
    * `named` it; the rest fit in order while there is room, and any past it make `refused`.
    */
-  admit(s: Subscriber, mids: Iterable<string>, named: ReadonlySet<string> = NONE): { take: string[]; refused?: ServiceError } {
-    const take: string[] = [];
+  admit(s: Subscriber, mids: Iterable<string>, named: ReadonlySet<string> = NONE): { admitted: string[]; refused?: ServiceError } {
+    const admitted: string[] = [];
     const over: string[] = [];
     let room = this.limits.markets - s.size;
     for (const mid of mids) {
-      if (s.takes(mid)) take.push(mid);
+      if (s.has(mid)) admitted.push(mid);
       else if (this.deps.markets.concluded(mid) && !named.has(mid)) continue;
       else if (room > 0) {
         room--;
-        take.push(mid);
+        admitted.push(mid);
       } else over.push(mid);
     }
-    return over.length ? { take, refused: errors.socketMarkets(over, this.limits.markets) } : { take };
+    return over.length ? { admitted, refused: errors.socketMarkets(over, this.limits.markets) } : { admitted };
   }
 
   /** Markets one socket may take: also what bounds a subscribe's `since` as it is decoded. */

@@ -13,23 +13,23 @@ export interface Carried {
 }
 
 /**
- * One variant of a market that subscribers take, and how many take it. The object lives exactly
- * as long as someone takes the variant, so what hangs on it cannot outgrow the subscriptions.
+ * One variant of a market in the index, and how many subscribers have it. The object lives exactly
+ * as long as someone has the variant, so what hangs on it cannot outgrow the subscriptions.
  */
-export interface Taken {
+export interface IndexedVariant {
   readonly variant: Variant;
   readonly count: number;
   /** Its topic, as the broadcaster writes it: the bytes it carried, and for conflated deltas the image its sockets hold. */
   readonly topic: Carried & { base: BookEntry | undefined };
 }
 
-/** A market's takers as others see them: only subscribers change who takes a market, through the index. */
-export interface MarketTakers<S> {
+/** A market's entry as others see it: only subscribers change who has a market, through the index. */
+export interface MarketEntry<S> {
   readonly subscribers: ReadonlySet<S>;
-  readonly variants: ReadonlyMap<string, Taken>;
+  readonly variants: ReadonlyMap<string, IndexedVariant>;
 }
 
-interface Takers<S> {
+interface IndexEntry<S> {
   readonly subscribers: Set<S>;
   readonly variants: Map<string, { readonly variant: Variant; count: number; readonly topic: Carried & { base: BookEntry | undefined } }>;
 }
@@ -38,40 +38,40 @@ interface Takers<S> {
 export type FilterKind = 'events' | 'sports';
 
 /**
- * Who takes each market, and whose filters cover each event and sport: an index derived from the
- * subscribers, each of which writes its own entries through `take`, `drop` and `filter` as its
+ * Who has each market, and whose filters cover each event and sport: an index derived from the
+ * subscribers, each of which writes its own entries through `add`, `drop` and `filter` as its
  * subscriptions change, and removes them all when it closes. Nobody else writes it; the
  * broadcaster reads it to know which topics to publish to. The subscriber's type is a parameter
  * (the service's is `MarketIndex<Subscriber>`), so the subscriber knows the index without the
  * index knowing it back.
  */
 export class MarketIndex<S> {
-  private readonly markets = new Map<string, Takers<S>>();
+  private readonly markets = new Map<string, IndexEntry<S>>();
   /** Each filter's variant, and its narrowing (undefined: every market of its event or sport). */
   private readonly filters: Record<FilterKind, Map<number, Map<S, { v: Variant; narrowing: Narrowing | undefined }>>> = { events: new Map(), sports: new Map() };
 
-  /** `s` takes `mid` as `v`: its variant's entry, made on the first taker. */
-  take(s: S, mid: string, v: Variant): Taken {
+  /** `s` subscribed to `mid` as `v`: its variant's entry, made on the first to have it. */
+  add(s: S, mid: string, v: Variant): IndexedVariant {
     let m = this.markets.get(mid);
     if (!m) this.markets.set(mid, (m = { subscribers: new Set(), variants: new Map() }));
     m.subscribers.add(s);
-    let taken = m.variants.get(v.key);
-    if (taken) taken.count++;
-    else m.variants.set(v.key, (taken = { variant: v, count: 1, topic: { bytes: 0, base: undefined } }));
-    return taken;
+    let indexed = m.variants.get(v.key);
+    if (indexed) indexed.count++;
+    else m.variants.set(v.key, (indexed = { variant: v, count: 1, topic: { bytes: 0, base: undefined } }));
+    return indexed;
   }
 
-  /** `s` no longer takes `mid` as `v`. */
+  /** `s` no longer has `mid` as `v`. */
   drop(s: S, mid: string, v: Variant): void {
     const m = this.markets.get(mid);
     if (!m) return;
     m.subscribers.delete(s);
-    const taken = m.variants.get(v.key);
-    if (taken && --taken.count === 0) m.variants.delete(v.key);
+    const indexed = m.variants.get(v.key);
+    if (indexed && --indexed.count === 0) m.variants.delete(v.key);
     if (m.subscribers.size === 0) this.markets.delete(mid);
   }
 
-  market(mid: string): MarketTakers<S> | undefined {
+  market(mid: string): MarketEntry<S> | undefined {
     return this.markets.get(mid);
   }
 

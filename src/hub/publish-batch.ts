@@ -34,7 +34,7 @@ export class PublishBatch {
   /** Queues an image; true when the queue was empty, so its owner schedules a drain. */
   add(entry: BookEntry): boolean {
     this.queue.push(entry);
-    this.mids.add(entry.mid);
+    this.mids.add(entry.marketId);
     return this.queue.length === 1;
   }
 
@@ -43,7 +43,7 @@ export class PublishBatch {
   }
 
   /** Everything queued, in order, leaving the queue empty. */
-  take(): BookEntry[] {
+  drain(): BookEntry[] {
     const queue = this.queue;
     this.queue = [];
     this.mids.clear();

@@ -75,7 +75,7 @@ export class SocketSubscriptions {
   /** Answers the request: refused with nothing changed, or the ack and then each market's image. */
   subscribe(s: Subscriber, req: SubscribeRequest): void {
     const { hub, book } = this.deps;
-    const { take, refused } = hub.admit(s, this.covered(req), new Set(req.marketIds));
+    const { admitted, refused } = hub.admit(s, this.covered(req), new Set(req.marketIds));
     if (refused) return s.send(refusal(req.requestId, refused));
     const moreFilters = req.eventIds.filter((eid) => !s.filtersOf('events').has(eid)).length + req.sportIds.filter((si) => !s.filtersOf('sports').has(si)).length;
     if (s.filtersOf('events').size + s.filtersOf('sports').size + moreFilters > MAX_FILTERS) {
@@ -85,10 +85,10 @@ export class SocketSubscriptions {
     for (const eid of req.eventIds) s.setFilter('events', eid, v, req.narrowing);
     for (const si of req.sportIds) s.setFilter('sports', si, v, req.narrowing);
     const filters = req.eventIds.length || req.sportIds.length;
-    const ack: AckMessage = { op: 'ack', id: req.requestId, status: 1, message: `Subscribed from ${describe(req)}${filters ? ` (${take.length} markets)` : ''}` };
+    const ack: AckMessage = { op: 'ack', id: req.requestId, status: 1, message: `Subscribed from ${describe(req)}${filters ? ` (${admitted.length} markets)` : ''}` };
     if (req.resume) {
       let current = 0;
-      for (const mid of take) {
+      for (const mid of admitted) {
         const e = book.get(mid);
         if (e && heldBy(req.resume, e)) current++;
       }
@@ -96,7 +96,7 @@ export class SocketSubscriptions {
     }
     // The ack goes first; each market's image right after it, before any newer frame.
     s.send(ack);
-    s.subscribe(take, v, req.resume);
+    s.subscribe(admitted, v, req.resume);
   }
 
   /** Answers the request with its ack; then the markets that went with an event or sport are listed, so a client knows what to drop. */
@@ -118,10 +118,10 @@ export class SocketSubscriptions {
     const facts = model.factsOf(mid);
     if (!facts) return;
     for (const [s, v] of index.filtered(eid, si, facts)) {
-      if (s.takes(mid)) continue;
-      const { take, refused } = hub.admit(s, [mid]);
+      if (s.has(mid)) continue;
+      const { admitted, refused } = hub.admit(s, [mid]);
       if (refused) s.send(notice(refused));
-      else s.subscribe(take, v);
+      else s.subscribe(admitted, v);
     }
   }
 
@@ -142,12 +142,12 @@ export class SocketSubscriptions {
   private covered(req: MarketsRequest & { narrowing?: Narrowing }): Set<string> {
     const { model } = this.deps;
     const out = new Set(req.marketIds);
-    const take = (mid: string) => {
+    const cover = (mid: string) => {
       const facts = req.narrowing && model.factsOf(mid);
       if (!req.narrowing || (facts && passes(req.narrowing, facts))) out.add(mid);
     };
-    for (const eid of req.eventIds) for (const mid of model.eventMarkets(eid)) take(mid);
-    for (const si of req.sportIds) for (const mid of model.sportMarkets(si)) take(mid);
+    for (const eid of req.eventIds) for (const mid of model.eventMarkets(eid)) cover(mid);
+    for (const si of req.sportIds) for (const mid of model.sportMarkets(si)) cover(mid);
     return out;
   }
 }

@@ -3,7 +3,7 @@ import type { FreshnessMessage, MarketStateMessage, ResultMessage } from '../odd
 /** The frames kept per market, each the last of its kind. */
 export type StateMessage = MarketStateMessage | ResultMessage | FreshnessMessage;
 
-interface Held {
+interface KeptStates {
   market?: MarketStateMessage;
   marketRev: number;
   result?: ResultMessage;
@@ -23,7 +23,7 @@ interface Held {
  * and by the freshness owner, and a socket behind is owed these same frames.
  */
 export class MarketStates {
-  private readonly held = new Map<string, Held>();
+  private readonly held = new Map<string, KeptStates>();
   private rev = 0;
 
   get revision(): number {

@@ -7,7 +7,7 @@ import type { OddsMetrics } from '../metrics/odds.js';
 import type { Clock } from '../lib/clock.js';
 import type { TokenBucket } from '../lib/token-bucket.js';
 import type { Holding, Joining, SocketLedger } from '../record/ledger.js';
-import type { Carried, FilterKind, MarketIndex, Taken } from './market-index.js';
+import type { Carried, FilterKind, MarketIndex, IndexedVariant } from './market-index.js';
 import type { Narrowing } from './narrowing.js';
 import type { MarketStates } from './states.js';
 import { FEED_TOPIC, topicOf, wireBytes, type Variant } from './variant.js';
@@ -34,7 +34,7 @@ export interface Publishing {
   /** The image the topic of `mid` for `v` has handed its sockets; none while a newer one waits to go out. */
   handed(mid: string, v: Variant): BookEntry | undefined;
   /** A socket joined a topic holding `entry`: a conflated delta topic's next frame must be one it can apply. */
-  joined(mid: string, taken: Taken, entry: BookEntry | undefined): void;
+  joined(mid: string, indexed: IndexedVariant, entry: BookEntry | undefined): void;
   /** The feed status a socket opening now is told, and what its format's feed topic carried. */
   readonly feed: FeedStatus;
   feedTopic(format: Format): Carried;
@@ -81,21 +81,21 @@ export interface SubscriberDeps {
 /** One market a subscriber takes: how, its topic's entry, and the topic's bytes when it joined it. */
 interface Sub {
   readonly variant: Variant;
-  readonly taken: Taken;
+  readonly indexed: IndexedVariant;
   base: number;
 }
 
 /** What the client holds of a market: its numbering. */
-type Held = { readonly epoch: string; readonly seq: number } | undefined;
+type HeldPosition = { readonly epoch: string; readonly seq: number } | undefined;
 
 /**
  * A market off its topic, owed its newest image: what the client holds of it (nothing, for a new
  * subscription), since when, and why. A new subscription owes only the market's staleness with
  * its image; one that fell behind owes every `market`, `result` and `freshness` frame newer than
- * `stateRev` too, and its image is marked `con`.
+ * `stateRev` too, and its image goes as `skipped` (`con` on the wire).
  */
 interface Owed {
-  held: Held;
+  held: HeldPosition;
   readonly since: number;
   readonly stateRev: number | undefined;
 }
@@ -271,7 +271,8 @@ export class Subscriber {
     for (const [mid, s] of this.subs) yield [mid, s.variant];
   }
 
-  takes(mid: string): boolean {
+  /** Whether it is subscribed to the market, however it was added. */
+  has(mid: string): boolean {
     return this.subs.has(mid);
   }
 
@@ -282,8 +283,8 @@ export class Subscriber {
   carried(mid: string): void {
     const s = this.subs.get(mid);
     if (!s || this.owed.has(mid)) return;
-    this.settled += s.taken.topic.bytes - s.base;
-    s.base = s.taken.topic.bytes;
+    this.settled += s.indexed.topic.bytes - s.base;
+    s.base = s.indexed.topic.bytes;
   }
 
   get size(): number {
@@ -339,7 +340,7 @@ export class Subscriber {
       if (was && !this.owed.has(mid)) this.leave(mid, was);
       if (was?.variant.key !== v.key) {
         if (was) this.deps.index.drop(this, mid, was.variant);
-        this.subs.set(mid, { variant: v, taken: this.deps.index.take(this, mid, v), base: 0 });
+        this.subs.set(mid, { variant: v, indexed: this.deps.index.add(this, mid, v), base: 0 });
       }
       this.lost.delete(mid);
       // Owed afresh, last: what it asked for now goes after what it was owed before; state frames it missed behind are still owed.
@@ -588,7 +589,7 @@ export class Subscriber {
 
   /**
    * As many owed markets as its window has room for, each once, in order: the newest image of
-   * each that moved (after its `freshness` when stale; `con` when it fell behind), the `market`
+   * each that moved (after its `freshness` when stale; marked skipped when it fell behind), the `market`
    * and `result` frames that changed, then back on its topic. With nothing owed left, the
    * markets it lost meanwhile, in one `unsubscribed`. Then a probe, so the next round goes once
    * this one is read.
@@ -632,7 +633,7 @@ export class Subscriber {
     const sent = e !== undefined && (o.held?.epoch !== e.epoch || o.held.seq !== e.seq);
     if (sent) {
       if (o.held && o.stateRev !== undefined) metrics.framesSkipped.inc(o.held.epoch === e.epoch ? e.seq - o.held.seq : 1);
-      this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'con', s.variant.depth));
+      this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'skipped', s.variant.depth));
     }
     for (const msg of since) if (msg.op !== 'freshness') this.send(msg);
     // A market taken afresh is told its terms after its image, so every subscriber holds them (one behind was sent what changed).
@@ -720,21 +721,21 @@ export class Subscriber {
   }
 
   /** What the client holds of a market it takes: what it held when it was owed the market, else what the market's topic handed it. */
-  private holds(mid: string, s: Sub): Held {
+  private holds(mid: string, s: Sub): HeldPosition {
     return this.owed.has(mid) ? this.owed.get(mid)!.held : this.deps.publishing.handed(mid, s.variant);
   }
 
   /** On the market's topic from now on, counting what it carries from here. */
   private join(mid: string, s: Sub, entry: BookEntry | undefined): void {
     if (this.ending) return;
-    s.base = s.taken.topic.bytes;
+    s.base = s.indexed.topic.bytes;
     this.conn.subscribe(topicOf(s.variant, mid));
-    this.deps.publishing.joined(mid, s.taken, entry);
+    this.deps.publishing.joined(mid, s.indexed, entry);
   }
 
   /** Off the market's topic: what it carried meanwhile counts as sent. */
   private leave(mid: string, s: Sub): void {
-    this.settled += s.taken.topic.bytes - s.base;
+    this.settled += s.indexed.topic.bytes - s.base;
     if (!this.ended) this.conn.unsubscribe(topicOf(s.variant, mid));
   }
 }

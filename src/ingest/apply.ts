@@ -5,7 +5,7 @@ import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, typ
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
 export class ApplyError extends Error {}
 
-export type Outcome = 'inserted' | 'updated';
+export type WriteOutcome = 'inserted' | 'updated';
 export type Client = Pick<pg.PoolClient, 'query'>;
 type Columns = Record<string, unknown>;
 
@@ -14,7 +14,7 @@ type Columns = Record<string, unknown>;
  * (the columns keep the wire's short names: this is where the domain's names
  * meet them); every value travels as a parameter.
  */
-interface Target {
+interface RowWrite {
   table: string;
   key: [string, unknown];
   /** The columns the item carries: written on create and on update. */
@@ -33,7 +33,7 @@ function defined(cols: Columns): Columns {
 }
 
 /** The guard as a condition on the existing row, its value added to params. */
-function guarded(t: Target, params: unknown[]): string | undefined {
+function guarded(t: RowWrite, params: unknown[]): string | undefined {
   if (!t.guard) return undefined;
   params.push(t.guard.value);
   return `${t.table}.${t.guard.column} IS NOT DISTINCT FROM $${params.length}`;
@@ -44,7 +44,7 @@ function guarded(t: Target, params: unknown[]): string | undefined {
  * there, in one statement: two transactions creating one row at once queue on
  * its key instead of both inserting.
  */
-async function upsert(db: Client, t: Target): Promise<Outcome> {
+async function upsert(db: Client, t: RowWrite): Promise<WriteOutcome> {
   const set = defined(t.given);
   const create = { ...defined(t.createOnly ?? {}), ...set };
   const missing = t.required.filter((r) => !(r in create));
@@ -66,7 +66,7 @@ async function upsert(db: Client, t: Target): Promise<Outcome> {
 }
 
 /** An item without the keys to create its row may only change a row that exists. */
-async function update(db: Client, t: Target, set: Columns, missing: string[]): Promise<Outcome> {
+async function update(db: Client, t: RowWrite, set: Columns, missing: string[]): Promise<WriteOutcome> {
   const names = Object.keys(set);
   const params = [t.key[1], ...Object.values(set)];
   const condition = guarded(t, params);
@@ -99,7 +99,7 @@ async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promi
 
 const info = (o: { info?: unknown }): Columns => (o.info !== undefined ? { has_if: true, info: o.info === null ? null : JSON.stringify(o.info) } : {});
 
-async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise<Outcome> {
+async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise<WriteOutcome> {
   if (e.leagueName !== undefined) {
     const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.id])).rows[0];
     const li = e.leagueId ?? current?.li;
@@ -123,7 +123,7 @@ async function applyNested(db: Client, parent: string, eid: number, list: Nested
   }
 }
 
-async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
+async function applyMarket(db: Client, m: MarketItem): Promise<WriteOutcome> {
   const given = {
     eid: m.eventId, na: m.name, ty: m.type, s: m.isActive, go: m.concluded, rt: m.recalled, di: m.displayOrder, bl: m.ball,
     ...info(m), ...(m.runners ? { has_r: true } : {}),
@@ -152,7 +152,7 @@ async function applyMarket(db: Client, m: MarketItem): Promise<Outcome> {
 /** A time in ms as the timestamptz column takes it; null stays null (it clears the column). */
 const at = (ms: number | null | undefined): Date | null | undefined => (typeof ms === 'number' ? new Date(ms) : ms);
 
-async function applyResult(db: Client, r: ResultItem): Promise<Outcome> {
+async function applyResult(db: Client, r: ResultItem): Promise<WriteOutcome> {
   const market = (await db.query<{ mt: string; rids: string[] }>(
     `SELECT coalesce(m.ty, p.ty) AS mt, array(SELECT x.rid FROM runners x WHERE x.mid = m.mid) AS rids
      FROM markets m LEFT JOIN markets p ON p.mid = m.parent_mid WHERE m.mid = $1`, [r.marketId])).rows[0];
@@ -182,7 +182,7 @@ async function applyRunnerTerms(db: Client, mid: string, r: RunnerTermsChange): 
 }
 
 /** A market's terms, and its runners' terms runner by runner: only a top-level market's, only its own runners'. */
-async function applyTerms(db: Client, item: TermsItem): Promise<Outcome> {
+async function applyTerms(db: Client, item: TermsItem): Promise<WriteOutcome> {
   const market = (await db.query<{ nested: boolean; rids: string[] }>(
     `SELECT m.parent_mid IS NOT NULL AS nested, array(SELECT r.rid FROM runners r WHERE r.mid = m.mid) AS rids FROM markets m WHERE m.mid = $1`,
     [item.marketId])).rows[0];
@@ -223,7 +223,7 @@ export const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms
  * reload with it), so the writer can have this pod show them before it acks.
  * Throws ApplyError for a problem with the item itself.
  */
-export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>): Promise<Outcome> {
+export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>): Promise<WriteOutcome> {
   keys?.add(modelKey(item));
   try {
     switch (item.kind) {

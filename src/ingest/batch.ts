@@ -1,12 +1,13 @@
 import type { ServiceError } from '../errors.js';
-import type { OddsImage, PublisherStaleReason } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
+import type { PublisherStaleReason } from '../odds/messages.js';
 import type { MarketType } from '../refdata/types.js';
 
 /** A `suspend` item: every market of an event (of some types) suspended at once, with why. */
 export interface BetStop {
-  eid: number;
-  sr: string;
-  ts: number;
+  eventId: number;
+  suspensionReason: string;
+  sourceTime: number;
   types?: ReadonlySet<MarketType>;
 }
 import type { ReferenceItem } from './items.js';
@@ -92,7 +93,7 @@ function heldBytes(items: BatchItems): number {
   if ('refusal' in items) return 0;
   let parts = 0;
   for (const { read } of items.odds) {
-    if ('image' in read) for (const r of read.image.r) parts += 1 + r.b.length + r.l.length;
+    if ('image' in read) for (const r of read.image.runners) parts += 1 + r.back.length + r.lay.length;
   }
   for (const [, item] of items.reference) {
     if (item.kind !== 'market') continue;

@@ -28,7 +28,7 @@ export const text = (max: number) => (v: unknown, key: string): string => {
 };
 export const flag = (v: unknown, key: string): boolean => (typeof v === 'boolean' ? v : fail(key, 'must be true or false'));
 export const id = (v: unknown, key: string): number => (isPositiveId(v) ? v : fail(key, 'must be a positive integer'));
-export const mid = (v: unknown, key: string): string => (isMarketId(v) ? v : fail(key, 'must match [A-Za-z0-9._:-]{1,64}'));
+export const marketId = (v: unknown, key: string): string => (isMarketId(v) ? v : fail(key, 'must match [A-Za-z0-9._:-]{1,64}'));
 export const nullable = <T>(check: (v: unknown, key: string) => T) => (v: unknown, key: string): T | null => (v === null ? null : check(v, key));
 /** The display ID column is a Postgres integer. */
 export const integer = (v: unknown, key: string): number =>

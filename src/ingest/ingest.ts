@@ -10,7 +10,7 @@ import type { OddsMetrics, SportDelays } from '../metrics/odds.js';
 import { errors, isDatabaseError, type ServiceError } from '../errors.js';
 import { isMarketId } from '../refdata/ids.js';
 import { writeReference, type PublisherKey } from './write.js';
-import type { Outcome } from './apply.js';
+import type { WriteOutcome } from './apply.js';
 import { describe } from './items.js';
 import { validateReference } from './validate.js';
 import { validateOddsItem, validateStale, validateSuspend } from './validate-odds.js';
@@ -133,17 +133,17 @@ export class Ingest {
       // simulator batch that was still in flight (waiting on Postgres) then drops them, so no
       // simulator image is ever numbered after an outside one and overwrites it.
       let odds = judged.images;
-      if (from === 'simulator') odds = odds.filter((o) => !outside.has(o.image.mid));
-      else for (const o of odds) outside.claim(o.image.mid);
+      if (from === 'simulator') odds = odds.filter((o) => !outside.has(o.image.marketId));
+      else for (const o of odds) outside.claim(o.image.marketId);
       // What subscribers hold of each market once the batch is out: its last image in the batch.
       const last = new Map<string, AcceptedImage>();
-      for (const o of odds) last.set(o.image.mid, o);
+      for (const o of odds) last.set(o.image.marketId, o);
       // A market whose last image is late is told stale before that image goes out, so no socket takes it for live.
-      for (const o of last.values()) if (o.late) this.deps.freshness.fed(feeder, o.image.mid, true, o.image.ts);
+      for (const o of last.values()) if (o.late) this.deps.freshness.fed(feeder, o.image.marketId, true, o.image.sourceTime);
       const published = odds.length ? this.deps.relay.publish(odds.map((o) => o.image), Date.now()) : undefined;
       // Each image is in the book (and queued for sockets) here before the notice that it is live.
       if (published) await published;
-      this.freshen(feeder, odds.filter((o) => last.get(o.image.mid) === o), judged);
+      this.freshen(feeder, odds.filter((o) => last.get(o.image.marketId) === o), judged);
       const result = this.tally(items, odds, judged, outcomes, arrived, t0);
       metrics.ingestBatches.inc({ outcome: 'ok' });
       this.deps.monitor.heard();
@@ -166,7 +166,7 @@ export class Ingest {
   }
 
   /** The batch's items in the metrics, and its ack's counts. */
-  private tally(items: ReadItems, odds: readonly AcceptedImage[], judged: JudgedOdds, outcomes: readonly Outcome[], arrived: number, t0: number): IngestResult {
+  private tally(items: ReadItems, odds: readonly AcceptedImage[], judged: JudgedOdds, outcomes: readonly WriteOutcome[], arrived: number, t0: number): IngestResult {
     const { metrics } = this.deps;
     if (odds.length) {
       metrics.oddsIngested.inc(odds.length);
@@ -174,7 +174,7 @@ export class Ingest {
       this.observeDelays(odds, arrived, (performance.now() - t0) / 1000);
     }
     for (const [, item] of items.reference) metrics.ingestItems.inc({ kind: item.kind });
-    if (judged.marks.length) metrics.ingestItems.inc({ kind: 'stale' }, judged.marks.length);
+    if (judged.stale.length) metrics.ingestItems.inc({ kind: 'stale' }, judged.stale.length);
     const inserted = outcomes.filter((o) => o === 'inserted').length;
     const refused = judged.refused.map(({ i, mid, message }) => ({ i, mid, message }));
     return { count: items.count - refused.length, inserted, updated: outcomes.length - inserted, refused };
@@ -189,8 +189,8 @@ export class Ingest {
   private freshen(feeder: Feeder | undefined, odds: readonly AcceptedImage[], judged: JudgedOdds): void {
     const { freshness } = this.deps;
     const steps: [number, () => void][] = [
-      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.mid, o.late, o.image.ts)]),
-      ...judged.marks.map((m): [number, () => void] => [m.i, () => freshness.marked(feeder, m.mid, m.why)]),
+      ...odds.map((o): [number, () => void] => [o.i, () => freshness.fed(feeder, o.image.marketId, o.late, o.image.sourceTime)]),
+      ...judged.stale.map((m): [number, () => void] => [m.i, () => freshness.marked(feeder, m.mid, m.why)]),
       ...judged.refused.filter((r) => r.known).map((r): [number, () => void] => [r.i, () => freshness.refused(feeder, r.mid)]),
     ];
     for (const [, step] of steps.sort((a, b) => a[0] - b[0])) step();
@@ -204,10 +204,10 @@ export class Ingest {
   private observeDelays(odds: readonly AcceptedImage[], arrived: number, ingestSeconds: number): void {
     const published = Date.now();
     const sports = new Set<SportDelays>();
-    for (const { image: o } of odds) {
-      const d = this.deps.metrics.delays(this.deps.model.sportOf(o.mid) ?? 'unknown');
-      d.sourceToIngest.observe(Math.max(0, arrived - o.ts) / 1000);
-      d.sourceToPublish.observe(Math.max(0, published - o.ts) / 1000);
+    for (const { image } of odds) {
+      const d = this.deps.metrics.delays(this.deps.model.sportOf(image.marketId) ?? 'unknown');
+      d.sourceToIngest.observe(Math.max(0, arrived - image.sourceTime) / 1000);
+      d.sourceToPublish.observe(Math.max(0, published - image.sourceTime) / 1000);
       sports.add(d);
     }
     for (const d of sports) d.ingestToPublish.observe(ingestSeconds);

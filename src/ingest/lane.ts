@@ -69,7 +69,7 @@ export class Lane {
 
   /** Runs a batch after those before it; resolves with its result, or rejects with why it was refused or failed. */
   submit(batch: Batch): Promise<IngestResult> {
-    const refusal = this.boundRefusal(batch.bytes) ?? this.deps.keys.take(this.deps.keyId, batch.bytes);
+    const refusal = this.boundRefusal(batch.bytes) ?? this.deps.keys.spend(this.deps.keyId, batch.bytes);
     // A refusal is answered in its place too, so acks always come back in the order sent; past
     // twice the bound (a publisher ignoring its acks) order gives way to bounded memory.
     if (refusal && this.inFlight() >= 2 * this.deps.limits.maxInFlight) return Promise.reject(refusal);

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { ItemRefusal, OddsImage, PublisherStaleReason } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
+import type { ItemRefusal, PublisherStaleReason } from '../odds/messages.js';
 import type { ReadModel } from '../refdata/model.js';
 import type { MarketType } from '../refdata/types.js';
 import { asDatabaseError } from '../db/pool.js';
@@ -22,7 +23,7 @@ export interface AcceptedImage {
 }
 
 /** A `stale` item accepted: its index in the batch, the market and the reason its publisher gives. */
-export interface Mark {
+export interface AcceptedStale {
   i: number;
   mid: string;
   why: PublisherStaleReason;
@@ -36,7 +37,7 @@ export interface RefusedItem extends ItemRefusal {
 /** A batch's odds and stale items, judged one by one. */
 export interface JudgedOdds {
   images: AcceptedImage[];
-  marks: Mark[];
+  stale: AcceptedStale[];
   refused: RefusedItem[];
 }
 
@@ -72,7 +73,7 @@ export class OddsJudge {
       return c.mid === undefined ? undefined : created.get(c.mid) ?? this.modelPricing(c.mid);
     });
     const stored = await this.lookUp(odds.filter((c, k) => priced[k] === undefined && c.mid !== undefined).map((c) => c.mid!));
-    const out: JudgedOdds = { images: [], marks: [], refused: [] };
+    const out: JudgedOdds = { images: [], stale: [], refused: [] };
     /** The newest source time accepted in this batch per market: the batch's images must keep its order too. */
     const newest = new Map<string, number>();
     let stopped = 0;
@@ -89,9 +90,9 @@ export class OddsJudge {
       if (time && 'error' in time) error = time.error;
       if (error) out.refused.push({ i: c.i, mid: c.mid ?? '', message: `${c.where}: ${error}`, known: how !== undefined });
       else if ('image' in read) {
-        newest.set(read.image.mid, read.image.ts);
+        newest.set(read.image.marketId, read.image.sourceTime);
         out.images.push({ i: c.i, image: read.image, late: read.late || (time !== undefined && 'late' in time && time.late) });
-      } else out.marks.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
+      } else out.stale.push({ i: c.i, ...(read as { mid: string; why: PublisherStaleReason }) });
     }
     return out;
   }
@@ -106,15 +107,15 @@ export class OddsJudge {
    * Returns the images it publishes.
    */
   private stop(i: number, where: string, s: BetStop, out: JudgedOdds, feeder: Feeder | undefined, room: number, newest: Map<string, number>): number {
-    const time = this.times.judge(s.ts, undefined, feeder?.replay ?? false);
-    const error = !this.model.event(s.eid) ? `event ${s.eid} is not known` : 'error' in time ? time.error : undefined;
+    const time = this.times.judge(s.sourceTime, undefined, feeder?.replay ?? false);
+    const error = !this.model.event(s.eventId) ? `event ${s.eventId} is not known` : 'error' in time ? time.error : undefined;
     const held: OddsImage[] = [];
     // Counted only as far as the room: past it the item is refused, however many more it names.
-    for (const mid of error ? [] : this.model.eventMarkets(s.eid)) {
+    for (const mid of error ? [] : this.model.eventMarkets(s.eventId)) {
       const image = this.held.image(mid);
       const type = this.model.factsOf(mid)?.type;
       const prior = newest.get(mid) ?? feeder?.times.get(mid);
-      if (!image || image.st === 'CLOSED' || (prior !== undefined && s.ts < prior)) continue;
+      if (!image || image.status === 'CLOSED' || (prior !== undefined && s.sourceTime < prior)) continue;
       if ((!s.types || (type !== undefined && s.types.has(type))) && held.push(image) > room) break;
     }
     const over = held.length > room ? `it would suspend more markets than the ${room} of the ${this.maxStopped} images a batch's suspend items may publish in all that are left (INGEST_MAX_ITEMS)` : undefined;
@@ -123,15 +124,15 @@ export class OddsJudge {
       return 0;
     }
     for (const image of held) {
-      newest.set(image.mid, s.ts);
-      out.images.push({ i, image: { ...image, ts: s.ts, st: 'SUSPENDED', sr: s.sr }, late: 'late' in time && time.late });
+      newest.set(image.marketId, s.sourceTime);
+      out.images.push({ i, image: { ...image, sourceTime: s.sourceTime, status: 'SUSPENDED', suspensionReason: s.suspensionReason }, late: 'late' in time && time.late });
     }
     return held.length;
   }
 
   /** An image's source time, judged against the newest its publisher sent for its market (in this batch, else before). */
   private time(image: OddsImage, newest: ReadonlyMap<string, number>, feeder: Feeder | undefined) {
-    return this.times.judge(image.ts, newest.get(image.mid) ?? feeder?.times.get(image.mid), feeder?.replay ?? false);
+    return this.times.judge(image.sourceTime, newest.get(image.marketId) ?? feeder?.times.get(image.marketId), feeder?.replay ?? false);
   }
 
   /** How a market item leaves its market's pricing: a partial one changes only what it carries, the rest is as the model holds it. */

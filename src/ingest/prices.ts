@@ -1,4 +1,5 @@
-import type { OddsImage, PriceSize } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
+import type { PriceSize } from '../odds/messages.js';
 import { isLineType, type MarketType } from '../refdata/types.js';
 
 /**
@@ -18,25 +19,25 @@ const RATE = { min: 1, max: 1000 } as const;
 
 interface Range { min: number; max: number; what: string }
 /** A ladder side: what its levels are called and whether they must rise (1) or fall (-1) from the best. */
-interface Side { name: string; step: 1 | -1 }
-interface Rule {
+interface SideRule { name: string; step: 1 | -1 }
+interface PriceRule {
   label: string;
   price: Range;
   size: Range;
-  b: Side;
-  l: Side;
+  back: SideRule;
+  lay: SideRule;
   /** Whether the best of each side leave no gap for a sure win. */
-  apart(bestB: number, bestL: number): boolean;
+  apart(bestBack: number, bestLay: number): boolean;
   crossed: string;
 }
 
-const RULES: Record<'runner' | 'line', Rule> = {
+const RULES: Record<'runner' | 'line', PriceRule> = {
   runner: {
     label: 'runner market rule',
     price: { ...PRICE, what: 'decimal odds' },
     size: { min: 0, max: MAX_SIZE, what: 'a stake' },
-    b: { name: 'back', step: -1 },
-    l: { name: 'lay', step: 1 },
+    back: { name: 'back', step: -1 },
+    lay: { name: 'lay', step: 1 },
     apart: (b, l) => b < l,
     crossed: 'best back must be below best lay',
   },
@@ -44,17 +45,17 @@ const RULES: Record<'runner' | 'line', Rule> = {
     label: 'line market rule',
     price: { ...LINE, what: 'a run line' },
     size: { ...RATE, what: 'a rate' },
-    b: { name: 'Yes', step: 1 },
-    l: { name: 'No', step: -1 },
+    back: { name: 'Yes', step: 1 },
+    lay: { name: 'No', step: -1 },
     apart: (b, l) => b >= l,
     crossed: 'best Yes line must be at or above best No line',
   },
 };
 
-const within = (v: number, r: Range, at: string, rule: Rule): string | undefined =>
+const within = (v: number, r: Range, at: string, rule: PriceRule): string | undefined =>
   v >= r.min && v <= r.max ? undefined : `${at} ${v} must be ${r.what} from ${r.min} to ${r.max} (${rule.label})`;
 
-function side(levels: PriceSize[], s: Side, at: string, rule: Rule): string | undefined {
+function side(levels: PriceSize[], s: SideRule, at: string, rule: PriceRule): string | undefined {
   for (let i = 0; i < levels.length; i++) {
     const [price, size] = levels[i];
     const bad = within(price, rule.price, `${at}[${i}][0]`, rule) ?? within(size, rule.size, `${at}[${i}][1]`, rule);
@@ -79,13 +80,14 @@ export const pricingOf = (ty: MarketType | null, hasRunners: boolean): Pricing =
 /** The first price of an image that its market cannot have, naming the field and the rule; undefined when all are possible. */
 export function checkPrices(image: OddsImage, pricing: Pricing): string | undefined {
   const rule = RULES[pricing];
-  for (let i = 0; i < image.r.length; i++) {
-    const { b, l, ltp } = image.r[i];
+  for (let i = 0; i < image.runners.length; i++) {
+    const { back, lay, lastTraded } = image.runners[i];
+    // Refusals name the fields by the keys the publisher sent.
     const at = `r[${i}]`;
-    const bad = side(b, rule.b, `${at}.b`, rule) ?? side(l, rule.l, `${at}.l`, rule) ?? (ltp === undefined ? undefined : within(ltp, rule.price, `${at}.ltp`, rule));
+    const bad = side(back, rule.back, `${at}.b`, rule) ?? side(lay, rule.lay, `${at}.l`, rule) ?? (lastTraded === undefined ? undefined : within(lastTraded, rule.price, `${at}.ltp`, rule));
     if (bad) return bad;
-    if (b.length && l.length && !rule.apart(b[0][0], l[0][0])) {
-      return `${at} is crossed, ${rule.b.name} ${b[0][0]} against ${rule.l.name} ${l[0][0]}: ${rule.crossed} (${rule.label})`;
+    if (back.length && lay.length && !rule.apart(back[0][0], lay[0][0])) {
+      return `${at} is crossed, ${rule.back.name} ${back[0][0]} against ${rule.lay.name} ${lay[0][0]}: ${rule.crossed} (${rule.label})`;
     }
   }
   return undefined;

@@ -1,5 +1,5 @@
-import { INGEST_LIMITS, MARKET_STATUSES, MAX_REASON, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type OddsImage, type PriceSize, type PublisherStaleReason, type RunnerOdds, type RunnerStatus } from '../odds/messages.js';
-import { traded } from '../odds/wire.js';
+import { INGEST_LIMITS, MARKET_STATUSES, MAX_REASON, PUBLISHER_STALE_REASONS, RUNNER_STATUSES, type MarketStatus, type PriceSize, type PublisherStaleReason, type RunnerStatus } from '../odds/messages.js';
+import type { OddsImage, RunnerPrices } from '../odds/image.js';
 import { UNREADABLE } from '../odds/ingest-codec.js';
 import { LONE_SURROGATE } from './fields.js';
 import { isMarketId, isPositiveId } from '../refdata/ids.js';
@@ -34,7 +34,8 @@ function figures(o: Record<string, unknown>, at: string, keys: readonly ('ltp' |
   return undefined;
 }
 
-function runner(v: unknown, at: string): RunnerOdds | string {
+/** A runner's wire keys read into its prices. */
+function runner(v: unknown, at: string): RunnerPrices | string {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return `${at} must be an object {rid, st, b, l, ltp?, tv?}`;
   const o = v as Record<string, unknown>;
   if (!isPositiveId(o.rid)) return `${at}.rid must be a positive integer`;
@@ -45,7 +46,10 @@ function runner(v: unknown, at: string): RunnerOdds | string {
   if (typeof l === 'string') return l;
   const bad = figures(o, `${at}.`, ['ltp', 'tv']);
   if (bad) return bad;
-  return traded({ rid: o.rid, st: o.st as RunnerStatus, b, l }, o as { ltp?: number; tv?: number });
+  const out: RunnerPrices = { runnerId: o.rid, status: o.st as RunnerStatus, back: b, lay: l };
+  if (o.ltp !== undefined) out.lastTraded = o.ltp as number;
+  if (o.tv !== undefined) out.tradedVolume = o.tv as number;
+  return out;
 }
 
 /** A suspension's reason: words of its source, only on a market that is suspended or whose ball is running. */
@@ -58,7 +62,7 @@ function reason(o: Record<string, unknown>): string | undefined {
   return o.st === 'SUSPENDED' || o.st === 'BALL_RUNNING' ? undefined : 'sr is only for a market that is SUSPENDED or BALL_RUNNING';
 }
 
-/** Checks an odds item's shape and returns the image, or the first problem naming its field. */
+/** Checks an odds item's shape (its wire keys) and returns the image, or the first problem naming its field. */
 export function validateOdds(o: Record<string, unknown>): { image: OddsImage } | { error: string } {
   if (!isMarketId(o.mid)) return { error: 'mid must match [A-Za-z0-9._:-]{1,64}' };
   if (typeof o.ts !== 'number' || !Number.isFinite(o.ts) || o.ts < 0) return { error: 'ts must be the source time in milliseconds' };
@@ -67,17 +71,18 @@ export function validateOdds(o: Record<string, unknown>): { image: OddsImage } |
   if (!Array.isArray(o.r) || o.r.length > MAX_RUNNERS) return { error: `r must be an array of at most ${MAX_RUNNERS} runners` };
   const bad = figures(o, '', ['tv']) ?? reason(o);
   if (bad) return { error: bad };
-  const runners: RunnerOdds[] = [];
+  const runners: RunnerPrices[] = [];
   const seen = new Set<number>();
   for (const [i, v] of o.r.entries()) {
     const r = runner(v, `r[${i}]`);
     if (typeof r === 'string') return { error: r };
-    if (seen.has(r.rid)) return { error: `r[${i}].rid repeats runner ${r.rid}` };
-    seen.add(r.rid);
+    if (seen.has(r.runnerId)) return { error: `r[${i}].rid repeats runner ${r.runnerId}` };
+    seen.add(r.runnerId);
     runners.push(r);
   }
-  const image: OddsImage = traded({ mid: o.mid, ts: o.ts, st: o.st as MarketStatus, ip: o.ip, r: runners }, { tv: o.tv as number | undefined });
-  if (o.sr !== undefined) image.sr = o.sr as string;
+  const image: OddsImage = { marketId: o.mid, sourceTime: o.ts, status: o.st as MarketStatus, inPlay: o.ip, runners };
+  if (o.sr !== undefined) image.suspensionReason = o.sr as string;
+  if (o.tv !== undefined) image.tradedVolume = o.tv as number;
   return { image };
 }
 
@@ -96,7 +101,7 @@ export function validateSuspend(o: Record<string, unknown>): { stop: BetStop } |
   const why = reason({ sr: o.sr, st: 'SUSPENDED' });
   if (o.sr === undefined || why) return { error: why ?? `sr must be a reason of 1 to ${MAX_REASON} characters (no NUL, no lone surrogate)` };
   if (typeof o.ts !== 'number' || !Number.isFinite(o.ts) || o.ts < 0) return { error: 'ts must be the source time in milliseconds' };
-  const stop: BetStop = { eid: o.eid, sr: o.sr as string, ts: o.ts };
+  const stop: BetStop = { eventId: o.eid, suspensionReason: o.sr as string, sourceTime: o.ts };
   if (o.tys !== undefined) {
     if (!Array.isArray(o.tys) || o.tys.length === 0 || o.tys.length > MARKET_TYPES.length || !o.tys.every((t) => (MARKET_TYPES as readonly unknown[]).includes(t))) {
       return { error: `tys must list 1 to ${MARKET_TYPES.length} market types (${MARKET_TYPES.join(', ')})` };

@@ -2,7 +2,7 @@ import { INGEST_LIMITS } from '../odds/messages.js';
 import { BETTING_TYPES, CERTAINTIES, SETTLED_STATUSES, TERMS_RUNNER_STATUSES, type RunnerSettlement } from '../refdata/types.js';
 import { TERMS_KEYS, type WireTerms } from '../refdata/wire.js';
 import type { RunnerTermsChange, SettlementChange, TermsChange, TermsItem } from './items.js';
-import { fail, flag, float, id, mid, nullable, opt, text, type Obj } from './fields.js';
+import { fail, flag, float, id, marketId, nullable, opt, text, type Obj } from './fields.js';
 
 /**
  * The terms a publisher gives a market (`terms` items) and how it settled a result (a `result`
@@ -86,7 +86,7 @@ export function validateTerms(o: Obj): TermsItem {
     const value = opt(o, key, nullable(TERM_CHECKS[key]));
     if (value !== undefined) terms[name] = value;
   }
-  const item: TermsItem = { kind: 'terms', marketId: mid(o.mid, 'mid'), terms: terms as TermsChange };
+  const item: TermsItem = { kind: 'terms', marketId: marketId(o.mid, 'mid'), terms: terms as TermsChange };
   const { lineMin, lineMax } = item.terms;
   if (typeof lineMin === 'number' && typeof lineMax === 'number' && lineMax < lineMin) fail('lmax', `must be at least lmin (${lineMin})`);
   if ('r' in o) item.runners = distinct(list(o.r, 'r', INGEST_LIMITS.runners, runnerTerms), 'r');

@@ -1,7 +1,7 @@
 import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
 import { INGEST_LIMITS } from '../odds/messages.js';
 import type { MarketItem, NestedItem, ReferenceItem } from './items.js';
-import { Invalid, fail, flag, float, id, integer, mid, nullable, opt, text, type Obj } from './fields.js';
+import { Invalid, fail, flag, float, id, integer, marketId, nullable, opt, text, type Obj } from './fields.js';
 import { settlement, validateTerms } from './validate-terms.js';
 
 /**
@@ -82,7 +82,7 @@ function nested(v: unknown, key: string): NestedItem[] {
     const at = `${key}[${i}]`;
     if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');
     const o = n as Obj;
-    const item: NestedItem = { id: mid(o.mid, `${at}.mid`), isActive: flag(o.s, `${at}.s`), concluded: flag(o.go, `${at}.go`), runners: runners(o.r, `${at}.r`) };
+    const item: NestedItem = { id: marketId(o.mid, `${at}.mid`), isActive: flag(o.s, `${at}.s`), concluded: flag(o.go, `${at}.go`), runners: runners(o.r, `${at}.r`) };
     if ('if' in o) item.info = info(o.if, `${at}.if`);
     return item;
   });
@@ -101,7 +101,7 @@ function validateOne(o: Obj): ReferenceItem {
       };
     case 'market': {
       const m: MarketItem = {
-        kind: 'market', id: mid(o.mid, 'mid'), eventId: opt(o, 'eid', id), name: opt(o, 'na', name), sportId: opt(o, 'si', id),
+        kind: 'market', id: marketId(o.mid, 'mid'), eventId: opt(o, 'eid', id), name: opt(o, 'na', name), sportId: opt(o, 'si', id),
         isActive: opt(o, 's', flag), concluded: opt(o, 'go', flag), type: opt(o, 'ty', type), recalled: opt(o, 'rt', flag),
         displayOrder: opt(o, 'di', nullable(integer)), ball: opt(o, 'bl', nullable(float)), runners: opt(o, 'r', runners), nested: opt(o, 'm', nested),
         ...('if' in o ? { info: info(o.if, 'if') } : {}),
@@ -114,7 +114,7 @@ function validateOne(o: Obj): ReferenceItem {
     }
     case 'result':
       return {
-        kind: 'result', marketId: mid(o.mid, 'mid'), outcome: opt(o, 'res', text(200)), recalled: opt(o, 'rt', flag),
+        kind: 'result', marketId: marketId(o.mid, 'mid'), outcome: opt(o, 'res', text(200)), recalled: opt(o, 'rt', flag),
         abandoned: opt(o, 'ia', flag), marketType: opt(o, 'mt', type), settlement: settlement(o),
       };
     case 'terms':

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ServiceError, errors, known } from '../errors.js';
 import { asDatabaseError, inTransaction } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import { ApplyError, applyItem, modelKey, type Client, type Outcome } from './apply.js';
+import { ApplyError, applyItem, modelKey, type Client, type WriteOutcome } from './apply.js';
 import { describeItem, type ReferenceItem } from './items.js';
 import { retry } from '../lib/retry.js';
 
@@ -100,7 +100,7 @@ async function lockKey(client: pg.PoolClient, key: PublisherKey): Promise<void> 
  */
 export async function writeReference(
   pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey, keys?: Set<string>, lockWaitMs = LOCK_WAIT_MS,
-): Promise<Outcome[]> {
+): Promise<WriteOutcome[]> {
   const statementMs = Number(pool.options.statement_timeout ?? 0);
   try {
     // A deadlock the row locks' order cannot prevent (a trigger's rows) is tried again.
@@ -108,7 +108,7 @@ export async function writeReference(
       if (key) await lockKey(client, key);
       const db = patient(client, lockWaitMs + statementMs + 1000);
       await lockRows(db, items, lockWaitMs, statementMs);
-      const out: Outcome[] = [];
+      const out: WriteOutcome[] = [];
       for (const [i, item] of items) {
         try {
           out.push(await applyItem(db, item, keys));

@@ -14,13 +14,13 @@ export class BucketMap {
   constructor(private readonly perSecond: number, private readonly max: number, private readonly clock: Pick<Clock, 'now'>, private readonly burst = perSecond) {}
 
   /** Spends a token of `name`'s bucket: undefined when there was one, else the empty bucket (for its Retry-After). */
-  take(name: string): TokenBucket | undefined {
+  spend(name: string): TokenBucket | undefined {
     let b = this.buckets.get(name);
     if (!b) {
       if (this.buckets.size >= this.max) this.evict();
       this.buckets.set(name, (b = new TokenBucket(this.perSecond, this.clock, this.burst)));
     }
-    return b.take(1) ? undefined : b;
+    return b.spend(1) ? undefined : b;
   }
 
   get size(): number {

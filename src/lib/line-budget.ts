@@ -14,7 +14,7 @@ export class LineBudget {
   constructor(private readonly lines: number, private readonly intervalMs: number, private readonly clock: Pick<Clock, 'now'> = systemClock) {}
 
   /** Undefined: stay quiet. A number: write the line, saying this many were held back since the last one. */
-  take(): number | undefined {
+  spend(): number | undefined {
     const now = this.clock.now();
     if (now - this.windowStart >= this.intervalMs) {
       this.windowStart = now;

@@ -16,7 +16,7 @@ export class TokenBucket {
   }
 
   /** Spends `cost` tokens if there are that many. */
-  take(cost = 1): boolean {
+  spend(cost = 1): boolean {
     this.refill();
     if (this.tokens < cost) return false;
     this.tokens -= cost;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { encodeJson, encodeProto } from './codec.js';
 import { diff, type DeltaBody } from './delta.js';
-import type { DeltaMessage, OddsImage, OddsMessage, Since } from './messages.js';
+import { oddsMessage, type OddsImage, type RunnerPrices } from './image.js';
+import type { DeltaMessage, OddsMessage, Since } from './messages.js';
 import { isNewer } from './order.js';
 import type { Format } from '../lib/encodings.js';
 
@@ -12,14 +13,14 @@ export type Frame = string | Uint8Array;
 export interface Ordered {
   epoch: string;
   seq: number;
-  pt: number;
+  publishTime: number;
   image: OddsImage;
   /** Its full protobuf frame, when it arrived as one (from the bus). */
   frame?: Uint8Array;
 }
 
-/** How a frame of an image is marked: as is, after a slow consumer's skip, or after conflation thinned it. */
-type Mark = 'none' | 'con' | 'cf';
+/** What a socket missed of a market before a frame of its image: nothing, frames skipped while it was slow, or updates its conflation held back. */
+type Gap = 'none' | 'skipped' | 'conflated';
 
 /**
  * A new epoch name: short, since every odds frame carries it, and unique
@@ -33,17 +34,17 @@ export function newEpoch(prefix: string, at = Date.now()): string {
 
 /** Whether a resuming client already holds this image (same epoch and seq), so it need not be sent again. */
 export const heldBy = (since: Since | undefined, e: BookEntry): boolean =>
-  since !== undefined && since.epoch === e.epoch && since.seqs[e.mid] === e.seq;
+  since !== undefined && since.epoch === e.epoch && since.seqs[e.marketId] === e.seq;
 
 /** Keeps only the best `depth` levels a side; 0 keeps all. */
 function cut(image: OddsImage, depth: number): OddsImage {
   if (depth === 0) return image;
-  return { ...image, r: image.r.map((x) => ({ ...x, b: x.b.slice(0, depth), l: x.l.slice(0, depth) })) };
+  return { ...image, runners: image.runners.map((x): RunnerPrices => ({ ...x, back: x.back.slice(0, depth), lay: x.lay.slice(0, depth) })) };
 }
 
 /**
  * The newest image of one market. Its frames are encoded on first use, once
- * per variant (format, ladder depth, mark), and then the same bytes go to
+ * per variant (format, ladder depth, gap), and then the same bytes go to
  * every subscriber of that variant.
  */
 export class BookEntry {
@@ -66,31 +67,28 @@ export class BookEntry {
   private readonly levels: number;
   readonly epoch: string;
   readonly seq: number;
-  readonly pt: number;
+  readonly publishTime: number;
   readonly image: OddsImage;
 
   /** Its full protobuf frame, when the image came with one ready-made (from the bus), is kept as is. */
-  constructor({ epoch, seq, pt, image, frame }: Ordered) {
+  constructor({ epoch, seq, publishTime, image, frame }: Ordered) {
     this.epoch = epoch;
     this.seq = seq;
-    this.pt = pt;
+    this.publishTime = publishTime;
     this.image = image;
     let levels = 0;
-    for (const x of image.r) levels = Math.max(levels, x.b.length, x.l.length);
+    for (const x of image.runners) levels = Math.max(levels, x.back.length, x.lay.length);
     this.levels = levels;
     if (frame) this.frames.set(variantKey('proto', 0, 'none'), frame);
   }
 
-  get mid(): string {
-    return this.image.mid;
+  get marketId(): string {
+    return this.image.marketId;
   }
 
-  message(mark: Mark = 'none', depth = 0): OddsMessage {
-    const { mid, ts, st, sr, ip, r, tv } = cut(this.image, depth);
-    const msg: OddsMessage = { op: 'odds', mid, epoch: this.epoch, seq: this.seq, ts, pt: this.pt, st, ip, con: mark === 'con', cf: mark === 'cf', r };
-    if (sr !== undefined) msg.sr = sr;
-    if (tv !== undefined) msg.tv = tv;
-    return msg;
+  /** The image's `odds` message, as a socket that missed `gap` before it is sent it. */
+  message(gap: Gap = 'none', depth = 0): OddsMessage {
+    return oddsMessage(this.image, { epoch: this.epoch, seq: this.seq, publishTime: this.publishTime, skipped: gap === 'skipped', conflated: gap === 'conflated' }, depth);
   }
 
   /**
@@ -118,18 +116,18 @@ export class BookEntry {
   }
 
   private deltaMessage(from: number, body: DeltaBody): DeltaMessage {
-    const msg: DeltaMessage = { op: 'delta', mid: this.mid, epoch: this.epoch, seq: this.seq, from, ts: body.ts, pt: this.pt, st: body.st, ip: body.ip, r: body.r };
+    const msg: DeltaMessage = { op: 'delta', mid: this.marketId, epoch: this.epoch, seq: this.seq, from, ts: body.ts, pt: this.publishTime, st: body.st, ip: body.ip, r: body.r };
     if (body.sr !== undefined) msg.sr = body.sr;
     if (body.tv !== undefined) msg.tv = body.tv;
     return msg;
   }
 
-  frame(format: Format, mark: Mark = 'none', depth = 0): Frame {
+  frame(format: Format, gap: Gap = 'none', depth = 0): Frame {
     const d = depth >= this.levels ? 0 : depth;
-    const key = variantKey(format, d, mark);
+    const key = variantKey(format, d, gap);
     let f = this.frames.get(key);
     if (f === undefined) {
-      const msg = this.message(mark, d);
+      const msg = this.message(gap, d);
       f = encode(format, msg);
       this.frames.set(key, f);
     }
@@ -140,8 +138,8 @@ export class BookEntry {
 const encode = (format: Format, msg: OddsMessage | DeltaMessage): Frame => (format === 'json' ? encodeJson(msg) : encodeProto(msg));
 const byteLength = (f: Frame): number => (typeof f === 'string' ? f.length : f.byteLength);
 
-const MARKS: Record<Mark, number> = { none: 0, con: 1, cf: 2 };
-const variantKey = (format: Format, depth: number, mark: Mark): number => (depth * 3 + MARKS[mark]) * 2 + (format === 'proto' ? 1 : 0);
+const GAPS: Record<Gap, number> = { none: 0, skipped: 1, conflated: 2 };
+const variantKey = (format: Format, depth: number, gap: Gap): number => (depth * 3 + GAPS[gap]) * 2 + (format === 'proto' ? 1 : 0);
 
 /**
  * The newest image and its (epoch, seq) per market. Odds are not stored in
@@ -153,11 +151,11 @@ export class Book {
 
   /** Keeps an image if it is newer than the one held (isNewer); returns the stored entry, or undefined when it was not newer. */
   put(o: Ordered): BookEntry | undefined {
-    const held = this.entries.get(o.image.mid);
+    const held = this.entries.get(o.image.marketId);
     if (!isNewer(held, o.epoch, o.seq)) return undefined;
     const entry = new BookEntry(o);
     if (held?.epoch === o.epoch) entry.prev = held;
-    this.entries.set(o.image.mid, entry);
+    this.entries.set(o.image.marketId, entry);
     return entry;
   }
 

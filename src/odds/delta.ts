@@ -1,11 +1,13 @@
 /**
  * Ladder deltas: what changed from one image of a market to the next, by ladder position, and
  * how a client puts it back together. Browser-safe (no Node imports): the server computes
- * deltas with it and the client library and tests apply them with it.
+ * deltas with it, from its images to the delta's wire keys, and the client library and tests
+ * apply them with it, to the frames they hold.
  */
-import type { DeltaMessage, Level, OddsImage, OddsMessage, PriceSize, RunnerDelta, RunnerOdds } from './messages.js';
+import type { OddsImage, RunnerPrices } from './image.js';
+import type { DeltaMessage, Level, OddsMessage, PriceSize, RunnerDelta, RunnerOdds } from './messages.js';
 
-/** The part of a delta that depends on the two images only, not on their numbering. */
+/** The part of a delta that depends on the two images only, not on their numbering: in its wire keys. */
 export type DeltaBody = Pick<DeltaMessage, 'ts' | 'st' | 'sr' | 'ip' | 'r' | 'tv'>;
 
 /** Positions that differ, set to what `b` holds; positions `b` no longer has, cleared with [i, 0, 0]. */
@@ -21,37 +23,37 @@ function ladder(a: PriceSize[], b: PriceSize[]): Level[] | undefined {
 /** A key that was known cannot be made unknown by a delta (absent means unchanged). */
 const vanished = (a: number | undefined, b: number | undefined): boolean => a !== undefined && b === undefined;
 
-function runner(a: RunnerOdds, b: RunnerOdds): RunnerDelta | null | undefined {
-  if (vanished(a.ltp, b.ltp) || vanished(a.tv, b.tv)) return null;
-  const d: RunnerDelta = { rid: b.rid };
-  if (a.st !== b.st) d.st = b.st;
-  const back = ladder(a.b, b.b);
+function runner(a: RunnerPrices, b: RunnerPrices): RunnerDelta | null | undefined {
+  if (vanished(a.lastTraded, b.lastTraded) || vanished(a.tradedVolume, b.tradedVolume)) return null;
+  const d: RunnerDelta = { rid: b.runnerId };
+  if (a.status !== b.status) d.st = b.status;
+  const back = ladder(a.back, b.back);
   if (back) d.b = back;
-  const lay = ladder(a.l, b.l);
+  const lay = ladder(a.lay, b.lay);
   if (lay) d.l = lay;
-  if (a.ltp !== b.ltp) d.ltp = b.ltp;
-  if (a.tv !== b.tv) d.tv = b.tv;
+  if (a.lastTraded !== b.lastTraded) d.ltp = b.lastTraded;
+  if (a.tradedVolume !== b.tradedVolume) d.tv = b.tradedVolume;
   // Only `rid`: this runner did not change.
   return Object.keys(d).length > 1 ? d : undefined;
 }
 
 /**
  * The delta from image `a` to image `b` (both already cut to the depth sent), or undefined when
- * only an image can say it: the runners differ (which, or their order), or a known `ltp` or `tv`
- * became unknown.
+ * only an image can say it: the runners differ (which, or their order), or a known last traded
+ * price or traded volume became unknown.
  */
 export function diff(a: OddsImage, b: OddsImage): DeltaBody | undefined {
-  if (a.r.length !== b.r.length || vanished(a.tv, b.tv)) return undefined;
+  if (a.runners.length !== b.runners.length || vanished(a.tradedVolume, b.tradedVolume)) return undefined;
   const r: RunnerDelta[] = [];
-  for (let i = 0; i < b.r.length; i++) {
-    if (a.r[i].rid !== b.r[i].rid) return undefined;
-    const d = runner(a.r[i], b.r[i]);
+  for (let i = 0; i < b.runners.length; i++) {
+    if (a.runners[i].runnerId !== b.runners[i].runnerId) return undefined;
+    const d = runner(a.runners[i], b.runners[i]);
     if (d === null) return undefined;
     if (d) r.push(d);
   }
-  const body: DeltaBody = { ts: b.ts, st: b.st, ip: b.ip, r };
-  if (b.sr !== undefined) body.sr = b.sr;
-  if (b.tv !== undefined && b.tv !== a.tv) body.tv = b.tv;
+  const body: DeltaBody = { ts: b.sourceTime, st: b.status, ip: b.inPlay, r };
+  if (b.suspensionReason !== undefined) body.sr = b.suspensionReason;
+  if (b.tradedVolume !== undefined && b.tradedVolume !== a.tradedVolume) body.tv = b.tradedVolume;
   return body;
 }
 

@@ -61,8 +61,8 @@ export type SuspensionReason = (typeof SUSPENSION_REASONS)[number];
 /** A suspension's reason: at most this many characters. */
 export const MAX_REASON = 50;
 
-/** A full image of one market's book, as a publisher sends it and the book keeps it. */
-export interface OddsImage {
+/** A full image of one market's book on the wire: an `odds` ingest item's keys, and an `odds` frame's (image.ts: the service's own). */
+export interface WireOddsImage {
   mid: string;
   /** Source time, ms. */
   ts: number;
@@ -75,7 +75,7 @@ export interface OddsImage {
   tv?: number;
 }
 
-export interface OddsMessage extends OddsImage {
+export interface OddsMessage extends WireOddsImage {
   op: 'odds';
   /**
    * The numbering `seq` belongs to. It changes whenever numbering could start

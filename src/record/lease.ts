@@ -21,7 +21,7 @@ export class Lease {
   }
 
   /** Tries once: true when this pod now holds the lease. `lost` is called once if it is lost later. */
-  async take(lost: () => void): Promise<boolean> {
+  async acquire(lost: () => void): Promise<boolean> {
     if (this.client) return true;
     const c = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.connectTimeoutMs, application_name: 'odds-recorder-lease', keepAlive: true });
     c.on('error', () => this.release(c));

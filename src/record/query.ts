@@ -51,7 +51,7 @@ export const recorded = (m: OddsMessage): RecordedImage => {
 };
 
 /** Which image to find: the newest at or before `at`, or one named by epoch and seq (published at or before `at`). */
-interface Target {
+interface ImageWanted {
   at: number;
   epoch?: string;
   seq?: number;
@@ -72,7 +72,7 @@ export class RecordReader {
   }
 
   /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
-  async imageAt(mid: string, t: Target): Promise<OddsMessage | undefined> {
+  async imageAt(mid: string, t: ImageWanted): Promise<OddsMessage | undefined> {
     const named = t.epoch !== undefined;
     const { rows } = await this.db.query<OddsRow>(
       `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt <= $2 ${named ? 'AND epoch = $3 AND seq = $4' : ''}
@@ -130,11 +130,11 @@ export class RecordReader {
    */
   async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
     const [start, skip] = after ? after.split('.').map(Number) : [from, 0];
-    const take = limit + skip + 1;
+    const wanted = limit + skip + 1;
     const [odds, states] = await Promise.all([
-      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, take]),
+      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, wanted]),
       this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
-        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, take]),
+        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, wanted]),
     ]);
     type Item = { t: number; row?: OddsRow; state?: RecordedState & { kind: 'market' | 'result' | 'freshness' } };
     const items: Item[] = [

@@ -46,7 +46,7 @@ export interface RecorderDeps {
   now?: () => number;
 }
 
-const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.pt : e.note.at);
+const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.publishTime : e.note.at);
 
 /**
  * The one recorder of the cluster, on the pod that holds its lease (lease.ts): it reads the
@@ -122,7 +122,7 @@ export class Recorder implements Component {
   }
 
   private async tryLease(): Promise<boolean> {
-    if (!(await this.lease.take(() => this.deps.metrics.leader.set(0)))) return false;
+    if (!(await this.lease.acquire(() => this.deps.metrics.leader.set(0)))) return false;
     try {
       await this.migrate();
     } catch (err) {

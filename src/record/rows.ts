@@ -1,7 +1,8 @@
 import type { Ordered } from '../odds/book.js';
 import { decodeServerProto, encodeProto } from '../odds/codec.js';
 import { applyDelta, diff } from '../odds/delta.js';
-import type { DeltaMessage, OddsImage, OddsMessage } from '../odds/messages.js';
+import { oddsMessage, type OddsImage } from '../odds/image.js';
+import type { DeltaMessage, OddsMessage } from '../odds/messages.js';
 import { isMarketId } from '../refdata/ids.js';
 import type { RecordEntry, RecordNote } from '../bus/types.js';
 import { dayOf, type RecordTable } from './partitions.js';
@@ -10,7 +11,7 @@ import { dayOf, type RecordTable } from './partitions.js';
 export const KEYFRAME_EVERY = 64;
 
 /** What the recorder last wrote of a market: the next change is stored from it. */
-interface Held {
+interface Written {
   epoch: string;
   seq: number;
   image: OddsImage;
@@ -37,9 +38,12 @@ export class Rows {
 const text = (s: string): string => s.replaceAll('\\', '\\\\');
 const bytea = (b: Uint8Array): string => '\\\\x' + Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
 
-/** A stored body carries only what the row's columns do not: the market, epoch, seq and pt live there. */
+/** What a stored body leaves out: the row's columns hold the market, epoch, seq and publish time. */
+const NO_HEAD = { epoch: '', seq: 0, publishTime: 0 } as const;
+
+/** A stored body carries only what the row's columns do not. */
 function fullBody(image: OddsImage): Uint8Array {
-  return encodeProto({ op: 'odds', mid: '', epoch: '', seq: 0, ts: image.ts, pt: 0, st: image.st, sr: image.sr, ip: image.ip, con: false, cf: false, r: image.r, tv: image.tv });
+  return encodeProto(oddsMessage({ ...image, marketId: '' }, NO_HEAD));
 }
 
 /** The odds message a stored row holds: a full image, or the change from the image with seq `base`. */
@@ -69,7 +73,7 @@ const isName = (v: unknown): v is string => typeof v === 'string' && NAME.test(v
  * older than the one held (it arrived late) is stored whole and changes nothing held.
  */
 export class RowEncoder {
-  private readonly held = new Map<string, Held>();
+  private readonly held = new Map<string, Written>();
   /** The newest day written: on a new one, markets held from days before are forgotten (their next image is whole anyway). */
   private today = 0;
 
@@ -83,13 +87,13 @@ export class RowEncoder {
   }
 
   private odds(rows: Rows, o: Ordered): void {
-    const { image } = o;
-    const mid = image.mid;
-    const day = dayOf(o.pt);
+    const { image, publishTime } = o;
+    const mid = image.marketId;
+    const day = dayOf(publishTime);
     if (day > this.today) this.newDay(day);
     const h = this.held.get(mid);
     if (h && h.epoch === o.epoch && o.seq <= h.seq) {
-      if (o.seq < h.seq) rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, null, bytea(fullBody(image))]);
+      if (o.seq < h.seq) rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, image.sourceTime, null, bytea(fullBody(image))]);
       return;
     }
     let body: Uint8Array | undefined;
@@ -101,7 +105,7 @@ export class RowEncoder {
     }
     const base = body ? h!.seq : null;
     body ??= fullBody(image);
-    rows.add('record_odds', o.pt, [mid, o.pt, o.epoch, o.seq, image.ts, base, bytea(body)]);
+    rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, image.sourceTime, base, bytea(body)]);
     this.held.set(mid, { epoch: o.epoch, seq: o.seq, image, day, changes: base === null ? 0 : h!.changes + 1, fullBytes: base === null ? body.byteLength : h!.fullBytes });
   }
 

@@ -62,7 +62,7 @@ interface Remote {
   at: number;
 }
 
-interface Entry {
+interface FreshnessEntry {
   mid: string;
   owner: Feeder | Remote | undefined;
   late: boolean;
@@ -99,7 +99,7 @@ export class KnownMarkets implements MarketsHere {
   }
 
   *held(): Iterable<string> {
-    for (const e of this.book.values()) yield e.mid;
+    for (const e of this.book.values()) yield e.marketId;
   }
 }
 
@@ -111,7 +111,7 @@ export interface FreshnessDeps {
   clock: Clock;
 }
 
-const isRemote = (o: Entry['owner']): o is Remote => o !== undefined && !(o instanceof Feeder);
+const isRemote = (o: FreshnessEntry['owner']): o is Remote => o !== undefined && !(o instanceof Feeder);
 
 /**
  * The one owner of every market's freshness: live, or stale with why (docs/protocol.md#freshness).
@@ -125,7 +125,7 @@ const isRemote = (o: Entry['owner']): o is Remote => o !== undefined && !(o inst
  */
 export class Freshness implements FreshnessHandler, Component {
   readonly name = 'freshness';
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, FreshnessEntry>();
   /** Open connections, REST keys and the simulator, checked for silence. */
   private readonly feeders = new Set<Feeder>();
   private readonly restFeeders = new Map<string, Feeder>();
@@ -283,14 +283,14 @@ export class Freshness implements FreshnessHandler, Component {
     }
   }
 
-  private entry(mid: string): Entry {
+  private entry(mid: string): FreshnessEntry {
     let e = this.entries.get(mid);
     if (!e) this.entries.set(mid, (e = { mid, owner: undefined, late: false, unreliable: false, why: undefined, at: this.now(), shared: null }));
     return e;
   }
 
   /** The market's newest item came from `feeder`: it feeds the market from now on. */
-  private claim(feeder: Feeder | undefined, mid: string): Entry {
+  private claim(feeder: Feeder | undefined, mid: string): FreshnessEntry {
     const e = this.entry(mid);
     if (!feeder || e.owner === feeder) return e;
     this.disown(e);
@@ -301,7 +301,7 @@ export class Freshness implements FreshnessHandler, Component {
     return e;
   }
 
-  private disown(e: Entry): void {
+  private disown(e: FreshnessEntry): void {
     const o = e.owner;
     if (o instanceof Feeder) {
       o.markets.delete(e.mid);
@@ -315,7 +315,7 @@ export class Freshness implements FreshnessHandler, Component {
   }
 
   /** What the market's source says: its publisher gone or silent, or what the publisher flagged. */
-  private sourceWhy(e: Entry): SourceReason | undefined {
+  private sourceWhy(e: FreshnessEntry): SourceReason | undefined {
     const o = e.owner;
     if (isRemote(o)) return this.pods.get(o.pod)?.silent ? 'publisher' : o.why;
     if (o?.gone()) return 'publisher';
@@ -323,7 +323,7 @@ export class Freshness implements FreshnessHandler, Component {
   }
 
   /** Recomputes a market's state; a change is told to sockets, and to other pods when this pod feeds it. */
-  private update(e: Entry): void {
+  private update(e: FreshnessEntry): void {
     const source = this.sourceWhy(e);
     const why = this.busIsDown ? 'bus' : source;
     if (why !== e.why) {

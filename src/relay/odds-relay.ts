@@ -1,8 +1,8 @@
 import type { Book, Ordered } from '../odds/book.js';
-import type { OddsImage } from '../odds/messages.js';
+import type { OddsImage } from '../odds/image.js';
 import type { Broadcaster } from '../hub/broadcaster.js';
 import type { Pressure } from '../hub/publish-batch.js';
-import type { Bus, OddsHandler, Origin } from '../bus/types.js';
+import type { Bus, OddsHandler, Provenance } from '../bus/types.js';
 import type { BusMetrics } from '../metrics/bus.js';
 import type { RecordTaps } from '../record/taps.js';
 import type { FeedMonitor } from './feed-monitor.js';
@@ -11,7 +11,7 @@ import type { Freshness } from './freshness.js';
 export interface OddsRelayDeps {
   /** Written here only, once per image the bus hands over. */
   book: Book;
-  bc: Broadcaster;
+  broadcaster: Broadcaster;
   bus: Bus;
   monitor: FeedMonitor;
   /** Every market held here is stale while the bus is down. */
@@ -50,14 +50,14 @@ export interface OddsRelayDeps {
  *    (12) `Bus.publish` (bus/types.ts), which numbers it in its market's order
  *    (`MemoryBus`, or `NatsBus` with its `Sequencer` storing it in the stream
  *    and sharing it with other pods). Images other pods numbered arrive the
- *    same way (origin `remote`, or `stored` while syncing).
+ *    same way (provenance `remote`, or `stored` while syncing).
  * 4. `Ordered` to `BookEntry`: the bus hands it to this class as its
  *    `OddsHandler`, (13) `OddsRelay.odds`, which calls (14) `Book.put`
  *    (odds/book.ts); the book keeps it, if newer, as a (15) `new BookEntry`:
  *    the one write of the book for this update.
  * 5. `BookEntry` to `Frame` (hub/broadcaster.ts): (16) `Broadcaster.publish`
  *    queues the entry in its own `PublishBatch` (17) `add`; at the end of the
- *    loop turn (18) `Broadcaster.flush` (19) `take`s the batch and, per
+ *    loop turn (18) `Broadcaster.flush` (19) `drain`s the batch and, per
  *    `Variant` taken, gets a `Frame` from the entry (20) `frame` or
  *    `deltaFrame` and (21) `toTopic` publishes it to the variant's uWS topic,
  *    (22) `Topics.publish`; a conflated variant's market waits in the
@@ -84,10 +84,10 @@ export class OddsRelay implements OddsHandler {
    * that has eased: a publisher sending faster than the process can publish
    * feels it as slower acks, and frames are never queued without bound.
    */
-  publish(images: readonly OddsImage[], pt: number): Promise<unknown> | void {
+  publish(images: readonly OddsImage[], publishTime: number): Promise<unknown> | void {
     let waits: Promise<unknown>[] | undefined;
     for (const image of images) {
-      const p = this.deps.bus.publish(image, pt);
+      const p = this.deps.bus.publish(image, publishTime);
       if (p) (waits ??= []).push(p);
     }
     for (const stage of this.deps.pressure) if (stage.busy()) (waits ??= []).push(stage.eased());
@@ -100,17 +100,17 @@ export class OddsRelay implements OddsHandler {
   }
 
   /** Every numbered image, from here or another pod. */
-  odds(o: Ordered, origin: Origin): void {
-    if (origin === 'remote') {
+  odds(o: Ordered, provenance: Provenance): void {
+    if (provenance === 'remote') {
       this.deps.metrics.received.inc();
-      this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.pt) / 1000);
+      this.deps.metrics.lag.observe(Math.max(0, Date.now() - o.publishTime) / 1000);
       // A publisher on another pod counts as heard here too.
       this.deps.monitor.heard();
     }
     // Recorded once in the cluster: by the pod that numbered it, whether or not its book keeps it.
-    if (origin === 'local') this.deps.record?.odds(o);
+    if (provenance === 'local') this.deps.record?.odds(o);
     const entry = this.deps.book.put(o);
-    if (entry) this.deps.bc.publish(entry);
+    if (entry) this.deps.broadcaster.publish(entry);
   }
 
   /** The bus between pods went down, or is back and synced: the feed is STALE, and every market held `bus`-stale, while it is down. */

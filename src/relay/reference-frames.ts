@@ -26,11 +26,11 @@ const stateMoved = (before: Market | NestedMarket | undefined, after: Market | N
 const same = <T>(a: T | undefined, b: T | undefined, toWire: (x: T) => object): boolean =>
   (a === undefined) === (b === undefined) && (a === undefined || JSON.stringify(toWire(a)) === JSON.stringify(toWire(b!)));
 
-function marketFrames(bc: Broadcaster, before: Market | undefined, after: Market): void {
-  if (stateMoved(before, after) || before!.recalled !== after.recalled || !same(before!.terms, after.terms, termsToWire)) bc.publishState(stateFrame(after.id, after));
+function marketFrames(broadcaster: Broadcaster, before: Market | undefined, after: Market): void {
+  if (stateMoved(before, after) || before!.recalled !== after.recalled || !same(before!.terms, after.terms, termsToWire)) broadcaster.publishState(stateFrame(after.id, after));
   for (const n of after.nested ?? []) {
     // A nested market is recalled with its player race.
-    if (stateMoved(before?.nested?.find((x) => x.id === n.id), n)) bc.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
+    if (stateMoved(before?.nested?.find((x) => x.id === n.id), n)) broadcaster.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
   }
 }
 
@@ -41,8 +41,8 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
   return before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned || !same(before.settlement, after.settlement, settlementToWire);
 }
 
-/** Who takes markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
-export interface MarketTakers {
+/** The sockets' markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
+export interface SocketMarkets {
   /** A market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
   appeared(mid: string, eid: number, si: number): void;
   /** Markets that concluded: every socket that takes them loses them, and is told. */
@@ -59,36 +59,36 @@ export interface MarketTakers {
  */
 export class ReferenceFrames {
   constructor(
-    private readonly bc: Broadcaster,
-    private readonly takers: MarketTakers,
+    private readonly broadcaster: Broadcaster,
+    private readonly sockets: SocketMarkets,
   ) {}
 
   changed(changes: readonly ModelChange[]): void {
-    const { bc, takers } = this;
+    const { broadcaster, sockets } = this;
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
-        if (c.after && resultChanged(c.before, c.after)) bc.publishState(resultFrame(c.after));
-        else if (!c.after) bc.forgetState(c.before!.marketId);
+        if (c.after && resultChanged(c.before, c.after)) broadcaster.publishState(resultFrame(c.after));
+        else if (!c.after) broadcaster.forgetState(c.before!.marketId);
       } else if (c.after) {
         const { id, eventId, sportId } = c.after;
-        marketFrames(bc, c.before, c.after);
+        marketFrames(broadcaster, c.before, c.after);
         // New markets (and new nested ones) reach the sockets whose event or sport filters cover
         // them, and so does a market reopened after it concluded (a settlement rolled back), or
         // one whose terms moved (a filter on its country or turning in play may now cover it).
         if (!c.after.concluded) {
-          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) takers.appeared(id, eventId, sportId);
+          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) sockets.appeared(id, eventId, sportId);
           for (const n of c.after.nested ?? []) {
-            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) takers.appeared(n.id, eventId, sportId);
+            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) sockets.appeared(n.id, eventId, sportId);
           }
         }
         if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
       } else if (c.before) {
-        bc.forgetState(c.before.id);
-        for (const n of c.before.nested ?? []) bc.forgetState(n.id);
+        broadcaster.forgetState(c.before.id);
+        for (const n of c.before.nested ?? []) broadcaster.forgetState(n.id);
       }
     }
     // After every frame of the batch, so a settling market's result reaches its subscribers first.
-    if (concluded.length) takers.concluded(concluded);
+    if (concluded.length) sockets.concluded(concluded);
   }
 }

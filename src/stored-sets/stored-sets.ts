@@ -5,7 +5,7 @@ import { notice } from '../odds/messages.js';
 import type { Hub, OpenWatcher } from '../hub/hub.js';
 import type { Subscriber } from '../hub/subscriber.js';
 import { variant } from '../hub/variant.js';
-import type { Bus, ClientHandler, ClientOp } from '../bus/types.js';
+import type { Bus, ClientHandler, StoredSetOp } from '../bus/types.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
@@ -57,7 +57,7 @@ export class StoredSets implements OpenWatcher, ClientHandler {
   }
 
   /** A change made on this pod or another (the bus's `ClientHandler`): this pod's sockets of the client follow it. */
-  client(op: ClientOp, client: string, mids: string[]): void {
+  client(op: StoredSetOp, client: string, mids: string[]): void {
     this.cache.delete(client);
     for (const s of this.deps.hub.clientSubscribers(client)) {
       s.storedSetChanged();
@@ -133,8 +133,8 @@ export class StoredSets implements OpenWatcher, ClientHandler {
 
   /** Adds the markets the hub admits to one socket; the socket is told of any that did not fit. */
   private attach(s: Subscriber, mids: readonly string[]): void {
-    const { take, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.takes(mid)));
-    s.subscribe(take, variant(s.format));
+    const { admitted, refused } = this.deps.hub.admit(s, mids.filter((mid) => !s.has(mid)));
+    s.subscribe(admitted, variant(s.format));
     if (refused) s.send(notice(refused));
   }
 

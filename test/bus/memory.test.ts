@@ -17,7 +17,7 @@ t.test('one process is the whole bus: up at once, images numbered in an epoch of
     down: (d) => void heard.push(`down ${d}`),
     odds: (e, from) => {
       book.put(e);
-      heard.push(`${from} ${e.image.mid} ${e.seq}`);
+      heard.push(`${from} ${e.image.marketId} ${e.seq}`);
     },
   };
   await bus.start(handler as OddsHandler);

@@ -137,7 +137,7 @@ if (!NATS_BINARY) {
   const bothUp = () => eventually(async () => Math.min(await connected(a), await connected(b)), (v) => v === 1, 15000);
   const newest = (pod: TestService, mid: string) => {
     const e = pod.book.get(mid);
-    return e && { epoch: e.epoch, seq: e.seq, price: e.image.r[0].b[0][0] };
+    return e && { epoch: e.epoch, seq: e.seq, price: e.image.runners[0].back[0][0] };
   };
   const lastFrame = (c: Client, mid: string) => {
     const f = c.oddsOf(mid).at(-1);

@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { Sequencer } from '../../src/bus/nats/sequencer.js';
 import { Inbound, type Stored } from '../../src/bus/nats/inbound.js';
 import { envelope, type ImageStream, type LastStored } from '../../src/bus/nats/stream.js';
-import type { OddsHandler, Origin } from '../../src/bus/types.js';
+import type { OddsHandler, Provenance } from '../../src/bus/types.js';
 import type { Ordered } from '../../src/odds/book.js';
 import { validateOdds } from '../../src/ingest/validate-odds.js';
 import { SerialByKey } from '../../src/lib/serial.js';
@@ -11,7 +11,8 @@ import { createLogger } from '../../src/log.js';
 import { BusMetrics } from '../../src/metrics/bus.js';
 import { Book } from '../../src/odds/book.js';
 import { decodeServerProto, encodeProto } from '../../src/odds/codec.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import { oddsMessage, type OddsImage } from '../../src/odds/image.js';
+import { imageOf } from '../helpers/images.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -27,10 +28,10 @@ const M = '1.100';
 const M2 = '1.200';
 
 function image(mid: string, price: number): OddsImage {
-  return { mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] };
+  return imageOf({ mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] });
 }
 
-const price = (i: OddsImage): number => i.r[0].b[0][0];
+const price = (i: OddsImage): number => i.runners[0].back[0][0];
 
 /** JetStream's answer to a write whose expected last sequence of the subject is not the actual one. */
 const wrongLast = (): Error => Object.assign(new Error('wrong last sequence'), { api_error: { err_code: 10071 } });
@@ -101,7 +102,7 @@ class FakeStream implements ImageStream {
     const last = this.held.get(mid);
     const held = last && decodeServerProto(last.frame);
     const seq = held?.op === 'odds' ? held.seq + 1 : 1;
-    const frame = encodeProto({ op: 'odds', ...image(mid, at), epoch: this.epoch, seq, pt: 1, con: false, cf: false });
+    const frame = encodeProto(oddsMessage(image(mid, at), { epoch: this.epoch, seq, publishTime: 1 }));
     this.held.set(mid, { ss: ++this.ss, frame });
   }
 
@@ -134,7 +135,7 @@ class FakeStream implements ImageStream {
 /** One pod's numbering, with what it handed its odds path, which keeps them in its book as the relay does. */
 class Pod implements OddsHandler {
   readonly book = new Book();
-  readonly got: { origin: Origin; mid: string; epoch: string; seq: number; price: number; pt: number; frame?: Uint8Array }[] = [];
+  readonly got: { provenance: Provenance; mid: string; epoch: string; seq: number; price: number; pt: number; frame?: Uint8Array }[] = [];
   /** Every down(...) reported, in order. */
   readonly downs: boolean[] = [];
   readonly seq: Sequencer;
@@ -145,8 +146,8 @@ class Pod implements OddsHandler {
     this.seq = new Sequencer({ prefix: PREFIX, book: this.book, log, odds: this, serial: this.serial, inbound: stream.inbound });
   }
 
-  odds(o: Ordered, origin: Origin): void {
-    this.got.push({ origin, mid: o.image.mid, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.pt, ...(o.frame ? { frame: o.frame } : {}) });
+  odds(o: Ordered, provenance: Provenance): void {
+    this.got.push({ provenance, mid: o.image.marketId, epoch: o.epoch, seq: o.seq, price: price(o.image), pt: o.publishTime, ...(o.frame ? { frame: o.frame } : {}) });
     this.book.put(o);
   }
 
@@ -164,9 +165,9 @@ class Pod implements OddsHandler {
     return this.serial.run(mid, () => this.seq.publish(image(mid, at), pt));
   }
 
-  /** What it handed on, one line each: `origin mid epoch/seq price`, the pod's own epochs (random) as `l*`. */
+  /** What it handed on, one line each: `provenance mid epoch/seq price`, the pod's own epochs (random) as `l*`. */
   lines(from = 0, to?: number): string[] {
-    return this.got.slice(from, to).map((g) => `${g.origin} ${g.mid} ${g.epoch.startsWith('l') ? 'l*' : g.epoch}/${g.seq} ${g.price}`);
+    return this.got.slice(from, to).map((g) => `${g.provenance} ${g.mid} ${g.epoch.startsWith('l') ? 'l*' : g.epoch}/${g.seq} ${g.price}`);
   }
 
   /** What its book holds for a market, as a subscriber gets it: `epoch/seq price`. */
@@ -334,7 +335,7 @@ t.test('another pod\'s images: a market\'s first and any gap wait on the stream\
   await waitFor(() => b.got.length === 3, 'the stream never proved the image after the gap', 2000);
   t.same(b.lines(2), ['remote 1.100 sfirst/4 2.06'], 'after the lost one, the newest once the stream holds it');
   t.equal(stream.reads, reads + 1, 'one read of the stream, for the gap');
-  const forged = encodeProto({ op: 'odds', ...image(M, 1.01), epoch: 'sfirst', seq: 9, pt: 1, con: false, cf: false });
+  const forged = encodeProto(oddsMessage(image(M, 1.01), { epoch: 'sfirst', seq: 9, publishTime: 1 }));
   stream.share(M, 99, forged);
   stream.deliver([b]);
   const rejected = async () => (await stream.registry.getSingleMetric('odds_bus_rejected_total')!.get()).values.filter((v) => v.labels.reason === 'forged' && v.labels.subject_kind === 'image');

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { Witness, type WitnessDeps } from '../../src/bus/nats/witness.js';
 import type { RefuseReason, Stored } from '../../src/bus/nats/inbound.js';
-import type { OddsImage, OddsMessage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import type { OddsMessage } from '../../src/odds/messages.js';
+import { imageOf } from '../helpers/images.js';
 
 /**
  * Another pod's image that is not the next of its market reaches subscribers only once the
@@ -11,7 +13,7 @@ import type { OddsImage, OddsMessage } from '../../src/odds/messages.js';
 const EPOCH = 'e1';
 
 function stored(mid: string, ss: number, seq: number, price = 2, epoch = EPOCH): Stored {
-  const image = { mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] } as unknown as OddsImage;
+  const image: OddsImage = imageOf({ mid, ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] });
   const msg = { op: 'odds', mid, epoch, seq, pt: 1 } as unknown as OddsMessage;
   return { ss, msg, image, frame: new TextEncoder().encode(`${mid}|${epoch}|${seq}|${price}`) };
 }
@@ -41,8 +43,8 @@ class FakeStream implements WitnessDeps {
   currentEpoch(): string {
     return this.podEpoch;
   }
-  accept(s: Stored, origin: 'remote' | 'stored'): void {
-    this.accepted.push([s, origin]);
+  accept(s: Stored, provenance: 'remote' | 'stored'): void {
+    this.accepted.push([s, provenance]);
   }
   moved(): void {
     this.movedTimes++;

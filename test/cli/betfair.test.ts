@@ -195,7 +195,7 @@ t.test('against the local stream server and the service', async (t) => {
     }, (n) => n === 0 || otherClose !== '', 180_000, 200);
     const left = wrong();
     t.equal(otherClose, '', `the subscriber was closed only as a slow consumer, at most three times (${slowCloses.length} times)`);
-    const held = (mid: string) => JSON.stringify(svc.book.get(mid)?.image.r.map((r) => ({ rid: r.rid, b: r.b, l: r.l })));
+    const held = (mid: string) => JSON.stringify(svc.book.get(mid)?.image.runners.map((r) => ({ rid: r.runnerId, b: r.back, l: r.lay })));
     t.same(left.slice(0, 1).map((mid) => newest.get(mid)), left.slice(0, 1).map((mid) => want.get(mid)),
       `the first market that differs, if any (the service's book holds ${left.slice(0, 1).map(held).join('')})`);
     t.equal(left.length, 0, `every book ends on the exchange's (the service knows ${svc.model.size.markets} markets; ${newest.size} of ${want.size} had a frame; `

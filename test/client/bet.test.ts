@@ -1,7 +1,7 @@
 import t from 'tap';
 import { reduce, WIN_MINIMUM_FACTOR } from '../../src/client/reduction.js';
 import { settlementOf, TermsBook } from '../../src/client/terms.js';
-import { checkBet, type Held } from '../../src/client/bet-check.js';
+import { checkBet, type HeldMarket } from '../../src/client/bet-check.js';
 import type { MarketStateMessage, OddsMessage, WireTerms } from '../../src/odds/messages.js';
 
 /**
@@ -71,7 +71,7 @@ const image = (over: Partial<OddsMessage> = {}): OddsMessage => ({
   r: [{ rid: 1, st: 'ACTIVE', b: [[2.5, 100]], l: [[2.52, 50]] }, { rid: 2, st: 'ACTIVE', b: [], l: [[4, 10]] }], ...over,
 });
 const state = (terms?: WireTerms, over: Partial<MarketStateMessage> = {}): MarketStateMessage => ({ op: 'market', mid: '1.1', s: true, go: false, rt: false, ...(terms ? { terms } : {}), ...over });
-const held = (over: Partial<Held> = {}): Held => ({
+const held = (over: Partial<HeldMarket> = {}): HeldMarket => ({
   frame: image(), delay: { at: 9_600, source: 600, publish: 100 }, freshness: { mid: '1.1', live: true }, state: state({ bd: 5, tip: true, r: [{ rid: 1, st: 'ACTIVE', af: 12.5, hc: 0 }] }), ...over,
 });
 
@@ -83,7 +83,7 @@ t.test('can I take this bet: the price, its age and freshness, the market\'s sta
     runner: { status: 'ACTIVE', adjustmentFactor: 12.5, handicap: 0 },
   });
   t.match(checkBet('1.1', 1, 'lay', held(), 10_000), { ok: true, price: 2.52, size: 50 });
-  const no = (h: Held, rid = 1, side: 'back' | 'lay' = 'back') => checkBet('1.1', rid, side, h, 10_000).why;
+  const no = (h: HeldMarket, rid = 1, side: 'back' | 'lay' = 'back') => checkBet('1.1', rid, side, h, 10_000).why;
   t.same(no(held({ frame: image({ st: 'SUSPENDED' }) })), ['market SUSPENDED']);
   t.same(no(held({ freshness: { mid: '1.1', live: false, why: 'publisher', since: 1 } })), ['prices stale: publisher']);
   t.same(no(held({ state: state({ r: [{ rid: 1, st: 'REMOVED', af: 12.5, rd: 3 }] }) })), ['runner REMOVED']);

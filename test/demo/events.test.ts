@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import { wireOf } from '../helpers/images.js';
+import type { WireOddsImage } from '../../src/odds/messages.js';
 import { FakeClock } from '../helpers/clock.js';
 import { seeded } from '../helpers/random.js';
 import { priceProblems } from './coherence.js';
@@ -19,17 +20,17 @@ const HOME = 1101;
 
 interface Tick {
   n: number;
-  images: Map<string, OddsImage>;
+  images: Map<string, WireOddsImage>;
 }
 
-/** Runs the markets and returns every tick's images by market. */
+/** Runs the markets and returns every tick's images by market, as the simulator's feed sends them. */
 function run(markets: SimMarket[], ticks: number, seed: number): Tick[] {
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), clock: new FakeClock(42) });
-  return Array.from({ length: ticks }, (_, n) => ({ n, images: new Map(sim.tick().map((img) => [img.mid, img])) }));
+  return Array.from({ length: ticks }, (_, n) => ({ n, images: new Map(sim.tick().map(wireOf).map((img) => [img.mid, img])) }));
 }
 
 /** A runner's chance as the best back prices say, each book normalised to 100%. */
-function chance(img: OddsImage, rid: number): number {
+function chance(img: WireOddsImage, rid: number): number {
   const total = img.r.reduce((s, r) => s + 1 / r.b[0][0], 0);
   return 1 / img.r.find((r) => r.rid === rid)!.b[0][0] / total;
 }
@@ -44,10 +45,10 @@ const soccer: SimMarket[] = [
 t.test('soccer: a goal suspends match odds and every goal line at once, saying so, and they reopen together moved by it', async (t) => {
   for (const seed of [1, 2, 3]) {
     const ticks = run(soccer, TICKS, seed);
-    const held = new Map<string, OddsImage>();
+    const held = new Map<string, WireOddsImage>();
     let goals = 0;
     /** The books before the goal being dealt with, and whether VAR looked at it (it may have ruled it out). */
-    let lastOpen: Map<string, OddsImage> | undefined;
+    let lastOpen: Map<string, WireOddsImage> | undefined;
     let checked = false;
     for (const { n, images } of ticks) {
       const stopped = [...images.values()].filter((img) => img.st === 'SUSPENDED');
@@ -69,7 +70,7 @@ t.test('soccer: a goal suspends match odds and every goal line at once, saying s
         // A goal in a match all but decided (its likeliest outcome 85% or more) hardly moves it, as on an exchange.
         const decidedMatch = Math.max(...[HOME, 1102, 9000].map((rid) => chance(was.get('mo')!, rid))) >= 0.85;
         t.ok(moved > 0.04 || decidedMatch, `seed ${seed} tick ${n}: the goal moved the match odds (by ${moved.toFixed(3)})`);
-        const over = (img: OddsImage) => chance(img, 9011);
+        const over = (img: WireOddsImage) => chance(img, 9011);
         t.ok(LINES.every((line) => over(held.get(`ou${line}`)!) >= over(was.get(`ou${line}`)!) - 0.005), `seed ${seed} tick ${n}: no goal line less likely over after a goal`);
         const decided = LINES.every((line) => held.get(`ou${line}`)!.r[0].b[0][0] === 1.01);
         t.ok(decided || LINES.some((line) => over(held.get(`ou${line}`)!) > over(was.get(`ou${line}`)!) + 0.01), `seed ${seed} tick ${n}: and the goal lines moved with it`);
@@ -114,9 +115,9 @@ t.test('cricket: a wicket suspends every market of the match at once and moves t
     { mid: 'bm', type: 'bookmaker', name: 'Bookmaker', eventId: 2, startTime: '', sportId: 4, inPlay: true, active: true, closed: false, rids: [101, 102] },
     { mid: 'runs', type: 'session', name: '20 Over Runs IND', eventId: 2, startTime: '', sportId: 4, inPlay: true, active: true, closed: false, rids: [], line: [150, 170] },
   ];
-  const held = new Map<string, OddsImage>();
+  const held = new Map<string, WireOddsImage>();
   let wickets = 0;
-  let before: Map<string, OddsImage> | undefined;
+  let before: Map<string, WireOddsImage> | undefined;
   for (const { n, images } of run(cricket, TICKS, 7)) {
     const why = new Set([...images.values()].filter((i) => i.st !== 'OPEN').map((i) => `${i.mid} ${i.st} ${i.sr}`));
     if ([...why].some((w) => w.includes('wicket'))) {

@@ -8,7 +8,8 @@ import { SimFeed, type SimIngest } from '../../src/demo/feed.js';
 import type { BatchItems } from '../../src/ingest/batch.js';
 import type { IngestResult } from '../../src/ingest/ingest.js';
 import { createLogger } from '../../src/log.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import type { WireOddsImage } from '../../src/odds/messages.js';
 import type { Feeder } from '../../src/relay/freshness.js';
 
 class SlowIngest implements SimIngest {
@@ -36,8 +37,9 @@ class SlowIngest implements SimIngest {
   }
 }
 
-const image = (mid: string, ts: number): OddsImage => ({ mid, ts, st: 'OPEN', ip: false, r: [] });
-const sent = (batch: unknown[]) => batch.map((i) => `${(i as OddsImage).mid}@${(i as OddsImage).ts}`);
+const image = (mid: string, ts: number): OddsImage => ({ marketId: mid, sourceTime: ts, status: 'OPEN', inPlay: false, runners: [] });
+/** What the feed sent, as the items a publisher sends. */
+const sent = (batch: unknown[]) => batch.map((i) => `${(i as WireOddsImage).mid}@${(i as WireOddsImage).ts}`);
 
 t.test('one batch at a time; a market\'s newest image waits in its place; batches of at most the items allowed', async (t) => {
   const ingest = new SlowIngest();

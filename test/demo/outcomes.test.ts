@@ -1,6 +1,6 @@
 import t from 'tap';
 import { demoItems } from '../../src/demo/data.js';
-import type { MarketItem } from '../../src/demo/markets.js';
+import type { DemoMarket } from '../../src/demo/markets.js';
 import { settle, storyOf } from '../../src/demo/outcomes.js';
 import type { Market } from '../../src/refdata/types.js';
 import type { WireRunner } from '../../src/refdata/wire.js';
@@ -15,7 +15,7 @@ const items = demoItems(new Date('2026-06-01T12:00:00Z'));
 const runners = (r: WireRunner[]) => r.map((x) => ({ id: x.rid, name: x.na }));
 /** The demo's market items as the read model would hold them once ingested. */
 const marketsOf = (eid: number, si: number): Market[] =>
-  items.filter((i): i is MarketItem => i.kind === 'market' && i.eid === eid).map((m) => ({
+  items.filter((i): i is DemoMarket => i.kind === 'market' && i.eid === eid).map((m) => ({
     id: m.mid, eventId: m.eid, name: m.na, sportId: si, isActive: m.s, concluded: m.go, type: m.ty, recalled: m.rt,
     ...(m.r ? { runners: runners(m.r) } : {}),
     ...(m.m ? { nested: m.m.map((n) => ({ id: n.mid, isActive: n.s, concluded: n.go, runners: runners(n.r), info: n.if })) } : {}),

@@ -2,14 +2,14 @@ import t from 'tap';
 import { startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { Publisher } from '../faults/publisher-socket.js';
-import { mid } from '../../src/demo/markets.js';
+import { marketIdOf } from '../../src/demo/markets.js';
 import { eventually } from '../helpers/wait.js';
 
 /** Short, so several ticks pass in well under a second; the lifecycle kept out of the way. */
 const svc = await startTestService(t, { SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20', LIFECYCLE_INTERVAL_MS: '3600000' });
 
-const ANIMATED = mid(30000011, 1); // Arsenal v Chelsea match odds: in play, so it moves on most ticks
-const OTHER = mid(30000014, 1); // Real Madrid v Barcelona match odds: left to the simulator
+const ANIMATED = marketIdOf(30000011, 1); // Arsenal v Chelsea match odds: in play, so it moves on most ticks
+const OTHER = marketIdOf(30000014, 1); // Real Madrid v Barcelona match odds: left to the simulator
 const CREATED = 'ext.30000011.1';
 const TICKS = 8;
 

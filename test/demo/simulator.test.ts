@@ -2,8 +2,11 @@ import t from 'tap';
 import { demoItems } from '../../src/demo/data.js';
 import { LADDER, isOnLadder } from '../../src/demo/ticks.js';
 import { Simulator, type SimMarket } from '../../src/demo/simulator.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import { wireOf } from '../helpers/images.js';
+import type { WireOddsImage } from '../../src/odds/messages.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
+import { validateOdds } from '../../src/ingest/validate-odds.js';
 import { FakeClock } from '../helpers/clock.js';
 import { seeded } from '../helpers/random.js';
 import { SLOTS } from '../../src/demo/fixtures.js';
@@ -26,16 +29,19 @@ const LINE_MARKETS: SimMarket[] = [
   mk('line', 'line-market', { inPlay: false }), mk('other', 'other-market'),
 ];
 
+/** A tick's images as the simulator's feed sends them, in the keys of a publisher's items. */
+const ticked = (sim: Simulator): WireOddsImage[] => sim.tick().map(wireOf);
+
 /** Runs `ticks` ticks over `markets` and returns each market's images in order. */
-function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, OddsImage[]> {
+function run(markets: SimMarket[], ticks: number, seed = 1): Map<string, WireOddsImage[]> {
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(seed), clock: new FakeClock(42) });
-  const byMid = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
-  for (let i = 0; i < ticks; i++) for (const img of sim.tick()) byMid.get(img.mid)!.push(img);
+  const byMid = new Map<string, WireOddsImage[]>(markets.map((m) => [m.mid, []]));
+  for (let i = 0; i < ticks; i++) for (const img of ticked(sim)) byMid.get(img.mid)!.push(img);
   return byMid;
 }
 
 const is2dp = (x: number) => x === Math.round(x * 100) / 100;
-const open = (imgs: OddsImage[]) => imgs.filter((i) => i.st === 'OPEN');
+const open = (imgs: WireOddsImage[]) => imgs.filter((i) => i.st === 'OPEN');
 
 t.test('runner markets quote up to three back and three lay levels per runner, on the ladder, worse level by level', async (t) => {
   const byMid = run(RUNNER_MARKETS, 200);
@@ -109,7 +115,8 @@ t.test('every image of every market type passes its price rule, whatever the see
       const m = markets.find((x) => x.mid === mid)!;
       for (const img of imgs) {
         images++;
-        const bad = checkPrices(img, pricingOf(m.type, m.rids.length > 0));
+        const read = validateOdds({ ...img });
+        const bad = 'error' in read ? read.error : checkPrices(read.image, pricingOf(m.type, m.rids.length > 0));
         if (bad) t.fail(`seed ${seed} ${mid}: ${bad}`);
       }
     }
@@ -138,10 +145,10 @@ t.test('runner markets trade at a best price with volumes that only grow; line m
 t.test('in-play, a cricket fixture\'s ball markets go BALL_RUNNING together, saying so, with ladders, then reopen on a moved line', async (t) => {
   const markets = [mk('sess', 'session', { sportId: 4, eventId: 500 }), mk('ball', 'ball-by-ball', { sportId: 4, eventId: 500 })];
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(1), clock: new FakeClock(42) });
-  const imgs = new Map<string, OddsImage[]>(markets.map((m) => [m.mid, []]));
+  const imgs = new Map<string, WireOddsImage[]>(markets.map((m) => [m.mid, []]));
   const at = new Map<string, number[]>(markets.map((m) => [m.mid, []]));
   for (let tick = 0; tick < 400; tick++) {
-    for (const img of sim.tick()) {
+    for (const img of ticked(sim)) {
       imgs.get(img.mid)!.push(img);
       if (img.st === 'BALL_RUNNING') at.get(img.mid)!.push(tick);
     }
@@ -192,11 +199,11 @@ t.test('in-play markets change on most ticks, pre-match ones on about one in fiv
 t.test('a closed market is published once as CLOSED, then never again', async (t) => {
   const closing = mk('later', 'match-odd', { rids: [1, 2] });
   const markets = [mk('done', 'match-odd', { rids: [1, 2], closed: true }), mk('sdone', 'session', { closed: true }), closing];
-  const seen: OddsImage[] = [];
+  const seen: WireOddsImage[] = [];
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(3) });
   for (let i = 0; i < 50; i++) {
     if (i === 20) closing.closed = true;
-    seen.push(...sim.tick());
+    seen.push(...ticked(sim));
   }
   for (const mid of ['done', 'sdone', 'later']) {
     const closed = seen.filter((i) => i.mid === mid && i.st === 'CLOSED');
@@ -209,23 +216,23 @@ t.test('a closed market is published once as CLOSED, then never again', async (t
 t.test('an inactive market is published SUSPENDED once, and reopens when active', async (t) => {
   const m = mk('bm2', 'bookmaker2', { rids: [101, 102], active: false });
   const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(4) });
-  const first = sim.tick();
+  const first = ticked(sim);
   t.equal(first.length, 1);
   t.equal(first[0].st, 'SUSPENDED');
   t.equal(first[0].r[0].b.length, 3, 'suspended with its ladders');
-  for (let i = 0; i < 30; i++) t.strictSame(sim.tick(), [], 'silent while still inactive');
+  for (let i = 0; i < 30; i++) t.strictSame(ticked(sim), [], 'silent while still inactive');
   m.active = true;
-  t.equal(sim.tick()[0]?.st, 'OPEN');
+  t.equal(ticked(sim)[0]?.st, 'OPEN');
 });
 
 t.test('images carry now() and the in-play flag; markets are re-read every tick', async (t) => {
   const markets: SimMarket[] = [mk('a', 'match-odd', { rids: [1, 2], inPlay: false })];
   const clock = new FakeClock(1000);
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(5), clock });
-  t.match(sim.tick(), [{ mid: 'a', ts: 1000, ip: false, st: 'OPEN' }]);
+  t.match(ticked(sim), [{ mid: 'a', ts: 1000, ip: false, st: 'OPEN' }]);
   markets.push(mk('b', 'session'), mk('race', 'player-race'));
   clock.advance(1000);
-  const next = sim.tick();
+  const next = ticked(sim);
   t.match(next.find((i) => i.mid === 'b'), { ts: 2000, ip: true }, 'a new market is picked up');
   t.notOk(next.some((i) => i.mid === 'race'), 'a market with no runners and no line has no book');
 });
@@ -251,7 +258,7 @@ function demoMarkets(now: Date): SimMarket[] {
 
 t.test('the first tick over the demo data set prices every market that has a book', async (t) => {
   const markets = demoMarkets(new Date());
-  const images = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(6) }).tick();
+  const images = ticked(new Simulator({ markets: () => markets, publish: () => {}, random: seeded(6) }));
   const priced = markets.filter((m) => m.rids.length || m.type !== 'player-race');
   t.equal(images.length, priced.length);
   for (const img of images) {
@@ -285,20 +292,20 @@ t.test('start() publishes on a timer and stop() stops it', async (t) => {
 t.test('a tick prices at most 500 markets, taking the rest round robin', async (t) => {
   const markets = Array.from({ length: 600 }, (_, i) => mk(`m${i}`, 'match-odd', { rids: [1, 2] }));
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(7) });
-  const first = sim.tick();
+  const first = ticked(sim);
   t.equal(first.length, 500);
-  t.strictSame(sim.tick().slice(0, 100).map((i) => i.mid), markets.slice(500).map((m) => m.mid));
+  t.strictSame(ticked(sim).slice(0, 100).map((i) => i.mid), markets.slice(500).map((m) => m.mid));
 });
 
 t.test('a market listed again after it closed trades again, from a fresh book', async (t) => {
   const m = mk('again', 'match-odd', { rids: [101, 102] });
   const sim = new Simulator({ markets: () => [m], publish: () => {}, random: seeded(3), clock: new FakeClock(42) });
-  t.equal(sim.tick()[0]?.st, 'OPEN');
+  t.equal(ticked(sim)[0]?.st, 'OPEN');
   m.closed = true;
-  t.equal(sim.tick()[0]?.st, 'CLOSED');
-  t.same(sim.tick(), [], 'nothing more while it is closed');
+  t.equal(ticked(sim)[0]?.st, 'CLOSED');
+  t.same(ticked(sim), [], 'nothing more while it is closed');
   m.closed = false;
-  const [image] = sim.tick();
+  const [image] = ticked(sim);
   t.equal(image?.st, 'OPEN', 'open again');
   t.ok(image.r.every((r) => r.b.length && r.l.length), 'with prices');
 });
@@ -316,7 +323,7 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
   const markets = demoMarkets(new Date(day));
   const eids = [...new Set(markets.map((m) => m.eventId))];
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(11), clock: new FakeClock(42) });
-  const quotes = new Map<string, OddsImage>();
+  const quotes = new Map<string, WireOddsImage>();
   const problems: string[] = [];
   let checked = 0;
   for (let hour = 0; hour < 24; hour++) {
@@ -325,7 +332,7 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
       m.inPlay = (hour + m.eventId) % 3 !== 0;
     }
     for (let tick = 0; tick < 60; tick++) {
-      for (const image of sim.tick()) quotes.set(image.mid, image);
+      for (const image of ticked(sim)) quotes.set(image.mid, image);
       if (tick % 10 !== 9) continue;
       for (const eid of eids) {
         const own = markets.filter((m) => m.eventId === eid && !m.closed);
@@ -342,8 +349,8 @@ t.test('over a simulated day of the demo, each open book sums to 100% within its
 t.test('prices a betting screen would show: the tied match long, completed short, over 0.5 goals shorter than over 2.5', async (t) => {
   const markets = demoMarkets(new Date());
   const sim = new Simulator({ markets: () => markets, publish: () => {}, random: seeded(12), clock: new FakeClock(42) });
-  const quotes = new Map<string, OddsImage>();
-  for (let i = 0; i < 20; i++) for (const image of sim.tick()) quotes.set(image.mid, image);
+  const quotes = new Map<string, WireOddsImage>();
+  for (let i = 0; i < 20; i++) for (const image of ticked(sim)) quotes.set(image.mid, image);
   const best = (na: string, eid: number, rid: number) => quotes.get(markets.find((m) => m.eventId === eid && m.name === na)!.mid)!.r.find((r) => r.rid === rid)!.b[0]![0];
   t.ok(best('Tied Match', 30000001, 9001) >= 20, `a tie at ${best('Tied Match', 30000001, 9001)}`);
   t.ok(best('Completed Match', 30000001, 9001) <= 1.05, `completed at ${best('Completed Match', 30000001, 9001)}`);

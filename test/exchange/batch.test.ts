@@ -10,10 +10,10 @@ function cut(items: Item[], limits?: BatchLimits): string[][] {
   const out: string[][] = [];
   for (const [json, group] of items) {
     const bytes = Buffer.byteLength(json);
-    if (!b.fits(bytes, group)) out.push(b.take());
+    if (!b.fits(bytes, group)) out.push(b.drain());
     b.add(json, bytes, group);
   }
-  return b.size ? [...out, b.take()] : out;
+  return b.size ? [...out, b.drain()] : out;
 }
 const odds = (n: number): Item => [`{"kind":"odds","mid":"1.${n}"}`, undefined];
 const stale = (n: number): Item => [`{"kind":"stale","mid":"1.${n}","why":"late"}`, undefined];
@@ -38,5 +38,5 @@ t.test('at most the limits\' items and bytes a batch, counted as UTF-8 on the wi
   const wide: Item = [`{"kind":"odds","na":"${'€'.repeat(20)}"}`.padEnd(60, ' '), undefined];
   t.same(cut([wide, wide, wide], { items: 10, bytes: 210 }).map((b) => b.length), [2, 1], 'bytes, not characters');
   t.same(cut([big], { items: 1, bytes: 10 }).map((b) => b.length), [1], 'one item larger than a batch goes alone');
-  t.same(new Batcher().take(), [], 'nothing to take from an empty batcher');
+  t.same(new Batcher().drain(), [], 'nothing to drain from an empty batcher');
 });

@@ -53,21 +53,21 @@ t.test('img starts the market afresh', async (t) => {
   t.same(book.back(7, 10), [[1.9, 4]]);
   t.same(book.lay(7, 10), []);
   t.same(book.back(8, 10), [], 'a runner the image leaves out holds nothing');
-  t.same([book.ltp(7), book.tv(7), book.totalTv()], [undefined, undefined, undefined]);
+  t.same([book.lastTraded(7), book.tradedVolume(7), book.marketTradedVolume()], [undefined, undefined, undefined]);
 });
 
 t.test('trd, ltp and tv: volume as given, else summed from traded volume by price', async (t) => {
   const book = new ExchangeBook();
   book.apply(change([{ id: 7, trd: [[2, 10.1], [2.02, 0.2]], ltp: 2.02 }, { id: 8, trd: [[3, 5]] }]));
-  t.equal(book.ltp(7), 2.02);
-  t.equal(book.tv(7), 10.3, 'sum of trd');
-  t.equal(book.totalTv(), 15.3, 'sum over runners');
+  t.equal(book.lastTraded(7), 2.02);
+  t.equal(book.tradedVolume(7), 10.3, 'sum of trd');
+  t.equal(book.marketTradedVolume(), 15.3, 'sum over runners');
   book.apply(change([{ id: 7, trd: [[2.02, 0]] }]));
-  t.equal(book.tv(7), 10.1, 'size 0 removes a traded price');
+  t.equal(book.tradedVolume(7), 10.1, 'size 0 removes a traded price');
   book.apply(change([{ id: 8, tv: 6 }], { tv: 100 }));
-  t.equal(book.tv(8), 6, 'tv given wins');
-  t.equal(book.totalTv(), 100, 'market tv given wins');
-  t.equal(book.tv(9), undefined, 'a runner never traded has none');
+  t.equal(book.tradedVolume(8), 6, 'tv given wins');
+  t.equal(book.marketTradedVolume(), 100, 'market tv given wins');
+  t.equal(book.tradedVolume(9), undefined, 'a runner never traded has none');
 });
 
 t.test('a change of a SUB_IMAGE starts the market afresh without img', async (t) => {

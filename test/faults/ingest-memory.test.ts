@@ -10,6 +10,9 @@ import { createKey } from '../../src/auth/keys.js';
  * 2.7 GB. The publisher runs in its own process, so the RSS measured here is
  * the service's (with this test's small harness).
  */
+// Three floods of a hundred-odd megabytes each: about 110 s alone, and three times that beside other busy files.
+t.setTimeout(540_000);
+
 const BATCHES = Number(process.env.PIPELINE_BATCHES ?? 256);
 /**
  * The bound stated for the service's growth: 8 MiB of batches queued, decoded (about 20 MB of

@@ -2,7 +2,9 @@ import t from 'tap';
 import { Registry } from 'prom-client';
 import { Book, type BookEntry, type Frame } from '../../src/odds/book.js';
 import { decodeServerJson, decodeServerProto } from '../../src/odds/codec.js';
-import type { OddsImage, ServerMessage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import type { ServerMessage } from '../../src/odds/messages.js';
+import { imageOf } from '../helpers/images.js';
 import { Broadcaster, type Topics } from '../../src/hub/broadcaster.js';
 import { Hub } from '../../src/hub/hub.js';
 import { MarketIndex } from '../../src/hub/market-index.js';
@@ -84,7 +86,7 @@ export class FakeConn implements Conn {
 }
 
 /** An image whose first runner is at `price`; the others, if any, never move (so a delta is smaller than the image). */
-export const img = (mid: string, price: number, runners = 1): OddsImage => ({
+export const img = (mid: string, price: number, runners = 1): OddsImage => imageOf({
   mid, ts: 1, st: 'OPEN', ip: true, r: Array.from({ length: runners }, (_, i) => {
     const p = i === 0 ? price : 3 + i;
     return { rid: i + 1, st: 'ACTIVE', b: [[p, 1], [p - 0.01, 2]], l: [[p + 0.01, 3]] };
@@ -129,7 +131,7 @@ export function rig(limits: Partial<AgeLimits> = {}, model: Pick<ReadModel, 'eve
   const read = ({ s, conn }: { s: Subscriber; conn: FakeConn }) => {
     for (const p of conn.pings.splice(0)) s.pong(p);
   };
-  const put = (mid: string, price: number, pt = clock.now(), runners = 1): BookEntry => book.put({ epoch: 'e', seq: book.next(mid, 'e'), pt, image: img(mid, price, runners) })!;
+  const put = (mid: string, price: number, pt = clock.now(), runners = 1): BookEntry => book.put({ epoch: 'e', seq: book.next(mid, 'e'), publishTime: pt, image: img(mid, price, runners) })!;
   /** Publishes and hands the turn's batch to the topics at once, as the end of the loop turn would. */
   const publish = (entry: BookEntry) => {
     bc.publish(entry);

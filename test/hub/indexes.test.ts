@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Hub, type Publisher } from '../../src/hub/hub.js';
+import { Hub, type PublisherSocket } from '../../src/hub/hub.js';
 import { MarketIndex } from '../../src/hub/market-index.js';
 import { Subscriber } from '../../src/hub/subscriber.js';
 import { variant } from '../../src/hub/variant.js';
@@ -31,7 +31,7 @@ function setup(limits: Partial<{ perKey: number; total: number; countPerKey: boo
   const publisher = (keyId = 'k1') => {
     const ended: number[] = [];
     const events: string[] = [];
-    const p: Publisher = {
+    const p: PublisherSocket = {
       keyId, closed: false,
       conn: { end: (code) => ended.push(code!) },
       revoke: async () => void events.push('revoke'),
@@ -74,10 +74,10 @@ t.test('admit: held markets cost nothing, a concluded market is left out unless 
   hub.open(s);
   const v = variant('json');
   s.subscribe(['1.1'], v);
-  t.same(hub.admit(s, ['1.1', '1.9', '1.2', '1.3']), { take: ['1.1', '1.2', '1.3'] }, 'the held one and two more fill the three');
-  t.same(hub.admit(s, ['1.9'], new Set(['1.9'])), { take: ['1.9'] }, 'a concluded market asked for by its ID is taken');
+  t.same(hub.admit(s, ['1.1', '1.9', '1.2', '1.3']), { admitted: ['1.1', '1.2', '1.3'] }, 'the held one and two more fill the three');
+  t.same(hub.admit(s, ['1.9'], new Set(['1.9'])), { admitted: ['1.9'] }, 'a concluded market asked for by its ID is taken');
   const over = hub.admit(s, ['1.2', '1.3', '1.4']);
-  t.same(over.take, ['1.2', '1.3']);
+  t.same(over.admitted, ['1.2', '1.3']);
   t.match(over.refused, { code: 'LIMIT', message: /1\.4 did not fit: a socket holds at most 3 markets/ }, 'the market past the limit is named');
   t.equal(s.size, 1, 'admitting takes nothing by itself');
 });

@@ -27,11 +27,11 @@ t.test('states: the last frame of each kind per market, and exactly what changed
 
 t.test('the publish batch: queued in order, the first add asks for a drain, taken whole', async (t) => {
   const b = new PublishBatch();
-  const entry = (mid: string) => ({ mid }) as BookEntry;
+  const entry = (mid: string) => ({ marketId: mid }) as BookEntry;
   t.equal(b.add(entry('a')), true, 'the first: its owner schedules a drain');
   t.equal(b.add(entry('b')), false);
   t.ok(b.holds('a'));
-  t.same(b.take().map((e) => e.mid), ['a', 'b']);
+  t.same(b.drain().map((e) => e.marketId), ['a', 'b']);
   t.equal(b.size, 0);
   t.notOk(b.holds('a'));
 });

@@ -9,7 +9,13 @@ import { batchOf, HELD_PER_WIRE_BYTE, readBytes, type ReadItems } from '../../sr
 const level = (p: number): [number, number] => [p, 10];
 const odds = (i: number, runners: number, levels: number) => ({
   i, where: `item ${i}`, mid: `1.${i}`,
-  read: { late: false, image: { mid: `1.${i}`, ts: 1, st: 'OPEN', ip: false, r: Array.from({ length: runners }, (_, k) => ({ rid: k + 1, st: 'ACTIVE', b: Array.from({ length: levels }, (_, j) => level(2 + j / 100)), l: Array.from({ length: levels }, (_, j) => level(3 + j / 100)) })) } },
+  read: {
+    late: false,
+    image: {
+      marketId: `1.${i}`, sourceTime: 1, status: 'OPEN', inPlay: false,
+      runners: Array.from({ length: runners }, (_, k) => ({ runnerId: k + 1, status: 'ACTIVE', back: Array.from({ length: levels }, (_, j) => level(2 + j / 100)), lay: Array.from({ length: levels }, (_, j) => level(3 + j / 100)) })),
+    },
+  },
 }) as ReadItems['odds'][number];
 
 t.test('odds count by their runners and levels, far past their wire size once they are large', async (t) => {

@@ -18,7 +18,7 @@ import { postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
 import { Client, image, ingestOnSocket, type Format } from '../helpers/ws.js';
 import { OutsideFeeds } from '../../src/ingest/outside.js';
-import { mid as demoMid } from '../../src/demo/markets.js';
+import { marketIdOf as demoMid } from '../../src/demo/markets.js';
 import type { Market } from '../../src/refdata/types.js';
 import type { ItemRefusal, OddsMessage } from '../../src/odds/messages.js';
 

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { validateOdds, validateOddsItem, validateStale } from '../../src/ingest/validate-odds.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
-import { INGEST_LIMITS, type OddsImage } from '../../src/odds/messages.js';
+import { INGEST_LIMITS } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
 
 /**
  * What an odds item must be before its market can see it, without a server: the shape (every
@@ -12,11 +13,14 @@ const runner = (rid: number, b: number[][] = [[2, 10]], l: number[][] = [[2.02, 
 const item = (over: Record<string, unknown> = {}) => ({ kind: 'odds', mid: '1.234', ts: 1_700_000_000_000, st: 'OPEN', ip: false, r: [runner(1), runner(2)], ...over });
 const errorOf = (r: { error: string } | object) => ('error' in r ? r.error : undefined);
 
-t.test('a well-formed image is taken as sent: fields it does not carry are dropped', async (t) => {
+t.test('a well-formed image is taken as sent, in the service\'s names: fields it does not carry are dropped', async (t) => {
   const r = validateOdds(item({ extra: 'ignored', r: [{ ...runner(1), ltp: 2.01, tv: 1500, foo: 1 }] }));
   t.notOk(errorOf(r));
   const image = (r as { image: OddsImage }).image;
-  t.same(image, { mid: '1.234', ts: 1_700_000_000_000, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2, 10]], l: [[2.02, 5]], ltp: 2.01, tv: 1500 }] });
+  t.strictSame(image, {
+    marketId: '1.234', sourceTime: 1_700_000_000_000, status: 'OPEN', inPlay: false,
+    runners: [{ runnerId: 1, status: 'ACTIVE', back: [[2, 10]], lay: [[2.02, 5]], lastTraded: 2.01, tradedVolume: 1500 }],
+  });
 });
 
 t.test('each malformed field is refused, naming it', async (t) => {

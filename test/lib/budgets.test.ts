@@ -9,13 +9,13 @@ import { eachLimit, SerialByKey } from '../../src/lib/serial.js';
 
 t.test('ByteBudget: bytes per source within the bound; one item alone always fits; given back, room again', async (t) => {
   const b = new ByteBudget(100, (held, max) => `holding ${held} of ${max}`);
-  t.equal(b.take('a', 60), undefined);
-  t.equal(b.take('a', 50), 'holding 60 of 100', 'past the bound: refused, with what it holds');
+  t.equal(b.spend('a', 60), undefined);
+  t.equal(b.spend('a', 50), 'holding 60 of 100', 'past the bound: refused, with what it holds');
   t.equal(b.refuses('a', 40), undefined, 'exactly to the bound fits');
-  t.equal(b.take('b', 500), undefined, 'a source holding nothing takes even one item larger than the bound');
-  t.equal(b.take('b', 1), 'holding 500 of 100');
+  t.equal(b.spend('b', 500), undefined, 'a source holding nothing takes even one item larger than the bound');
+  t.equal(b.spend('b', 1), 'holding 500 of 100');
   b.give('a', 60);
-  t.equal(b.take('a', 100), undefined, 'given back: room for the whole bound again');
+  t.equal(b.spend('a', 100), undefined, 'given back: room for the whole bound again');
 });
 
 t.test('SerialByKey: tasks of one key in order, one at a time, whatever each does; keys side by side', async (t) => {

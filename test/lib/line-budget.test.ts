@@ -7,7 +7,7 @@ t.test('at most N lines per interval; the next line let through says how many we
   const budget = new LineBudget(2, 1000, clock);
   const at = (ms: number) => {
     clock.advance(ms);
-    return budget.take();
+    return budget.spend();
   };
   t.same([at(0), at(10), at(10), at(10), at(969)], [0, 0, undefined, undefined, undefined]);
   t.equal(at(1), 3, 'a new interval: three were held back');

@@ -1,16 +1,20 @@
 import t from 'tap';
-import { applyDelta, diff } from '../../src/odds/delta.js';
-import type { DeltaMessage, OddsImage, OddsMessage } from '../../src/odds/messages.js';
+import { applyDelta, diff as diffOf } from '../../src/odds/delta.js';
+import type { DeltaMessage, OddsMessage, WireOddsImage } from '../../src/odds/messages.js';
+import { imageOf } from '../helpers/images.js';
 
-const image: OddsImage = {
+/** The delta between two images written in wire keys. */
+const diff = (a: WireOddsImage, b: WireOddsImage) => diffOf(imageOf(a), imageOf(b));
+
+const image: WireOddsImage = {
   mid: '1.1', ts: 1, st: 'OPEN', ip: true, tv: 100, r: [
     { rid: 1, st: 'ACTIVE', b: [[2, 10], [1.99, 20], [1.98, 30]], l: [[2.02, 5]], ltp: 2, tv: 50 },
     { rid: 2, st: 'ACTIVE', b: [[3, 1]], l: [[3.1, 2], [3.2, 3]], ltp: 3, tv: 50 },
   ],
 };
 const held: OddsMessage = { op: 'odds', epoch: 'm1', seq: 4, pt: 1, con: false, cf: false, ...image };
-const delta = (to: OddsImage, from = 4): DeltaMessage => ({ op: 'delta', mid: to.mid, epoch: 'm1', seq: from + 1, from, pt: 2, ...diff(image, to)! });
-const r0 = (x: Partial<OddsImage['r'][0]>) => ({ ...image, r: [{ ...image.r[0], ...x }, image.r[1]] });
+const delta = (to: WireOddsImage, from = 4): DeltaMessage => ({ op: 'delta', mid: to.mid, epoch: 'm1', seq: from + 1, from, pt: 2, ...diff(image, to)! });
+const r0 = (x: Partial<WireOddsImage['r'][0]>) => ({ ...image, r: [{ ...image.r[0], ...x }, image.r[1]] });
 
 t.test('a changed level, a vanished best level and a new one each come back exactly', async (t) => {
   for (const to of [

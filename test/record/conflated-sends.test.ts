@@ -8,6 +8,7 @@ import t from 'tap';
 import { Registry } from 'prom-client';
 import { freshDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
+import { imageOf } from '../helpers/images.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createPool } from '../../src/db/pool.js';
@@ -37,7 +38,7 @@ const sent = (at: number, seq: number) => note(at, 'sent', { ...thin, mid: '1.1'
 
 t.test('sends of the ms it joined count only after it; an image sent again counts again', async (t) => {
   for (let seq = 4; seq <= 8; seq++) {
-    log.append({ kind: 'odds', o: { epoch: 'e', seq, pt: T - 100 + seq, image: { mid: '1.1', ts: seq, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2 + seq / 100, 1]], l: [] }] } } });
+    log.append({ kind: 'odds', o: { epoch: 'e', seq, publishTime: T - 100 + seq, image: imageOf({ mid: '1.1', ts: seq, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2 + seq / 100, 1]], l: [] }] }) } });
   }
   ledger(T, 'open', { key: 'public', client: 'public', address: '127.0.0.1', format: 'json', hb: 5000 });
   ledger(T, 'take', { ...thin, seqs: [['1.1', null, null]] });

@@ -59,7 +59,7 @@ t.test('a replayed market, recorded, exported and replayed again: the same books
   const files = [await writeRecording(dir, 'soccer.json', matchOdds(150)), await writeRecording(dir, 'race.json', race(120))];
   const first = await runTool(REPLAY, [...files, '--speed', 'max', '--url', ingestUrl(a.url)], {});
   t.equal(first.code, 0, first.stderr);
-  const mids = [...a.book.values()].map((e) => e.mid).sort();
+  const mids = [...a.book.values()].map((e) => e.marketId).sort();
   t.equal(mids.length, 3, `a match and a race's two markets replayed: ${mids.join(', ')}`);
   t.ok(mids.includes(soccer));
   await recorded(a, mids);

@@ -12,7 +12,8 @@ import { RecordMetrics } from '../../src/metrics/record.js';
 import { MemoryRecordLog } from '../../src/bus/record-log.js';
 import { Recorder } from '../../src/record/recorder.js';
 import { DAY_MS, dayOf, partitionName } from '../../src/record/partitions.js';
-import type { OddsImage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import { imageOf } from '../helpers/images.js';
 
 const url = await freshDatabase(t);
 const now = dayOf(Date.UTC(2026, 10, 25)) * DAY_MS + 12 * 3_600_000;
@@ -25,11 +26,11 @@ await recorder.start();
 t.teardown(() => recorder.stop());
 const sql = await sqlClient(t, url);
 
-const image = (ts: number): OddsImage => ({ mid: '1.1', ts, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2, 10]], l: [[2.02, 10]] }] });
+const image = (ts: number): OddsImage => imageOf({ mid: '1.1', ts, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[2, 10]], l: [[2.02, 10]] }] });
 
 t.test('partitions whose day is past RECORD_DAYS are dropped whole; the days kept keep every row', async (t) => {
   const days = [401, 400, 0].map((ago) => now - ago * DAY_MS);
-  days.forEach((pt, i) => log.append({ kind: 'odds', o: { epoch: 'm1', seq: i + 1, pt, image: image(pt) } }));
+  days.forEach((pt, i) => log.append({ kind: 'odds', o: { epoch: 'm1', seq: i + 1, publishTime: pt, image: image(pt) } }));
   const count = async () => Number((await sql.query('SELECT count(*) AS n FROM record_odds')).rows[0].n);
   await waitFor(async () => (await count()) === 3, 'three images recorded');
   const dropped = await recorder.retain();

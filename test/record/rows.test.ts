@@ -7,14 +7,17 @@
 import t from 'tap';
 import { KEYFRAME_EVERY, RowEncoder, readBody, replay } from '../../src/record/rows.js';
 import { DAY_MS } from '../../src/record/partitions.js';
-import type { DeltaMessage, OddsImage, OddsMessage } from '../../src/odds/messages.js';
+import type { DeltaMessage, OddsMessage, WireOddsImage } from '../../src/odds/messages.js';
+import type { OddsImage } from '../../src/odds/image.js';
+import { imageOf, wireOf } from '../helpers/images.js';
 import type { RecordEntry } from '../../src/bus/types.js';
 
 /** Every eleventh image (the first whole one among them) suspended for a goal. */
-const image = (mid: string, i: number, ts: number): OddsImage => ({
+const wire = (mid: string, i: number, ts: number): WireOddsImage => ({
   mid, ts, ...(i % 11 === 1 ? { st: 'SUSPENDED', sr: 'goal' } : { st: 'OPEN' }), ip: i % 7 === 0,
   r: [{ rid: 1, st: 'ACTIVE', b: [[2 + (i % 5) / 100, 10 + i], [1.98, 5]], l: [[2.1, 7]], ltp: 2, tv: 100 + i }, { rid: 2, st: 'ACTIVE', b: [[3, 1]], l: [[3.1, 2 + (i % 3)]] }],
 });
+const image = (mid: string, i: number, ts: number): OddsImage => imageOf(wire(mid, i, ts));
 
 interface Row { mid: string; pt: number; epoch: string; seq: number; base: number | null; body: Buffer }
 
@@ -30,11 +33,11 @@ t.test('every image comes back from the rows, changes replayed on the image they
   const enc = new RowEncoder();
   const day = 20_000 * DAY_MS;
   const entries: RecordEntry[] = [];
-  for (let i = 1; i <= 150; i++) entries.push({ kind: 'odds', o: { epoch: 'e1', seq: i, pt: day + i, image: image('1.1', i, i) } });
+  for (let i = 1; i <= 150; i++) entries.push({ kind: 'odds', o: { epoch: 'e1', seq: i, publishTime: day + i, image: image('1.1', i, i) } });
   // The next day: the first image of a day is whole, so a partition never needs another.
-  entries.push({ kind: 'odds', o: { epoch: 'e1', seq: 151, pt: day + DAY_MS + 1, image: image('1.1', 151, 151) } });
+  entries.push({ kind: 'odds', o: { epoch: 'e1', seq: 151, publishTime: day + DAY_MS + 1, image: image('1.1', 151, 151) } });
   // A new epoch starts whole too.
-  entries.push({ kind: 'odds', o: { epoch: 'e2', seq: 1, pt: day + DAY_MS + 2, image: image('1.1', 152, 152) } });
+  entries.push({ kind: 'odds', o: { epoch: 'e2', seq: 1, publishTime: day + DAY_MS + 2, image: image('1.1', 152, 152) } });
   const rows = rowsOf(enc.encode(entries).lines.record_odds);
   t.equal(rows.length, entries.length, 'one row an image');
   const whole = rows.filter((r) => r.base === null).map((r) => `${r.epoch}/${r.seq}`);
@@ -45,14 +48,14 @@ t.test('every image comes back from the rows, changes replayed on the image they
     const got = msg.op === 'odds' ? msg : replay(held.get(`${r.epoch}/${r.base}`)!, msg as DeltaMessage);
     held.set(`${r.epoch}/${r.seq}`, got!);
     const want = entries.find((e) => e.kind === 'odds' && e.o.epoch === r.epoch && e.o.seq === r.seq)!;
-    if (want.kind === 'odds') t.same({ ...got!, op: undefined, con: undefined, cf: undefined }, { ...want.o.image, epoch: r.epoch, seq: r.seq, pt: r.pt, op: undefined, con: undefined, cf: undefined }, `${r.epoch}/${r.seq}`);
+    if (want.kind === 'odds') t.same({ ...got!, op: undefined, con: undefined, cf: undefined }, { ...wireOf(want.o.image), epoch: r.epoch, seq: r.seq, pt: r.pt, op: undefined, con: undefined, cf: undefined }, `${r.epoch}/${r.seq}`);
   }
   t.ok(rows.filter((r) => r.base !== null).every((r) => r.body.length < rows[0].body.length), 'a change is smaller than a whole image');
 });
 
 t.test('an image that arrives after a newer one is stored whole and changes nothing held', async (t) => {
   const enc = new RowEncoder();
-  const o = (seq: number) => ({ kind: 'odds' as const, o: { epoch: 'e', seq, pt: 1000 + seq, image: image('1.2', seq, seq) } });
+  const o = (seq: number) => ({ kind: 'odds' as const, o: { epoch: 'e', seq, publishTime: 1000 + seq, image: image('1.2', seq, seq) } });
   const rows = rowsOf(enc.encode([o(1), o(3), o(2), o(4), o(4)]).lines.record_odds);
   t.same(rows.map((r) => [r.seq, r.base]), [[1, null], [3, 1], [2, null], [4, 3]], 'the late one whole, the next from the newest held, a repeat not at all');
 });

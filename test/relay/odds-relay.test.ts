@@ -25,7 +25,7 @@ function setup() {
   const stage: Pressure & { isBusy: boolean } = { isBusy: false, busy() { return this.isBusy; }, eased: () => new Promise<void>((ok) => (release = ok)) };
   const bus = new MemoryBus(book);
   const relay = new OddsRelay({
-    book, bus, bc: { publish: (e: BookEntry) => void published.push(e) } as never,
+    book, bus, broadcaster: { publish: (e: BookEntry) => void published.push(e) } as never,
     monitor: { heard: () => void told.push('heard'), busDown: (d: boolean) => void told.push(`feed down ${d}`) } as never,
     freshness: { busDown: (d) => void told.push(`markets down ${d}`) },
     metrics: new BusMetrics(registry, 'memory'), pressure: [stage], record: { odds: (o) => void recorded.push(o) },
@@ -37,16 +37,16 @@ function setup() {
 t.test('a batch\'s images numbered by the bus, kept in the book, handed to the broadcaster and the record', async (t) => {
   const { book, published, recorded, relay } = setup();
   t.equal(relay.publish([img('1.1', 2), img('1.2', 3)], 100), undefined, 'nothing to wait on: the ack goes at once');
-  t.same(published.map((e) => [e.mid, e.seq]), [['1.1', 1], ['1.2', 1]]);
-  t.same(recorded.map((o) => o.image.mid), ['1.1', '1.2'], 'recorded by the pod that numbered them');
-  t.equal(relay.image('1.1')?.r[0].b[0][0], 2, 'the newest image held, for a bet stop to suspend');
-  t.equal(book.get('1.2')?.pt, 100);
+  t.same(published.map((e) => [e.marketId, e.seq]), [['1.1', 1], ['1.2', 1]]);
+  t.same(recorded.map((o) => o.image.marketId), ['1.1', '1.2'], 'recorded by the pod that numbered them');
+  t.equal(relay.image('1.1')?.runners[0].back[0][0], 2, 'the newest image held, for a bet stop to suspend');
+  t.equal(book.get('1.2')?.publishTime, 100);
 });
 
 t.test('another pod\'s image: a publisher heard, not recorded here; an old one not broadcast', async (t) => {
   const { book, published, recorded, told, registry, relay } = setup();
-  relay.odds({ epoch: 'e', seq: 5, pt: Date.now(), image: img('1.1', 2) }, 'remote');
-  relay.odds({ epoch: 'e', seq: 4, pt: Date.now(), image: img('1.1', 1) }, 'remote');
+  relay.odds({ epoch: 'e', seq: 5, publishTime: Date.now(), image: img('1.1', 2) }, 'remote');
+  relay.odds({ epoch: 'e', seq: 4, publishTime: Date.now(), image: img('1.1', 1) }, 'remote');
   t.same(published.map((e) => e.seq), [5], 'the older one kept out of the book and off the sockets');
   t.equal(book.get('1.1')?.seq, 5);
   t.same(recorded, [], 'the pod that numbered it recorded it');

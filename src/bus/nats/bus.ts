@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type Msg, type NatsConnection, type NatsError } from 'nats';
 import type { NatsAuth, NatsTls } from '../../config.js';
-import type { OddsImage } from '../../odds/messages.js';
+import type { OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { SerialByKey } from '../../lib/serial.js';
-import type { Bus, ClientHandler, ClientOp, FreshnessHandler, HeldImages, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
+import type { Bus, ClientHandler, StoredSetOp, FreshnessHandler, BusBook, ImageCheck, OddsHandler, SourceFreshness } from '../types.js';
 import type { RecordLogCounts } from '../record-log.js';
 import { NatsRecordLog } from './record-log.js';
 import { NatsLink, type LinkListener } from './link.js';
@@ -24,7 +24,7 @@ export interface NatsBusOptions {
   prefix: string;
   auth: NatsAuth;
   tls: NatsTls | undefined;
-  book: HeldImages;
+  book: BusBook;
   log: Logger;
   /** Ingest's check of an odds image, applied to every image read from the bus. */
   check: ImageCheck;
@@ -83,16 +83,16 @@ export class NatsBus implements Bus, LinkListener {
     if (synced) await Promise.race([synced, new Promise((ok) => setTimeout(ok, START_SYNC_WAIT_MS).unref())]);
   }
 
-  publish(image: OddsImage, pt: number): Promise<void> | void {
+  publish(image: OddsImage, publishTime: number): Promise<void> | void {
     const seq = this.seq;
     if (!seq) {
-      this.local().number(image, pt);
+      this.local().number(image, publishTime);
       return;
     }
-    return this.serial.run(image.mid, () => seq.publish(image, pt));
+    return this.serial.run(image.marketId, () => seq.publish(image, publishTime));
   }
 
-  publishClient(op: ClientOp, client: string, mids: readonly string[]): void {
+  publishClient(op: StoredSetOp, client: string, mids: readonly string[]): void {
     this.link.connection?.publish(`${this.opts.prefix}.ctl.client`, json({ from: this.id, op, client, mids: [...mids] }));
   }
 

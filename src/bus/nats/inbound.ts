@@ -2,9 +2,10 @@ import type { Logger } from '../../log.js';
 import { LineBudget } from '../../lib/line-budget.js';
 import type { BusMetrics, BusSubjectKind } from '../../metrics/bus.js';
 import { decodeServerProto } from '../../odds/codec.js';
-import type { OddsImage, OddsMessage } from '../../odds/messages.js';
+import type { OddsImage } from '../../odds/image.js';
+import type { OddsMessage } from '../../odds/messages.js';
 import { MAX_IDS, isMarketId } from '../../refdata/ids.js';
-import type { ClientOp, ImageCheck, SourceFreshness, SourceReason } from '../types.js';
+import type { StoredSetOp, ImageCheck, SourceFreshness, SourceReason } from '../types.js';
 
 /** A stored image: its stream sequence, the odds message, its image as ingest's check returned it, and the frame as stored. */
 export interface Stored {
@@ -17,7 +18,7 @@ export interface Stored {
 /** A client's market set changed on the pod `from`. */
 export interface ClientChange {
   from: string;
-  op: ClientOp;
+  op: StoredSetOp;
   client: string;
   mids: string[];
 }
@@ -48,7 +49,7 @@ const CLIENT_KEYS = ['from', 'op', 'client', 'mids'];
 const MAX_FRESHNESS_BYTES = 64 * 1024;
 const MAX_POD_BYTES = 128;
 const SOURCE_REASONS: readonly (SourceReason | null)[] = [null, 'publisher', 'unreliable', 'late'];
-const OPS: readonly ClientOp[] = ['attach', 'detach'];
+const OPS: readonly StoredSetOp[] = ['attach', 'detach'];
 const LOG_LINES = 10;
 const LOG_INTERVAL_MS = 10_000;
 
@@ -113,7 +114,7 @@ export class Inbound {
   /** Counts `n` refused messages and logs one line for them, unless the log budget is spent. */
   refuse(kind: BusSubjectKind, subject: string, reason: RefuseReason, detail: string, n = 1): void {
     this.deps.metrics.rejected.inc({ subject_kind: kind, reason }, n);
-    const held = this.budget.take();
+    const held = this.budget.spend();
     if (held === undefined) return;
     this.deps.log.warn('bus message refused', { subject_kind: kind, reason, subject: subject.slice(0, 120), detail: detail.slice(0, 200), count: n, held_back: held });
   }
@@ -192,5 +193,5 @@ function checkClient(data: Uint8Array): ClientChange | Refused {
   if (typeof o.client !== 'string' || !CLIENT_NAME.test(o.client)) return refuse('shape', 'client must be 1 to 64 letters, digits, . _ or -');
   if (!Array.isArray(o.mids) || o.mids.length < 1 || o.mids.length > MAX_IDS) return refuse('shape', `mids must list 1 to ${MAX_IDS} market IDs`);
   if (!o.mids.every(isMarketId)) return refuse('shape', 'mids must be market IDs ([A-Za-z0-9._:-]{1,64})');
-  return { from: o.from as string, op: o.op as ClientOp, client: o.client, mids: o.mids as string[] };
+  return { from: o.from as string, op: o.op as StoredSetOp, client: o.client, mids: o.mids as string[] };
 }

@@ -123,7 +123,7 @@ export class NatsLink {
         this.log.info('nats reconnected; resyncing');
         this.listener.up(nc);
       } else if (s.type === Events.Error) {
-        const held = this.complaints.take();
+        const held = this.complaints.spend();
         if (held !== undefined) {
           this.log.error('nats refused an operation: the server\'s authorization must grant this user its prefix and the JetStream API (docs/bus-security.md)', {
             err: String(s.data), operation: s.permissionContext?.operation, subject: s.permissionContext?.subject, held_back: held,

@@ -1,6 +1,7 @@
 import { AckPolicy, DeliverPolicy, DiscardPolicy, RetentionPolicy, type JsMsg, type NatsConnection } from 'nats';
 import { decodeServerProto, encodeProto } from '../../odds/codec.js';
 import type { Ordered } from '../../odds/book.js';
+import { oddsMessage } from '../../odds/image.js';
 import { isMarketId } from '../../refdata/ids.js';
 import { wait } from '../../lib/retry.js';
 import type { RecordLogCounts } from '../record-log.js';
@@ -85,7 +86,7 @@ export class NatsRecordLog implements RecordLog {
   append(e: RecordEntry): void {
     const nc = this.o.link.connection;
     if (!nc || nc.isClosed()) return this.o.counts.dropped(1, 'unsent');
-    if (e.kind === 'odds') nc.publish(`${this.o.prefix}.rec.odds.${e.o.image.mid}`, e.o.frame ?? frameOf(e.o));
+    if (e.kind === 'odds') nc.publish(`${this.o.prefix}.rec.odds.${e.o.image.marketId}`, e.o.frame ?? frameOf(e.o));
     else nc.publish(`${this.o.prefix}.rec.note`, encoder.encode(JSON.stringify(e.note)));
     this.o.counts.appended();
   }
@@ -153,7 +154,7 @@ export class NatsRecordLog implements RecordLog {
       if (msg.op !== 'odds' || !isMarketId(msg.mid) || subject !== odds + msg.mid || msg.con || msg.cf) return undefined;
       if (!Number.isSafeInteger(msg.seq) || msg.seq < 1 || !Number.isFinite(msg.pt) || !/^[A-Za-z0-9._:-]{1,64}$/.test(msg.epoch)) return undefined;
       const checked = this.o.check(msg as unknown as Record<string, unknown>);
-      return 'error' in checked ? undefined : { kind: 'odds', o: { epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: checked.image } };
+      return 'error' in checked ? undefined : { kind: 'odds', o: { epoch: msg.epoch, seq: msg.seq, publishTime: msg.pt, image: checked.image } };
     } catch {
       return undefined;
     }
@@ -161,5 +162,4 @@ export class NatsRecordLog implements RecordLog {
 }
 
 /** An image numbered while the stream was away carries no stored frame: encoded here, once. */
-const frameOf = (o: Ordered): Uint8Array =>
-  encodeProto({ op: 'odds', mid: o.image.mid, epoch: o.epoch, seq: o.seq, ts: o.image.ts, pt: o.pt, st: o.image.st, ip: o.image.ip, con: false, cf: false, r: o.image.r, tv: o.image.tv });
+const frameOf = (o: Ordered): Uint8Array => encodeProto(oddsMessage(o.image, o));

@@ -1,17 +1,17 @@
 import { newEpoch, type Ordered } from '../../odds/book.js';
 import { encodeProto } from '../../odds/codec.js';
-import type { OddsImage } from '../../odds/messages.js';
+import { oddsMessage, type OddsImage } from '../../odds/image.js';
 import type { Logger } from '../../log.js';
 import { Repeater } from '../../lib/repeat.js';
 import { eachLimit, type SerialByKey } from '../../lib/serial.js';
-import type { HeldImages, OddsHandler } from '../types.js';
+import type { BusBook, OddsHandler } from '../types.js';
 import { isWrongLast, type ImageStream } from './stream.js';
 import type { Inbound, RefuseReason, Stored } from './inbound.js';
 import { Witness, type WitnessDeps } from './witness.js';
 
 export interface SequencerDeps {
   prefix: string;
-  book: HeldImages;
+  book: BusBook;
   log: Logger;
   odds: OddsHandler;
   /** The bus's per-market queue: numbering and storing one market happen one at a time. */
@@ -84,28 +84,28 @@ export class Sequencer implements WitnessDeps {
     return this.sync.request();
   }
 
-  async publish(image: OddsImage, pt: number): Promise<void> {
+  async publish(image: OddsImage, publishTime: number): Promise<void> {
     for (let tries = 0; this.ready && tries < MAX_TRIES; tries++) {
       try {
-        await this.store(image, pt);
+        await this.store(image, publishTime);
         return;
       } catch (err) {
-        if (isWrongLast(err) && (await this.readLast(image.mid).then(() => true, () => false))) continue;
-        this.deps.log.warn('nats did not store an image; numbering locally until resynced', { mid: image.mid, err: (err as Error).message });
+        if (isWrongLast(err) && (await this.readLast(image.marketId).then(() => true, () => false))) continue;
+        this.deps.log.warn('nats did not store an image; numbering locally until resynced', { mid: image.marketId, err: (err as Error).message });
         this.lost();
         void this.requestSync();
       }
     }
-    this.number(image, pt);
+    this.number(image, publishTime);
     // Every race lost with the stream still answering: only a sync stores what was numbered alone.
     if (this.ready) void this.requestSync();
   }
 
   /** Numbers an image on this pod alone, in an epoch of its own, to be stored once the bus is back. */
-  number(image: OddsImage, pt: number): void {
+  number(image: OddsImage, publishTime: number): void {
     const epoch = (this.localEpoch ??= newEpoch('l'));
-    const o: Ordered = { epoch, seq: this.deps.book.next(image.mid, epoch), pt, image };
-    this.pending.set(image.mid, o);
+    const o: Ordered = { epoch, seq: this.deps.book.next(image.marketId, epoch), publishTime, image };
+    this.pending.set(image.marketId, o);
     this.deps.odds.odds(o, 'local');
   }
 
@@ -157,14 +157,14 @@ export class Sequencer implements WitnessDeps {
   }
 
   /** Takes an image in this epoch, stored (read back, or proved by the witness) or the next of its market from another pod. */
-  accept(s: Stored, origin: 'remote' | 'stored'): void {
+  accept(s: Stored, provenance: 'remote' | 'stored'): void {
     const { msg } = s;
     if (msg.epoch !== this.epoch) return;
     const head = this.heads.get(msg.mid);
     if (!head || s.ss > head.ss) this.heads.set(msg.mid, { ss: s.ss, seq: msg.seq });
     // A newer image of ours is about to be stored over it: keeping this one meanwhile would step back.
-    if ((this.pending.get(msg.mid)?.pt ?? -1) > msg.pt) return;
-    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, pt: msg.pt, image: s.image, frame: s.frame }, origin);
+    if ((this.pending.get(msg.mid)?.publishTime ?? -1) > msg.pt) return;
+    this.deps.odds.odds({ epoch: msg.epoch, seq: msg.seq, publishTime: msg.pt, image: s.image, frame: s.frame }, provenance);
   }
 
   /** One sync; true when it completed with nothing left pending and no loss meanwhile. */
@@ -179,14 +179,14 @@ export class Sequencer implements WitnessDeps {
       this.heads.clear();
       // The stream may have lost everything: every image this pod holds may be the newest anyone has.
       for (const e of this.deps.book.values()) {
-        if (e.epoch !== epoch && !this.pending.has(e.mid)) this.pending.set(e.mid, { epoch: e.epoch, seq: e.seq, pt: e.pt, image: e.image });
+        if (e.epoch !== epoch && !this.pending.has(e.marketId)) this.pending.set(e.marketId, { epoch: e.epoch, seq: e.seq, publishTime: e.publishTime, image: e.image });
       }
     }
     // From here new images go to the stream; only what was numbered alone is left to reconcile.
     this.ready = true;
     await stream.loadAll((s) => this.accept(s, 'stored'));
     while (this.pending.size) {
-      await eachLimit([...this.pending.values()], RECONCILE_CONCURRENCY, (o) => this.deps.serial.run(o.image.mid, () => this.reconcile(o)));
+      await eachLimit([...this.pending.values()], RECONCILE_CONCURRENCY, (o) => this.deps.serial.run(o.image.marketId, () => this.reconcile(o)));
     }
     if (generation !== this.generation || this.pending.size) return false;
     this.inSync = true;
@@ -199,12 +199,12 @@ export class Sequencer implements WitnessDeps {
 
   /** Stores a pending image unless the stream already holds one as new or newer (by publish time). */
   private async reconcile(o: Ordered): Promise<void> {
-    const mid = o.image.mid;
+    const mid = o.image.marketId;
     for (let tries = 0; tries < MAX_TRIES && this.pending.get(mid) === o; tries++) {
       const last = await this.readLast(mid);
-      if (!last || last.msg.pt < o.pt) {
+      if (!last || last.msg.pt < o.publishTime) {
         try {
-          await this.store(o.image, o.pt);
+          await this.store(o.image, o.publishTime);
         } catch (err) {
           if (isWrongLast(err)) continue;
           throw err;
@@ -217,16 +217,17 @@ export class Sequencer implements WitnessDeps {
   }
 
   /** Stores an image as its market's next in the epoch and hands it on: here first, then to other pods. */
-  private async store(image: OddsImage, pt: number): Promise<void> {
+  private async store(image: OddsImage, publishTime: number): Promise<void> {
+    const mid = image.marketId;
     const epoch = this.epoch!;
-    const head = this.heads.get(image.mid);
-    const held = this.deps.book.get(image.mid);
+    const head = this.heads.get(mid);
+    const held = this.deps.book.get(mid);
     const seq = Math.max(head?.seq ?? 0, held?.epoch === epoch ? held.seq : 0) + 1;
-    const frame = encodeProto({ op: 'odds', ...image, epoch, seq, pt, con: false, cf: false });
-    const ss = await this.stream!.store(image.mid, frame, head?.ss ?? 0);
-    if (!head || ss > head.ss) this.heads.set(image.mid, { ss, seq });
-    this.deps.odds.odds({ epoch, seq, pt, image, frame }, 'local');
-    this.stream!.share(image.mid, ss, frame);
+    const frame = encodeProto(oddsMessage(image, { epoch, seq, publishTime }));
+    const ss = await this.stream!.store(mid, frame, head?.ss ?? 0);
+    if (!head || ss > head.ss) this.heads.set(mid, { ss, seq });
+    this.deps.odds.odds({ epoch, seq, publishTime, image, frame }, 'local');
+    this.stream!.share(mid, ss, frame);
   }
 
   /**

@@ -13,7 +13,7 @@ export interface WitnessDeps {
   /** The epoch this pod numbers in. */
   currentEpoch(): string | undefined;
   /** Takes an image the stream holds: `remote` when a claim proved true, `stored` when only the stream's own is taken. */
-  accept(s: Stored, origin: 'remote' | 'stored'): void;
+  accept(s: Stored, provenance: 'remote' | 'stored'): void;
   /** The stream really is in another epoch: resync. */
   moved(): void;
   refuse(s: Stored, reason: RefuseReason, detail: string, n?: number): void;

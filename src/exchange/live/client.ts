@@ -23,7 +23,7 @@ import { StreamConnection } from './connection.js';
 import { FATAL_CODES, StreamError } from './errors.js';
 import {
   authentication, DEFAULT_DATA_FILTER, heartbeat, HEARTBEAT_MS,
-  type MarketDataFilter, type MarketFilter, type ServerMessage, type StatusMessage, type SubscriptionRequest,
+  type MarketDataFilter, type MarketFilter, type ExchangeMessage, type StatusMessage, type SubscriptionRequest,
 } from './protocol.js';
 import { SegmentJoiner } from './segments.js';
 
@@ -185,7 +185,7 @@ export class ExchangeStream extends EventEmitter<ExchangeStreamEvents> {
     this.watchdog = this.clock.every(tick, () => this.checkSilence());
   }
 
-  private onMessage(msg: ServerMessage, bytes: number): void {
+  private onMessage(msg: ExchangeMessage, bytes: number): void {
     this.lastHeard = this.clock.now();
     this.asked = false;
     switch (msg.op) {

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import { StreamError } from './errors.js';
 import { LineSplitter } from './lines.js';
-import { parseLine, type ServerMessage } from './protocol.js';
+import { parseLine, type ExchangeMessage } from './protocol.js';
 
 interface ConnectionOptions {
   host: string;
@@ -21,7 +21,7 @@ interface ConnectionOptions {
 
 interface ConnectionHandlers {
   /** One message, and the bytes of its line. */
-  message(msg: ServerMessage, bytes: number): void;
+  message(msg: ExchangeMessage, bytes: number): void;
   closed(reason: StreamError): void;
 }
 

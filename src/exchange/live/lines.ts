@@ -25,7 +25,7 @@ export class LineSplitter {
     let start = 0;
     for (let end = chunk.indexOf(LF); end >= 0; end = chunk.indexOf(LF, start)) {
       this.hold(end - start);
-      const line = this.take(chunk.subarray(start, end));
+      const line = this.complete(chunk.subarray(start, end));
       start = end + 1;
       if (line.length) each(line);
     }
@@ -48,7 +48,8 @@ export class LineSplitter {
     this.held += bytes;
   }
 
-  private take(tail: Buffer): string {
+  /** The parts held and `tail` as one line, without its CR. */
+  private complete(tail: Buffer): string {
     let line = this.parts.length ? Buffer.concat([...this.parts, tail]) : tail;
     this.reset();
     if (line.length && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);

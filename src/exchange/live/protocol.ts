@@ -49,7 +49,7 @@ export interface StatusMessage {
   connectionsAvailable?: number;
 }
 
-export type ServerMessage = ConnectionMessage | StatusMessage | MarketChangeMessage;
+export type ExchangeMessage = ConnectionMessage | StatusMessage | MarketChangeMessage;
 
 const KNOWN_OPS = new Set(['connection', 'status', 'mcm']);
 
@@ -58,7 +58,7 @@ const KNOWN_OPS = new Set(['connection', 'status', 'mcm']);
  * Unknown ops (order changes, race data, ops added later) come back as
  * undefined: the client ignores them rather than dropping the stream.
  */
-export function parseLine(line: string): ServerMessage | undefined {
+export function parseLine(line: string): ExchangeMessage | undefined {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -71,7 +71,7 @@ export function parseLine(line: string): ServerMessage | undefined {
   if (!KNOWN_OPS.has(op)) return undefined;
   const mc = (value as { mc?: unknown }).mc;
   if (op === 'mcm' && mc !== undefined && mc !== null && !Array.isArray(mc)) throw new StreamError('BAD_MESSAGE', `the stream sent an mcm whose "mc" is not an array: ${preview(line)}`);
-  return value as ServerMessage;
+  return value as ExchangeMessage;
 }
 
 const preview = (line: string): string => (line.length > 120 ? `${line.slice(0, 120)}... (${line.length} characters)` : line);
