@@ -34,6 +34,13 @@ export class Rows {
   }
 }
 
+/**
+ * A source time as the `ts` column holds it: whole ms. A publisher may send a fraction (the wire's
+ * `ts` is a double, kept exact in the stored image); written as it came, the bigint refused the
+ * batch, and the recorder tried it again for ever, writing nothing after it.
+ */
+const wholeMs = (ts: number): number => Math.floor(ts);
+
 /** COPY's text format: a backslash is written twice (JSON escapes every other control character itself). */
 const text = (s: string): string => s.replaceAll('\\', '\\\\');
 const bytea = (b: Uint8Array): string => '\\\\x' + Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
@@ -93,7 +100,7 @@ export class RowEncoder {
     if (day > this.today) this.newDay(day);
     const h = this.held.get(mid);
     if (h && h.epoch === o.epoch && o.seq <= h.seq) {
-      if (o.seq < h.seq) rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, image.sourceTime, null, bytea(fullBody(image))]);
+      if (o.seq < h.seq) rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, wholeMs(image.sourceTime), null, bytea(fullBody(image))]);
       return;
     }
     let body: Uint8Array | undefined;
@@ -105,7 +112,7 @@ export class RowEncoder {
     }
     const base = body ? h!.seq : null;
     body ??= fullBody(image);
-    rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, image.sourceTime, base, bytea(body)]);
+    rows.add('record_odds', publishTime, [mid, publishTime, o.epoch, o.seq, wholeMs(image.sourceTime), base, bytea(body)]);
     this.held.set(mid, { epoch: o.epoch, seq: o.seq, image, day, changes: base === null ? 0 : h!.changes + 1, fullBytes: base === null ? body.byteLength : h!.fullBytes });
   }
 

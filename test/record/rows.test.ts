@@ -60,6 +60,13 @@ t.test('an image that arrives after a newer one is stored whole and changes noth
   t.same(rows.map((r) => [r.seq, r.base]), [[1, null], [3, 1], [2, null], [4, 3]], 'the late one whole, the next from the newest held, a repeat not at all');
 });
 
+t.test('a source time with a fraction of a ms is stored in whole ms, the image keeping it exact', async (t) => {
+  const enc = new RowEncoder();
+  const lines = enc.encode([1, 2].map((seq) => ({ kind: 'odds' as const, o: { epoch: 'e', seq, publishTime: 1000 + seq, image: image('1.3', seq, 1795921611541.2083 + seq) } }))).lines.record_odds;
+  t.same(lines.map((l) => l.split('\t')[4]), ['1795921611542', '1795921611543'], 'the bigint column takes it');
+  t.equal(readBody(rowsOf(lines)[0]).op === 'odds' && (readBody(rowsOf(lines)[0]) as OddsMessage).ts, 1795921611542.2083, 'the image as it came');
+});
+
 t.test('notes that would break COPY or name nothing are refused, counted', async (t) => {
   const enc = new RowEncoder();
   const note = (topic: 'state' | 'ledger' | 'sent', body: Record<string, unknown>, src = 'p1') => ({ kind: 'note' as const, note: { topic, src, n: 1, at: 5, body } });
