@@ -133,10 +133,15 @@ export class Outbox {
     if (this.failure) throw this.failure;
   }
 
-  /** Resolves once everything queued so far is sent and acked; rejects when the publisher failed. */
-  async flush(): Promise<void> {
+  /** Resolves once everything queued so far is cut into batches and handed to the publisher; rejects when the publisher failed. */
+  async sent(): Promise<void> {
     while (this.queue.size && !this.failure) await new Promise<void>((ok) => this.waiters.push(ok));
     if (this.failure) throw this.failure;
+  }
+
+  /** Resolves once everything queued so far is sent and acked; rejects when the publisher failed. */
+  async flush(): Promise<void> {
+    await this.sent();
     await this.opts.publisher.flush();
   }
 

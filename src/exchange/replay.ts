@@ -3,7 +3,8 @@
  * each translated and its items queued, pipelined. At a speed N a message goes out when its
  * `pt` comes due on a clock running N times real time from the first message published (in
  * `files` order, a `pt` earlier than the one before, as at the start of the next file, restarts
- * that clock); at `max`, as fast as the outbox has room. With `from`, the messages before it build
+ * that clock), each instant (one `pt`) in batches of its own; at `max`, as fast as the outbox has
+ * room, what waited for the service merged into full batches. With `from`, the messages before it build
  * the books and the reference rows silently, and the first message at or after it starts the
  * replay with each market's image as it stood then. Bad input is reported through `problem` and
  * counted, and the replay goes on.
@@ -63,6 +64,8 @@ export async function replay(opts: ReplayOptions): Promise<void> {
   const pace = opts.speed === 'max' ? undefined : new Pace(opts.speed, opts.order === 'files', clock);
   /** Markets moved before `from`: their images go out when the replay reaches it. */
   let held: Set<string> | undefined = opts.from === undefined ? undefined : new Set();
+  /** The `pt` of the message last sent. */
+  let instant: number | undefined;
   const messages = merged(opts.files, { order: opts.order, maxOpen: opts.maxOpen, to: opts.to, limits: opts.limits });
   for await (const m of messages) {
     if ('problem' in m) {
@@ -82,6 +85,11 @@ export async function replay(opts: ReplayOptions): Promise<void> {
       continue;
     }
     if (m.pt !== undefined) {
+      // At a speed N each instant of the recording goes in batches of its own, however far the
+      // service is behind the pace: merged with the next, a state that lasted between the two
+      // (a market late for a second) would never be told.
+      if (pace && m.pt !== instant) await outbox.sent();
+      instant = m.pt;
       const wait = pace?.wait(m.pt) ?? 0;
       if (wait > 0) await new Promise<void>((due) => clock.after(wait, due));
       stats.clock = m.pt;

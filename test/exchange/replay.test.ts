@@ -64,20 +64,6 @@ const whileReplaying = (frames: ServerMessage[], mid: string) => {
   return all.at(-1) === 'publisher' ? all.slice(0, -1) : all;
 };
 
-/**
- * Whether `got` is `want`, but for a `live` between two faults that reached the service together:
- * the replay batches what the machine's speed lets it (a busy CI machine once put the image after
- * one fault in the same moment as the next fault), and the subscriber then hears only the fault.
- */
-const fits = (got: (string | undefined)[], want: string[]): boolean => {
-  let i = 0;
-  for (const [j, w] of want.entries()) {
-    if (got[i] === w) i++;
-    else if (w !== 'live' || j === want.length - 1) return false;
-  }
-  return i === got.length;
-};
-
 t.test('the troubled market among healthy ones: it goes stale at each fault and live at its next image, the others stay exact, the replay reads to the end', async (t) => {
   const { healthy, all } = troubledDay(30, 6);
   const dir = await tempDir(t);
@@ -107,13 +93,14 @@ t.test('the troubled market among healthy ones: it goes stale at each fault and 
   await sub.settled();
   const frames = sub.frames.slice(from);
   const troubled = whileReplaying(frames, TROUBLED);
-  t.ok(fits(troubled, [
+  // At a speed N each instant goes in a batch of its own, so no fault shares one with its recovery, on any machine.
+  t.same(troubled, [
     'unreliable', 'live', // the crossed book, then the lay taken back
     'unreliable', 'live', // the lay at 1001, then taken back
     'unreliable', 'live', // the ltp of 1e300, then a good one
     'unreliable', 'live', // the change that could not be applied, then img: true
     'late', 'live', // status 503, then a message without it
-  ]), `the troubled market: stale with the reason at each fault, live at its next image: ${JSON.stringify(troubled)}`);
+  ], 'the troubled market: stale with the reason at each fault, live at its next image');
   const troubledTs = frames.filter((f): f is OddsMessage => f.op === 'odds' && f.mid === TROUBLED).map((f) => f.ts);
   t.equal(new Set(troubledTs).size, troubledTs.length - 1, 'one image a good line, and one sent again when lateness cleared');
 
