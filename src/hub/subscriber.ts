@@ -106,11 +106,6 @@ const PROBES = 8;
 const INITIAL_WINDOW = 64 * 1024;
 /** The least a socket may have on its way, whatever its link: one large image and then some. */
 const MIN_WINDOW = 16 * 1024;
-/** A probe answered this much later than the quickest one waited behind data: the client was reading all the while. */
-const BUSY_MS = 20;
-/** How much faster than it was last known to read a socket answering at once is taken to read, at most: its window grows step by step. */
-const GROWTH = 4;
-
 /**
  * How a socket reads, measured with WebSocket pings ("probes"): a client answers each with a pong
  * once it has read everything sent before it, so the answer says how many of the bytes it was
@@ -120,16 +115,20 @@ const GROWTH = 4;
 class Link {
   private readonly probes: { id: number; at: number; sent: number }[] = [];
   private next = 1;
-  /** Bytes it had read by its last answer, and when. */
+  /** Bytes it had read by its last answer. */
   read = 0;
-  private readAt: number;
-  /** Bytes a ms it reads while it has a backlog; undefined until measured. */
+  /** Where it stood at some of its answers, oldest first, the oldest at most a span before the next. */
+  private readonly marks: { at: number; read: number }[];
+  /** Bytes a ms it reads; undefined until measured. */
   rate: number | undefined;
-  private quickest = Infinity;
 
-  /** `initial`: the pace a socket is taken to read at before anything is known, in bytes a ms. */
-  constructor(now: number, private readonly initial: number) {
-    this.readAt = now;
+  /**
+   * `initial`: the pace a socket is taken to read at before anything is known, in bytes a ms;
+   * `span`: the shortest time a pace is measured over, so answers read in one go (a client
+   * reading in bursts answers every probe it finds at once) never pass for a fast link.
+   */
+  constructor(now: number, private readonly initial: number, private readonly span: number) {
+    this.marks = [{ at: now, read: 0 }];
   }
 
   /** A probe to send now, having sent `sent` bytes; undefined when enough are unanswered. */
@@ -150,7 +149,13 @@ class Link {
     return this.probes.length;
   }
 
-  /** A pong: its probe's answer, with how long the probe waited; undefined for one that answers no probe outstanding. */
+  /**
+   * A pong: its probe's answer, with how long the probe waited; undefined for one that answers
+   * no probe outstanding. What it read since its last answer a span or more ago, over that time,
+   * is a pace it kept. When the probe had been sent by then, everything it read meanwhile was
+   * already on its way: it read as fast as it could, and that is its pace now. Otherwise it
+   * may have waited for data part of the time: its pace is at least that, never less.
+   */
   answered(payload: ArrayBuffer, now: number): number | undefined {
     if (payload.byteLength !== 4) return undefined;
     const id = new DataView(payload).getUint32(0, true);
@@ -158,27 +163,17 @@ class Link {
     if (k < 0) return undefined;
     const p = this.probes[k];
     this.probes.splice(0, k + 1);
-    const waited = now - p.at;
-    this.quickest = Math.min(this.quickest, waited);
-    const bytes = p.sent - this.read;
-    // Answers read in one go (a client reading in bursts answers every probe it finds at once)
-    // say nothing of its pace: the bytes between them were read in no time at all.
-    const span = now - this.readAt;
-    if (bytes >= 1024 && span >= BUSY_MS) {
-      // Behind data all the while since its last answer, it read at its link's pace. Answered at
-      // once, it read what was on its way (most of it sent just before the probe) within the wait:
-      // at least that fast, taken a step at a time.
-      if (waited > this.quickest + BUSY_MS) {
-        const sample = bytes / span;
-        this.rate = this.rate === undefined ? sample : (this.rate + sample) / 2;
-      } else {
-        const known = this.rate ?? this.initial;
-        this.rate = Math.max(known, Math.min(bytes / Math.max(1, waited), GROWTH * known));
-      }
+    while (this.marks.length > 1 && now - this.marks[1].at >= this.span) this.marks.shift();
+    // The newest mark a span old, when one is: the older ones went.
+    const mark = now - this.marks[0].at >= this.span ? this.marks[0] : undefined;
+    if (mark && p.sent - mark.read >= 1024) {
+      const pace = (p.sent - mark.read) / (now - mark.at);
+      this.rate = p.at <= mark.at ? pace : Math.max(this.rate ?? this.initial, pace);
     }
     this.read = Math.max(this.read, p.sent);
-    this.readAt = now;
-    return waited;
+    // Where it stands now, an eighth of a span after the mark before at least: ten marks at most.
+    if (now - this.marks.at(-1)!.at >= this.span / 8) this.marks.push({ at: now, read: this.read });
+    return now - p.at;
   }
 
   /** How long the oldest unanswered probe has waited: what the client reads now is at least this old. */
@@ -246,7 +241,7 @@ export class Subscriber {
     private readonly deps: SubscriberDeps,
   ) {
     const now = deps.clock.now();
-    this.link = new Link(now, INITIAL_WINDOW / (deps.limits.maxAgeMs / 2));
+    this.link = new Link(now, INITIAL_WINDOW / (deps.limits.maxAgeMs / 2), deps.limits.maxAgeMs / 8);
     this.heardAt = now;
     this.keptUpSince = now;
     this.lookAt = now + hbMs;

@@ -3,6 +3,7 @@ import type { Frame } from '../../src/odds/book.js';
 import { decodeServerJson } from '../../src/odds/codec.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 import type { Subscriber } from '../../src/hub/subscriber.js';
+import { seeded } from '../../src/lib/random.js';
 import { CONFLATE_PRESETS, conflatePreset, variant, wireBytes } from '../../src/hub/variant.js';
 import { FakeConn, type FakeClock, type FakeTopics, rig } from './fakes.js';
 
@@ -218,7 +219,7 @@ class PacedConn extends FakeConn {
  * is what its link carried meanwhile): every price it is shown as live is within the bound of the
  * newest, and once it reads fast it is live with the newest.
  */
-async function slowLink(t: Test, everyMs: number): Promise<void> {
+async function slowLink(t: Test, gap: () => number): Promise<void> {
   const { open, clock, topics, sweep, book, put, publish } = rig({ slowCloseMs: 3_600_000 });
   sweep.start();
   const conn = new PacedConn(topics, clock, 40);
@@ -232,6 +233,8 @@ async function slowLink(t: Test, everyMs: number): Promise<void> {
   const screen = new Map<string, { seq: number; told: boolean }>();
   const worst = { age: 0, behind: 0, notices: 0 };
   let n = 0;
+  let readAt = clock.now();
+  let due = readAt + gap();
   const step = (ms: number, feed: boolean) => {
     if (feed) {
       for (const mid of mids.filter((_, i) => (n + i) % 4 === 0)) {
@@ -243,7 +246,11 @@ async function slowLink(t: Test, everyMs: number): Promise<void> {
     n++;
     clock.advance(ms);
     const from = conn.got.length;
-    if ((n * ms) % everyMs === 0) conn.readFor(everyMs);
+    if (clock.now() >= due) {
+      conn.readFor(clock.now() - readAt);
+      readAt = clock.now();
+      due = readAt + gap();
+    }
     for (const { msg, at } of conn.got.slice(from)) {
       if (msg.op === 'freshness') {
         const held = screen.get(msg.mid) ?? { seq: 0, told: false };
@@ -277,8 +284,20 @@ async function slowLink(t: Test, everyMs: number): Promise<void> {
   }
 }
 
-t.test('a reader at 40 KB/s, reading as its link carries it, under a feed several times that', (t) => slowLink(t, 10));
+t.test('a reader at 40 KB/s, reading as its link carries it, under a feed several times that', (t) => slowLink(t, () => 10));
 
 // Two answers read in one go said the client read everything between them in a millisecond: it
 // was taken to read 25 times faster than it does, sent seconds of frames, and shown them as live.
-t.test('a reader at 40 KB/s that reads what came every 100 ms (its answers to several probes at once)', (t) => slowLink(t, 100));
+t.test('a reader at 40 KB/s that reads what came every 100 ms (its answers to several probes at once)', (t) => slowLink(t, () => 100));
+
+// A reader on a busy machine: scheduled late and irregularly, it reads what its link carried
+// meanwhile in one go, so a probe is often answered at once after a long wait.
+// A reader on a busy machine: scheduled late and irregularly (10 to 600 ms apart, mostly soon),
+// it reads what its link carried meanwhile in one go, so a probe is often answered at once after
+// a long wait. (A reader that stalls longer with data on its way is told by the `clock` frames.)
+for (const seed of [1, 2, 7, 8]) {
+  t.test(`a reader at 40 KB/s scheduled irregularly, 10 to 600 ms apart (seed ${seed})`, (t) => {
+    const random = seeded(seed);
+    return slowLink(t, () => 10 * (1 + Math.floor(random() ** 3 * 60)));
+  });
+}
