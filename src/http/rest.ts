@@ -61,6 +61,16 @@ export function registerProbes(router: Router, readiness: ReadyProbe): void {
   });
 }
 
+/** Each ID's element, in order, comma-separated, those without one left out: one string, concatenated as it goes (no array of them, no join). */
+function joined(ids: readonly string[], json: (id: string) => string | undefined): string {
+  let out = '';
+  for (const id of ids) {
+    const element = json(id);
+    if (element !== undefined) out = out ? out + ',' + element : element;
+  }
+  return out;
+}
+
 /** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
 function dataOf(ids: readonly number[], json: (id: number) => Buffer | string): Pieces {
   const out = new Pieces().add(OPEN_DATA);
@@ -133,7 +143,7 @@ export function registerRest(router: Router, deps: RestDeps): void {
     const mids = queryIds(q, raw, 'mid', MARKET_ID, MARKET_IDS, true);
     return {
       key: route + mids.key,
-      answer: () => new Pieces().add(OPEN_LIST).add(mids.list.flatMap((mid) => json(mid) ?? []).join(',')).add(CLOSE_LIST),
+      answer: () => new Pieces().add(OPEN_LIST).add(joined(mids.list, json)).add(CLOSE_LIST),
     };
   });
 
