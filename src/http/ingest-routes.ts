@@ -7,7 +7,7 @@ import { encodeFor } from '../odds/codec.js';
 import { refusal, type AckMessage } from '../odds/messages.js';
 import type { PublisherSocket } from '../hub/hub.js';
 import { refuseRead, type Ingest, type IngestResult, type PublisherKey } from '../ingest/ingest.js';
-import { HELD_PER_WIRE_BYTE, batchOf, readBytes, type Batch } from '../ingest/batch.js';
+import { MOST_HELD_PER_JSON_BYTE, batchOf, readBytes, type Batch } from '../ingest/batch.js';
 import { Lane, type KeyQueues } from '../ingest/lane.js';
 import { limitHeaders } from '../ingest/limits.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
@@ -160,12 +160,12 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
   const keyOf = (keyId: string): PublisherKey | undefined => (auth.enabled ? new LiveKey(auth, keyId) : undefined);
   /**
    * The bounds a connection keeps, announced on every handshake so publishers size their
-   * pipelines by them: the byte bounds as what may be on the wire, since a message is judged at
-   * what it may hold once read.
+   * pipelines by them: the byte bounds as what may be on the wire, since a batch is counted at
+   * what it holds once read (at most MOST_HELD_PER_JSON_BYTE a byte of JSON).
    */
   const announced = limitHeaders({
     maxInFlight: deps.maxInFlight, maxItems: deps.maxItems, maxMessageBytes: deps.maxBodyBytes,
-    queueBytes: Math.floor(deps.maxQueuedBytes / HELD_PER_WIRE_BYTE), keyQueueBytes: Math.floor(deps.keyQueues.max / HELD_PER_WIRE_BYTE),
+    queueBytes: Math.floor(deps.maxQueuedBytes / MOST_HELD_PER_JSON_BYTE), keyQueueBytes: Math.floor(deps.keyQueues.max / MOST_HELD_PER_JSON_BYTE),
   });
 
   router.post('/api/v1/ingest', [JSON_TYPE, PROTO_TYPE], deps.maxBodyBytes, async (body, type, who) => {

@@ -86,8 +86,17 @@ export function batchOf(id: number, wireBytes: number, items: BatchItems): Batch
  */
 export const readBytes = (wireBytes: number): number => HELD_PER_WIRE_BYTE * wireBytes;
 
-/** What one byte of a message may hold once read, at most (`readBytes`): publishers keep this share of the bounds on the wire. */
+/** What one byte of a message is taken to hold before it is read (`readBytes`). */
 export const HELD_PER_WIRE_BYTE = 8;
+
+/**
+ * The most one byte of a JSON batch is counted once read: a price level `[2,1],` is 6 bytes on
+ * the wire and counted PART_BYTES. The bounds are announced on the wire as this share of
+ * themselves, so a publisher keeping within them is never refused for them, however dense its
+ * ladders (at eight, a batch of ladders of whole prices was, and a refused batch sent again
+ * after a later one took effect out of order).
+ */
+export const MOST_HELD_PER_JSON_BYTE = 16;
 
 function heldBytes(items: BatchItems): number {
   if ('refusal' in items) return 0;

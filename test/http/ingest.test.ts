@@ -86,8 +86,8 @@ t.test('the handshake announces the bounds a connection keeps, as configured; a 
   const headers = new Promise<Record<string, unknown>>((ok) => ws.once('upgrade', (res) => ok(res.headers)));
   await new Promise((ok) => ws.once('open', ok));
   t.match(await headers, {
-    // The byte bounds as what may be on the wire: an eighth, since a message is judged at what it may hold once read.
-    'x-ingest-max-in-flight': '2', 'x-ingest-queue-bytes': '512', 'x-ingest-key-queue-bytes': '8192', 'x-ingest-max-items': '7', 'x-ingest-max-message-bytes': '65536',
+    // The byte bounds as what may be on the wire: a sixteenth, the most a byte of JSON is counted once read.
+    'x-ingest-max-in-flight': '2', 'x-ingest-queue-bytes': '256', 'x-ingest-key-queue-bytes': '4096', 'x-ingest-max-items': '7', 'x-ingest-max-message-bytes': '65536',
   });
   const acks: Record<string, unknown>[] = [];
   ws.on('message', (data: Buffer) => acks.push(JSON.parse(data.toString()) as Record<string, unknown>));

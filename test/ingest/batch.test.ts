@@ -4,7 +4,7 @@
  * MiB cannot hold hundreds of MB once read; a message is judged at what it may hold before it is read.
  */
 import t from 'tap';
-import { batchOf, HELD_PER_WIRE_BYTE, readBytes, type ReadItems } from '../../src/ingest/batch.js';
+import { batchOf, HELD_PER_WIRE_BYTE, MOST_HELD_PER_JSON_BYTE, readBytes, type ReadItems } from '../../src/ingest/batch.js';
 
 const level = (p: number): [number, number] => [p, 10];
 const odds = (i: number, runners: number, levels: number) => ({
@@ -31,4 +31,19 @@ t.test('a batch refused unread holds nothing but its wire; a message is judged a
   t.equal(batchOf(4, 512, { refusal: { code: 'LIMIT', message: 'x' } as never }).bytes, 512);
   t.equal(readBytes(1 << 20), HELD_PER_WIRE_BYTE << 20);
   t.equal(HELD_PER_WIRE_BYTE, 8);
+});
+
+t.test('the densest JSON, ladders of whole prices, counts past eight times its wire but never past the share the bounds are announced at', async (t) => {
+  const runners = 40;
+  const levels = 10;
+  const item = odds(0, runners, levels);
+  const image = (item.read as { image: { runners: { runnerId: number; back: [number, number][]; lay: [number, number][] }[] } }).image;
+  for (const r of image.runners) {
+    r.back = Array.from({ length: levels }, (_, j) => [2 + j, 1]);
+    r.lay = Array.from({ length: levels }, (_, j) => [20 + j, 1]);
+  }
+  const wire = Buffer.byteLength(JSON.stringify({ id: 1, data: [{ kind: 'odds', mid: '1.0', ts: 1, r: image.runners.map((r) => ({ rid: r.runnerId, b: r.back, l: r.lay })) }] }));
+  const counted = batchOf(1, wire, { count: 1, reference: [], odds: [item] }).bytes;
+  t.ok(counted > HELD_PER_WIRE_BYTE * wire, `${wire} bytes on the wire counted ${counted}: more than eight times`);
+  t.ok(counted <= MOST_HELD_PER_JSON_BYTE * wire, `within ${MOST_HELD_PER_JSON_BYTE} times, what the handshake's byte bounds assume`);
 });
