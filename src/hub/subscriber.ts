@@ -121,6 +121,8 @@ class Link {
   private readonly marks: { at: number; read: number }[];
   /** Bytes a ms it reads; undefined until measured. */
   rate: number | undefined;
+  /** The shortest wait of any probe: the way there and back, which is no time spent reading. */
+  private quickest = Infinity;
 
   /**
    * `initial`: the pace a socket is taken to read at before anything is known, in bytes a ms;
@@ -152,9 +154,10 @@ class Link {
   /**
    * A pong: its probe's answer, with how long the probe waited; undefined for one that answers
    * no probe outstanding. What it read since its last answer a span or more ago, over that time,
-   * is a pace it kept. When the probe had been sent by then, everything it read meanwhile was
-   * already on its way: it read as fast as it could, and that is its pace now. Otherwise it
-   * may have waited for data part of the time: its pace is at least that, never less.
+   * is a pace it kept. When the probe had been sent by then, a way there and back earlier,
+   * everything it read meanwhile had reached it: it read as fast as it could, and that is its
+   * pace now. Otherwise it may have waited for data part of the time (a long way, or a pause
+   * of its own): its pace is at least that, never less.
    */
   answered(payload: ArrayBuffer, now: number): number | undefined {
     if (payload.byteLength !== 4) return undefined;
@@ -163,16 +166,21 @@ class Link {
     if (k < 0) return undefined;
     const p = this.probes[k];
     this.probes.splice(0, k + 1);
+    this.quickest = Math.min(this.quickest, now - p.at);
     while (this.marks.length > 1 && now - this.marks[1].at >= this.span) this.marks.shift();
     // The newest mark a span old, when one is: the older ones went.
     const mark = now - this.marks[0].at >= this.span ? this.marks[0] : undefined;
     if (mark && p.sent - mark.read >= 1024) {
       const pace = (p.sent - mark.read) / (now - mark.at);
-      this.rate = p.at <= mark.at ? pace : Math.max(this.rate ?? this.initial, pace);
+      this.rate = p.at + this.quickest <= mark.at ? pace : Math.max(this.rate ?? this.initial, pace);
     }
     this.read = Math.max(this.read, p.sent);
     // Where it stands now, an eighth of a span after the mark before at least: ten marks at most.
-    if (now - this.marks.at(-1)!.at >= this.span / 8) this.marks.push({ at: now, read: this.read });
+    // Answers handled soon after it (together, when the server's loop was late) move the newest
+    // mark's position on: a pace measured from it may come out an eighth low, never high.
+    const newest = this.marks.at(-1)!;
+    if (now - newest.at >= this.span / 8) this.marks.push({ at: now, read: this.read });
+    else newest.read = this.read;
     return now - p.at;
   }
 

@@ -188,6 +188,9 @@ class PacedConn extends FakeConn {
   private readonly queue: { left: number; frame?: Frame; ping?: ArrayBuffer }[] = [];
   readonly got: { msg: ServerMessage; at: number }[] = [];
   s!: Subscriber;
+  /** When the server handles a pong the client sent at `at`: at once, unless a test delays it. */
+  handled: (at: number) => number = (at) => at;
+  private readonly pongs: { due: number; ping: ArrayBuffer }[] = [];
   constructor(topics: FakeTopics, private readonly clock: FakeClock, public rate: number) {
     super(topics);
   }
@@ -208,9 +211,18 @@ class PacedConn extends FakeConn {
       budget -= take;
       if (head.left > 0) break;
       this.queue.shift();
-      if (head.ping) this.s.pong(head.ping);
+      if (head.ping) this.pongs.push({ due: this.handled(this.clock.now()), ping: head.ping });
       else this.got.push({ msg: decodeServerJson(head.frame as string), at: this.clock.now() });
     }
+    this.answer();
+  }
+  /** Bytes on their way to it, not read yet. */
+  get unread(): number {
+    return this.queue.reduce((n, q) => n + q.left, 0);
+  }
+  /** Hands the server the pongs due by now. */
+  answer(): void {
+    while (this.pongs.length && this.pongs[0].due <= this.clock.now()) this.s.pong(this.pongs.shift()!.ping);
   }
 }
 
@@ -219,10 +231,11 @@ class PacedConn extends FakeConn {
  * is what its link carried meanwhile): every price it is shown as live is within the bound of the
  * newest, and once it reads fast it is live with the newest.
  */
-async function slowLink(t: Test, gap: () => number): Promise<void> {
+async function slowLink(t: Test, gap: () => number, handled?: (at: number) => number): Promise<void> {
   const { open, clock, topics, sweep, book, put, publish } = rig({ slowCloseMs: 3_600_000 });
   sweep.start();
   const conn = new PacedConn(topics, clock, 40);
+  if (handled) conn.handled = handled;
   const { s } = open('json', 5000, conn);
   conn.s = s;
   const mids = Array.from({ length: 20 }, (_, i) => `1.${i}`);
@@ -251,6 +264,7 @@ async function slowLink(t: Test, gap: () => number): Promise<void> {
       readAt = clock.now();
       due = readAt + gap();
     }
+    conn.answer();
     for (const { msg, at } of conn.got.slice(from)) {
       if (msg.op === 'freshness') {
         const held = screen.get(msg.mid) ?? { seq: 0, told: false };
@@ -290,8 +304,47 @@ t.test('a reader at 40 KB/s, reading as its link carries it, under a feed severa
 // was taken to read 25 times faster than it does, sent seconds of frames, and shown them as live.
 t.test('a reader at 40 KB/s that reads what came every 100 ms (its answers to several probes at once)', (t) => slowLink(t, () => 100));
 
-// A reader on a busy machine: scheduled late and irregularly, it reads what its link carried
-// meanwhile in one go, so a probe is often answered at once after a long wait.
+// The server's own loop late: the pongs of 300 ms handled together, each span is measured from
+// where the client stood at the last of them, never the first (which would make it seem faster).
+t.test('a reader at 40 KB/s whose answers the server handles together every 300 ms', (t) => slowLink(t, () => 10, (at) => 300 * Math.ceil((at + 1) / 300)));
+
+/**
+ * A client on a fast link far away (its answers come 350 ms after it read, its pace 1 MB/s),
+ * sent a light feed for a while, then a burst of about 30 KB: its probes wait the way there and back,
+ * not for its reading, so it is never taken for a slow reader, and the burst goes to it whole.
+ */
+t.test('a fast reader far away keeps a window for a burst: the way there and back is not slowness', async (t) => {
+  const { open, clock, topics, sweep, put, publish, metrics } = rig();
+  sweep.start();
+  const conn = new PacedConn(topics, clock, 1000);
+  conn.handled = (at) => at + 350;
+  const { s } = open('json', 5000, conn);
+  conn.s = s;
+  const mids = Array.from({ length: 20 }, (_, i) => `1.${i}`);
+  for (const mid of mids) publish(put(mid, 2, undefined, 3));
+  s.subscribe(mids, live);
+  for (let n = 0; n < 1000; n++) {
+    publish(put(mids[n % 20], 2 + (n % 90) / 100, undefined, 3));
+    clock.advance(10);
+    conn.readFor(10);
+  }
+  const fellBehind = async () => (await metrics.fellBehind.get()).values[0]?.value ?? 0;
+  const fell = await fellBehind();
+  // Twelve markets at once, 40 runners each: more than the least window, well within the first.
+  const before = conn.unread;
+  for (const mid of mids.slice(0, 12)) publish(put(mid, 3, undefined, 40));
+  const bytes = conn.unread - before;
+  t.ok(bytes > 16 * 1024 && bytes < 48 * 1024, `a burst of ${bytes} bytes`);
+  for (let n = 0; n < 100; n++) {
+    clock.advance(10);
+    conn.readFor(10);
+  }
+  const burst = conn.got.filter((g) => g.msg.op === 'odds' && g.msg.r.length === 40);
+  t.equal(await fellBehind() - fell, 0, 'it never fell behind');
+  t.equal(burst.length, 12, 'every image of the burst reached it');
+  t.notOk(conn.got.some((g) => g.msg.op === 'freshness'), 'and nothing was told behind');
+});
+
 // A reader on a busy machine: scheduled late and irregularly (10 to 600 ms apart, mostly soon),
 // it reads what its link carried meanwhile in one go, so a probe is often answered at once after
 // a long wait. (A reader that stalls longer with data on its way is told by the `clock` frames.)
