@@ -1,18 +1,20 @@
 /**
  * Two publishers writing the same reference rows at once, against the real Postgres: in the same
- * order and in reverse order, every batch succeeds. A statement timeout of 100 ms makes every lock
- * wait longer than a statement may run: a wait is not an outage, and two batches crossing never
- * deadlock. A lock held past PG_LOCK_WAIT_MS is a retryable refusal, nothing changed.
+ * order and in reverse order, every batch succeeds. In every round a third connection holds one of
+ * the rows until a publisher has waited for it longer than a statement may run (1 s): a wait is
+ * not an outage, and two batches crossing never deadlock. A lock held past PG_LOCK_WAIT_MS is a
+ * retryable refusal, nothing changed.
  */
 import t from 'tap';
 import { postJson, startTestService } from '../helpers/service.js';
 import { sqlClient } from '../helpers/db.js';
-import { eventually } from '../helpers/wait.js';
+import { eventually, waitFor } from '../helpers/wait.js';
 
 type Obj = Record<string, unknown>;
 type Reply = { status: number; message: string };
 
-const svc = await startTestService(t, { DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_MS: '100', PG_LOCK_WAIT_MS: '20000' });
+// Statements short enough that a lock wait outlasts one, long enough for the read model's reloads on a busy machine.
+const svc = await startTestService(t, { DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_MS: '1000', PG_LOCK_WAIT_MS: '20000' });
 const db = await sqlClient(t, svc.databaseUrl);
 const ingest = (data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
 
@@ -31,14 +33,25 @@ function round(n: number, who: string): Obj[] {
   return out;
 }
 
+// The rows exist before the rounds, so the held one is there to wait for.
+await ingest(round(0, 'setup '));
+
 /** Each item's pair (event then its market) kept together, the pairs in reverse. */
 const reversed = (items: Obj[]): Obj[] => items.flatMap((_, k) => (k % 2 ? [] : [items[k], items[k + 1]])).reverse().flatMap((x, k, all) => (k % 2 ? [] : [all[k + 1], x]));
 
 for (const [order, second] of [['the same order', (items: Obj[]) => items], ['reverse order', reversed]] as const) {
   t.test(`two publishers writing the same ${EVENTS * 2} rows at once in ${order} both succeed, round after round`, async (t) => {
     const failed: string[] = [];
+    const holder = await sqlClient(t, svc.databaseUrl);
     for (let n = 0; n < 3; n++) {
-      const replies = await Promise.all([ingest(round(n, 'a')), ingest(second(round(n, 'b')))]);
+      await holder.query('BEGIN');
+      await holder.query('UPDATE events SET na = na WHERE eid = $1', [eid(EVENTS - 1)]);
+      const both = Promise.all([ingest(round(n, 'a')), ingest(second(round(n, 'b')))]);
+      await waitFor(async () => (await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND now() - query_start > interval '1200 milliseconds'")).rows[0].n > 0,
+      'a publisher waiting on the held row longer than a statement may run');
+      await holder.query('COMMIT');
+      const replies = await both;
       for (const [k, r] of replies.entries()) if (r.status !== 200) failed.push(`round ${n} publisher ${k}: ${r.status} ${r.body.message}`);
     }
     t.same(failed, [], 'no batch refused');
