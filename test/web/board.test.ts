@@ -277,6 +277,7 @@ if (!hasChromium()) {
     await ingest(quiet, { kind: 'market', mid, eid: EVENT, na: 'Waiting Market', ty: 'match-odd', r: [{ rid: 9101, na: 'Home' }, { rid: 9102, na: 'Away' }] });
     t.teardown(() => ingest(quiet, { kind: 'market', mid, go: true }));
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(120_000);
     t.teardown(() => context.close());
     const page = await context.newPage();
     // The event's market list is held back, as on a slow network, until the loading state is seen.

@@ -31,6 +31,8 @@ export interface Opened {
 /** A page in a fresh context (no cache shared between tests), at `url`; closed when the test ends. */
 export async function open(t: Test, browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<Opened> {
   const context = await browser.newContext({ viewport });
+  // A bound, not a pace: chromium starved on a busy CI machine once took more than Playwright's 30 s to answer a textContent.
+  context.setDefaultTimeout(120_000);
   t.teardown(() => context.close());
   const page = await context.newPage();
   const opened: Opened = { page, errors: [], sockets: [], requests: [] };
