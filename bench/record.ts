@@ -135,7 +135,7 @@ async function rate(url: string) {
   const feederUs = await feederCpu(ex, markets, Math.min(perSecond * 2, 200_000));
   log(`feeder alone: ${feederUs.toFixed(2)} µs a change`);
   const queue = new MemoryRecordLog(perSecond * seconds + 1, { appended: () => undefined, dropped: () => undefined });
-  const recorder = new Recorder({ url, days: 400, batch: 5000, connectTimeoutMs: 5000, writeTimeoutMs: 60_000 },
+  const recorder = new Recorder({ url, days: 400, batch: 5000, flushMs: 250, connectTimeoutMs: 5000, writeTimeoutMs: 60_000 },
     { log: queue, metrics: new RecordMetrics(new Registry()), logger: createLogger('warn', false) });
   await recorder.start();
   const pid = await withDb(url, async (c) => Number((await c.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'odds-recorder'`)).rows[0]?.pid));

@@ -137,6 +137,7 @@ export interface Config {
   readonly recordBusBytes: number;
   /** Entries the recorder writes in one batch at most. */
   readonly recordBatch: number;
+  readonly recordFlushMs: number;
 }
 
 export class ConfigError extends Error {
@@ -446,6 +447,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     recordQueueMax: int(env, 'RECORD_QUEUE_MAX', 500_000, 1000, 100_000_000),
     recordBusBytes: int(env, 'RECORD_BUS_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     recordBatch: int(env, 'RECORD_BATCH', 5000, 1, 100_000),
+    recordFlushMs: int(env, 'RECORD_FLUSH_MS', 250, 0, 10_000),
   });
 }
 

@@ -1,4 +1,5 @@
 import { Fifo } from '../lib/fifo.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 import type { RecordBacklog, RecordBatch, RecordEntry, RecordLog } from './types.js';
 
 /**
@@ -19,8 +20,10 @@ export interface RecordLogCounts {
 export class MemoryRecordLog implements RecordLog {
   private readonly queue = new Fifo<RecordEntry>();
   private wake: (() => void) | undefined;
+  /** While a batch gathers: how many it wants, and what ends its wait. */
+  private gathering: { want: number; done: () => void } | undefined;
 
-  constructor(private readonly max: number, private readonly counts: RecordLogCounts) {}
+  constructor(private readonly max: number, private readonly counts: RecordLogCounts, private readonly clock: Clock = systemClock) {}
 
   append(e: RecordEntry): void {
     if (this.queue.size >= this.max) {
@@ -30,9 +33,27 @@ export class MemoryRecordLog implements RecordLog {
     this.queue.push(e);
     this.counts.appended();
     this.wake?.();
+    if (this.gathering && this.queue.size >= this.gathering.want) this.gathering.done();
   }
 
-  async next(max: number, signal: AbortSignal): Promise<RecordBatch | undefined> {
+  async next(max: number, signal: AbortSignal, gatherMs = 0): Promise<RecordBatch | undefined> {
+    await this.first(signal);
+    if (!this.queue.size) return undefined;
+    if (gatherMs > 0 && this.queue.size < max && !signal.aborted) await this.gather(max, gatherMs, signal);
+    const entries: RecordEntry[] = [];
+    while (entries.length < max && this.queue.size) {
+      entries.push(this.queue.peek()!);
+      this.queue.shift();
+    }
+    return { entries, ack: () => undefined };
+  }
+
+  async backlog(): Promise<RecordBacklog> {
+    return { entries: this.queue.size, bytes: undefined };
+  }
+
+  /** Until an entry waits, or `signal` aborts. */
+  private async first(signal: AbortSignal): Promise<void> {
     while (!this.queue.size) {
       if (signal.aborted) return undefined;
       await new Promise<void>((ok) => {
@@ -45,15 +66,20 @@ export class MemoryRecordLog implements RecordLog {
         signal.addEventListener('abort', done, { once: true });
       });
     }
-    const entries: RecordEntry[] = [];
-    while (entries.length < max && this.queue.size) {
-      entries.push(this.queue.peek()!);
-      this.queue.shift();
-    }
-    return { entries, ack: () => undefined };
   }
 
-  async backlog(): Promise<RecordBacklog> {
-    return { entries: this.queue.size, bytes: undefined };
+  /** Until `want` entries wait, `ms` have passed, or `signal` aborts (a stop writes what waits at once). */
+  private gather(want: number, ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((ok) => {
+      const done = () => {
+        timer.stop();
+        this.gathering = undefined;
+        signal.removeEventListener('abort', done);
+        ok();
+      };
+      const timer = this.clock.after(ms, done);
+      this.gathering = { want, done };
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 }

@@ -90,8 +90,11 @@ export interface RecordBacklog {
  */
 export interface RecordLog {
   append(e: RecordEntry): void;
-  /** The next entries after the last acknowledged ones, at most `max`; undefined once `signal` aborts. */
-  next(max: number, signal: AbortSignal): Promise<RecordBatch | undefined>;
+  /**
+   * The next entries after the last acknowledged ones, at most `max`; undefined once `signal`
+   * aborts. Once one waits, those arriving within `gatherMs` join it, unless `max` wait sooner.
+   */
+  next(max: number, signal: AbortSignal, gatherMs?: number): Promise<RecordBatch | undefined>;
   backlog(): Promise<RecordBacklog>;
 }
 

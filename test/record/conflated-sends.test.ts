@@ -22,7 +22,7 @@ import type { RecordNote } from '../../src/bus/types.js';
 const url = await freshDatabase(t);
 const logger = createLogger('error', false);
 const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
-const recorder = new Recorder({ url, days: 400, batch: 100, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
+const recorder = new Recorder({ url, days: 400, batch: 100, flushMs: 250, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
 await recorder.start();
 t.teardown(() => recorder.stop());
 const pool = createPool(url, loadConfig({}), logger);

@@ -19,7 +19,7 @@ const url = await freshDatabase(t);
 const now = dayOf(Date.UTC(2026, 10, 25)) * DAY_MS + 12 * 3_600_000;
 const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
 const recorder = new Recorder(
-  { url, days: 400, batch: 100, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 },
+  { url, days: 400, batch: 100, flushMs: 250, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 },
   { log, metrics: new RecordMetrics(new Registry()), logger: createLogger('error', false), now: () => now },
 );
 await recorder.start();
