@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { readFileSync } from 'node:fs';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
-import { createPool, Postgres } from './db/pool.js';
+import { createPool, Postgres, UntilReachable } from './db/pool.js';
 import { Migrations } from './db/migrate.js';
 import { Listener } from './db/listen.js';
 import { ReadModel } from './refdata/model.js';
@@ -227,9 +227,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const lifecycle = new Lifecycle([
     listeners,
     new Postgres(pool, log),
-    new Migrations(pool, log),
-    ...(config.demoData ? [new DemoSeed(pool, log)] : []),
-    new ApiKeys(auth, pool),
+    new UntilReachable(new Migrations(pool, log), log),
+    ...(config.demoData ? [new UntilReachable(new DemoSeed(pool, log), log)] : []),
+    new UntilReachable(new ApiKeys(auth, pool), log),
     listener,
     sync,
     new BusConnection(bus, { odds: relay, clients: storedSets, freshness }),

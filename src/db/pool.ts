@@ -25,6 +25,9 @@ export function createPool(url: string, config: Config, log: Logger): pg.Pool {
   return pool;
 }
 
+/** How long a start waits for Postgres, trying again with capped backoff: a minute or more. */
+const START_WAIT = { attempts: 60, minMs: 200, maxMs: 5000 };
+
 /**
  * The pool as a component: started once Postgres answers, waited for with
  * capped backoff since pods may start before their database does; stopped
@@ -42,7 +45,7 @@ export class Postgres implements Component {
 
   async start(): Promise<void> {
     await retry(() => this.pool.query('SELECT 1'), {
-      attempts: 60, minMs: 200, maxMs: 5000, signal: this.stopping.signal,
+      ...START_WAIT, signal: this.stopping.signal,
       onRetry: (err, attempt) => this.log.warn('postgres not reachable yet', { attempt, err: (err as Error).message }),
     });
   }
@@ -53,6 +56,38 @@ export class Postgres implements Component {
     this.pool.removeAllListeners('error').on('error', () => undefined);
     await this.pool.end();
     this.log.info('shutdown: postgres pool closed');
+  }
+}
+
+/**
+ * A start step that reads or writes Postgres once it has answered (the migrations, the demo
+ * seed, the API keys), tried again while Postgres is unreachable, as the pool's start waits for
+ * it: a database that restarts during the start (an embedded postmaster that died at once and is
+ * started again by its keeper) delays the start rather than failing it. Every other failure fails
+ * the start at once. The steps are idempotent: each runs in transactions, or only reads.
+ */
+export class UntilReachable implements Component {
+  readonly name: string;
+  private readonly stopping = new AbortController();
+
+  constructor(
+    private readonly step: Component,
+    private readonly log: Logger,
+    private readonly wait: { attempts: number; minMs: number; maxMs: number } = START_WAIT,
+  ) {
+    this.name = step.name;
+  }
+
+  async start(): Promise<void> {
+    await retry(async () => this.step.start(), {
+      ...this.wait, signal: this.stopping.signal, retryIf: isUnavailable,
+      onRetry: (err, attempt) => this.log.warn('postgres not reachable during start; trying again', { step: this.name, attempt, err: (err as Error).message }),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.step.stop();
   }
 }
 

@@ -1,11 +1,13 @@
 /**
  * Postgres failures in the service's words, over fakes of pg's client and pool: an outage is
  * DB_UNAVAILABLE (never a 400 that blames the caller), a lock wait is not an outage, a COMMIT
- * left unanswered is OUTCOME_UNKNOWN, and a client that broke is destroyed, never reused.
+ * left unanswered is OUTCOME_UNKNOWN, a client that broke is destroyed, never reused, and a start
+ * step waits out a Postgres restarting.
  */
 import t from 'tap';
 import type pg from 'pg';
-import { asDatabaseError, inTransaction, isUnavailable, transaction } from '../../src/db/pool.js';
+import { asDatabaseError, inTransaction, isUnavailable, transaction, UntilReachable } from '../../src/db/pool.js';
+import type { Logger } from '../../src/log.js';
 import { ServiceError } from '../../src/errors.js';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -64,4 +66,29 @@ t.test('a client that broke is destroyed, not handed back for reuse', async (t) 
   const fine = fakeClient();
   await inTransaction({ connect: async () => fine } as unknown as pg.Pool, async () => 1);
   t.same(fine.released, [false], 'a healthy one goes back to the pool');
+});
+
+t.test('a start step is tried again while Postgres is unreachable, failed at once on anything else, and ended by a stop', async (t) => {
+  const quick = { attempts: 5, minMs: 1, maxMs: 2 };
+  const warned: unknown[] = [];
+  const log = { warn: (_msg: string, fields: unknown) => void warned.push(fields) } as unknown as Logger;
+  const step = (fail: (n: number) => Error | undefined) => {
+    let n = 0;
+    return { name: 'migrations', calls: () => n, start: async () => { const err = fail(++n); if (err) throw err; }, stop: () => undefined };
+  };
+  // An embedded postmaster that died after answering once: refused twice while its keeper restarts it.
+  const restarting = step((n) => (n <= 2 ? pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5433') : undefined));
+  await new UntilReachable(restarting, log, quick).start();
+  t.equal(restarting.calls(), 3, 'started on the third try');
+  t.match(warned, [{ step: 'migrations', attempt: 1 }, { step: 'migrations', attempt: 2 }], 'each try again logged with its step');
+  const broken = step(() => pgError('42P01', 'relation "x" does not exist'));
+  await t.rejects(new UntilReachable(broken, log, quick).start(), /relation "x"/, 'a statement Postgres refused fails the start');
+  t.equal(broken.calls(), 1, 'at once');
+  const gone = step(() => pgError('ECONNREFUSED'));
+  await t.rejects(new UntilReachable(gone, log, quick).start(), { code: 'ECONNREFUSED' }, 'unreachable past its tries: the start fails');
+  t.equal(gone.calls(), 5);
+  const waiting = new UntilReachable(step(() => pgError('ECONNREFUSED')), log, { attempts: 100, minMs: 60_000, maxMs: 60_000 });
+  const started = waiting.start();
+  await waiting.stop();
+  await t.rejects(started, { code: 'ECONNREFUSED' }, 'a stop ends the wait at once');
 });
