@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-/** Where a record entry was lost: the log dropped it unread (its bound), or the recorder refused it as malformed. */
-export type RecordLoss = 'log' | 'invalid' | 'unsent';
+/** Where a record entry was lost: the log dropped it unread (its bound), the recorder refused it as malformed, or Postgres refused its row. */
+export type RecordLoss = 'log' | 'invalid' | 'unsent' | 'refused';
 
 /** What the record's gauges read at scrape: the recorder's lag, and what its log holds. */
 export interface RecordGaugeSource {
@@ -28,10 +28,10 @@ export class RecordMetrics {
     this.written = new Counter({ name: 'odds_record_rows_total', help: 'Rows the recorder wrote, by table (odds, states, ledger, sent)', labelNames: ['table'], registers });
     this.lost = new Counter({
       name: 'odds_record_lost_total', labelNames: ['where'], registers,
-      help: 'Entries that never reached the record: dropped unread by the in-process queue past RECORD_QUEUE_MAX (log), refused as malformed (invalid), or not handed to the bus while it was down (unsent)',
+      help: 'Entries that never reached the record: dropped unread by the in-process queue past RECORD_QUEUE_MAX (log), refused as malformed (invalid), not handed to the bus while it was down (unsent), or refused by Postgres (refused)',
     });
     // Every label from zero: an alert on increase() sees the first loss, not a series that appears with it.
-    for (const where of ['log', 'unsent', 'invalid'] satisfies RecordLoss[]) this.lost.inc({ where }, 0);
+    for (const where of ['log', 'unsent', 'invalid', 'refused'] satisfies RecordLoss[]) this.lost.inc({ where }, 0);
     for (const table of ['odds', 'states', 'ledger', 'sent']) this.written.inc({ table }, 0);
     this.appended = new Counter({ name: 'odds_record_appended_total', help: 'Entries this pod handed to the record log', registers });
     this.writeSeconds = new Histogram({

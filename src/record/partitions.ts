@@ -38,6 +38,15 @@ export class Partitions {
   }
 
   /**
+   * A write failed: the partitions it made went with its transaction's rollback, so none is taken
+   * as made any more (the next write asks again, IF NOT EXISTS). Without this, the rows of a day
+   * whose first write failed were refused for want of a partition until the process restarted.
+   */
+  forget(): void {
+    this.made.clear();
+  }
+
+  /**
    * Drops every partition whose whole day lies more than `keepDays` before `now`'s day: the
    * record keeps today and the `keepDays` days before it. Returns the names dropped.
    */

@@ -50,6 +50,9 @@ export interface RecorderDeps {
 
 const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.publishTime : e.note.at);
 
+/** Postgres refused the rows themselves (a data exception or a constraint), not the connection: as they are, they fail every time. */
+const refused = (err: unknown): boolean => /^(22|23)/.test((err as { code?: string } | null)?.code ?? '');
+
 /**
  * The one recorder of the cluster, on the pod that holds its lease (lease.ts): it reads the
  * record's log (the bus's: a bounded queue with BUS=memory, a JetStream consumer with BUS=nats)
@@ -187,9 +190,18 @@ export class Recorder implements Component {
   }
 
   private async write(batch: RecordBatch, signal: AbortSignal): Promise<void> {
-    const { metrics, logger } = this.deps;
     const rows: Rows = this.encoder.encode(batch.entries);
-    if (rows.invalid) metrics.lost.inc({ where: 'invalid' }, rows.invalid);
+    if (rows.invalid) this.deps.metrics.lost.inc({ where: 'invalid' }, rows.invalid);
+    await this.writeRows(rows, signal);
+  }
+
+  /**
+   * Writes rows, trying again for as long as Postgres cannot take them (down, frozen, full). Rows
+   * it refuses (a value a column cannot hold) would fail as they are for ever, holding back
+   * everything after them: they are halved until the refused one is found and set aside.
+   */
+  private async writeRows(rows: Rows, signal: AbortSignal): Promise<void> {
+    const { metrics, logger } = this.deps;
     const backoff = new Backoff(100, 5000);
     for (;;) {
       const t0 = performance.now();
@@ -200,10 +212,22 @@ export class Recorder implements Component {
         return;
       } catch (err) {
         metrics.failures.inc();
+        if (refused(err)) return this.setAside(rows, err as Error, signal);
         if (backoff.attempts % 10 === 0) logger.warn('recorder: write failed; trying again', { err: (err as Error).message, attempts: backoff.attempts + 1 });
         await wait(backoff.next(), signal);
         if (signal.aborted) return;
       }
     }
+  }
+
+  /** Rows Postgres refused: each half written on its own, down to the one refused, which is logged and counted lost. */
+  private async setAside(rows: Rows, err: Error, signal: AbortSignal): Promise<void> {
+    if (rows.size > 1) {
+      for (const half of rows.halves()) if (!signal.aborted) await this.writeRows(half, signal);
+      return;
+    }
+    const [table, line] = rows.first ?? ['', ''];
+    this.deps.metrics.lost.inc({ where: 'refused' });
+    this.deps.logger.warn('recorder: Postgres refused a row; it is set aside and the rest written', { table, row: line.slice(0, 200), err: err.message, code: (err as { code?: string }).code });
   }
 }

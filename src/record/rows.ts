@@ -32,6 +32,31 @@ export class Rows {
     this.lines[table].push(fields.map((f) => (f === null ? '\\N' : String(f))).join('\t'));
     this.days[table].add(dayOf(at));
   }
+
+  /** Lines in every table. */
+  get size(): number {
+    let n = 0;
+    for (const lines of Object.values(this.lines)) n += lines.length;
+    return n;
+  }
+
+  /** The first line, and its table: what is left when a refused batch has been halved down to one. */
+  get first(): [RecordTable, string] | undefined {
+    for (const [table, lines] of Object.entries(this.lines) as [RecordTable, string[]][]) if (lines.length) return [table, lines[0]];
+    return undefined;
+  }
+
+  /** The lines in two halves, each table's in order, each half with the days of the whole (a partition too many costs nothing). */
+  halves(): [Rows, Rows] {
+    const out: [Rows, Rows] = [new Rows(), new Rows()];
+    let seen = 0;
+    const half = Math.ceil(this.size / 2);
+    for (const [table, lines] of Object.entries(this.lines) as [RecordTable, string[]][]) {
+      for (const line of lines) out[seen++ < half ? 0 : 1].lines[table].push(line);
+      for (const r of out) for (const day of this.days[table]) r.days[table].add(day);
+    }
+    return out;
+  }
 }
 
 /**

@@ -45,6 +45,7 @@ export class RecordWriter {
       }
       await c.query('COMMIT');
     } catch (err) {
+      this.partitions.forget();
       this.drop();
       throw err;
     }
