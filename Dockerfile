@@ -43,6 +43,11 @@ ENV NODE_ENV=production \
     METRICS_PORT=9464 \
     HOST=0.0.0.0 \
     AUTH=on
+# bzip2: recorded exchange files come as .bz2 (Betfair's historical data), read through the
+# system's bzip2 (src/exchange/files.ts); the slim base has none.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bzip2 \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

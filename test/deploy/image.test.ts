@@ -7,7 +7,8 @@
  * are done, so the production install goes on beside the build.
  *
  * What cannot be the image's: the base image (the RUN lines use this machine's Node and npm, and
- * npm reads its local cache first); USER, EXPOSE, HEALTHCHECK and CMD are checked offline by
+ * npm reads its local cache first; its apt-get lines are not run); the packages it installs, USER,
+ * EXPOSE, HEALTHCHECK and CMD are checked offline by
  * test/k8s/manifests.test.ts. Then the runtime stage's node_modules is held to what the image
  * needs: one uWS build with one binary (for the Node that ran the install), no embedded
  * Postgres, no dev tools, within a size budget; and its CMD resolves every module it imports.
@@ -163,6 +164,8 @@ async function replay(work: string): Promise<Map<string, Stage>> {
           break;
         }
         case 'RUN': {
+          // The base image's own packages: this machine's are not the image's (the offline check holds what it installs).
+          if (/^apt-get\b/.test(step.args)) break;
           // The replay's npm uses this machine's cache; in an image the cache is the stage's own.
           if (/\bnpm\s+cache\b/.test(step.args)) throw new Error(`${where}: the replay will not touch this machine's npm cache (and only node_modules leaves the stage)`);
           const argv = step.args.startsWith('[') ? (JSON.parse(step.args) as string[]) : ['/bin/sh', '-c', step.args];

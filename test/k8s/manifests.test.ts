@@ -637,6 +637,15 @@ function dockerUserProblems(text: string): string[] {
   return [];
 }
 
+/** The runtime stage installs what the service runs besides Node: bzip2 for .bz2 exchange files; apt's lists are not kept in the layer. */
+function dockerPackageProblems(text: string): string[] {
+  const runs = (dockerStages(text).at(-1) ?? []).filter((i) => i.op === 'RUN').map((i) => i.args);
+  const apt = runs.find((r) => /apt-get install/.test(r));
+  if (!apt || !/\bbzip2\b/.test(apt)) return ['the runtime stage does not install bzip2: recorded .bz2 exchange files could not be read'];
+  if (!/--no-install-recommends/.test(apt) || !/rm -rf \/var\/lib\/apt\/lists/.test(apt)) return ['apt-get install without --no-install-recommends, or leaving its lists in the image'];
+  return [];
+}
+
 function dockerCmdProblems(text: string): string[] {
   const final = dockerStages(text).at(-1) ?? [];
   const p: string[] = [];
@@ -945,6 +954,10 @@ t.test('the Dockerfile starts node dist/src/main.js in production mode on 8080, 
   t.same(dockerCmdProblems(dockerfileText), []);
 });
 
+t.test('the runtime image has bzip2, for recorded .bz2 exchange files, without apt\'s lists', async (t) => {
+  t.same(dockerPackageProblems(dockerfileText), []);
+});
+
 t.test('the Deployment runs the image its header documents', async (t) => {
   t.same(imageProblems(real, deploymentText), []);
 });
@@ -1157,6 +1170,10 @@ t.test('the checks reject broken manifests', async (t) => {
   t.test('a Dockerfile without a non-root USER', async (t) => {
     t.not(dockerUserProblems(dockerfileText.replace(/^USER .*$/m, '')).length, 0);
     t.not(dockerUserProblems(`${dockerfileText}\nUSER root\n`).length, 0);
+  });
+
+  t.test('a runtime image without bzip2', async (t) => {
+    t.not(dockerPackageProblems(dockerfileText.replace(/--no-install-recommends bzip2/, '--no-install-recommends')).length, 0);
   });
 
   t.test('a shell-form CMD', async (t) => {
