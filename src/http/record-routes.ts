@@ -2,6 +2,7 @@ import type { HttpRequest } from 'uWebSockets.js';
 import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
 import { isMarketId } from '../refdata/ids.js';
+import { isoInstant } from '../lib/iso-time.js';
 import type { RecordReader } from '../record/query.js';
 import type { SocketRecord } from '../record/sockets.js';
 import { parseQuery, type Query } from './request.js';
@@ -26,8 +27,10 @@ export function instant(q: Query, name: string, fallback?: number): number {
     if (fallback !== undefined) return fallback;
     throw errors.badParam(name, 'is required: a time in ms since 1970, or ISO 8601 with its zone (2026-11-25T12:01:03.250Z)');
   }
-  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?(Z|[+-]\d\d:\d\d)$/.test(raw) ? Date.parse(raw) : NaN;
-  if (!Number.isSafeInteger(ms)) throw errors.badParam(name, `must be a time in ms since 1970, or ISO 8601 with its zone (2026-11-25T12:01:03.250Z); got ${raw.slice(0, 40)}`);
+  const ms = /^\d{1,15}$/.test(raw) ? Number(raw) : isoInstant(raw);
+  // Date.parse would take 30 February as 2 March: a day or time the calendar does not have is refused.
+  if (Number.isNaN(ms)) throw errors.badParam(name, `must be a date and time that exist: ${raw.slice(0, 40)} does not`);
+  if (ms === undefined || !Number.isSafeInteger(ms)) throw errors.badParam(name, `must be a time in ms since 1970, or ISO 8601 with its zone (2026-11-25T12:01:03.250Z); got ${raw.slice(0, 40)}`);
   return ms;
 }
 

@@ -148,6 +148,12 @@ export function registerWs(app: TemplatedApp, deps: WsDeps): void {
       const s = d.subscriber!;
       if (!s.pong(message)) charge(deps, budgets, d.keyId, s, message.byteLength);
     },
+    // A client's own ping (uWS answers it with a pong before this is called) is a message too: at
+    // full speed each costs the server a write and a read, and was never refused.
+    ping: (ws: WebSocket<WsData>, message: ArrayBuffer) => {
+      const d = ws.getUserData();
+      charge(deps, budgets, d.keyId, d.subscriber!, message.byteLength);
+    },
     drain: (ws: WebSocket<WsData>) => ws.getUserData().subscriber!.drained(),
     close: (ws: WebSocket<WsData>, code: number) => {
       const d = ws.getUserData();

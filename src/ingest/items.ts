@@ -52,11 +52,18 @@ export const REQUIRED: Record<ReferenceItem['kind'], readonly string[]> = {
 /** The ID an item names its row by: a market's for a result. */
 export const itemId = (item: ReferenceItem): string | number => (item.kind === 'result' || item.kind === 'terms' ? item.marketId : item.id);
 
+/** Of a kind or ID as sent, what an error repeats: a valid one whole, a 100,000-character one not. */
+const NAMED = 64;
+const cut = (v: string | number): string => {
+  const s = String(v);
+  return s.length > NAMED ? `${s.slice(0, NAMED)}… (${s.length} characters)` : s;
+};
+
 /** How an item, as the publisher sent it, names its row: `market 1.234`; undefined without a kind and an ID. */
 export function rowName(item: { kind?: unknown } & Record<string, unknown>): string | undefined {
   const idKey = item.kind === 'sport' ? 'si' : item.kind === 'league' ? 'li' : item.kind === 'event' || item.kind === 'suspend' ? 'eid' : 'mid';
   const id = item[idKey];
-  return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number') ? `${item.kind} ${id}` : undefined;
+  return typeof item.kind === 'string' && (typeof id === 'string' || typeof id === 'number') ? `${cut(item.kind)} ${cut(id)}` : undefined;
 }
 
 /** How an item names itself in an error: `item 3 (market 1.234)`. */

@@ -1,4 +1,5 @@
 import { MARKET_TYPES, type MarketType, type Runner } from '../refdata/types.js';
+import { isoInstant } from '../lib/iso-time.js';
 import { INGEST_LIMITS } from '../odds/messages.js';
 import type { MarketItem, NestedItem, ReferenceItem } from './items.js';
 import { Invalid, fail, flag, float, id, integer, marketId, nullable, opt, text, type Obj } from './fields.js';
@@ -19,30 +20,10 @@ const type = (v: unknown, key: string): MarketType =>
 const EARLIEST = Date.UTC(1900, 0, 1);
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
-const ISO_TIME = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.(\d+))?)?(?:Z|([+-])(\d\d):(\d\d))$/;
-
-/**
- * The instant a matched date-time names, or undefined when the calendar has no such day or time:
- * Date.parse takes 30 February as 2 March, so the fields are set on a date of their own, which
- * carries any overflow into the next field, and read back.
- */
-function instant(m: RegExpExecArray): number | undefined {
-  const [y, mo, d, h, mi] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
-  const s = Number(m[6] ?? 0);
-  const [zh, zm] = [Number(m[9] ?? 0), Number(m[10] ?? 0)];
-  const at = new Date(0);
-  at.setUTCFullYear(y, mo - 1, d);
-  at.setUTCHours(h, mi, s, Number((m[7] ?? '').slice(0, 3).padEnd(3, '0')));
-  const exists = at.getUTCFullYear() === y && at.getUTCMonth() === mo - 1 && at.getUTCDate() === d &&
-    at.getUTCHours() === h && at.getUTCMinutes() === mi && at.getUTCSeconds() === s && zh < 24 && zm < 60;
-  return exists ? at.getTime() - (m[8] === '-' ? -1 : 1) * (zh * 60 + zm) * 60_000 : undefined;
-}
-
 function isoTime(v: unknown, key: string): string {
-  const m = typeof v === 'string' ? ISO_TIME.exec(v) : null;
-  if (!m) return fail(key, 'must be an ISO 8601 date-time with a time zone');
-  const t = instant(m);
-  if (t === undefined) return fail(key, `must be a date and time that exist: ${v as string} does not`);
+  const t = typeof v === 'string' ? isoInstant(v) : undefined;
+  if (t === undefined) return fail(key, 'must be an ISO 8601 date-time with a time zone');
+  if (Number.isNaN(t)) return fail(key, `must be a date and time that exist: ${v as string} does not`);
   return t < EARLIEST || t > LATEST ? fail(key, 'must be between the years 1900 and 9999') : new Date(t).toISOString();
 }
 
@@ -78,11 +59,14 @@ function runners(v: unknown, key: string): Runner[] {
 
 function nested(v: unknown, key: string): NestedItem[] {
   if (!Array.isArray(v) || v.length > INGEST_LIMITS.nested) fail(key, `must be an array of at most ${INGEST_LIMITS.nested} nested markets`);
+  const seen = new Set<string>();
   return (v as unknown[]).map((n, i) => {
     const at = `${key}[${i}]`;
     if (!n || typeof n !== 'object' || Array.isArray(n)) fail(at, 'must be an object {mid, s, go, r, if}');
     const o = n as Obj;
     const item: NestedItem = { id: marketId(o.mid, `${at}.mid`), isActive: flag(o.s, `${at}.s`), concluded: flag(o.go, `${at}.go`), runners: runners(o.r, `${at}.r`) };
+    if (seen.has(item.id)) fail(`${at}.mid`, `repeats nested market ${item.id}`);
+    seen.add(item.id);
     if ('if' in o) item.info = info(o.if, `${at}.if`);
     return item;
   });
@@ -120,7 +104,7 @@ function validateOne(o: Obj): ReferenceItem {
     case 'terms':
       return validateTerms(o);
     default:
-      return fail('kind', 'must be one of sport, league, event, market, result, terms, odds, stale');
+      return fail('kind', 'must be one of sport, league, event, market, result, terms, odds, stale, suspend');
   }
 }
 

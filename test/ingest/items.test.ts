@@ -21,3 +21,10 @@ t.test('an item without a kind or a usable ID is named by its index alone', asyn
   t.equal(describe(2, { kind: 'sport' }), 'item 2');
   t.equal(describeItem(5, { kind: 'result', marketId: '1.9' }), 'item 5 (result 1.9)', 'a validated result by its market');
 });
+
+t.test('a 100,000-character ID or kind is named by its first 64 characters and its length, never echoed whole', async (t) => {
+  const long = 'x'.repeat(100_000);
+  t.equal(describe(4, { kind: 'odds', mid: long }), `item 4 (odds ${'x'.repeat(64)}… (100000 characters))`);
+  t.equal(rowName({ kind: long, mid: '1.2' }), `${'x'.repeat(64)}… (100000 characters) 1.2`);
+  t.equal(rowName({ kind: 'market', mid: 'm'.repeat(64) }), `market ${'m'.repeat(64)}`, 'the longest valid ID whole');
+});

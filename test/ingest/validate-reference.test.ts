@@ -26,3 +26,13 @@ t.test('a day or time the calendar does not have is refused, naming st, not move
   t.match(startOf('tomorrow'), /st must be an ISO 8601 date-time with a time zone/);
   t.match(startOf('1899-12-31T23:59Z'), /st must be between the years 1900 and 9999/);
 });
+
+t.test('a player race naming one nested market twice is refused, naming the repeat; an unknown kind names every kind', async (t) => {
+  const nested = (mid: string) => ({ mid, s: true, go: false, r: [{ rid: 1, na: 'A' }] });
+  const r = validateReference({ kind: 'market', mid: '5.2', ty: 'player-race', m: [nested('5.2.1'), nested('5.2.2'), nested('5.2.1')] });
+  t.equal('error' in r && r.error, 'm[2].mid repeats nested market 5.2.1');
+  const ok = validateReference({ kind: 'market', mid: '5.2', ty: 'player-race', m: [nested('5.2.1'), nested('5.2.2')] });
+  t.notOk('error' in ok, 'two different nested markets are taken');
+  const kind = validateReference({ kind: 'nope' });
+  t.equal('error' in kind && kind.error, 'kind must be one of sport, league, event, market, result, terms, odds, stale, suspend');
+});
