@@ -88,7 +88,7 @@ class IngestConnection implements PublisherSocket {
   private readonly format: Format;
   private readonly maxUnreadBytes: number;
 
-  constructor(readonly conn: WebSocket<PublisherData>, deps: IngestRoutesDeps) {
+  constructor(readonly conn: WebSocket<PublisherData>, private readonly deps: IngestRoutesDeps) {
     const { keyId, format, key, liveMs, replay } = conn.getUserData();
     this.keyId = keyId;
     this.format = format;
@@ -113,8 +113,10 @@ class IngestConnection implements PublisherSocket {
     // wait for it for ever): a publisher leaving more acks unread than a socket may hold is closed
     // instead, and knows to send again what was not acked. Checked before sending, so one ack of
     // any size (a long refused list) always goes out.
-    if (this.conn.getBufferedAmount() > this.maxUnreadBytes) {
+    const unread = this.conn.getBufferedAmount();
+    if (unread > this.maxUnreadBytes) {
       this.closed = true;
+      this.deps.log.warn('closing publisher that leaves its acks unread', { key: this.keyId, unreadBytes: unread, limit: this.maxUnreadBytes });
       return this.conn.end(CLOSE.SLOW.code, CLOSE.SLOW.reason);
     }
     this.conn.cork(() => this.conn.send(encodeFor(this.format, ack), this.format === 'proto'));
