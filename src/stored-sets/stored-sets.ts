@@ -8,6 +8,7 @@ import { variant } from '../hub/variant.js';
 import type { Bus, ClientHandler, StoredSetOp } from '../bus/types.js';
 import type { Logger } from '../log.js';
 import { retry } from '../lib/retry.js';
+import { Fifo } from '../lib/fifo.js';
 import { addMarkets, listMarketsOf, removeMarkets } from './store.js';
 
 /** Told each time Postgres could not answer a stored-set read or change: the metrics. */
@@ -29,6 +30,12 @@ export interface StoredSetsDeps {
 const CACHE_MS = 2000;
 /** Clients whose stored sets one query reads at most. */
 const BATCH = 1000;
+/**
+ * Markets of stored sets attached to new sockets in one turn of the loop at most (one set at
+ * least): a reconnect storm of sockets with full sets (2,000 markets, about 5 ms a socket) held
+ * the loop for seconds, /health and every feed with it. The rest go in the next turns.
+ */
+export const STORED_MARKETS_PER_TURN = 4000;
 
 /**
  * The one owner of client market sets (REST subscribe and unsubscribe): the
@@ -41,6 +48,9 @@ export class StoredSets implements OpenWatcher, ClientHandler {
   private readonly cache = new Map<string, Promise<string[]>>();
   /** Clients whose sets are asked for in this turn of the loop: read together, in one query per BATCH. */
   private pending = new Map<string, { mids: Promise<string[]>; ok: (mids: string[]) => void; fail: (err: unknown) => void }>();
+  /** New sockets' stored sets, read, waiting for their turn to be attached. */
+  private readonly ready = new Fifo<{ s: Subscriber; mids: readonly string[] }>();
+  private attaching: NodeJS.Immediate | undefined;
 
   constructor(private readonly deps: StoredSetsDeps) {}
 
@@ -115,7 +125,36 @@ export class StoredSets implements OpenWatcher, ClientHandler {
         this.deps.log.warn('could not load a client\'s stored markets for a new socket; retrying', { client: s.client, attempt, err: (err as Error).message });
         if (attempt === 1) s.send(notice(errors.storedSetPending()));
       },
-    }).then((mids) => !s.closed && mids.length && this.attach(s, mids), () => undefined).finally(() => s.loadingStoredSet(false));
+    }).then((mids) => this.queue(s, mids), () => s.loadingStoredSet(false));
+  }
+
+  /** A new socket's stored set, read: attached in its turn (`attachReady`); until then it still counts as loading. */
+  private queue(s: Subscriber, mids: readonly string[]): void {
+    if (s.closed || !mids.length) return s.loadingStoredSet(false);
+    this.ready.push({ s, mids });
+    this.attaching ??= setImmediate(() => this.attachReady());
+  }
+
+  /**
+   * Attaches the stored sets read, in the order read, up to STORED_MARKETS_PER_TURN markets this
+   * turn. A set that changed while it waited is read again rather than attached over the change.
+   */
+  private attachReady(): void {
+    this.attaching = undefined;
+    let left = STORED_MARKETS_PER_TURN;
+    while (this.ready.size && left > 0) {
+      const { s, mids } = this.ready.peek()!;
+      this.ready.shift();
+      if (s.closed) continue;
+      if (s.storedSetMovedSinceLoad) {
+        this.opened(s);
+        continue;
+      }
+      left -= mids.length;
+      this.attach(s, mids);
+      s.loadingStoredSet(false);
+    }
+    if (this.ready.size) this.attaching = setImmediate(() => this.attachReady());
   }
 
   /**
