@@ -74,8 +74,10 @@ async function replayedWhole(t: Test, base: string, dir: string, recordings: Rec
   // Recorded times are the replay's own (it declares itself: /ingest?replay=1): its markets stay live.
   t.same(client.frames.slice(from).filter((f) => f.op === 'freshness' && !f.live), [], 'a recording months old is not late');
   // The three recordings run over the same hours: merged, the frames of all markets come in publish-time order.
-  const times = client.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds').map((f) => f.ts);
-  t.ok(times.every((ts, i) => i === 0 || ts >= times[i - 1]), 'merged by publish time across files');
+  // A socket the server found slow (a busy machine) catches up with the newest image of each market
+  // in turn, marked con: those are the newest of their markets, not in order among themselves.
+  const times = client.frames.slice(from).filter((f): f is OddsMessage => f.op === 'odds' && !f.con).map((f) => f.ts);
+  t.ok(times.every((ts, i) => i === 0 || ts >= times[i - 1]), 'merged by publish time across files (catch-up images aside)');
 }
 
 t.test('command line', async (t) => {
