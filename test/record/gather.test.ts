@@ -40,7 +40,8 @@ t.test('entries appended one by one are gathered into one write, until a full ba
   }
   t.equal(await writes(), 0, 'nine entries gathering, none written');
   append(1);
-  await waitFor(async () => (await rows()) === 10, 'the tenth makes a full batch, written at once');
+  // The rows show once committed, the write's count a moment later, when the recorder's await resumes.
+  await waitFor(async () => (await rows()) === 10 && (await writes()) > 0, 'the tenth makes a full batch, written at once');
   t.equal(await writes(), 1, 'ten entries appended one by one took one write');
   append(2);
   await recorder.stop();

@@ -57,39 +57,8 @@ t.test('an unsubscribe acked while a new socket\'s stored set loads is not undon
   t.same(attached, [['1.2']], 'the set as it is after the change');
 });
 
-t.test('a storm of sockets opening with full stored sets is attached a few thousand markets a turn, not all in one', async (t) => {
-  const pool = new HeldPool();
-  const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 2000 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex<Subscriber>() });
-  const sets = new StoredSets({
-    pool: pool as unknown as pg.Pool, hub, bus: { publishClient: () => undefined } as unknown as Bus,
-    maxStored: 2000, log: createLogger('error', false, () => undefined), outages: { databaseUnavailable() {} },
-  });
-  hub.watch(sets);
-  const { deps } = rig();
-  const attached: number[] = [];
-  const sockets = [1, 2, 3].map((id) => {
-    const s = new Subscriber(id, 'k', 'c', 'json', 5000, new TokenBucket(50, deps.clock), new FakeConn(new FakeTopics()), deps);
-    s.subscribe = () => void attached.push(id);
-    hub.open(s);
-    return s;
-  });
-  await turns();
-  t.equal(pool.reads.length, 1, 'one read for the three sockets of one client');
-  const full = Array.from({ length: STORED_MARKETS_PER_TURN / 2 }, (_, i) => `1.${i + 1}`);
-  pool.reads[0]([{ client_id: 'c', mids: full }]);
-  // A turn at a time: the check below runs once per turn of the loop, before that turn's attaching.
-  let turn = 0;
-  while (attached.length < 2) {
-    if (++turn > 10) throw new Error('never attached');
-    await new Promise((ok) => setImmediate(ok));
-  }
-  t.same(attached, [1, 2], `${STORED_MARKETS_PER_TURN} markets in a turn: two full sets, the third waits`);
-  t.ok(sockets[2].storedSetMovedSinceLoad === false, 'the third still counts as loading');
-  await new Promise((ok) => setImmediate(ok));
-  t.same(attached, [1, 2, 3], 'the third in the next turn');
-});
-
-t.test('a stored set that changes while it waits for its turn is read again, not attached over the change', async (t) => {
+/** Three sockets of one client opening at once over a held Postgres, each recording what it is attached (ID, markets). */
+async function storm() {
   const pool = new HeldPool();
   const hub = new Hub({ perKey: 10, total: 10, countPerKey: false, markets: 2000 }, { refusals: { socketRefused() {} }, markets: { concluded: () => false }, index: new MarketIndex<Subscriber>() });
   const sets = new StoredSets({
@@ -99,14 +68,37 @@ t.test('a stored set that changes while it waits for its turn is read again, not
   hub.watch(sets);
   const { deps } = rig();
   const attached: [number, number][] = [];
-  for (const id of [1, 2, 3]) {
+  const sockets = [1, 2, 3].map((id) => {
     const s = new Subscriber(id, 'k', 'c', 'json', 5000, new TokenBucket(50, deps.clock), new FakeConn(new FakeTopics()), deps);
     s.subscribe = (mids) => void attached.push([id, [...mids].length]);
     s.lose = () => undefined;
     hub.open(s);
-  }
+    return s;
+  });
   await turns();
+  // Each a full set: two make a turn's worth.
   const full = Array.from({ length: STORED_MARKETS_PER_TURN / 2 }, (_, i) => `1.${i + 1}`);
+  return { pool, sets, sockets, attached, full };
+}
+
+t.test('a storm of sockets opening with full stored sets is attached a few thousand markets a turn, not all in one', async (t) => {
+  const { pool, sockets, attached, full } = await storm();
+  t.equal(pool.reads.length, 1, 'one read for the three sockets of one client');
+  pool.reads[0]([{ client_id: 'c', mids: full }]);
+  // A turn at a time: the check below runs once per turn of the loop, before that turn's attaching.
+  let turn = 0;
+  while (attached.length < 2) {
+    if (++turn > 10) throw new Error('never attached');
+    await new Promise((ok) => setImmediate(ok));
+  }
+  t.same(attached.map(([id]) => id), [1, 2], `${STORED_MARKETS_PER_TURN} markets in a turn: two full sets, the third waits`);
+  t.ok(sockets[2].storedSetMovedSinceLoad === false, 'the third still counts as loading');
+  await new Promise((ok) => setImmediate(ok));
+  t.same(attached.map(([id]) => id), [1, 2, 3], 'the third in the next turn');
+});
+
+t.test('a stored set that changes while it waits for its turn is read again, not attached over the change', async (t) => {
+  const { pool, sets, attached, full } = await storm();
   pool.reads[0]([{ client_id: 'c', mids: full }]);
   while (attached.length < 2) await new Promise((ok) => setImmediate(ok));
   await sets.unsubscribe('c', ['1.1']);
