@@ -55,7 +55,7 @@ export class MemoryRecordLog implements RecordLog {
   /** Until an entry waits, or `signal` aborts. */
   private async first(signal: AbortSignal): Promise<void> {
     while (!this.queue.size) {
-      if (signal.aborted) return undefined;
+      if (signal.aborted) return;
       await new Promise<void>((ok) => {
         const done = () => {
           this.wake = undefined;

@@ -103,6 +103,11 @@ export function isUnavailable(err: unknown): boolean {
   return /timeout|terminat|Connection|ECONNREFUSED/i.test(e.message ?? '');
 }
 
+/** Postgres refused the rows themselves (a data exception or a constraint), not the connection: sent again as they are, they fail every time. */
+export function isRefusedData(err: unknown): boolean {
+  return /^(22|23)/.test((err as { code?: string } | null)?.code ?? '');
+}
+
 /**
  * A Postgres failure in the catalogue's words: DB_UNAVAILABLE when Postgres
  * could not answer (never a 400 that blames the caller); catalogue errors and

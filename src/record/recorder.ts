@@ -2,6 +2,7 @@ import type { Logger } from '../log.js';
 import type { Component } from '../lib/component.js';
 import { Backoff, wait } from '../lib/retry.js';
 import { migrate } from '../db/migrate.js';
+import { isRefusedData } from '../db/pool.js';
 import type { RecordMetrics } from '../metrics/record.js';
 import type { RecordBatch, RecordEntry, RecordLog } from '../bus/types.js';
 import { RowEncoder, type Rows } from './rows.js';
@@ -49,9 +50,6 @@ export interface RecorderDeps {
 }
 
 const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.publishTime : e.note.at);
-
-/** Postgres refused the rows themselves (a data exception or a constraint), not the connection: as they are, they fail every time. */
-const refused = (err: unknown): boolean => /^(22|23)/.test((err as { code?: string } | null)?.code ?? '');
 
 /**
  * The one recorder of the cluster, on the pod that holds its lease (lease.ts): it reads the
@@ -212,7 +210,7 @@ export class Recorder implements Component {
         return;
       } catch (err) {
         metrics.failures.inc();
-        if (refused(err)) return this.setAside(rows, err as Error, signal);
+        if (isRefusedData(err)) return this.setAside(rows, err as Error, signal);
         if (backoff.attempts % 10 === 0) logger.warn('recorder: write failed; trying again', { err: (err as Error).message, attempts: backoff.attempts + 1 });
         await wait(backoff.next(), signal);
         if (signal.aborted) return;

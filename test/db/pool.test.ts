@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import type pg from 'pg';
-import { asDatabaseError, inTransaction, isUnavailable, transaction, UntilReachable } from '../../src/db/pool.js';
+import { asDatabaseError, inTransaction, isRefusedData, isUnavailable, transaction, UntilReachable } from '../../src/db/pool.js';
 import type { Logger } from '../../src/log.js';
 import { ServiceError } from '../../src/errors.js';
 
@@ -19,6 +19,8 @@ t.test('what counts as Postgres unavailable', async (t) => {
   t.notOk(isUnavailable(pgError('55P03', 'lock timeout')), 'a lock wait: Postgres answered');
   t.notOk(isUnavailable(pgError('23505', 'duplicate key')), 'a statement it refused');
   t.notOk(isUnavailable(null));
+  for (const code of ['22P05', '23514']) t.ok(isRefusedData(pgError(code)), `${code}: the rows themselves refused`);
+  for (const code of ['57P01', 'ECONNREFUSED', '55P03']) t.notOk(isRefusedData(pgError(code)), `${code}: not the rows`);
   t.match(asDatabaseError(pgError('57P01')), { code: 'DB_UNAVAILABLE' });
   const refused = pgError('23505');
   t.equal(asDatabaseError(refused), refused, 'anything else passes as it is');

@@ -36,7 +36,7 @@ const rows = async () => Number((await sql.query('SELECT count(*) AS c FROM reco
 t.test('entries appended one by one are gathered into one write, until a full batch; a stop writes what waits', async (t) => {
   for (let i = 0; i < 9; i++) {
     append(1);
-    await new Promise((ok) => setTimeout(ok, 5));
+    await new Promise((ok) => setImmediate(ok));
   }
   t.equal(await writes(), 0, 'nine entries gathering, none written');
   append(1);
