@@ -106,6 +106,15 @@ const PROBES = 8;
 const INITIAL_WINDOW = 64 * 1024;
 /** The least a socket may have on its way, whatever its link: one large image and then some. */
 const MIN_WINDOW = 16 * 1024;
+const PROBE_BYTES = new Uint8Array(4);
+const PROBE_VIEW = new DataView(PROBE_BYTES.buffer);
+interface Probe {
+  id: number;
+  at: number;
+  /** Bytes it had been sent when the probe went. */
+  sent: number;
+}
+
 /**
  * How a socket reads, measured with WebSocket pings ("probes"): a client answers each with a pong
  * once it has read everything sent before it, so the answer says how many of the bytes it was
@@ -113,7 +122,8 @@ const MIN_WINDOW = 16 * 1024;
  * how long the oldest unanswered probe has waited (what it holds is at least that old).
  */
 class Link {
-  private readonly probes: { id: number; at: number; sent: number }[] = [];
+  private readonly probes: Probe[] = [];
+  private last: Probe | undefined;
   private next = 1;
   /** Bytes it had read by its last answer. */
   read = 0;
@@ -137,14 +147,16 @@ class Link {
   probe(now: number, sent: number): Uint8Array | undefined {
     if (this.probes.length >= PROBES) return undefined;
     const id = this.next++;
-    this.probes.push({ id, at: now, sent });
-    const bytes = new Uint8Array(4);
-    new DataView(bytes.buffer).setUint32(0, id, true);
-    return bytes;
+    this.last = { id, at: now, sent };
+    this.probes.push(this.last);
+    // uWS copies a ping's payload as it frames it: one scratch buffer serves every probe.
+    PROBE_VIEW.setUint32(0, id, true);
+    return PROBE_BYTES;
   }
 
+  /** The last probe sent, answered or not. */
   get lastProbe(): { at: number; sent: number } | undefined {
-    return this.probes.at(-1);
+    return this.last;
   }
 
   get outstanding(): number {
@@ -460,8 +472,9 @@ export class Subscriber {
     } else this.settle(now);
     if (now - this.heardAt >= this.hbMs) this.send({ op: 'hb', ts: now });
     sent = this.seen = this.sent();
-    this.probe(now, sent);
-    this.deps.looks.tight(this, this.tight(sent));
+    const tight = this.tight(sent);
+    this.probe(now, sent, false, tight);
+    this.deps.looks.tight(this, tight);
     const busy = this.owed.size || this.told.size || this.link.outstanding || buffered > 0;
     this.lookAt = busy ? now : this.heardAt + this.hbMs;
     return this.lookAt;
@@ -698,16 +711,21 @@ export class Subscriber {
   }
 
   /**
-   * A probe when it was sent something (`sent` bytes in all) since the last, at most once an
-   * eighth of the bound (at once after a round), so what it reads is known.
+   * A probe when it was sent something (`sent` bytes in all) since the last, so what it reads is
+   * known: at once after a round; else at most once an eighth of the bound while it is tight (what
+   * it has read must keep pace with its window), once a quarter while it is not. Each probe is a
+   * pong to read, and a loose socket found stalled a quarter later is still found within three
+   * quarters of the bound (a probe waiting half of it).
    */
-  private probe(now: number, sent: number, round = false): void {
+  private probe(now: number, sent: number, round = false, tight = true): void {
     if (this.ended || this.ending) return;
     const last = this.link.lastProbe;
-    if (last && (last.sent === sent || (!round && now - last.at < this.deps.limits.maxAgeMs / 8))) return;
-    if (!last && sent === this.link.read) return;
+    const every = this.deps.limits.maxAgeMs / (tight ? 8 : 4);
+    if (last ? last.sent === sent || (!round && now - last.at < every) : sent === 0) return;
     const bytes = this.link.probe(now, sent);
-    if (bytes) this.conn.ping(bytes);
+    // Corked, the ping goes out in one write with the topic frames uWS still holds for the socket
+    // (a ping drains them first), rather than in a write of its own after theirs.
+    if (bytes) this.cork(() => this.conn.ping(bytes));
   }
 
 

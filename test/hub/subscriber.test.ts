@@ -144,6 +144,26 @@ t.test('a probe unanswered for half the bound: behind, however little is on its 
   t.equal(x.s.behind, true, 'past it');
 });
 
+t.test('probed once an eighth of the bound until its pace is known, then once a quarter while it reads with room to spare', async (t) => {
+  const { open, sweep, clock, read, put, publish } = rig();
+  const x = open();
+  x.s.subscribe(['a'], live);
+  /** Passes of the sweep (one each 100 ms, frames published before each, everything read after): the probes sent. */
+  const probes = (passes: number) => {
+    let sent = 0;
+    for (let i = 0; i < passes; i++) {
+      for (let k = 0; k < 10; k++) publish(put('a', 2 + (i * 10 + k) / 1000, clock.now(), 3));
+      clock.advance(100);
+      sweep.run(clock.now());
+      sent += x.conn.pings.length;
+      read(x);
+    }
+    return sent;
+  };
+  t.equal(probes(9), 3, 'unmeasured: a probe every 300 ms (an eighth of 2 s, at the sweep\'s 100 ms passes)');
+  t.equal(probes(20), 4, 'measured, far from its window: a probe every 500 ms, half as many pongs to read');
+});
+
 t.test('owed a market that moved for a quarter of the bound: told behind, once; live again only after keeping up for a quarter of it', async (t) => {
   const { open, sweep, clock, read, put, publish, bc } = rig();
   const x = open();
