@@ -108,12 +108,19 @@ export class Recorder implements Component {
 
   async stop(): Promise<void> {
     this.idle.abort();
-    await Promise.race([this.loop, wait(FLUSH_MS)]);
+    await this.stopped(FLUSH_MS);
     this.stopping.abort();
-    await Promise.race([this.loop, wait(GIVE_UP_MS)]);
+    await this.stopped(GIVE_UP_MS);
     this.lease.release();
     this.writer.close();
     this.deps.metrics.leader.set(0);
+  }
+
+  /** Until the loop ends or `ms` pass; the timer goes with it, so a stopped recorder holds the process no longer. */
+  private async stopped(ms: number): Promise<void> {
+    const done = new AbortController();
+    await Promise.race([this.loop, wait(ms, done.signal)]);
+    done.abort();
   }
 
   /** Drops the partitions past the retention now (the hourly pass does the same). */
