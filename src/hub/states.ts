@@ -3,6 +3,9 @@ import type { FreshnessMessage, MarketStateMessage, ResultMessage } from '../odd
 /** The frames kept per market, each the last of its kind. */
 export type StateMessage = MarketStateMessage | ResultMessage | FreshnessMessage;
 
+/** A result frame saying nothing: no outcome, no rollback, not void, and no settlement beside. */
+const unsettled = (r: ResultMessage): boolean => r.res === '' && !r.rt && !r.ia && r.cert === undefined && r.at === undefined && r.rs === undefined;
+
 interface KeptStates {
   market?: MarketStateMessage;
   marketRev: number;
@@ -16,11 +19,15 @@ interface KeptStates {
  * The last `market`, `result` and `freshness` frame of each market, with the
  * revision at which it changed. A socket that fell behind remembers the
  * revision it fell behind at and, once it drains, is sent exactly what
- * changed since. Holds one entry per market that ever changed state, and
- * forgets a market when the read model deletes it. It keeps the messages as
- * they were published, wire keys and all, and compares none of them: what
- * changed is decided on the read model's domain objects (relay/reference-frames.ts)
- * and by the freshness owner, and a socket behind is owed these same frames.
+ * changed since; a socket taking a market afresh is sent where it stands
+ * (`current`). Holds every market of the read model from the pod's start: its
+ * first load is a change from an empty model, so each market's `market` frame
+ * (and each result that says something) is recorded then, before any socket
+ * may open, and so holds after a restart as before it. Forgets a market when
+ * the read model deletes it. It keeps the messages as they were published,
+ * wire keys and all, and compares none of them with another: what changed is
+ * decided on the read model's domain objects (relay/reference-frames.ts) and by
+ * the freshness owner, and a socket behind is owed these same frames.
  */
 export class MarketStates {
   private readonly held = new Map<string, KeptStates>();
@@ -55,10 +62,18 @@ export class MarketStates {
     return out;
   }
 
-  /** The market's last `market` frame when it carries terms: what a subscribe's image is followed by, so a new subscriber holds them. */
-  terms(mid: string): MarketStateMessage | undefined {
-    const m = this.held.get(mid)?.market;
-    return m?.terms ? m : undefined;
+  /**
+   * Where the market stands, for a socket taking it afresh after its image: its last `market`
+   * frame unless it says active, not concluded, not recalled and carries no terms, and its last
+   * `result` frame unless it says unsettled with no settlement. An open market nobody settled
+   * needs nothing beside its image.
+   */
+  current(mid: string): StateMessage[] {
+    const h = this.held.get(mid);
+    const out: StateMessage[] = [];
+    if (h?.market && (!h.market.s || h.market.go || h.market.rt || h.market.terms)) out.push(h.market);
+    if (h?.result && !unsettled(h.result)) out.push(h.result);
+    return out;
   }
 
   /** The market's last freshness frame when it says stale: what a subscribe's image is followed by. */

@@ -66,7 +66,7 @@ export interface SubscriberDeps {
   index: MarketIndex<Subscriber>;
   publishing: Publishing;
   book: Pick<Book, 'get'>;
-  states: Pick<MarketStates, 'since' | 'stale' | 'revision' | 'terms'>;
+  states: Pick<MarketStates, 'since' | 'stale' | 'revision' | 'current'>;
   looks: Looks;
   limits: AgeLimits;
   metrics: OddsMetrics;
@@ -90,9 +90,10 @@ type HeldPosition = { readonly epoch: string; readonly seq: number } | undefined
 
 /**
  * A market off its topic, owed its newest image: what the client holds of it (nothing, for a new
- * subscription), since when, and why. A new subscription owes only the market's staleness with
- * its image; one that fell behind owes every `market`, `result` and `freshness` frame newer than
- * `stateRev` too, and its image goes as `skipped` (`con` on the wire).
+ * subscription), since when, and why. A new subscription owes the market's staleness before its
+ * image and where it stands after it (`MarketStates.current`); one that fell behind owes every
+ * `market`, `result` and `freshness` frame newer than `stateRev` instead, and its image goes as
+ * `skipped` (`con` on the wire).
  */
 interface Owed {
   held: HeldPosition;
@@ -341,8 +342,9 @@ export class Subscriber {
   /**
    * Takes markets as `v` (a market taken another way moves to it), each owed its image unless
    * `since` shows the client holds the newest, and sends what its window takes now: each market's
-   * image, after its `freshness` frame when it is stale, and it joins the market's topic. Asked
-   * again for a market it takes, it is sent the image again (unless `since` holds it).
+   * image, after its `freshness` frame when it is stale and followed by its `market` and `result`
+   * frames when they say anything an open market would not, and it joins the market's topic.
+   * Asked again for a market it takes, it is sent the image again (unless `since` holds it).
    */
   subscribe(mids: Iterable<string>, v: Variant, since?: Since): void {
     if (this.ended) return;
@@ -605,10 +607,10 @@ export class Subscriber {
 
   /**
    * As many owed markets as its window has room for, each once, in order: the newest image of
-   * each that moved (after its `freshness` when stale; marked skipped when it fell behind), the `market`
-   * and `result` frames that changed, then back on its topic. With nothing owed left, the
-   * markets it lost meanwhile, in one `unsubscribed`. Then a probe, so the next round goes once
-   * this one is read.
+   * each that moved (after its `freshness` when stale; marked skipped when it fell behind), the
+   * `market` and `result` frames that changed (where it stands, for one taken afresh), then back
+   * on its topic. With nothing owed left, the markets it lost meanwhile, in one `unsubscribed`.
+   * Then a probe, so the next round goes once this one is read.
    */
   private deliver(now: number): void {
     if (this.ended || this.ending) return;
@@ -651,10 +653,10 @@ export class Subscriber {
       if (o.held && o.stateRev !== undefined) metrics.framesSkipped.inc(o.held.epoch === e.epoch ? e.seq - o.held.seq : 1);
       this.sendFrame(e.frame(this.format, o.stateRev === undefined ? 'none' : 'skipped', s.variant.depth));
     }
-    for (const msg of since) if (msg.op !== 'freshness') this.send(msg);
-    // A market taken afresh is told its terms after its image, so every subscriber holds them (one behind was sent what changed).
-    const terms = o.stateRev === undefined ? states.terms(mid) : undefined;
-    if (terms) this.send(terms);
+    // A market taken afresh is told where it stands after its image (its state and terms, its
+    // settlement), so a late subscriber never takes it for open; one behind is sent what changed.
+    const standing = o.stateRev === undefined ? states.current(mid) : since.filter((m) => m.op !== 'freshness');
+    for (const msg of standing) this.send(msg);
     const live = since.find((m): m is FreshnessMessage => m.op === 'freshness' && m.live);
     if (live && !this.told.has(mid)) this.send(live);
     this.owed.delete(mid);

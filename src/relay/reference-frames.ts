@@ -41,6 +41,21 @@ function resultChanged(before: MarketResult | undefined, after: MarketResult): b
   return before.outcome !== after.outcome || before.recalled !== after.recalled || before.abandoned !== after.abandoned || !same(before.settlement, after.settlement, settlementToWire);
 }
 
+/**
+ * The markets a change brings to the sockets whose event or sport filters cover them, with their
+ * event and sport: a new market (and new nested ones), one reopened after it concluded (a
+ * settlement rolled back), or one whose terms moved (a filter on its country or turning in play
+ * may now cover it).
+ */
+function appearing(before: Market | undefined, after: Market): [string, number, number][] {
+  if (after.concluded) return [];
+  const { id, eventId, sportId } = after;
+  const out: [string, number, number][] = [];
+  if (!before || before.concluded || !same(before.terms, after.terms, termsToWire)) out.push([id, eventId, sportId]);
+  for (const n of after.nested ?? []) if (!n.concluded && !before?.nested?.some((x) => x.id === n.id)) out.push([n.id, eventId, sportId]);
+  return out;
+}
+
 /** The sockets' markets, told which appeared and which concluded (hub/socket-subscriptions.ts). */
 export interface SocketMarkets {
   /** A market that appeared and is not concluded: the sockets whose event or sport filters cover it take it. */
@@ -55,7 +70,11 @@ export interface SocketMarkets {
  * market concludes, `unsubscribed` after its final frames; a new market (or one
  * reopened) goes to the sockets whose filters cover it. Driven by the read
  * model's refresh (targeted after NOTIFY, or a full reload compared with what
- * it replaced), so every pod tells its own sockets and nothing is silent.
+ * it replaced), so every pod tells its own sockets and nothing is silent. The
+ * first load is a change from an empty model: every market's state, and every
+ * result that says something, is published then, to no socket (none opens
+ * before the model is loaded), and kept as where each market stands for
+ * sockets that take it later (hub/states.ts), after a restart as before.
  */
 export class ReferenceFrames {
   constructor(
@@ -65,30 +84,25 @@ export class ReferenceFrames {
 
   changed(changes: readonly ModelChange[]): void {
     const { broadcaster, sockets } = this;
+    const appeared: [string, number, number][] = [];
     const concluded: string[] = [];
     for (const c of changes) {
       if (c.kind === 'result') {
         if (c.after && resultChanged(c.before, c.after)) broadcaster.publishState(resultFrame(c.after));
         else if (!c.after) broadcaster.forgetState(c.before!.marketId);
       } else if (c.after) {
-        const { id, eventId, sportId } = c.after;
         marketFrames(broadcaster, c.before, c.after);
-        // New markets (and new nested ones) reach the sockets whose event or sport filters cover
-        // them, and so does a market reopened after it concluded (a settlement rolled back), or
-        // one whose terms moved (a filter on its country or turning in play may now cover it).
-        if (!c.after.concluded) {
-          if (!c.before || c.before.concluded || !same(c.before.terms, c.after.terms, termsToWire)) sockets.appeared(id, eventId, sportId);
-          for (const n of c.after.nested ?? []) {
-            if (!n.concluded && !c.before?.nested?.some((x) => x.id === n.id)) sockets.appeared(n.id, eventId, sportId);
-          }
-        }
-        if (c.after.concluded && !c.before?.concluded) concluded.push(id, ...(c.after.nested ?? []).map((n) => n.id));
+        appeared.push(...appearing(c.before, c.after));
+        if (c.after.concluded && !c.before?.concluded) concluded.push(c.after.id, ...(c.after.nested ?? []).map((n) => n.id));
       } else if (c.before) {
         broadcaster.forgetState(c.before.id);
         for (const n of c.before.nested ?? []) broadcaster.forgetState(n.id);
       }
     }
-    // After every frame of the batch, so a settling market's result reaches its subscribers first.
+    // After every frame of the batch: a socket taking a market is sent where it stands now (a
+    // reopened market its rollback, not the settlement the same batch took back), and a settling
+    // market's result reaches its subscribers before they lose it.
+    for (const [mid, eid, si] of appeared) sockets.appeared(mid, eid, si);
     if (concluded.length) sockets.concluded(concluded);
   }
 }

@@ -25,6 +25,28 @@ t.test('states: the last frame of each kind per market, and exactly what changed
   t.same(s.since('a', 0), [], 'forgotten with the market');
 });
 
+t.test('states: where a market stands is its state and result unless they say nothing an open market would', async (t) => {
+  const s = new MarketStates();
+  const open = { op: 'market', mid: 'a', s: true, go: false, rt: false } as const;
+  const unsettled = { op: 'result', mid: 'a', mt: 'match-odd', res: '', rt: false, ia: false } as const;
+  s.record(open);
+  s.record(unsettled);
+  s.record({ op: 'freshness', mid: 'a', live: false, why: 'late', at: 1 });
+  t.same(s.current('a'), [], 'active, not concluded, not recalled, no terms, unsettled: nothing beside the image (freshness is told before it)');
+  t.same(s.current('x'), [], 'a market never told of: nothing');
+  for (const market of [{ s: false }, { go: true }, { rt: true }, { terms: { bd: 0 } }]) {
+    s.record({ ...open, ...market });
+    t.same(s.current('a'), [{ ...open, ...market }], `its state when it says ${JSON.stringify(market)}`);
+  }
+  s.record(open);
+  for (const result of [{ res: '1' }, { rt: true }, { ia: true }, { cert: 'provisional' as const }, { at: 5 }, { rs: [{ rid: 1, st: 'LOSER' as const }] }]) {
+    s.record({ ...unsettled, ...result });
+    t.same(s.current('a'), [{ ...unsettled, ...result }], `its result when it says ${JSON.stringify(result)}`);
+  }
+  s.record({ ...open, s: false });
+  t.same(s.current('a').map((m) => m.op), ['market', 'result'], 'state first, then result');
+});
+
 t.test('the publish batch: queued in order, the first add asks for a drain, taken whole', async (t) => {
   const b = new PublishBatch();
   const entry = (mid: string) => ({ marketId: mid }) as BookEntry;

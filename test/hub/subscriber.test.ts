@@ -65,6 +65,60 @@ t.test('a market lost while owed is told after its final state; one lost on its 
   t.same(conn.messages().slice(before), [{ op: 'market', mid: 'b', s: false, go: true, rt: false }, { op: 'unsubscribed', mids: ['b'] }], 'its final state, then that it is gone');
 });
 
+/** Each frame sent as its op and market, an image marked when it went as skipped (`con`). */
+const told = (conn: FakeConn, from = 0) => conn.messages().slice(from).map((m) => `${m.op}${m.op === 'odds' && m.con ? ' con' : ''} ${'mid' in m ? m.mid : ''}`);
+
+t.test('a market taken afresh is sent where it stands after its image, however it is taken; an open unsettled one its image alone', async (t) => {
+  const model = { eventMarkets: () => ['a', 'b', 'c'], sportMarkets: () => [], factsOf: () => ({ type: 'match-odd', bettingType: 'ODDS' }) };
+  const { open, bc, put, publish, subs } = rig({}, model as Parameters<typeof rig>[1]);
+  // Made inactive and settled, with no terms; then a market that went back to what an open one says; then one with terms.
+  bc.publishState({ op: 'market', mid: 'a', s: false, go: false, rt: false });
+  bc.publishState({ op: 'result', mid: 'a', mt: 'match-odd', res: '1', rt: false, ia: false });
+  bc.publishState({ op: 'market', mid: 'b', s: false, go: false, rt: false });
+  bc.publishState({ op: 'market', mid: 'b', s: true, go: false, rt: false });
+  bc.publishState({ op: 'result', mid: 'b', mt: 'match-odd', res: '', rt: false, ia: false });
+  bc.publishState({ op: 'market', mid: 'c', s: true, go: false, rt: false, terms: { bd: 5 } });
+  for (const mid of ['a', 'b', 'c']) publish(put(mid, 2));
+  const expected = ['odds a', 'market a', 'result a', 'odds b', 'odds c', 'market c'];
+
+  const named = open();
+  named.s.subscribe(['a', 'b', 'c'], live);
+  t.same(told(named.conn), expected, 'by ID');
+  t.same(named.conn.messages()[1], { op: 'market', mid: 'a', s: false, go: false, rt: false }, 'the frame as it was published');
+  named.s.subscribe(['a'], live);
+  t.same(told(named.conn, expected.length), ['odds a', 'market a', 'result a'], 'asked again: again');
+
+  const filtered = open();
+  subs.subscribe(filtered.s, { requestId: 1, marketIds: [], eventIds: [7], sportIds: [], depth: 0, conflateMs: 0, deltas: false });
+  t.same(told(filtered.conn), ['ack ', ...expected], 'by an event filter, after its ack');
+
+  const appeared = open();
+  appeared.s.setFilter('events', 7, live);
+  subs.appeared('a', 7, 4);
+  t.same(told(appeared.conn), ['odds a', 'market a', 'result a'], 'a market appearing under its filter');
+});
+
+t.test('caught up, a market it took before falling behind is sent what changed; one taken while behind where it stands', async (t) => {
+  const { open, sweep, clock, bc, put, publish } = rig();
+  const { s, conn } = open();
+  for (const mid of ['a', 'b']) publish(put(mid, 2));
+  s.subscribe(['a', 'b'], live);
+  bc.publishState({ op: 'result', mid: 'b', mt: 'match-odd', res: '2', rt: false, ia: false });
+  publish(put('a', 3));
+  conn.buffered = 5000;
+  sweep.run(clock.now());
+  t.ok(s.behind);
+  const from = conn.frames.length;
+  publish(put('a', 4));
+  bc.publishState({ op: 'market', mid: 'a', s: false, go: false, rt: false });
+  bc.publishState({ op: 'market', mid: 'c', s: false, go: false, rt: false });
+  publish(put('c', 2));
+  s.subscribe(['c'], live);
+  conn.buffered = 0;
+  s.drained();
+  t.same(told(conn, from), ['odds con a', 'market a', 'odds c', 'market c'], 'a: skipped to its newest image, then its state that changed; b: nothing (its result came on its topic); c: image and state');
+});
+
 t.test('closed, it sends nothing and changes no topic (uWS throws on a closed socket)', async (t) => {
   const { topics, open, hub } = rig();
   const { s, conn } = open();

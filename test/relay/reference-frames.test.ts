@@ -113,3 +113,14 @@ t.test('a market reopened after it concluded (its settlement rolled back) reache
   r.frames([{ kind: 'market', before: market({ concluded: true }), after: market() }]);
   t.same(r.appeared, [['1.1', 7, 4]]);
 });
+
+t.test('markets reach the filters after every frame of their batch: a reopened market is taken with its rollback, not the settlement it undid', async (t) => {
+  const order: unknown[] = [];
+  const bc = { publishState: (msg: ServerMessage) => order.push(msg.op), forgetState: () => undefined } as unknown as Broadcaster;
+  const frames = new ReferenceFrames(bc, { appeared: (mid) => void order.push(['appeared', mid]), concluded: () => undefined });
+  frames.changed([
+    { kind: 'market', before: market({ concluded: true }), after: market() },
+    { kind: 'result', before: result({ outcome: '101' }), after: result({ outcome: '101', recalled: true }) },
+  ]);
+  t.same(order, ['market', 'result', ['appeared', '1.1']]);
+});
