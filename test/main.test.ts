@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join } from 'node:path';
-import { freshDatabase } from './helpers/db.js';
+import { demoDatabase, migratedDatabase } from './helpers/db.js';
 import { http, postJson, type Reply } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
@@ -112,7 +112,8 @@ const dials = (host: string, port: string) => new Promise<boolean>((ok) => {
  * the drain out.
  */
 t.test('one service on DATABASE_URL with no HOST', async (t) => {
-  const url = await freshDatabase(t);
+  // A copy of the run's migrated and seeded template: its migrations and its seeding are not what is asked here.
+  const url = await demoDatabase(t);
   const svc = await run({ DATABASE_URL: url, DEMO_DATA: 'on', HOST: undefined, DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
   t.teardown(() => svc.child.kill('SIGKILL'));
   const port = new URL(svc.url).port;
@@ -160,7 +161,7 @@ async function stopsAtOnce(t: Test, svc: Running, signal: NodeJS.Signals): Promi
 }
 
 t.test('with HOST=0.0.0.0 it listens on every interface, and says so; SIGINT with no socket open stops it at once with exit 0', async (t) => {
-  const url = await freshDatabase(t);
+  const url = await migratedDatabase(t);
   const svc = await run({ DATABASE_URL: url, HOST: '0.0.0.0', DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
   t.teardown(() => svc.child.kill('SIGKILL'));
   const port = new URL(svc.url).port;
@@ -266,7 +267,7 @@ t.test('unpinned, the one line says no build loads and names the Node to run, no
 });
 
 t.test('SIGTERM under load: no REST request fails mid-flight, every socket is held through the drain delay then gets 1001, exit 0 within the timeout, no error logged', async (t) => {
-  const url = await freshDatabase(t);
+  const url = await migratedDatabase(t);
   const drainMs = 500;
   const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '20000', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20' });
   const { Client } = await import('./helpers/ws.js');
