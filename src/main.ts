@@ -2,7 +2,7 @@ import { ConfigError, OWN_FILES, describeSettings, loadConfig, openFileLimit, so
 import { createLogger, errorFields, type Logger } from './log.js';
 import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
-import { startService, type Service } from './service.js';
+import type { Service } from './service.js';
 
 /** What went wrong, in words: some errors carry only a code, and a rejection may carry nothing. */
 function reason(err: unknown): string {
@@ -92,6 +92,31 @@ function stopWhenNpmGone(stop: () => void, everyMs = 1000): void {
   timer.unref();
 }
 
+/** What has started so far, for a stop to stop. */
+interface Started {
+  embedded?: EmbeddedServer;
+  service?: Service;
+}
+
+/**
+ * The embedded Postgres (with no DATABASE_URL), then the service on it, each kept in `started` once it
+ * runs. The service's modules load beside the Postgres's start rather than with this file, so --help,
+ * a refused setting and a build that does not load answer without them (a third of a second of CPU).
+ */
+async function startParts(config: Config, fresh: boolean, log: Logger, stopping: AbortSignal, started: Started): Promise<Service> {
+  const loading = import('./service.js');
+  // Awaited below: a failed load is then the start's failure, not an unhandled rejection meanwhile.
+  loading.catch(() => undefined);
+  if (!config.databaseUrl) {
+    if (fresh) await wipeEmbedded(config.embeddedPgDir, log);
+    started.embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
+  }
+  const { startService } = await loading;
+  const embedded = started.embedded;
+  started.service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed(), stopping });
+  return started.service;
+}
+
 async function main(): Promise<void> {
   surviveClosedOutput();
   if (process.argv.slice(2).some((a) => a === '--help' || a === '-h')) {
@@ -121,8 +146,7 @@ async function main(): Promise<void> {
     node: process.version, uws: uwsBuild.name, port: config.port, database: config.databaseUrl ? 'external' : 'embedded', demoData: config.demoData, simulator: config.simulator,
   });
 
-  let embedded: EmbeddedServer | undefined;
-  let service: Service | undefined;
+  const parts: Started = {};
   // A signal during start stops what has started, then what start left running.
   const stopping = new AbortController();
   let started: Promise<void> = Promise.resolve();
@@ -136,8 +160,8 @@ async function main(): Promise<void> {
     }, config.shutdownTimeoutMs).unref();
     try {
       await started;
-      await service?.close();
-      await embedded?.stop();
+      await parts.service?.close();
+      await parts.embedded?.stop();
       log.info('stopped');
       process.exit(0);
     } catch (err) {
@@ -154,17 +178,13 @@ async function main(): Promise<void> {
   stopWhenNpmGone(() => void stop('npm exited'));
 
   started = (async () => {
-    if (!config.databaseUrl) {
-      if (args.fresh) await wipeEmbedded(config.embeddedPgDir, log);
-      embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
-    }
-    service = await startService(config, config.databaseUrl ?? embedded!.url, log, { databaseLost: () => embedded?.failed(), stopping: stopping.signal });
+    const service = await startParts(config, args.fresh, log, stopping.signal, parts);
     process.stdout.write(`odds service listening on ${service.url} (bound to ${service.bound})\nmetrics and probes on ${service.metricsUrl}\n`);
   })().catch(async (err: unknown) => {
     // Stopped by a signal while starting: the stop that signal began finishes the exit.
     if (stopping.signal.aborted) return;
     log.error(`start failed: ${reason(err)}`);
-    await embedded?.stop().catch(() => undefined);
+    await parts.embedded?.stop().catch(() => undefined);
     process.exit(1);
   });
 }

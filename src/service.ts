@@ -144,7 +144,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
   const book = new Book();
   const busMetrics = new BusMetrics(metrics.registry, config.bus);
   const recordMetrics = new RecordMetrics(metrics.registry);
-  const bus = createBus(config, {
+  const bus = await createBus(config, {
     book, log, check: validateOdds, metrics: busMetrics,
     record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
   });

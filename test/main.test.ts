@@ -1,62 +1,94 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join } from 'node:path';
-import { freshDatabase } from './helpers/db.js';
-import { http, postJson } from './helpers/service.js';
+import { demoDatabase, migratedDatabase } from './helpers/db.js';
+import { http, postJson, type Reply } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
-import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir } from './cli/processes.js';
+import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir, type Running } from './cli/processes.js';
 
-t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
-  const dir = await tempDir(t);
-  const pgDir = join(dir, 'pg');
-  const svc = await run({ EMBEDDED_PG_DIR: pgDir });
-  const sports = await http<unknown[]>(svc.url, '/api/v1/sports');
-  t.equal(sports.status, 200);
-  t.ok(sports.body.length >= 4, 'demo sports loaded');
-  t.ok(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server running in the data folder');
-  svc.child.kill('SIGTERM');
-  t.equal(await svc.exited, 0);
-  t.notOk(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server stopped');
-  t.match(svc.output(), /embedded postgres stopped/);
-
-  const again = await run({ EMBEDDED_PG_DIR: pgDir });
-  t.notMatch(again.output(), /demo data loaded/, 'a second start keeps the data and does not seed again');
-  const sportsAgain = await http(again.url, '/api/v1/sports');
-  t.same(sportsAgain.body, sports.body);
-  again.child.kill('SIGINT');
-  t.equal(await again.exited, 0);
-});
-
-t.test('--fresh deletes the embedded data folder first, so the demo is seeded anew; a start that fails after its Postgres started stops it', async (t) => {
+/**
+ * One data folder through a user's starts and stops, in order: each start after the first finds what
+ * the one before left (the data, a Postgres left running), so the folder is initialised twice (at
+ * first, and after --fresh) rather than once per case, which is most of this file's CPU.
+ */
+t.test('one embedded data folder, started, stopped and killed in turn', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
-  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
-  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
-  first.child.kill('SIGTERM');
-  t.equal(await first.exited, 0);
+  const quiet = { EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' };
+  let sports: Reply<{ si: number }[]>;
 
-  const fresh = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' }, true, ['--fresh']);
-  t.match(fresh.output(), /embedded postgres data deleted for a fresh start/);
-  t.match(fresh.output(), /demo data loaded/, 'seeded again');
-  const sports = await http<{ si: number }[]>(fresh.url, '/api/v1/sports');
-  t.notOk(sports.body.some((s) => s.si === 901), 'what was ingested before is gone');
-  fresh.child.kill('SIGTERM');
-  t.equal(await fresh.exited, 0);
+  await t.test('with no DATABASE_URL it runs an embedded Postgres with demo data, and SIGTERM stops both with exit 0', async (t) => {
+    const svc = await run({ EMBEDDED_PG_DIR: pgDir });
+    sports = await http<{ si: number }[]>(svc.url, '/api/v1/sports');
+    t.equal(sports.status, 200);
+    t.ok(sports.body.length >= 4, 'demo sports loaded');
+    t.ok(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server running in the data folder');
+    svc.child.kill('SIGTERM');
+    t.equal(await svc.exited, 0);
+    t.notOk(existsSync(join(pgDir, 'postmaster.pid')), 'embedded server stopped');
+    t.match(svc.output(), /embedded postgres stopped/);
+  });
 
-  const taken = createServer();
-  await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
-  t.teardown(() => taken.close());
-  const port = (taken.address() as { port: number }).port;
-  const failed = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off', PORT: String(port) }, false);
-  t.equal(await failed.exited, 1);
-  t.match(failed.output(), /embedded postgres started[\s\S]*start failed: cannot listen on 127.0.0.1/);
-  t.same(postgresOn(pgDir), [], 'its Postgres did not outlive it');
+  await t.test('a second start keeps the data and does not seed again; killed with SIGKILL, its embedded Postgres stops with it', async (t) => {
+    const again = await run(quiet);
+    t.teardown(() => again.child.kill('SIGKILL'));
+    t.notMatch(again.output(), /demo data loaded/, 'a second start keeps the data and does not seed again');
+    t.same((await http(again.url, '/api/v1/sports')).body, sports.body);
+    t.ok(lifelineOf(postmasterPid(pgDir)), 'a watcher waits on the service');
+    t.equal((await postJson(again.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
+    again.child.kill('SIGKILL');
+    await again.exited;
+    await waitFor(() => postgresOn(pgDir).length === 0, () => `its Postgres stopped: ${JSON.stringify(postgresOn(pgDir))}`, 30_000, 50);
+  });
+
+  await t.test('killed with SIGKILL with its watcher (no /bin/sh, or both killed), its Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
+    const first = await run(quiet);
+    t.teardown(() => first.child.kill('SIGKILL'));
+    t.notMatch(first.output(), /left running/, 'the SIGKILL before left nothing for this start');
+    t.ok((await http<{ si: number }[]>(first.url, '/api/v1/sports')).body.some((s) => s.si === 901), 'the sport ingested before that SIGKILL is still there');
+    const orphan = postmasterPid(pgDir);
+    process.kill(lifelineOf(orphan)!, 'SIGKILL');
+    first.child.kill('SIGKILL');
+    await first.exited;
+    t.same(postgresOn(pgDir), [orphan], 'its Postgres outlived it');
+
+    const again = await run(quiet);
+    t.teardown(() => again.child.kill('SIGKILL'));
+    t.equal((await http(again.url, '/ready')).status, 200);
+    const after = await http<{ si: number; na: string }[]>(again.url, '/api/v1/sports');
+    t.same(after.body.find((s) => s.si === 901), { si: 901, na: 'Curling', a: true }, 'the sport is still there');
+    t.match(again.output(), /stopping the embedded postgres left running by a process that is gone/);
+    t.same(postgresOn(pgDir), [postmasterPid(pgDir)], 'one Postgres on the folder, its own');
+    t.not(postmasterPid(pgDir), orphan);
+    again.child.kill('SIGINT');
+    t.equal(await again.exited, 0, 'SIGINT stops it with exit 0');
+    t.same(postgresOn(pgDir), [], 'and it stops that one');
+  });
+
+  await t.test('--fresh deletes the embedded data folder first, so the demo is seeded anew; a start that fails after its Postgres started stops it', async (t) => {
+    const fresh = await run(quiet, true, ['--fresh']);
+    t.teardown(() => fresh.child.kill('SIGKILL'));
+    t.match(fresh.output(), /embedded postgres data deleted for a fresh start/);
+    t.match(fresh.output(), /demo data loaded/, 'seeded again');
+    const after = await http<{ si: number }[]>(fresh.url, '/api/v1/sports');
+    t.notOk(after.body.some((s) => s.si === 901), 'what was ingested before is gone');
+    fresh.child.kill('SIGTERM');
+    t.equal(await fresh.exited, 0);
+
+    const taken = createServer();
+    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
+    t.teardown(() => taken.close());
+    const port = (taken.address() as { port: number }).port;
+    const failed = await run({ ...quiet, PORT: String(port) }, false);
+    t.equal(await failed.exited, 1);
+    t.match(failed.output(), /embedded postgres started[\s\S]*start failed: cannot listen on 127.0.0.1/);
+    t.same(postgresOn(pgDir), [], 'its Postgres did not outlive it');
+  });
 });
-
 t.test('--fresh with DATABASE_URL is refused with exit 2 saying why; so is an unknown argument', async (t) => {
   const withUrl = await run({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' }, false, ['--fresh']);
   t.equal(await withUrl.exited, 2);
@@ -73,39 +105,71 @@ const dials = (host: string, port: string) => new Promise<boolean>((ok) => {
   s.on('error', () => ok(false));
 });
 
-t.test('with auth off and no HOST it listens on loopback only, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
-  const url = await freshDatabase(t);
-  const svc = await run({ DATABASE_URL: url, HOST: undefined });
+/**
+ * One service on DATABASE_URL with no HOST, asked in turn what each start with DATABASE_URL shows,
+ * then stopped: one start rather than one per case. Its drain is the longest there is and its
+ * shutdown timeout past it, so its stop proves that a process with no socket open does not wait
+ * the drain out.
+ */
+t.test('one service on DATABASE_URL with no HOST', async (t) => {
+  // A copy of the run's migrated and seeded template: its migrations and its seeding are not what is asked here.
+  const url = await demoDatabase(t);
+  const svc = await run({ DATABASE_URL: url, DEMO_DATA: 'on', HOST: undefined, DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
+  t.teardown(() => svc.child.kill('SIGKILL'));
   const port = new URL(svc.url).port;
-  t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 127.0.0.1:${port})`);
-  t.ok(await dials('127.0.0.1', port), 'reached on 127.0.0.1');
-  t.notOk(await dials(outside!, port), `not reached on ${outside}`);
-  svc.child.kill('SIGTERM');
-  t.equal(await svc.exited, 0);
+
+  await t.test('with DATABASE_URL it uses that server and starts none', async (t) => {
+    t.match(svc.output(), /"database":"external"/);
+    t.notMatch(svc.output(), /embedded postgres started/);
+    t.equal((await http(svc.url, '/ready')).status, 200);
+    t.not(svc.metricsUrl, svc.url, 'it prints where its metrics listen');
+    t.match((await http<string>(svc.metricsUrl, '/metrics')).text, /^odds_build_info\{/m);
+  });
+
+  await t.test('with auth off and no HOST it listens on loopback only, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
+    t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 127.0.0.1:${port})`);
+    t.ok(await dials('127.0.0.1', port), 'reached on 127.0.0.1');
+    t.notOk(await dials(outside!, port), `not reached on ${outside}`);
+  });
+
+  await t.test('the start log and /metrics name the uWS build this host runs: 20.57 where glibc is 2.38 or newer, else 20.30', async (t) => {
+    const glibc = glibcVersion();
+    const expected = glibc && compareVersions(glibc, '2.38') >= 0 ? '20.57' : '20.30';
+    t.match(svc.output(), new RegExp(`"node":"${process.version}","uws":"${expected}"`));
+    const metrics = await http<string>(svc.metricsUrl, '/metrics');
+    t.match(metrics.text, `odds_uws_build_info{build="${expected}"} 1`);
+  });
+
+  await t.test('a port already taken fails the start instead of sharing it, naming PORT', async (t) => {
+    const second = await run({ DATABASE_URL: url, PORT: port }, false);
+    t.equal(await second.exited, 1);
+    t.match(second.output(), new RegExp(`start failed: cannot listen on 127.0.0.1:${port}: the port is taken or the address is not available \\(PORT\\)`));
+  });
+
+  await t.test('SIGTERM with no socket open: exit 0 at once, without waiting out the drain delay', async (t) => {
+    await stopsAtOnce(t, svc, 'SIGTERM');
+  });
 });
 
-t.test('with HOST=0.0.0.0 it listens on every interface, and says so', { skip: !outside && 'no non-loopback IPv4 address' }, async (t) => {
-  const url = await freshDatabase(t);
-  const svc = await run({ DATABASE_URL: url, HOST: '0.0.0.0' });
+/** `signal` to a service with no socket open: it exits 0, not waiting out its 10-minute drain (the test's bound fails first). */
+async function stopsAtOnce(t: Test, svc: Running, signal: NodeJS.Signals): Promise<void> {
+  svc.child.kill(signal);
+  let code: number | null | undefined;
+  void svc.exited.then((c) => (code = c));
+  await waitFor(() => code !== undefined, `${signal}: the process exited (not waiting out its 10-minute drain)`, 60_000);
+  t.equal(code, 0, signal);
+}
+
+t.test('with HOST=0.0.0.0 it listens on every interface, and says so; SIGINT with no socket open stops it at once with exit 0', async (t) => {
+  const url = await migratedDatabase(t);
+  const svc = await run({ DATABASE_URL: url, HOST: '0.0.0.0', DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
+  t.teardown(() => svc.child.kill('SIGKILL'));
   const port = new URL(svc.url).port;
   t.match(svc.output(), `listening on http://127.0.0.1:${port} (bound to 0.0.0.0:${port} (every interface))`);
-  t.ok(await dials(outside!, port), `reached on ${outside}`);
-  svc.child.kill('SIGTERM');
-  t.equal(await svc.exited, 0);
+  if (outside) t.ok(await dials(outside, port), `reached on ${outside}`);
+  else t.comment('no non-loopback IPv4 address to dial from');
+  await stopsAtOnce(t, svc, 'SIGINT');
 });
-
-t.test('with DATABASE_URL it uses that server and starts none', async (t) => {
-  const url = await freshDatabase(t);
-  const svc = await run({ DATABASE_URL: url, DEMO_DATA: 'on' });
-  t.match(svc.output(), /"database":"external"/);
-  t.notMatch(svc.output(), /embedded postgres started/);
-  t.equal((await http(svc.url, '/ready')).status, 200);
-  t.not(svc.metricsUrl, svc.url, 'it prints where its metrics listen');
-  t.match((await http<string>(svc.metricsUrl, '/metrics')).text, /^odds_build_info\{/m);
-  svc.child.kill('SIGTERM');
-  t.equal(await svc.exited, 0);
-});
-
 t.test('a bad setting stops the start with exit 2, naming the variable', async (t) => {
   const svc = await run({ PORT: 'eighty' }, false);
   t.equal(await svc.exited, 2);
@@ -119,7 +183,8 @@ t.test('the socket cap: unset, derived from the open-file limit and said once at
   const start = async (env: Record<string, string>, openFiles?: number) => {
     const svc = await run({ ...env, DATABASE_URL: 'postgres://127.0.0.1:1/none' }, false, [], openFiles);
     await waitFor(() => svc.output().includes('"msg":"starting"'), () => `the start line:\n${svc.output()}`, 60_000, 50);
-    svc.child.kill('SIGTERM');
+    // Nothing has started that a clean stop would stop: killed before it loads the service for nothing.
+    svc.child.kill('SIGKILL');
     await svc.exited;
     return svc.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string } & Record<string, unknown>);
   };
@@ -155,18 +220,6 @@ t.test('a build that gives its pure-JS fallback counts as not loading: npm start
   t.match(tests.stderr, /^npm test: cannot run: UWS_BUILD=20.30 pins a uWebSockets.js build that does not load natively on Node [^\n]*\n$/);
   t.equal(tests.stdout, '', 'no test ran');
   t.same(readdirSync(dir), [], 'no embedded Postgres was made');
-});
-
-t.test('the start log and /metrics name the uWS build this host runs: 20.57 where glibc is 2.38 or newer, else 20.30', async (t) => {
-  const glibc = glibcVersion();
-  const expected = glibc && compareVersions(glibc, '2.38') >= 0 ? '20.57' : '20.30';
-  const url = await freshDatabase(t);
-  const svc = await run({ DATABASE_URL: url });
-  t.match(svc.output(), new RegExp(`"node":"${process.version}","uws":"${expected}"`));
-  const metrics = await http<string>(svc.metricsUrl, '/metrics');
-  t.match(metrics.text, `odds_uws_build_info{build="${expected}"} 1`);
-  svc.child.kill('SIGTERM');
-  t.equal(await svc.exited, 0);
 });
 
 /** The build this host cannot load natively: 20.57 below glibc 2.38, 20.30 on any Node after 20; none when both load. */
@@ -213,20 +266,10 @@ t.test('unpinned, the one line says no build loads and names the Node to run, no
   t.notMatch(line, /UWS_BUILD/);
 });
 
-t.test('a port already taken fails the start instead of sharing it, naming PORT', async (t) => {
-  const url = await freshDatabase(t);
-  const first = await run({ DATABASE_URL: url });
-  const port = new URL(first.url).port;
-  const second = await run({ DATABASE_URL: url, PORT: port }, false);
-  t.equal(await second.exited, 1);
-  t.match(second.output(), new RegExp(`start failed: cannot listen on 127.0.0.1:${port}: the port is taken or the address is not available \\(PORT\\)`));
-  first.child.kill('SIGTERM');
-  t.equal(await first.exited, 0);
-});
-
-t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 1001, exit 0, no error logged', async (t) => {
-  const url = await freshDatabase(t);
-  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: '500', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20' });
+t.test('SIGTERM under load: no REST request fails mid-flight, every socket is held through the drain delay then gets 1001, exit 0 within the timeout, no error logged', async (t) => {
+  const url = await migratedDatabase(t);
+  const drainMs = 500;
+  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '20000', SIMULATOR: 'on', SIMULATOR_INTERVAL_MS: '20' });
   const { Client } = await import('./helpers/ws.js');
   const sockets = await Promise.all(Array.from({ length: 20 }, (_, i) => Client.connect(svc.url, { format: i % 2 ? 'proto' : 'json' })));
   await Promise.all(sockets.map((c) => c.request({ op: 'subscribe', mids: ['1.200001001'] })));
@@ -252,48 +295,22 @@ t.test('SIGTERM under load: no REST request fails mid-flight, every socket gets 
   const loops = Array.from({ length: 4 }, loop);
   // Load under way, however slow the machine: SIGTERM arrives with requests in flight.
   await waitFor(() => served >= 20 || failures.length > 0, 'REST requests served before SIGTERM', 60_000, 5);
+  const signalled = Date.now();
+  const closedAt = sockets.map((c) => c.closed.then(() => Date.now()));
   svc.child.kill('SIGTERM');
   const code = await svc.exited;
   stop = true;
   await Promise.all(loops);
   const closes = await Promise.all(sockets.map((c) => c.closed));
-  t.equal(code, 0, 'exit code 0');
+  // A lower bound only: a busy machine makes the wait longer, never shorter (less a timer's tolerance).
+  const heldMs = Math.min(...(await Promise.all(closedAt))) - signalled;
+  t.ok(heldMs >= drainMs - 100, `every socket was held through the drain delay: the first closed after ${heldMs} ms`);
+  t.equal(code, 0, 'exit code 0: done within SHUTDOWN_TIMEOUT_MS');
   t.ok(served > 0, `${served} requests served, ${refused} refused at connect after the listen socket closed`);
   t.same(failures, [], 'no request failed mid-flight');
   t.same([...new Set(closes.map((c) => c.code))], [1001], 'every socket closed with 1001');
   t.notMatch(svc.output(), /"level":"error"/, 'nothing logged as an error');
   t.match(svc.output(), /shutdown: readiness off[\s\S]*listen socket closed[\s\S]*sockets closed[\s\S]*postgres pool closed[\s\S]*"stopped"/, 'steps in order');
-});
-
-t.test('SIGTERM or SIGINT with no socket open: exit 0 at once, without waiting out the drain delay', async (t) => {
-  const url = await freshDatabase(t);
-  // The longest drain there is, and a shutdown timeout past it: a process that waited it out would
-  // fail this test's bound, which is all that is timed.
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: '600000', SHUTDOWN_TIMEOUT_MS: '3600000' });
-    svc.child.kill(signal);
-    let code: number | null | undefined;
-    void svc.exited.then((c) => (code = c));
-    await waitFor(() => code !== undefined, `${signal}: the process exited (not waiting out its 10-minute drain)`, 60_000);
-    t.equal(code, 0, signal);
-  }
-});
-
-t.test('with a socket open: it is held through the drain delay, then gets 1001, and the process exits 0 within the timeout', async (t) => {
-  const url = await freshDatabase(t);
-  const drainMs = 1500;
-  const svc = await run({ DATABASE_URL: url, DRAIN_DELAY_MS: String(drainMs), SHUTDOWN_TIMEOUT_MS: '20000' });
-  const { Client } = await import('./helpers/ws.js');
-  const c = await Client.connect(svc.url);
-  await c.request({ op: 'subscribe', mids: ['1.200001001'] });
-  const started = Date.now();
-  svc.child.kill('SIGTERM');
-  const closed = await c.closed;
-  const heldMs = Date.now() - started;
-  t.equal(closed.code, 1001);
-  // Lower bounds only: a busy machine makes the wait longer, never shorter (less a timer's tolerance).
-  t.ok(heldMs >= drainMs - 100, `the socket was held ${heldMs} ms`);
-  t.equal(await svc.exited, 0, 'exit 0: done within SHUTDOWN_TIMEOUT_MS');
 });
 
 t.test('while Postgres is awaited at start, /health answers, /ready and the data routes say starting; SIGTERM then stops what started and exits 0', async (t) => {
@@ -314,45 +331,6 @@ t.test('while Postgres is awaited at start, /health answers, /ready and the data
   t.match(svc.output(), /"msg":"stopped"/, 'says it stopped');
   t.notMatch(svc.output(), /start failed/, 'a stop asked for is not a failed start');
   await t.rejects(http(url, '/health'), 'the listener it had started is closed');
-});
-
-t.test('killed with SIGKILL, its embedded Postgres stops with it, and keeps the data', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
-  const first = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
-  t.ok(lifelineOf(postmasterPid(pgDir)), 'a watcher waits on the service');
-  t.equal((await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] })).status, 200);
-  first.child.kill('SIGKILL');
-  await first.exited;
-  await waitFor(() => postgresOn(pgDir).length === 0, () => `its Postgres stopped: ${JSON.stringify(postgresOn(pgDir))}`, 30_000, 50);
-  const again = await run({ EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
-  t.notMatch(again.output(), /left running/, 'nothing was left for the next start');
-  const sports = await http<{ si: number }[]>(again.url, '/api/v1/sports');
-  t.ok(sports.body.some((s) => s.si === 901), 'the sport is still there');
-  again.child.kill('SIGTERM');
-  t.equal(await again.exited, 0);
-});
-
-t.test('killed with SIGKILL with its watcher (no /bin/sh, or both killed), its Postgres is left running; the next start stops that one, starts its own and keeps the data', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
-  const first = await run({ EMBEDDED_PG_DIR: pgDir });
-  const ingest = await postJson(first.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 901, na: 'Curling', a: true }] });
-  t.equal(ingest.status, 200, 'a sport ingested before the kill');
-  const orphan = postmasterPid(pgDir);
-  process.kill(lifelineOf(orphan)!, 'SIGKILL');
-  first.child.kill('SIGKILL');
-  await first.exited;
-  t.same(postgresOn(pgDir), [orphan], 'its Postgres outlived it');
-
-  const again = await run({ EMBEDDED_PG_DIR: pgDir });
-  t.equal((await http(again.url, '/ready')).status, 200);
-  const sports = await http<{ si: number; na: string }[]>(again.url, '/api/v1/sports');
-  t.same(sports.body.find((s) => s.si === 901), { si: 901, na: 'Curling', a: true }, 'the sport is still there');
-  t.match(again.output(), /stopping the embedded postgres left running by a process that is gone/);
-  t.same(postgresOn(pgDir), [postmasterPid(pgDir)], 'one Postgres on the folder, its own');
-  t.not(postmasterPid(pgDir), orphan);
-  again.child.kill('SIGTERM');
-  t.equal(await again.exited, 0);
-  t.same(postgresOn(pgDir), [], 'and it stops that one');
 });
 
 const notRoot = process.getuid?.() !== 0 && 'only run as root does the embedded server run as another user';

@@ -12,11 +12,13 @@ import { postgresOn, postmasterPid, startMain, tempDir } from '../cli/processes.
  */
 type Answer = { status: number; message: string };
 const sport = (si: number) => ({ data: [{ kind: 'sport', si, na: `Sport ${si}`, a: true }] });
-const quiet = { SIMULATOR: 'off', PG_CONNECT_TIMEOUT_MS: '500' };
+// No demo to seed: the cases write and read sports of their own.
+const quiet = { SIMULATOR: 'off', DEMO_DATA: 'off', PG_CONNECT_TIMEOUT_MS: '500' };
 const logged = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string; [k: string]: unknown });
+/** One folder for both cases, in turn, so it is initialised once: the second breaks it for good. */
+const pgDir = join(await tempDir(t), 'pg');
 
 t.test('a postmaster killed with SIGKILL is restarted on the same folder, and a write succeeds within 30 s', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
   const svc = await startMain({ EMBEDDED_PG_DIR: pgDir, ...quiet });
   t.teardown(() => svc.child.kill('SIGKILL'));
   t.equal((await postJson(svc.url, '/api/v1/ingest', sport(901))).status, 200, 'a write before the kill');
@@ -41,7 +43,6 @@ t.test('a postmaster killed with SIGKILL is restarted on the same folder, and a 
 });
 
 t.test('a postmaster that cannot come back: restarts stop, one error line says why, /ready answers 503 and reads go on', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
   const svc = await startMain({ EMBEDDED_PG_DIR: pgDir, ...quiet });
   t.teardown(() => svc.child.kill('SIGKILL'));
   // Without PG_VERSION the folder is no data folder, so every restart fails.

@@ -1,8 +1,13 @@
 /**
- * The embedded Postgres's superuser password, on servers of the test's own in
- * temporary folders: random, in a file only its owner may read, required on
+ * The embedded Postgres's superuser password, on a server of the test's own in
+ * a temporary folder: random, in a file only its owner may read, required on
  * every connection; and folders made with the old fixed password `postgres`
  * are moved to a random one on their next start.
+ *
+ * One folder serves every case, in turn, so it is initialised once (initdb is
+ * most of this file's CPU): each case starts from the server running with the
+ * password in its file, as a new folder's first start leaves it, and leaves it
+ * so, but the last, which leaves it refused and stopped.
  */
 import t, { type Test } from 'tap';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -25,11 +30,6 @@ async function folder(t: Test): Promise<string> {
   return join(root, 'pg');
 }
 
-async function start(t: Test, dir: string): Promise<EmbeddedServer> {
-  const server = await startEmbedded(dir, 0, log);
-  t.teardown(() => server.stop());
-  return server;
-}
 
 /** Logs in as `postgres` with `password`: 'ok', or the error's SQLSTATE. */
 async function login(server: EmbeddedServer, password: string, run?: (c: pg.Client) => Promise<unknown>): Promise<string> {
@@ -49,9 +49,18 @@ async function login(server: EmbeddedServer, password: string, run?: (c: pg.Clie
 const passwordIn = (dir: string): string => readFileSync(join(dir, PASSWORD_FILE), 'utf8').trim();
 const INVALID_PASSWORD = '28P01';
 
+const dir = await folder(t);
+/** The server on `dir`, whichever start made it; undefined once stopped. */
+let server: EmbeddedServer | undefined = await startEmbedded(dir, 0, log);
+t.teardown(() => server?.stop());
+
+/** Stops the server, so a case can change the folder as an earlier version or a stopped start left it. */
+async function stop(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}
+
 t.test('a new folder gets a random password in a file only the user running Postgres may read', async (t) => {
-  const dir = await folder(t);
-  await start(t, dir);
   const file = statSync(join(dir, PASSWORD_FILE));
   t.equal(file.mode & 0o777, 0o600);
   t.equal(file.uid, (await runAs()).uid ?? process.getuid!(), 'owned by the user Postgres runs as');
@@ -60,59 +69,52 @@ t.test('a new folder gets a random password in a file only the user running Post
 });
 
 t.test('the old default password postgres is refused; the one in the file logs in', async (t) => {
-  const dir = await folder(t);
-  const server = await start(t, dir);
-  t.equal(await login(server, 'postgres'), INVALID_PASSWORD);
-  t.equal(await login(server, passwordIn(dir)), 'ok');
-  t.equal(new URL(server.url).password, passwordIn(dir), 'the service connects with it');
+  t.equal(await login(server!, 'postgres'), INVALID_PASSWORD);
+  t.equal(await login(server!, passwordIn(dir)), 'ok');
+  t.equal(new URL(server!.url).password, passwordIn(dir), 'the service connects with it');
 });
 
 t.test('every way in asks for the password with SCRAM, over TCP and the local socket alike', async (t) => {
-  const dir = await folder(t);
-  const server = await start(t, dir);
   let methods: string[] = [];
-  await login(server, passwordIn(dir), async (c) => {
+  await login(server!, passwordIn(dir), async (c) => {
     methods = (await c.query<{ m: string }>('SELECT DISTINCT auth_method AS m FROM pg_hba_file_rules')).rows.map((r) => r.m);
   });
   t.same(methods, ['scram-sha-256']);
 });
 
 t.test('a folder made with the old password postgres gets a random one at its next start', async (t) => {
-  const dir = await folder(t);
   // What a folder of an earlier version holds: the password postgres and no file.
-  const first = await startEmbedded(dir, 0, log);
-  t.equal(await login(first, passwordIn(dir), (c) => c.query("ALTER USER postgres PASSWORD 'postgres'")), 'ok');
-  await first.stop();
+  const before = passwordIn(dir);
+  t.equal(await login(server!, before, (c) => c.query("ALTER USER postgres PASSWORD 'postgres'")), 'ok');
+  await stop();
   await rm(join(dir, PASSWORD_FILE));
 
-  const server = await start(t, dir);
+  server = await startEmbedded(dir, 0, log);
   const now = passwordIn(dir);
   t.not(now, 'postgres');
+  t.not(now, before, 'a new one');
+  t.match(now, /^[0-9a-f]{48}$/);
   t.equal(statSync(join(dir, PASSWORD_FILE)).mode & 0o777, 0o600);
   t.equal(await login(server, 'postgres'), INVALID_PASSWORD, 'the old password no longer works');
   t.equal(await login(server, now), 'ok');
 });
 
 t.test('a start stopped after setting the password but before writing its file: the next start finds it beside the folder', async (t) => {
-  const dir = await folder(t);
-  const first = await startEmbedded(dir, 0, log);
   const pending = 'a'.repeat(48);
-  t.equal(await login(first, passwordIn(dir), (c) => c.query(`ALTER USER postgres PASSWORD '${pending}'`)), 'ok');
-  await first.stop();
+  t.equal(await login(server!, passwordIn(dir), (c) => c.query(`ALTER USER postgres PASSWORD '${pending}'`)), 'ok');
+  await stop();
   await rm(join(dir, PASSWORD_FILE));
   await writeFile(`${dir}.password`, `${pending}\n`, { mode: 0o600 });
 
-  const server = await start(t, dir);
+  server = await startEmbedded(dir, 0, log);
   t.equal(passwordIn(dir), pending);
   t.equal(await login(server, pending), 'ok');
   t.notOk(existsSync(`${dir}.password`));
 });
 
 t.test('a folder whose password is in no file is refused with what to do, and left stopped', async (t) => {
-  const dir = await folder(t);
-  const first = await startEmbedded(dir, 0, log);
-  t.equal(await login(first, passwordIn(dir), (c) => c.query(`ALTER USER postgres PASSWORD '${'b'.repeat(48)}'`)), 'ok');
-  await first.stop();
+  t.equal(await login(server!, passwordIn(dir), (c) => c.query(`ALTER USER postgres PASSWORD '${'b'.repeat(48)}'`)), 'ok');
+  await stop();
   await rm(join(dir, PASSWORD_FILE));
   await t.rejects(startEmbedded(dir, 0, log), { name: 'EmbeddedError', message: new RegExp(`has no ${PASSWORD_FILE} file .*write its superuser password into ${join(dir, PASSWORD_FILE)}`) });
   t.notOk(existsSync(join(dir, 'postmaster.pid')), 'the server was stopped');
