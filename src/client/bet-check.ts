@@ -1,6 +1,7 @@
 import type { MarketStateMessage, MarketStatus, OddsMessage, RunnerStatus, WireRunnerTerms } from '../odds/messages.js';
 import type { MarketFreshness } from './freshness.js';
 import type { ReceiptDelay } from './market-book.js';
+import type { Settlement } from './terms.js';
 
 /** Backing takes the best price available to back (`b`), laying the best available to lay (`l`). */
 export type Side = 'back' | 'lay';
@@ -32,6 +33,8 @@ export interface BetAnswer {
     /** The market's state (`s`, `go`) as its newest `market` frame gave it. */
     active?: boolean;
     concluded?: boolean;
+    /** How its newest `result` frame left it (`rt`, `ia`, `res`, `rs`): settled or void refuse bets; absent while unsettled. */
+    settlement?: Settlement['kind'];
     /** Seconds to hold the bet before it is matched; undefined when the market's terms do not say. */
     betDelay?: number;
     turnInPlay?: boolean;
@@ -52,6 +55,7 @@ export interface HeldMarket {
   delay: ReceiptDelay | undefined;
   freshness: MarketFreshness;
   state: MarketStateMessage | undefined;
+  settlement: Settlement | undefined;
 }
 
 function marketPart(held: HeldMarket, why: string[]): BetAnswer['market'] {
@@ -72,6 +76,10 @@ function marketPart(held: HeldMarket, why: string[]): BetAnswer['market'] {
     if (state.terms?.bd !== undefined) out.betDelay = state.terms.bd;
     if (state.terms?.tip !== undefined) out.turnInPlay = state.terms.tip;
   }
+  // The `market` frame may still say active while the result already settled it; a rollback withdrew it.
+  const settled = held.settlement?.kind;
+  if (settled !== undefined) out.settlement = settled;
+  if (settled === 'settled' || settled === 'void') why.push(`market ${settled}`);
   return out;
 }
 

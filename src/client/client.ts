@@ -133,7 +133,9 @@ export class OddsClient extends Emitter<ClientEvents> {
 
   /** Can a bet on `rid` at the best `side` price of `mid` be taken now? Everything the answer rests on, in one place. */
   canTake(mid: string, rid: number, side: Side): BetAnswer {
-    return checkBet(mid, rid, side, { frame: this.book.get(mid), delay: this.book.delay(mid), freshness: this.fresh.get(mid), state: this.held.state(mid) });
+    return checkBet(mid, rid, side, {
+      frame: this.book.get(mid), delay: this.book.delay(mid), freshness: this.fresh.get(mid), state: this.held.state(mid), settlement: this.held.settlement(mid),
+    });
   }
 
   /** The price a bet matched at `price` on `rid` at `matchedAt` (ms) is settled at after the market's removals; undefined without terms. */

@@ -1,38 +1,14 @@
 import t from 'tap';
 import { OddsClient } from '../../src/client/index.js';
 import type { MarketFreshness } from '../../src/client/index.js';
-import type { SocketLike } from '../../src/client/types.js';
 import { FakeClock } from '../helpers/clock.js';
+import { FakeSocket } from './helpers.js';
 
 /**
  * The client's own judgement of the age of what it reads, on a clock the test moves and a socket
  * the test plays: the server's clock from the frames' stamps, and every market `behind` from the
  * moment nothing read can prove the screen within `maxAgeMs` of the newest.
  */
-
-class FakeSocket implements SocketLike {
-  static last: FakeSocket;
-  readonly protocol = 'odds.v1.json';
-  binaryType = 'arraybuffer';
-  readonly sent: string[] = [];
-  private readonly listeners = new Map<string, ((e: any) => void)[]>();
-  constructor() {
-    FakeSocket.last = this;
-  }
-  send(data: string | Uint8Array): void {
-    this.sent.push(String(data));
-  }
-  close(): void {}
-  addEventListener(type: string, listener: (e: any) => void): void {
-    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
-  }
-  emit(type: string, e: unknown): void {
-    for (const l of this.listeners.get(type) ?? []) l(e);
-  }
-  frame(msg: unknown): void {
-    this.emit('message', { data: JSON.stringify(msg) });
-  }
-}
 
 /** A connected client holding market 1.1, the server's clock 1000 ms behind this machine's, the link 20 ms at its quickest. */
 async function setup() {

@@ -2,7 +2,9 @@ import t from 'tap';
 import { reduce, WIN_MINIMUM_FACTOR } from '../../src/client/reduction.js';
 import { settlementOf, TermsBook } from '../../src/client/terms.js';
 import { checkBet, type HeldMarket } from '../../src/client/bet-check.js';
-import type { MarketStateMessage, OddsMessage, WireTerms } from '../../src/odds/messages.js';
+import { OddsClient } from '../../src/client/index.js';
+import type { MarketStateMessage, OddsMessage, ResultMessage, WireTerms } from '../../src/odds/messages.js';
+import { FakeSocket } from './helpers.js';
 
 /**
  * The client's reading of a market's terms, without a server: Betfair's reduction rule for a
@@ -72,7 +74,7 @@ const image = (over: Partial<OddsMessage> = {}): OddsMessage => ({
 });
 const state = (terms?: WireTerms, over: Partial<MarketStateMessage> = {}): MarketStateMessage => ({ op: 'market', mid: '1.1', s: true, go: false, rt: false, ...(terms ? { terms } : {}), ...over });
 const held = (over: Partial<HeldMarket> = {}): HeldMarket => ({
-  frame: image(), delay: { at: 9_600, source: 600, publish: 100 }, freshness: { mid: '1.1', live: true }, state: state({ bd: 5, tip: true, r: [{ rid: 1, st: 'ACTIVE', af: 12.5, hc: 0 }] }), ...over,
+  frame: image(), delay: { at: 9_600, source: 600, publish: 100 }, freshness: { mid: '1.1', live: true }, state: state({ bd: 5, tip: true, r: [{ rid: 1, st: 'ACTIVE', af: 12.5, hc: 0 }] }), settlement: undefined, ...over,
 });
 
 t.test('can I take this bet: the price, its age and freshness, the market\'s state and bet delay, the runner\'s status and factor', async (t) => {
@@ -105,4 +107,42 @@ t.test('the terms book keeps only what it is told to: a lost connection drops th
   book.result({ op: 'result', mid: '1.2', mt: 'match-odd', res: '1', rt: false, ia: false });
   book.retain((mid) => mid === '1.1');
   t.same([book.terms('1.1'), book.terms('1.2'), book.settlement('1.2')], [{ bd: 1 }, undefined, undefined]);
+});
+
+const result = (over: Partial<ResultMessage> = {}): ResultMessage => ({ op: 'result', mid: '1.1', mt: 'winner-market', res: '', rt: false, ia: false, ...over });
+
+t.test('can I take this bet once the market has a result: settled or void, no, though its state still says active; rolled back, yes again', async (t) => {
+  const answer = (r: ResultMessage) => checkBet('1.1', 1, 'back', held({ settlement: settlementOf(r) }), 10_000);
+  t.match(answer(result({ res: '1', cert: 'provisional', rs: [{ rid: 1, st: 'WINNER' }, { rid: 2, st: 'LOSER' }] })),
+    { ok: false, why: ['market settled'], market: { active: true, concluded: false, settlement: 'settled' } }, 'settled, even provisionally');
+  t.match(answer(result({ rs: [{ rid: 1, st: 'PLACED' }] })), { ok: false, why: ['market settled'] }, 'settled by its runners alone');
+  t.match(answer(result({ res: 'Abandoned', ia: true })), { ok: false, why: ['market void'], market: { settlement: 'void' } }, 'void');
+  t.match(answer(result({ res: '1', rt: true })), { ok: true, why: [], price: 2.5, market: { settlement: 'rolled back' } }, 'the settlement rolled back: open again');
+  t.match(answer(result({ ia: true, rt: true })), { ok: true, why: [] }, 'the void rolled back');
+  const unsettled = answer(result());
+  t.match(unsettled, { ok: true, why: [] }, 'a result saying unsettled');
+  t.notOk('settlement' in unsettled.market, 'and no settlement to report');
+  t.same(checkBet('1.1', 1, 'back', held({ state: state(undefined, { s: false }), settlement: settlementOf(result({ res: '1' })) }), 10_000).why,
+    ['market inactive', 'market settled'], 'each thing that says no');
+});
+
+t.test('the client answers by the newest result frame it read: settled, rolled back, voided', async (t) => {
+  const client = new OddsClient({ url: 'ws://odds.test/ws', WebSocket: FakeSocket as never, hb: 30000 });
+  t.teardown(() => client.close());
+  client.connect();
+  const socket = FakeSocket.last;
+  socket.emit('open', {});
+  const subscribed = client.subscribe({ mids: ['1.1'] });
+  socket.frame({ op: 'ack', id: 1, status: 1, message: 'Subscribed from market 1.1' });
+  await subscribed;
+  socket.frame(image());
+  socket.frame(state());
+  const take = () => client.canTake('1.1', 1, 'back');
+  t.match(take(), { ok: true, why: [] }, 'open, active, unsettled');
+  socket.frame(result({ res: '1' }));
+  t.match(take(), { ok: false, why: ['market settled'], market: { active: true, concluded: false, settlement: 'settled' } });
+  socket.frame(result({ res: '1', rt: true }));
+  t.match(take(), { ok: true, why: [], market: { settlement: 'rolled back' } });
+  socket.frame(result({ res: 'Abandoned', ia: true }));
+  t.match(take(), { ok: false, why: ['market void'] });
 });

@@ -8,6 +8,7 @@ import WebSocket from 'ws';
 import type { Test } from 'tap';
 import { OddsClient } from '../../src/client/index.js';
 import type { ClientEvents, ClientOptions } from '../../src/client/index.js';
+import type { SocketLike } from '../../src/client/types.js';
 import type { ServerMessage } from '../../src/odds/messages.js';
 
 export const wsUrl = (httpUrl: string): string => httpUrl.replace(/^http/, 'ws') + '/ws';
@@ -107,4 +108,29 @@ export async function relay(t: Test, port: number): Promise<Relay> {
       return connections;
     },
   };
+}
+
+/** A socket the test plays the server on, without a network: `FakeSocket.last` is the one the client made last. */
+export class FakeSocket implements SocketLike {
+  static last: FakeSocket;
+  readonly protocol = 'odds.v1.json';
+  binaryType = 'arraybuffer';
+  readonly sent: string[] = [];
+  private readonly listeners = new Map<string, ((e: any) => void)[]>();
+  constructor() {
+    FakeSocket.last = this;
+  }
+  send(data: string | Uint8Array): void {
+    this.sent.push(String(data));
+  }
+  close(): void {}
+  addEventListener(type: string, listener: (e: any) => void): void {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener]);
+  }
+  emit(type: string, e: unknown): void {
+    for (const l of this.listeners.get(type) ?? []) l(e);
+  }
+  frame(msg: unknown): void {
+    this.emit('message', { data: JSON.stringify(msg) });
+  }
 }
