@@ -16,6 +16,8 @@ const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
 const MIB = 1024 * 1024;
 const BIG_SPORT = 77;
 const BIG_EVENTS = 1100;
+/** The memory test's ANSWER_CACHE_BYTES. */
+const BUDGET = 8 * MIB;
 
 const svc = await startTestService(t);
 
@@ -53,9 +55,10 @@ function rssBytes(pid: number): number {
   return Number(m![1]) * 1024;
 }
 
-t.test('memory stays flat while thousands of distinct URLs ask for a 300 KiB answer', { skip: process.platform === 'linux' ? false : 'reads RSS from /proc' }, async (t) => {
-  // Its own process, so the test's own allocations do not count.
-  const env = { ...process.env, DATABASE_URL: await freshDatabase(t), HOST: '127.0.0.1', PORT: '0', DEMO_DATA: 'off', SIMULATOR: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
+t.test('memory stays flat while a thousand distinct URLs ask for a 300 KiB answer', { skip: process.platform === 'linux' ? false : 'reads RSS from /proc' }, async (t) => {
+  // Its own process, so the test's own allocations do not count. A budget of 8 MiB: what is
+  // proved is that the cache keeps to its budget, and a small one is outgrown by fewer answers.
+  const env = { ...process.env, DATABASE_URL: await freshDatabase(t), HOST: '127.0.0.1', PORT: '0', DEMO_DATA: 'off', SIMULATOR: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ANSWER_CACHE_BYTES: String(BUDGET) };
   const child = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((ok) => child.on('exit', ok));
   t.teardown(async () => {
@@ -78,22 +81,21 @@ t.test('memory stays flat while thousands of distinct URLs ask for a 300 KiB ans
   // Distinct raw queries with ignored parameters, and distinct valid ID sets (the big sport and one unknown sport each).
   const ignored = (i: number) => `/api/v1/sports/events?si=${BIG_SPORT}&q=${i}`;
   const distinct = (i: number) => `/api/v1/sports/events?si=${BIG_SPORT},${900_000 + i}`;
-  const ask = async (path: string, i: number) => {
+  const ask = async (path: string) => {
     const body = await bytes(url, path);
-    if (path.includes('&q=') && i % 100 === 0) t.ok(body.equals(full), `${path} answers the same bytes`);
-    if (body.length < full.length) t.fail(`${path} answered ${body.length} bytes`);
+    if (path.includes('&q=') ? !body.equals(full) : body.length < full.length) t.fail(`${path} answered ${body.length} bytes`);
   };
-  await inPool(400, 8, (i) => ask(i % 2 ? ignored(i) : distinct(i), i));
+  await inPool(100, 8, (i) => ask(i % 2 ? ignored(i) : distinct(i)));
   const warm = rssBytes(child.pid!);
-  const N = 2500;
-  await inPool(2 * N, 8, (i) => ask(i % 2 ? ignored(1000 + i) : distinct(1000 + i), i));
+  const N = 500;
+  await inPool(2 * N, 8, (i) => ask(i % 2 ? ignored(1000 + i) : distinct(1000 + i)));
   const after = rssBytes(child.pid!);
   t.comment(`RSS ${(warm / MIB).toFixed(1)} MiB after warm-up, ${(after / MIB).toFixed(1)} MiB after ${2 * N} more distinct URLs (${((2 * N * full.length) / MIB).toFixed(0)} MiB of answers)`);
-  // The warm-up alone asks for more than the cache's whole budget (ANSWER_CACHE_BYTES, 32 MiB by
-  // default), so the cache is full before `warm`: growth after it is allocator and collector slack.
-  // A cache that kept every answer would grow by the GiB of answers asked; 64 MiB is twice the whole
-  // budget, far under that and far over the slack.
-  t.ok(after - warm < 64 * MIB, `RSS grew ${((after - warm) / MIB).toFixed(1)} MiB (limit 64)`);
+  // The warm-up alone asks for more than the cache's whole budget (50 distinct answers, 15 MiB),
+  // so the cache is full before `warm`: growth after it is allocator and collector slack. A cache
+  // that kept every answer would grow by the 150 MiB of distinct answers asked; 32 MiB is four
+  // times the whole budget, far under that and far over the slack.
+  t.ok(after - warm < 32 * MIB, `RSS grew ${((after - warm) / MIB).toFixed(1)} MiB (limit 32)`);
 });
 
 t.test('ignored, reordered or repeated parameters get the same bytes', async (t) => {
@@ -156,7 +158,7 @@ t.test('under constant eviction every answer stays byte for byte what it was', a
     let seed = 7;
     const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
     let wrong = 0;
-    await inPool(2000, 4, async () => {
+    await inPool(600, 4, async () => {
       const p = paths[Math.floor(rand() * paths.length)];
       const q = rand() < 0.5 ? p : `${p}&n=${Math.floor(rand() * 5)}`;
       if (!(await bytes(small.url, q)).equals(expected.get(p)!)) wrong++;

@@ -17,9 +17,11 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   // 150 runners, about 0.4 MiB), and each round waits for the reading socket,
   // so it falls behind only if it waits on the stopped one, not because a busy
   // machine starved this test's own reader. The stopped socket is sent about
-  // 36 MiB of JSON, far past the kernel's buffers plus the threshold. It is never closed here
-  // (WS_SLOW_CLOSE_MS at its most), nor ended as idle for not answering pings while paused
-  // (WS_IDLE_TIMEOUT_S at its most): on a loaded machine the rounds can outlast shorter bounds.
+  // 11 MiB of JSON, twice what the kernel's buffers (on Linux's defaults a send buffer of at
+  // most 4 MiB, and a receive buffer that stays small while nothing is read) and the threshold
+  // hold. It is never closed here (WS_SLOW_CLOSE_MS at its most), nor ended as idle for not
+  // answering pings while paused (WS_IDLE_TIMEOUT_S at its most): on a loaded machine the
+  // rounds can outlast shorter bounds.
   const svc = await startTestService(t, { WS_SLOW_BYTES: '1048576', WS_MAX_BACKPRESSURE: '268435456', WS_SLOW_CLOSE_MS: '3600000', WS_IDLE_TIMEOUT_S: '960' });
   const slow = await Client.connect(svc.url);
   const fast = await Client.connect(svc.url, { format: 'proto' });
@@ -29,7 +31,7 @@ t.test('a socket that stops reading ends with the server\'s latest image, and th
   const raw = (slow.ws as unknown as { _socket: import('node:net').Socket })._socket;
   raw.pause();
   let sent = 0;
-  for (let round = 0; round < 40; round++) {
+  for (let round = 0; round < 12; round++) {
     const batch = Array.from({ length: 50 }, (_, i) => image(M, 2 + ((round * 50 + i) % 90) / 100, RUNNERS));
     const r = await postJson(svc.url, '/api/v1/ingest', { data: batch });
     t.equal(r.status, 200);
@@ -72,8 +74,13 @@ t.test('a socket that stays behind past the limit is closed with the slow-consum
   // Resumed the moment the server ends it, from the hub's own close (this process runs the service):
   // a peer that reads nothing for seconds after its close was sent is cut off by uWS without one
   // (1006), and on a busy machine the posts below can outlast that.
-  const ended = waitFor(() => [...svc.hub.subscribers()].length === 0, 'the server closed the stopped socket', 120_000, 5).then(() => raw.resume());
-  for (let round = 0; round < 40; round++) {
+  let over = false;
+  const ended = waitFor(() => [...svc.hub.subscribers()].length === 0, 'the server closed the stopped socket', 120_000, 5).then(() => {
+    over = true;
+    raw.resume();
+  });
+  // Posting stops once it is closed: what follows would be sent to no one.
+  for (let round = 0; round < 40 && !over; round++) {
     await postJson(svc.url, '/api/v1/ingest', { data: Array.from({ length: 50 }, () => image(M, 2, RUNNERS)) });
   }
   await ended;

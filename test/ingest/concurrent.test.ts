@@ -18,7 +18,13 @@ const svc = await startTestService(t, { DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_M
 const db = await sqlClient(t, svc.databaseUrl);
 const ingest = (data: Obj[]) => postJson<Reply>(svc.url, '/api/v1/ingest', { data });
 
-const EVENTS = 120;
+/**
+ * A round's rows (each event and its market) and their league are 63 rows to lock: within the 64 a
+ * batch locks one by one, in one order whatever its own (src/ingest/write.ts), which is where two
+ * crossing batches could deadlock; a larger batch takes one lock for every writer, as the lock
+ * table's test below sends.
+ */
+const EVENTS = 31;
 const eid = (i: number) => 8_000_000 + i;
 await ingest([{ kind: 'sport', si: 801, na: 'Sport', a: true }, { kind: 'league', li: 80_001, si: 801, na: 'League' }]);
 
@@ -62,24 +68,27 @@ for (const [order, second] of [['the same order', (items: Obj[]) => items], ['re
 
 // Each row took a lock of Postgres's lock table, which holds max_locks_per_transaction (64) for
 // each connection it may have, shared by all: a batch of 13,130 rows (within every bound a batch
-// has) was answered "the database is unavailable", however often it was sent again.
+// has) was answered "the database is unavailable", however often it was sent again. The table
+// overflows a little past that nominal size (7,808 here; one transaction's advisory locks ran out
+// between 13,000 and 14,000 on Postgres 15 and 17), so the batch is twice it. Its nested markets
+// have no runners: runners take no lock, only time to write.
 t.test('a batch of more rows than Postgres\'s lock table holds is written whole, and a small batch beside it still succeeds', async (t) => {
   const setting = async (name: string) => Number((await db.query(`SELECT current_setting('${name}') AS v`)).rows[0].v);
   const table = (await setting('max_locks_per_transaction')) * ((await setting('max_connections')) + (await setting('max_prepared_transactions')) + 22);
   const perRace = 100;
-  const n = Math.ceil((3 * table) / perRace);
+  const n = Math.ceil((2 * table) / perRace);
   const parents = [{ kind: 'sport', si: 802, na: 'Races', a: true }, { kind: 'league', li: 80_201, si: 802, na: 'Races' },
     { kind: 'event', eid: 8_100_000, na: 'Races', st: '2030-01-01T00:00:00.000Z', si: 802, li: 80_201 }];
   const races = Array.from({ length: n }, (_, i) => ({
     kind: 'market', mid: `8.r${i}`, eid: 8_100_000, na: `Race ${i}`, ty: 'player-race', s: true, go: false, rt: false,
-    m: Array.from({ length: perRace }, (_, k) => ({ mid: `8.r${i}.${k}`, s: true, go: false, r: [{ rid: 1, na: 'P' }], if: null })),
+    m: Array.from({ length: perRace }, (_, k) => ({ mid: `8.r${i}.${k}`, s: true, go: false, r: [], if: null })),
   }));
   const data = [...parents, ...races];
   // A database of its own: its thousands of markets are no other test's to load.
   const wide = await startTestService(t, { DEMO_DATA: 'off', MAX_BODY_BYTES: String(JSON.stringify({ data }).length + 1024) });
   const big = postJson<Reply>(wide.url, '/api/v1/ingest', { data });
   const small = await postJson<Reply>(wide.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 803, na: 'Beside the big one', a: true }] });
-  t.same((await big).body, { status: 1, message: `Ingested ${data.length} items` }, `${n * (perRace + 1) + 3} rows, three times the lock table's ${table}`);
+  t.same((await big).body, { status: 1, message: `Ingested ${data.length} items` }, `${n * (perRace + 1) + 3} rows, twice the lock table's ${table}`);
   t.same(small.body, { status: 1, message: 'Ingested 1 item' });
   const wideDb = await sqlClient(t, wide.databaseUrl);
   t.equal((await wideDb.query('SELECT count(*)::int AS n FROM markets WHERE parent_mid IS NOT NULL')).rows[0].n, n * perRace, 'every nested market written');
