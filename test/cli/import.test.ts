@@ -3,7 +3,7 @@ import { freePort } from '../helpers/net.js';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { freshDatabase, sqlClient } from '../helpers/db.js';
+import { freshDatabase, migratedDatabase, sqlClient } from '../helpers/db.js';
 import { http, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { IMPORT_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from './processes.js';
@@ -50,29 +50,29 @@ const allFiles = [...files.results, ...files.markets, ...files.events, ...files.
 const summary = (inserted: number, updated: number, rejected: number) =>
   new RegExp(`^imported ${allFiles.join(' ')}: ${inserted} inserted, ${updated} updated, ${rejected} rejected$`, 'm');
 
+/** The empty database the first import seeds: the second imports the same files into it again. */
+const seeded = await freshDatabase(t);
+
 t.test('the demo service has something of every kind to copy', async (t) => {
   t.ok(sports.length >= 4 && events > 0 && markets > events && results >= markets, `${sports.length} sports, ${events} events, ${markets} markets, ${results} results`);
 });
 
 t.test('one service\'s REST answers seed an empty database, and a service on it answers byte for byte the same', async (t) => {
-  const url = await freshDatabase(t);
-  const run = await runImport(allFiles, { DATABASE_URL: url });
+  const run = await runImport(allFiles, { DATABASE_URL: seeded });
   t.equal(run.code, 0, `exit code (stderr: ${run.stderr})`);
   t.match(run.stdout, summary(total, 0, 0));
-  const copy = await startTestService(t, { DEMO_DATA: 'off' }, url);
+  const copy = await startTestService(t, { DEMO_DATA: 'off' }, seeded);
   for (const { path, text } of answers) t.equal((await http(copy.url, path)).text, text, path);
 });
 
 t.test('importing the same files again inserts nothing and updates every item', async (t) => {
-  const url = await freshDatabase(t);
-  t.equal((await runImport(allFiles, { DATABASE_URL: url })).code, 0);
-  const again = await runImport(allFiles, { DATABASE_URL: url });
+  const again = await runImport(allFiles, { DATABASE_URL: seeded });
   t.equal(again.code, 0, again.stderr);
   t.match(again.stdout, summary(0, total, 0));
 });
 
 t.test('an item the database refuses is rejected alone; the rest of its batch is imported, exit 1', async (t) => {
-  const url = await freshDatabase(t);
+  const url = await migratedDatabase(t);
   const body = JSON.parse(await readFile(files.events[0], 'utf8')) as { data: Record<string, unknown[]> };
   const [si, list] = Object.entries(body.data).find(([, l]) => l.length > 1)!;
   list.splice(1, 0, { ...(list[0] as object), eid: 99999999, si: 424242, li: 424242 });
@@ -88,7 +88,7 @@ t.test('an item the database refuses is rejected alone; the rest of its batch is
 });
 
 t.test('an item validation refuses is rejected without reaching the database, exit 1', async (t) => {
-  const url = await freshDatabase(t);
+  const url = await migratedDatabase(t);
   const bad = join(await tempDir(t), 'sports.json');
   await writeFile(bad, JSON.stringify([{ si: 7, na: 'Golf', a: 'yes' }, { si: 8, na: 'Darts', a: true }]));
   const run = await runImport([bad], { DATABASE_URL: url });
@@ -97,7 +97,7 @@ t.test('an item validation refuses is rejected without reaching the database, ex
 });
 
 t.test('over 1000 items, a progress line per batch goes to stderr', async (t) => {
-  const url = await freshDatabase(t);
+  const url = await migratedDatabase(t);
   const big = join(await tempDir(t), 'sports.json');
   await writeFile(big, JSON.stringify(Array.from({ length: 1200 }, (_, i) => ({ si: i + 1, na: `Sport ${i + 1}`, a: true }))));
   const run = await runImport([big], { DATABASE_URL: url });
@@ -147,8 +147,14 @@ t.test('an unreachable database: message and exit 1', async (t) => {
   t.match(run.stderr, /import: cannot reach the database/);
 });
 
+/**
+ * The embedded Postgres folder of the two tests below: made (initdb) by the first, which leaves it
+ * stopped, and started again by the second's service, as a developer's folder is from one command
+ * to the next.
+ */
+const pgDir = join(dir, 'pg');
+
 t.test('without DATABASE_URL it imports into the embedded Postgres folder and stops it after', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
   const env = { DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir };
   const first = await runImport(files.sports, env);
   t.equal(first.code, 0, first.stderr);
@@ -160,7 +166,6 @@ t.test('without DATABASE_URL it imports into the embedded Postgres folder and st
 });
 
 t.test('without DATABASE_URL, beside a service running on the embedded folder, it imports through that service\'s Postgres and leaves it running', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
   const svc = await startMain({ DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir, SIMULATOR: 'off' });
   t.teardown(async () => {
     svc.child.kill('SIGTERM');
