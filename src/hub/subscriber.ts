@@ -725,9 +725,7 @@ export class Subscriber {
     const every = this.deps.limits.maxAgeMs / (tight ? 8 : 4);
     if (last ? last.sent === sent || (!round && now - last.at < every) : sent === 0) return;
     const bytes = this.link.probe(now, sent);
-    // Corked, the ping goes out in one write with the topic frames uWS still holds for the socket
-    // (a ping drains them first), rather than in a write of its own after theirs.
-    if (bytes) this.cork(() => this.conn.ping(bytes));
+    if (bytes) this.conn.ping(bytes);
   }
 
 
