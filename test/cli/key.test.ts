@@ -7,32 +7,9 @@ import { KEY_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from 
 /** Without DATABASE_URL: the tools use the embedded folder. */
 const embeddedAt = (pgDir: string) => ({ DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });
 
-t.test('beside a running service (AUTH=on), `key create` uses its embedded Postgres; a created key works on the service at once, a revoked one is refused at once', async (t) => {
-  const pgDir = join(await tempDir(t), 'pg');
-  const svc = await startMain({ ...embeddedAt(pgDir), AUTH: 'on' });
-  t.teardown(async () => {
-    svc.child.kill('SIGTERM');
-    await svc.exited;
-  });
-  t.equal((await http(svc.url, '/api/v1/sports')).status, 401, 'AUTH=on: no key, no data');
-  const postgres = postmasterPid(pgDir);
-
-  // The command returns once the service confirmed it holds the change: a request right after it sees it.
-  for (let round = 0; round < 2; round++) {
-    const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
-    t.equal(run.code, 0, run.stderr);
-    t.match(run.stderr, new RegExp(`^key: database: the embedded Postgres in ${pgDir} of the running service \\(npm start, pid ${svc.child.pid}\\)`));
-    const key = run.stdout.trim();
-    t.match(key, /^ok_[0-9a-f]{12}_\S+$/);
-    t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 200, `round ${round}: the new key works at once`);
-    const revoke = await runTool(KEY_CLI, ['revoke', key.slice(3, 15)], embeddedAt(pgDir));
-    t.equal(revoke.code, 0, revoke.stderr);
-    t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 401, `round ${round}: the revoked key is refused at once`);
-  }
-  t.same(postgresOn(pgDir), [postgres], 'the service\'s Postgres still runs, and no other');
-  t.equal((await http(svc.url, '/ready')).status, 200);
-});
-
+// One folder through a user's first steps: a key made before the service ever ran, then the service
+// started on that folder and keys made and revoked beside it. Sharing the folder spares a second
+// cluster's initdb and migrations; the service runs without the demo set, which no check here reads.
 t.test('with no embedded Postgres in the folder, `key list` and `key revoke` say so and make none; `key create` makes one, says which, and stops it after', async (t) => {
   const pgDir = join(await tempDir(t), 'pg');
   for (const args of [['list'], ['revoke', '0123456789ab']]) {
@@ -52,6 +29,32 @@ t.test('with no embedded Postgres in the folder, `key list` and `key revoke` say
   const list = await runTool(KEY_CLI, ['list'], embeddedAt(pgDir));
   t.equal(list.code, 0, list.stderr);
   t.match(list.stdout, /^id\tclient\trole\tcreated\trevoked\tname\n[0-9a-f]{12}\tx\tsubscriber\t/, 'list reads the folder once it holds a database');
+
+  t.test('beside a running service (AUTH=on) on that folder, `key create` uses its embedded Postgres; a created key works on the service at once, a revoked one is refused at once', async (t) => {
+    const svc = await startMain({ ...embeddedAt(pgDir), AUTH: 'on', DEMO_DATA: 'off' });
+    t.teardown(async () => {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+    });
+    t.equal((await http(svc.url, '/api/v1/sports')).status, 401, 'AUTH=on: no key, no data');
+    t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': run.stdout.trim() } })).status, 200, 'the key made before the service started works on it');
+    const postgres = postmasterPid(pgDir);
+
+    // The command returns once the service confirmed it holds the change: a request right after it sees it.
+    for (let round = 0; round < 2; round++) {
+      const run = await runTool(KEY_CLI, ['create', '--client', 'x', '--role', 'subscriber'], embeddedAt(pgDir));
+      t.equal(run.code, 0, run.stderr);
+      t.match(run.stderr, new RegExp(`^key: database: the embedded Postgres in ${pgDir} of the running service \\(npm start, pid ${svc.child.pid}\\)`));
+      const key = run.stdout.trim();
+      t.match(key, /^ok_[0-9a-f]{12}_\S+$/);
+      t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 200, `round ${round}: the new key works at once`);
+      const revoke = await runTool(KEY_CLI, ['revoke', key.slice(3, 15)], embeddedAt(pgDir));
+      t.equal(revoke.code, 0, revoke.stderr);
+      t.equal((await http(svc.url, '/api/v1/sports', { headers: { 'x-api-key': key } })).status, 401, `round ${round}: the revoked key is refused at once`);
+    }
+    t.same(postgresOn(pgDir), [postgres], 'the service\'s Postgres still runs, and no other');
+    t.equal((await http(svc.url, '/ready')).status, 200);
+  });
 });
 
 t.test('`key --help` prints the usage, exit 0', async (t) => {
