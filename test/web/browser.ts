@@ -28,8 +28,8 @@ export interface Opened {
   requests: string[];
 }
 
-/** A page in a fresh context (no cache shared between tests), at `url`; closed when the test ends. */
-export async function open(t: Test, browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<Opened> {
+/** A blank page in a context of its own, closed when `t` ends; `visit` loads it. */
+export async function newPage(t: Test, browser: Browser, viewport = { width: 1280, height: 900 }): Promise<Opened> {
   const context = await browser.newContext({ viewport });
   // A bound, not a pace: chromium starved on a busy CI machine once took more than Playwright's 30 s to answer a textContent.
   context.setDefaultTimeout(120_000);
@@ -42,8 +42,27 @@ export async function open(t: Test, browser: Browser, url: string, viewport = { 
   page.on('pageerror', (err) => opened.errors.push(err.message));
   page.on('websocket', (ws) => opened.sockets.push(ws));
   page.on('request', (r) => opened.requests.push(r.url()));
-  await page.goto(url);
   return opened;
+}
+
+/**
+ * Loads `url` afresh in the page, as a user's reload would: its errors, sockets and requests are
+ * emptied first, so they are this load's. A new page costs Chromium a renderer; a reload does not.
+ */
+export async function visit(opened: Opened, url: string): Promise<Opened> {
+  for (const list of [opened.errors, opened.sockets, opened.requests]) list.length = 0;
+  await opened.page.goto(url);
+  return opened;
+}
+
+/** Loads `url` unless the page already shows it: for tests that only read a live board. */
+export async function showing(opened: Opened, url: string): Promise<Opened> {
+  return opened.page.url() === url ? opened : visit(opened, url);
+}
+
+/** A page in a fresh context (no cache shared with other tests), at `url`; closed when the test ends. */
+export async function open(t: Test, browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<Opened> {
+  return visit(await newPage(t, browser, viewport), url);
 }
 
 export interface ShownBook {
