@@ -4,9 +4,10 @@
  * conclusions, results, flashes and the two formats driven through ingest.
  * The demo's screenshot goes to dist/board.png, or to BOARD_SCREENSHOT (a path
  * from the repository root: `BOARD_SCREENSHOT=docs/board.png` refreshes the README's).
- * One tab per service stays open across the subtests, as a user keeps one: tests that
- * read a live board share it, a test that needs a first load reloads it, and the demo
- * service (its simulator the busiest thing here) stops once its tests are done.
+ * A tab for the demo's tests and one for the rest stay open across the subtests, as a
+ * user keeps one: tests that read a live board share it, a test that needs a first load
+ * reloads it, and the demo service (its simulator the busiest thing here) stops once its
+ * tests are done.
  */
 import t from 'tap';
 import { mkdirSync, statSync } from 'node:fs';
