@@ -4,6 +4,10 @@
  * conclusions, results, flashes and the two formats driven through ingest.
  * The demo's screenshot goes to dist/board.png, or to BOARD_SCREENSHOT (a path
  * from the repository root: `BOARD_SCREENSHOT=docs/board.png` refreshes the README's).
+ * A tab for the demo's tests and one for the rest stay open across the subtests, as a
+ * user keeps one: tests that read a live board share it, a test that needs a first load
+ * reloads it, and the demo service (its simulator the busiest thing here) stops once its
+ * tests are done.
  */
 import t from 'tap';
 import { mkdirSync, statSync } from 'node:fs';
@@ -13,9 +17,10 @@ import { FakeClock } from '../helpers/clock.js';
 import { createKey } from '../../src/auth/keys.js';
 import { isLineType } from '../../src/refdata/types.js';
 import type { WireMarket as Market } from '../../src/refdata/wire.js';
+import type { Route } from 'playwright-core';
 import { ingestOnSocket, lineImage } from '../helpers/ws.js';
 import { reductionFactors } from '../../src/demo/markets.js';
-import { board, bookState, hasChromium, launch, open, CHROMIUM } from './browser.js';
+import { board, bookState, hasChromium, launch, newPage, showing, visit, CHROMIUM } from './browser.js';
 
 // Over five minutes on a slow 2-core machine with seven files beside it; the runner's hard stop (10 min) still holds.
 t.setTimeout(540_000);
@@ -31,11 +36,12 @@ if (!hasChromium()) {
 } else {
   const browser = await launch();
   t.teardown(() => browser.close());
-  const demo = await startTestService(t, { SIMULATOR: 'on', LIFECYCLE_INTERVAL_MS: '3600000' });
   // No simulator: every price is one the test published. A short stale limit lets the feed status move within a test.
   // Its limits and timers on a clock the tests move: its feed goes STALE, and its publishers silent, only when a test says.
   const quietClock = new FakeClock(Date.now());
   const quiet = await startTestService(t, { FEED_STALE_MS: '1500' }, undefined, { clock: quietClock });
+  /** The tab of the tests after the demo's. */
+  const tab = await newPage(t, browser);
 
   const ingest = async (svc: TestService, ...data: Record<string, unknown>[]) => {
     const r = await postJson(svc.url, '/api/v1/ingest', { data });
@@ -88,148 +94,168 @@ if (!hasChromium()) {
     t.equal((await http(quiet.url, '/api/v1/sports')).status, 200, 'the API is untouched');
   });
 
-  t.test('the demo page loads without console errors, lists the active sports and opens a protobuf socket', async (t) => {
-    const { page, errors, sockets, requests } = await open(t, browser, demo.url + '/');
-    await page.waitForSelector('#conn[data-state=live]');
-    t.same(await page.$$eval('#sports button', (bs) => bs.map((b) => b.textContent)), ['Soccer', 'Tennis', 'Cricket', 'Horse Racing'], 'active sports, Kabaddi left out');
-    t.equal(await page.textContent('#conn'), 'live · protobuf');
-    t.equal(sockets.length, 1);
-    t.match(sockets[0].url(), new RegExp(`^${demo.url.replace('http', 'ws')}/ws\\?hb=\\d+$`));
-    const binary = await sockets[0].waitForEvent('framereceived', { predicate: (f) => typeof f.payload !== 'string', timeout: 30_000 });
-    t.ok(binary, 'binary frames: the protobuf subprotocol');
-    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
-    await page.waitForTimeout(1000);
-    t.same(errors, [], 'no console errors');
-    t.same(requests.filter((u) => !u.startsWith(demo.url) && !u.startsWith('data:')), [], 'nothing fetched from anywhere else');
-  });
+  t.test('the demo, with the simulator on', async (t) => {
+    const demo = await startTestService(t, { SIMULATOR: 'on', LIFECYCLE_INTERVAL_MS: '3600000' });
+    const demoTab = await newPage(t, browser);
 
-  t.test('the demo prices move within seconds', async (t) => {
-    const { page } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
-    const before = await page.$$eval('.book .c b', (cells) => cells.map((c) => c.textContent));
-    const moved = await page.waitForFunction((was) => {
-      const now = [...document.querySelectorAll('.book .c b')].map((c) => c.textContent);
-      return now.filter((p, i) => p && was[i] && p !== was[i]).length >= 5;
-    }, before, { timeout: 30_000 }).then(() => true, () => false);
-    t.ok(moved, 'at least five prices changed');
-  });
+    t.test('the demo page loads without console errors, lists the active sports and opens a protobuf socket', async (t) => {
+      const { page, errors, sockets, requests } = await visit(demoTab, demo.url + '/');
+      await page.waitForSelector('#conn[data-state=live]');
+      t.same(await page.$$eval('#sports button', (bs) => bs.map((b) => b.textContent)), ['Soccer', 'Tennis', 'Cricket', 'Horse Racing'], 'active sports, Kabaddi left out');
+      t.equal(await page.textContent('#conn'), 'live · protobuf');
+      t.equal(sockets.length, 1);
+      t.match(sockets[0].url(), new RegExp(`^${demo.url.replace('http', 'ws')}/ws\\?hb=\\d+$`));
+      const binary = await sockets[0].waitForEvent('framereceived', { predicate: (f) => typeof f.payload !== 'string', timeout: 30_000 });
+      t.ok(binary, 'binary frames: the protobuf subprotocol');
+      await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+      // Errors are read once a moved price was drawn: the updates' path has run, not only the first load's.
+      await page.waitForSelector('.c[data-move]', { timeout: 30_000 });
+      t.same(errors, [], 'no console errors');
+      t.same(requests.filter((u) => !u.startsWith(demo.url) && !u.startsWith('data:')), [], 'nothing fetched from anywhere else');
+    });
 
-  t.test('the demo shows an in-play bet delay, and a race\'s non-runner with its reduction factor and when it was withdrawn', async (t) => {
-    const { page, errors } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForSelector('.book .bet-delay:not(:empty)');
-    t.match(await page.textContent('.book .bet-delay'), 'Bet delay 5 s', 'the in-play cricket match holds bets five seconds');
-    const race = await open(t, browser, `${demo.url}/?si=7&eid=30000031`);
-    const row = await race.page.waitForSelector('tr[data-st=removed]');
-    const text = (await row.textContent()) ?? '';
-    const [factor, at] = [reductionFactors(7)[4], new Date(Date.parse((await http<{ data: Record<string, { st: string }[]> }>(demo.url, '/api/v1/sports/events?si=7')).body.data['7'].find((e) => (e as unknown as { eid: number }).eid === 30000031)!.st) - 40 * 60_000)];
-    t.match(text, `Charyn`, 'the non-runner by name');
-    t.match(text, `non-runner · RF ${factor}%`, 'with its reduction factor');
-    t.ok(text.includes(at.toTimeString().slice(0, 5)) || text.includes(new Date(at.getTime() + 60_000).toTimeString().slice(0, 5)), `and when it was withdrawn: ${text}`);
-    t.match(await race.page.textContent('.book .bet-delay'), 'Bet delay 1 s', 'the race is in play: a one-second delay');
-    t.match(await race.page.textContent('.book .terms'), /BSP/, 'starting prices taken');
-    t.same([...errors, ...race.errors], [], 'no console errors');
-  });
+    t.test('the demo prices move within seconds', async (t) => {
+      const { page } = await showing(demoTab, demo.url + CRICKET);
+      await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+      const before = await page.$$eval('.book .c b', (cells) => cells.map((c) => c.textContent));
+      const moved = await page.waitForFunction((was) => {
+        const now = [...document.querySelectorAll('.book .c b')].map((c) => c.textContent);
+        return now.filter((p, i) => p && was[i] && p !== was[i]).length >= 5;
+      }, before, { timeout: 30_000 }).then(() => true, () => false);
+      t.ok(moved, 'at least five prices changed');
+    });
 
-  t.test('updates change cells in place: no market, row or cell is redrawn while prices move', async (t) => {
-    const { page } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
-    // Watched until more than 20 prices and sizes changed, however slowly a busy machine moves them (bounded at 20 s).
-    const seen = await page.evaluate(() => new Promise<{ redrawn: number; texts: number }>((resolve) => {
-      const counts = { redrawn: 0, texts: 0 };
-      const done = () => {
-        watch.disconnect();
-        resolve(counts);
-      };
-      const watch = new MutationObserver((records) => {
-        for (const r of records) {
-          if (r.type === 'childList') counts.redrawn += r.addedNodes.length + r.removedNodes.length;
-          else counts.texts++;
-        }
-        if (counts.texts > 20) done();
-      });
-      watch.observe(document.getElementById('markets')!, { childList: true, characterData: true, subtree: true });
-      setTimeout(done, 20000);
-    }));
-    t.ok(seen.texts > 20, `${seen.texts} prices and sizes changed`);
-    t.equal(seen.redrawn, 0, 'no element added or removed');
-  });
+    t.test('updates change cells in place: no market, row or cell is redrawn while prices move', async (t) => {
+      const { page } = await showing(demoTab, demo.url + CRICKET);
+      await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+      // Watched until more than 20 prices and sizes changed, however slowly a busy machine moves them (bounded at 20 s).
+      const seen = await page.evaluate(() => new Promise<{ redrawn: number; texts: number }>((resolve) => {
+        const counts = { redrawn: 0, texts: 0 };
+        const done = () => {
+          watch.disconnect();
+          resolve(counts);
+        };
+        const watch = new MutationObserver((records) => {
+          for (const r of records) {
+            if (r.type === 'childList') counts.redrawn += r.addedNodes.length + r.removedNodes.length;
+            else counts.texts++;
+          }
+          if (counts.texts > 20) done();
+        });
+        watch.observe(document.getElementById('markets')!, { childList: true, characterData: true, subtree: true });
+        setTimeout(done, 20000);
+      }));
+      t.ok(seen.texts > 20, `${seen.texts} prices and sizes changed`);
+      t.equal(seen.redrawn, 0, 'no element added or removed');
+    });
 
-  t.test('the format toggle reconnects in JSON and says so in the address', async (t) => {
-    const { page, sockets } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForSelector('#conn[data-state=live]');
-    await page.selectOption('#format', 'json');
-    await page.waitForSelector('#conn:text-is("live · JSON")');
-    t.equal(sockets.length, 2, 'a second socket');
-    const text = await sockets[1].waitForEvent('framereceived', { predicate: (f) => typeof f.payload === 'string', timeout: 30_000 });
-    t.match(JSON.parse(String(text.payload)), { op: String }, 'text frames: the JSON subprotocol');
-    t.ok(sockets[0].isClosed(), 'the protobuf socket is closed');
-    t.match(new URL(page.url()).searchParams.get('format'), 'json');
-  });
+    t.test('the header shows the feed status and the publish-to-screen delay', async (t) => {
+      const { page } = await showing(demoTab, demo.url + CRICKET);
+      await page.waitForFunction(() => /^delay \d+ ms$/.test(document.getElementById('delay')!.textContent ?? ''), null, { timeout: 30_000 });
+      t.equal(await page.textContent('#feed'), 'feed OK');
+    });
 
-  t.test('the header shows the feed status and the publish-to-screen delay', async (t) => {
-    const { page } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForFunction(() => /^delay \d+ ms$/.test(document.getElementById('delay')!.textContent ?? ''), null, { timeout: 30_000 });
-    t.equal(await page.textContent('#feed'), 'feed OK');
-  });
+    t.test('while the demo prices move, back (Yes) cells stay blue and lay (No) cells pink: nothing is drawn over them', async (t) => {
+      const { page } = await showing(demoTab, demo.url + CRICKET);
+      await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
+      const colour = (name: string) => page.evaluate((n) => {
+        const probe = document.body.appendChild(document.createElement('i'));
+        probe.style.background = `var(${n})`;
+        const c = getComputedStyle(probe).backgroundColor;
+        probe.remove();
+        return c;
+      }, name);
+      const sides = { b: [await colour('--back'), await colour('--back-far')], l: [await colour('--lay'), await colour('--lay-far')] };
+      // Each cell is read as its move is marked, while the mark shows, until more than 20 were; then every open cell once.
+      // Bounded at 20 s however slowly a busy machine moves them.
+      const seen = await page.evaluate((sides) => new Promise<{ cells: number; moving: number; wrong: string[] }>((resolve) => {
+        const seen = { cells: 0, moving: 0, wrong: [] as string[] };
+        const read = (c: Element) => {
+          const side = c.classList.contains('b') ? 'b' : 'l';
+          const [cell, after] = [getComputedStyle(c), getComputedStyle(c, '::after')];
+          seen.cells++;
+          if (!sides[side].includes(cell.backgroundColor) || after.backgroundColor !== 'rgba(0, 0, 0, 0)') seen.wrong.push(`${side}: ${cell.backgroundColor} under ${after.backgroundColor}`);
+          return (c as HTMLElement).dataset.move !== undefined && after.opacity !== '0';
+        };
+        const done = () => {
+          watch.disconnect();
+          document.querySelectorAll('.book[data-state=open] .c').forEach(read);
+          resolve(seen);
+        };
+        const watch = new MutationObserver((records) => {
+          for (const r of records) if ((r.target as Element).closest('.book[data-state=open]') && read(r.target as Element)) seen.moving++;
+          if (seen.moving > 20) done();
+        });
+        watch.observe(document.getElementById('markets')!, { attributes: true, attributeFilter: ['data-move'], subtree: true });
+        setTimeout(done, 20000);
+      }), sides);
+      t.ok(seen.moving > 20, `${seen.moving} of ${seen.cells} cells read were marked as moving`);
+      t.same(seen.wrong.slice(0, 5), [], 'every cell showed its side colour, uncovered');
+    });
 
-  t.test('while the demo prices move, back (Yes) cells stay blue and lay (No) cells pink: nothing is drawn over them', async (t) => {
-    const { page } = await open(t, browser, demo.url + CRICKET);
-    await page.waitForSelector('.book[data-state=open] .c b:not(:empty)');
-    const colour = (name: string) => page.evaluate((n) => {
-      const probe = document.body.appendChild(document.createElement('i'));
-      probe.style.background = `var(${n})`;
-      const c = getComputedStyle(probe).backgroundColor;
-      probe.remove();
-      return c;
-    }, name);
-    const sides = { b: [await colour('--back'), await colour('--back-far')], l: [await colour('--lay'), await colour('--lay-far')] };
-    const seen = { cells: 0, moving: 0, wrong: [] as string[] };
-    for (let i = 0; i < 20; i++) {
-      const sample = await page.$$eval('.book[data-state=open] .c', (cells) => cells.map((c) => ({
-        side: c.classList.contains('b') ? 'b' : 'l',
-        cell: getComputedStyle(c).backgroundColor,
-        over: getComputedStyle(c, '::after').backgroundColor,
-        moving: (c as HTMLElement).dataset.move !== undefined && getComputedStyle(c, '::after').opacity !== '0',
-      })));
-      for (const c of sample) {
-        seen.cells++;
-        if (c.moving) seen.moving++;
-        if (!sides[c.side as 'b' | 'l'].includes(c.cell) || c.over !== 'rgba(0, 0, 0, 0)') seen.wrong.push(`${c.side}: ${c.cell} under ${c.over}`);
-      }
-      await page.waitForTimeout(100);
-    }
-    t.ok(seen.moving > 20, `${seen.moving} of ${seen.cells} cells sampled were marked as moving`);
-    t.same(seen.wrong.slice(0, 5), [], 'every cell showed its side colour, uncovered');
-  });
+    t.test('the demo board prices every live book of the cricket event (screenshot, taken live)', async (t) => {
+      const { page } = await showing(demoTab, demo.url + CRICKET);
+      const all = await page.waitForFunction(() => {
+        const bs = [...document.querySelectorAll('.book')];
+        return bs.length > 20 && bs.every((b) => [...b.querySelectorAll('.c b')].some((c) => c.textContent));
+      }, null, { timeout: 30_000 }).then(() => true, () => false);
+      t.ok(all, 'every book shows prices');
+      t.ok(await page.textContent('#results'), 'the results of the settled markets are listed');
+      await page.waitForFunction(() => /\d ms$/.test(document.getElementById('delay')!.textContent ?? ''));
+      // Live, moves and all: the picture is the board as a user sees it.
+      const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
+      mkdirSync(dirname(path), { recursive: true });
+      // A live page on a machine eight test files keep busy: playwright's 30 s was once too little.
+      await page.screenshot({ path, timeout: 120_000 });
+      t.ok(statSync(path).size > 10_000, `screenshot in ${path}`);
+    });
 
-  t.test('the demo board prices every live book of the cricket event (screenshot, taken live)', async (t) => {
-    const { page } = await open(t, browser, demo.url + CRICKET);
-    const all = await page.waitForFunction(() => {
-      const bs = [...document.querySelectorAll('.book')];
-      return bs.length > 20 && bs.every((b) => [...b.querySelectorAll('.c b')].some((c) => c.textContent));
-    }, null, { timeout: 30_000 }).then(() => true, () => false);
-    t.ok(all, 'every book shows prices');
-    t.ok(await page.textContent('#results'), 'the results of the settled markets are listed');
-    await page.waitForFunction(() => /\d ms$/.test(document.getElementById('delay')!.textContent ?? ''));
-    // Live, moves and all: the picture is the board as a user sees it.
-    const path = join(ROOT, process.env.BOARD_SCREENSHOT ?? 'dist/board.png');
-    mkdirSync(dirname(path), { recursive: true });
-    // A live page on a machine eight test files keep busy: playwright's 30 s was once too little.
-    await page.screenshot({ path, timeout: 120_000 });
-    t.ok(statSync(path).size > 10_000, `screenshot in ${path}`);
+    t.test('the demo shows an in-play bet delay, and a race\'s non-runner with its reduction factor and when it was withdrawn', async (t) => {
+      const { page, errors } = await showing(demoTab, demo.url + CRICKET);
+      await page.waitForSelector('.book .bet-delay:not(:empty)');
+      t.match(await page.textContent('.book .bet-delay'), 'Bet delay 5 s', 'the in-play cricket match holds bets five seconds');
+      t.same(errors, [], 'no console errors on the cricket board');
+      const race = await visit(demoTab, `${demo.url}/?si=7&eid=30000031`);
+      const row = await race.page.waitForSelector('tr[data-st=removed]');
+      const text = (await row.textContent()) ?? '';
+      const [factor, at] = [reductionFactors(7)[4], new Date(Date.parse((await http<{ data: Record<string, { st: string }[]> }>(demo.url, '/api/v1/sports/events?si=7')).body.data['7'].find((e) => (e as unknown as { eid: number }).eid === 30000031)!.st) - 40 * 60_000)];
+      t.match(text, `Charyn`, 'the non-runner by name');
+      t.match(text, `non-runner · RF ${factor}%`, 'with its reduction factor');
+      t.ok(text.includes(at.toTimeString().slice(0, 5)) || text.includes(new Date(at.getTime() + 60_000).toTimeString().slice(0, 5)), `and when it was withdrawn: ${text}`);
+      t.match(await race.page.textContent('.book .bet-delay'), 'Bet delay 1 s', 'the race is in play: a one-second delay');
+      t.match(await race.page.textContent('.book .terms'), /BSP/, 'starting prices taken');
+      t.same(race.errors, [], 'no console errors on the race');
+    });
+
+    t.test('the format toggle reconnects in JSON and says so in the address', async (t) => {
+      const { page, sockets } = await visit(demoTab, demo.url + CRICKET);
+      await page.waitForSelector('#conn[data-state=live]');
+      await page.selectOption('#format', 'json');
+      await page.waitForSelector('#conn:text-is("live · JSON")');
+      t.equal(sockets.length, 2, 'a second socket');
+      const text = await sockets[1].waitForEvent('framereceived', { predicate: (f) => typeof f.payload === 'string', timeout: 30_000 });
+      t.match(JSON.parse(String(text.payload)), { op: String }, 'text frames: the JSON subprotocol');
+      t.ok(sockets[0].isClosed(), 'the protobuf socket is closed');
+      t.match(new URL(page.url()).searchParams.get('format'), 'json');
+    });
   });
 
   t.test('protobuf and JSON show the same board', async (t) => {
     await publishAll(2);
-    const [proto, json] = await Promise.all([open(t, browser, quiet.url + CRICKET), open(t, browser, quiet.url + CRICKET + '&format=json')]);
-    const settled = (page: typeof proto.page) => page.waitForFunction((n) => {
-      const bs = [...document.querySelectorAll('.book')];
-      return bs.length === n && bs.every((b) => b.querySelector('.c.b.d1 b')?.textContent);
-    }, books.length, { timeout: 30_000 });
-    await Promise.all([settled(proto.page), settled(json.page)]);
-    t.equal(await json.page.textContent('#conn'), 'live · JSON');
-    const shown = await board(proto.page);
-    t.same(await board(json.page), shown, 'the same books, runners, prices and sizes');
+    // One load after the other: nothing is published between them.
+    const settled = async (url: string) => {
+      const { page } = await visit(tab, url);
+      await page.waitForFunction((n) => {
+        const bs = [...document.querySelectorAll('.book')];
+        return bs.length === n && bs.every((b) => b.querySelector('.c.b.d1 b')?.textContent);
+      }, books.length, { timeout: 30_000 });
+      return page;
+    };
+    const json = await settled(quiet.url + CRICKET + '&format=json');
+    t.equal(await json.textContent('#conn'), 'live · JSON');
+    const inJson = await board(json);
+    const shown = await board(await settled(quiet.url + CRICKET));
+    t.same(inJson, shown, 'the same books, runners, prices and sizes');
     t.same(shown.map((b) => b.mid).sort(), books.map((b) => b.mid).sort(), 'every live book of the event');
     const matchOdds = shown.find((b) => b.mid === named('Match Odds'))!;
     t.same(matchOdds.rows[0], ['India', '1.98 102', '1.99 101', '2.00 100', '2.01 110', '2.02 111', '2.03 112'], 'best back and lay meet in the middle');
@@ -239,7 +265,7 @@ if (!hasChromium()) {
 
   t.test("a runner's last traded price and the market's matched volume show when published, and go when they do", async (t) => {
     const mid = named('Tied Match');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     const book = `.book[data-mid="${mid}"]`;
     const first = `${book} tbody tr:first-child .ltp`;
     const published = image(mid, [9001, 9002], 3);
@@ -255,7 +281,7 @@ if (!hasChromium()) {
 
   t.test('each book shows how late its newest frame arrived from the source, and from the service in its title', async (t) => {
     const mid = named('Tied Match');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     const delay = `.book[data-mid="${mid}"] .delay`;
     // An hour old at the source: a late feed, told in minutes. Each from a publisher of its own:
     // one publisher's images of a market must keep their source times' order.
@@ -276,18 +302,17 @@ if (!hasChromium()) {
     const mid = '1.299999901';
     await ingest(quiet, { kind: 'market', mid, eid: EVENT, na: 'Waiting Market', ty: 'match-odd', r: [{ rid: 9101, na: 'Home' }, { rid: 9102, na: 'Away' }] });
     t.teardown(() => ingest(quiet, { kind: 'market', mid, go: true }));
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(120_000);
-    t.teardown(() => context.close());
-    const page = await context.newPage();
+    const { page } = tab;
     // The event's market list is held back, as on a slow network, until the loading state is seen.
     let release!: () => void;
     const held = new Promise<void>((ok) => (release = ok));
-    await page.route('**/api/v1/events/markets?*', async (route) => {
+    const hold = async (route: Route) => {
       await held;
       await route.continue();
-    });
-    await page.goto(quiet.url + CRICKET);
+    };
+    await page.route('**/api/v1/events/markets?*', hold);
+    t.teardown(() => page.unroute('**/api/v1/events/markets?*', hold));
+    await visit(tab, quiet.url + CRICKET);
     await page.waitForSelector('#event h2');
     t.equal(await page.textContent('#markets .note'), 'Loading markets…', 'the event is shown, and its markets said to be loading');
     t.equal(await page.getAttribute('#markets', 'aria-busy'), 'true');
@@ -306,7 +331,7 @@ if (!hasChromium()) {
   t.test('a market suspended through ingest shows as suspended, and opens again', async (t) => {
     await publishAll(3);
     const mid = named('Completed Match');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     await bookState(page, mid, 'open');
     await ingest(quiet, { kind: 'market', mid, s: false });
     await bookState(page, mid, 'suspended');
@@ -318,7 +343,7 @@ if (!hasChromium()) {
 
   t.test('an odds image shows its state plainly: suspended, ball running, closed', async (t) => {
     await publishAll(3);
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     const cases = [['15 Over Runs IND', 'SUSPENDED', 'suspended', 'Suspended'], ['20 Over Runs IND', 'BALL_RUNNING', 'ball-running', 'Ball running'], ['Virat Kohli Runs', 'CLOSED', 'closed', 'Closed']];
     for (const [na] of cases) await bookState(page, named(na), 'open');
     await ingest(quiet, ...cases.map(([na, st]) => line(named(na), 40, st)));
@@ -336,7 +361,8 @@ if (!hasChromium()) {
   t.test('a price that moves is marked by an outline and an arrow, up and down apart, and its cell keeps its colour', async (t) => {
     const mid = named('Bookmaker');
     await ingest(quiet, image(mid, [101, 102], 2));
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    // Loaded afresh: what it shows is the page's first price, not a move from the last test's.
+    const { page } = await visit(tab, quiet.url + CRICKET);
     const cell = `.book[data-mid="${mid}"] tbody tr:first-child .c.b.d1`;
     await page.waitForSelector(`${cell} b:text-is("2.00")`);
     t.equal(await page.getAttribute(cell, 'data-move'), null, 'a first price is not marked');
@@ -360,7 +386,7 @@ if (!hasChromium()) {
   t.test('a market concluded through ingest goes away', async (t) => {
     await publishAll(4);
     const mid = named('Super Over Winner');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     await bookState(page, mid, 'open');
     await ingest(quiet, { kind: 'market', mid, go: true });
     await page.waitForSelector(`.market[data-mid="${mid}"]`, { state: 'detached' });
@@ -370,7 +396,7 @@ if (!hasChromium()) {
   t.test("a settled market's result is listed by its runner's name", async (t) => {
     await publishAll(4);
     const mid = named('Tournament Winner');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     await bookState(page, mid, 'open');
     await ingest(quiet, { kind: 'result', mid, res: '103', rt: false, ia: false }, { kind: 'market', mid, go: true, s: false });
     await page.waitForSelector(`#results li[data-mid="${mid}"]`);
@@ -378,7 +404,7 @@ if (!hasChromium()) {
   });
 
   t.test('the feed status shows STALE when publishers go quiet, and OK when they are back', async (t) => {
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     quietClock.advance(2000);
     // State and words read at once.
     t.ok(await page.waitForSelector('#feed[data-state=stale]:text-is("feed STALE")', { timeout: 30_000 }), 'STALE once publishers were quiet past the bound');
@@ -389,7 +415,7 @@ if (!hasChromium()) {
   t.test('a market whose prices are not live is greyed and says why, and is live again with its next image', async (t) => {
     await publishAll(5.5);
     const mid = named('Match Odds');
-    const { page } = await open(t, browser, quiet.url + CRICKET);
+    const { page } = await showing(tab, quiet.url + CRICKET);
     await bookState(page, mid, 'open');
     const book = `.book[data-mid="${mid}"]`;
     t.equal(await page.textContent(`${book} .fresh`), '', 'live: nothing said');
@@ -406,7 +432,10 @@ if (!hasChromium()) {
 
   t.test('a phone-sized screen keeps the best prices and drops the deeper levels', async (t) => {
     await publishAll(6);
-    const { page } = await open(t, browser, quiet.url + CRICKET, { width: 390, height: 844 });
+    // Loaded at that size, as a phone would; the tab is its usual size again for the tests after.
+    await tab.page.setViewportSize({ width: 390, height: 844 });
+    t.teardown(() => tab.page.setViewportSize({ width: 1280, height: 900 }));
+    const { page } = await visit(tab, quiet.url + CRICKET);
     const first = `.book[data-mid="${named('Match Odds')}"] tbody tr:first-child`;
     await page.waitForSelector(`${first} .c.b.d1 b:not(:empty)`);
     t.ok(await page.isVisible(`${first} .c.b.d1`), 'best back shown');
@@ -421,12 +450,12 @@ if (!hasChromium()) {
     const key = (await createKey(secured.pool, 'viewer', 'subscriber')).token;
     // A key made through the pool works once the service has had its NOTIFY.
     await keyLive(secured.url, key);
-    const { page, sockets } = await open(t, browser, `${secured.url}/?key=${key}`);
+    const { page, sockets } = await visit(tab, `${secured.url}/?key=${key}`);
     await page.waitForSelector('#conn[data-state=live]');
     await page.waitForSelector('#sports button');
     t.equal(await page.textContent('#sports button'), 'Soccer', 'the sports came over REST with the key');
     t.match(sockets[0].url(), `key=${key}`);
-    const keyless = await open(t, browser, `${secured.url}/`);
+    const keyless = await visit(tab, `${secured.url}/`);
     await keyless.page.waitForSelector('#notice:not([hidden])');
     t.match(await keyless.page.textContent('#notice'), /\?key=/, 'without a key the page says how to give one');
   });

@@ -1,7 +1,8 @@
 /**
  * Shared by the board tests: Debian's Chromium driven by playwright-core, a
- * page that records its console errors and sockets, and the board read back
- * as plain data. Not a test file itself: tap only runs `*.test.js`.
+ * tab that records its console errors and sockets and is reloaded rather than
+ * replaced between tests, and the board read back as plain data. Not a test
+ * file itself: tap only runs `*.test.js`.
  */
 import { existsSync } from 'node:fs';
 import type { Test } from 'tap';
@@ -20,17 +21,17 @@ export function launch(args: string[] = []): Promise<Browser> {
 
 export interface Opened {
   page: Page;
-  /** Console errors and uncaught exceptions, as text. */
+  /** Console errors and uncaught exceptions since the last load, as text. */
   errors: string[];
-  /** Every socket the page opened. */
+  /** Every socket the page opened since its last load. */
   sockets: WebSocket[];
-  /** Every URL the page requested. */
+  /** Every URL the page requested since its last load. */
   requests: string[];
 }
 
-/** A page in a fresh context (no cache shared between tests), at `url`; closed when the test ends. */
-export async function open(t: Test, browser: Browser, url: string, viewport = { width: 1280, height: 900 }): Promise<Opened> {
-  const context = await browser.newContext({ viewport });
+/** A blank page in a context of its own, closed when `t` ends; `visit` loads it. */
+export async function newPage(t: Test, browser: Browser): Promise<Opened> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   // A bound, not a pace: chromium starved on a busy CI machine once took more than Playwright's 30 s to answer a textContent.
   context.setDefaultTimeout(120_000);
   t.teardown(() => context.close());
@@ -42,8 +43,22 @@ export async function open(t: Test, browser: Browser, url: string, viewport = { 
   page.on('pageerror', (err) => opened.errors.push(err.message));
   page.on('websocket', (ws) => opened.sockets.push(ws));
   page.on('request', (r) => opened.requests.push(r.url()));
-  await page.goto(url);
   return opened;
+}
+
+/**
+ * Loads `url` afresh in the page, as a user's reload would: its errors, sockets and requests are
+ * emptied first, so they are this load's. A new page costs Chromium a renderer; a reload does not.
+ */
+export async function visit(opened: Opened, url: string): Promise<Opened> {
+  for (const list of [opened.errors, opened.sockets, opened.requests]) list.length = 0;
+  await opened.page.goto(url);
+  return opened;
+}
+
+/** Loads `url` unless the page already shows it: for tests that only read a live board. */
+export async function showing(opened: Opened, url: string): Promise<Opened> {
+  return opened.page.url() === url ? opened : visit(opened, url);
 }
 
 export interface ShownBook {

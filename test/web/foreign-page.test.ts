@@ -17,10 +17,10 @@
  */
 import t, { type Test } from 'tap';
 import { createServer } from 'node:http';
-import type { Browser } from 'playwright-core';
+import type { Route } from 'playwright-core';
 import { postJson, startTestService, type TestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
-import { hasChromium, launch, open, CHROMIUM } from './browser.js';
+import { hasChromium, launch, newPage, visit, CHROMIUM, type Opened } from './browser.js';
 
 const MID = '1.200001001';
 /** The market the rebinding pages aim at: the first two tests share a service, and each must find its market unpublished. */
@@ -39,8 +39,8 @@ async function foreignSite(t: Test): Promise<string> {
 }
 
 /** What the page's socket did: `open` (and the ack it got), or `refused`. */
-async function publishFromPage(t: Test, browser: Browser, site: string, svc: TestService): Promise<string> {
-  const { page } = await open(t, browser, site);
+async function publishFromPage(tab: Opened, site: string, svc: TestService): Promise<string> {
+  const { page } = await visit(tab, site);
   const batch = JSON.stringify({ id: 1, data: [image(MID, PLANTED)] });
   return page.evaluate(({ url, batch }) => new Promise<string>((done) => {
     const ws = new WebSocket(url);
@@ -55,13 +55,13 @@ async function publishFromPage(t: Test, browser: Browser, site: string, svc: Tes
  * it was served before the name was rebound (the browser fetches it no
  * more), then, same-origin, a JSON POST of a price, a read and a /ws socket.
  */
-async function rebound(t: Test, browser: Browser, svc: TestService): Promise<{ post: number | string; read: number | string; ws: string }> {
+async function rebound(t: Test, tab: Opened, svc: TestService): Promise<{ post: number | string; read: number | string; ws: string }> {
   const origin = `http://${REBOUND}:${new URL(svc.url).port}`;
-  const context = await browser.newContext();
-  t.teardown(() => context.close());
-  const page = await context.newPage();
-  await page.route(`${origin}/`, (route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>rebound</title>' }));
-  await page.goto(`${origin}/`);
+  const { page } = tab;
+  const served = (route: Route) => route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>rebound</title>' });
+  await page.route(`${origin}/`, served);
+  t.teardown(() => page.unroute(`${origin}/`, served));
+  await visit(tab, `${origin}/`);
   const batch = JSON.stringify({ data: [image(REBOUND_MID, PLANTED)] });
   return page.evaluate(async (batch) => {
     const status = (p: Promise<Response>) => p.then((r) => r.status, (e: Error) => e.message);
@@ -90,6 +90,8 @@ if (!hasChromium()) {
   const browser = await launch([`--host-resolver-rules=MAP ${REBOUND} 127.0.0.1`, '--disable-features=LocalNetworkAccessChecks']);
   t.teardown(() => browser.close());
   const site = await foreignSite(t);
+  // One tab for the four pages, each loaded afresh: a context each would cost Chromium a renderer each.
+  const tab = await newPage(t, browser);
 
   const watch = async (t: Test, svc: TestService, mid: string) => {
     const sub = await Client.connect(svc.url);
@@ -102,27 +104,27 @@ if (!hasChromium()) {
 
   t.test('a page of another origin cannot open /ingest, and no subscriber sees its price', async (t) => {
     const sub = await watch(t, shipped, MID);
-    t.equal(await publishFromPage(t, browser, site, shipped), 'refused');
+    t.equal(await publishFromPage(tab, site, shipped), 'refused');
     t.same(await pricesSeen(shipped, sub, MID), [2.5], 'only the price published without a browser');
   });
 
   t.test('DNS rebinding: a page on a name that now resolves to the service neither publishes, nor reads, nor opens /ws', async (t) => {
     const sub = await watch(t, shipped, REBOUND_MID);
-    t.same(await rebound(t, browser, shipped), { post: 421, read: 421, ws: 'refused' });
+    t.same(await rebound(t, tab, shipped), { post: 421, read: 421, ws: 'refused' });
     t.same(await pricesSeen(shipped, sub, REBOUND_MID), [2.5], 'only the price published without a browser');
   });
 
   t.test('the same page succeeds on a service that answers to its name (the refusal above is the Host check)', async (t) => {
     const svc = await startTestService(t, { ALLOWED_HOSTS: REBOUND });
     const sub = await watch(t, svc, REBOUND_MID);
-    t.same(await rebound(t, browser, svc), { post: 200, read: 200, ws: 'open' });
+    t.same(await rebound(t, tab, svc), { post: 200, read: 200, ws: 'open' });
     t.same(await pricesSeen(svc, sub, REBOUND_MID), [PLANTED, 2.5]);
   });
 
   t.test('the same page publishes when its origin is in INGEST_ORIGINS (the refusal above is the origin check)', async (t) => {
     const svc = await startTestService(t, { INGEST_ORIGINS: site });
     const sub = await watch(t, svc, MID);
-    t.equal(await publishFromPage(t, browser, site, svc), 'open: {"op":"ack","id":1,"status":1,"message":"Ingested 1 item"}');
+    t.equal(await publishFromPage(tab, site, svc), 'open: {"op":"ack","id":1,"status":1,"message":"Ingested 1 item"}');
     t.same(await pricesSeen(svc, sub, MID), [PLANTED, 2.5]);
   });
 }
