@@ -62,8 +62,11 @@ export class Client {
     return (await this.next((f) => f.op === 'ack' && f.id === id)) as AckMessage;
   }
 
-  /** The first frame at or after `from` that matches, waiting up to `ms`. */
-  async next(match: (f: ServerMessage) => boolean, ms = 5000, from = 0): Promise<ServerMessage> {
+  /**
+   * The first frame at or after `from` that matches, waiting up to `ms`: a bound that fails, never
+   * a pace, so it leaves room for a machine running seven other files (5 s once ran out there).
+   */
+  async next(match: (f: ServerMessage) => boolean, ms = 15_000, from = 0): Promise<ServerMessage> {
     const end = Date.now() + ms;
     for (let i = from; ; ) {
       for (; i < this.frames.length; i++) if (match(this.frames[i])) return this.frames[i];
