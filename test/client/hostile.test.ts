@@ -152,8 +152,11 @@ function hostileFrame(g: Gen, format: Format): string | Uint8Array {
   ]);
 }
 
+/** Frames per format: the rarest shape hostileFrame makes still comes up dozens of times. */
+const RANDOM = 5_000;
+
 for (const format of ['json', 'proto'] as const) {
-  t.test(`${format}: 10,000 random and malformed frames: no throw, no older seq within an epoch, bounded book and resyncs`, async (t) => {
+  t.test(`${format}: ${RANDOM.toLocaleString('en')} random and malformed frames: no throw, no older seq within an epoch, bounded book and resyncs`, async (t) => {
     const g = new Gen(20260800 + (format === 'json' ? 0 : 1));
     const srv = await Hostile.start(t);
     const { client } = hostileClient(t, srv.url, format);
@@ -186,16 +189,16 @@ for (const format of ['json', 'proto'] as const) {
     srv.send(JSON.stringify({ op: 'delta', mid: NAMED[0], epoch: 'e1', seq: 2, from: 1, ts: now, pt: now, st: 'OPEN', ip: true }));
     srv.send(JSON.stringify({ op: 'unsubscribed' }));
     const started = Date.now();
-    srv.burst(10_000, () => hostileFrame(g, format));
+    srv.burst(RANDOM, () => hostileFrame(g, format));
     await client.ping();
     const seconds = (Date.now() - started) / 1000;
 
     t.same(uncaught, [], 'nothing thrown');
     t.same(problems, [], 'no older seq within an epoch, nothing unchecked');
     t.ok(client.connected, 'still connected, and answering: the ping above resolved');
-    t.ok(errors > 2000, `malformed frames were errors (${errors})`);
-    t.ok(emitted > 200, `valid frames still got through (${emitted} odds events)`);
-    t.ok(client.ignored > 100, `frames of markets not asked for were ignored (${client.ignored})`);
+    t.ok(errors > RANDOM / 5, `malformed frames were errors (${errors})`);
+    t.ok(emitted > RANDOM / 50, `valid frames still got through (${emitted} odds events)`);
+    t.ok(client.ignored > RANDOM / 100, `frames of markets not asked for were ignored (${client.ignored})`);
     t.ok(client.book.size <= NAMED.length + MAX_MARKETS, `the book holds ${client.book.size}: the named markets and at most ${MAX_MARKETS} more`);
     const resyncs = srv.subscribes.length - initial;
     t.ok(resyncs <= RESYNC.perSecond * (seconds + 1), `${resyncs} resyncs in ${seconds.toFixed(1)} s`);
