@@ -64,7 +64,7 @@ t.test(`ID-list routes: generated query strings (seed ${SEED})`, async (t) => {
   let oversizedHeads = 0;
   for (const route of ID_ROUTES) {
     const f = new Failures();
-    const queries = take(500, () => idQuery(g, route.required, route.optional));
+    const queries = take(250, () => idQuery(g, route.required, route.optional));
     await inPool(queries, CONCURRENCY, async (q) => {
       const expect = queryOracle(q, route.required, route.optional);
       counts[expect]++;
@@ -227,7 +227,11 @@ function listBody(g: Gen): Buffer {
       for (let i = g.int(1, 3); i > 0; i--) list.splice(g.int(0, list.length), 0, g.chance(0.5) ? badMid(g) : anyValue(g));
       return toJson({ data: list });
     }],
-    [2, () => toJson({ data: Array.from({ length: g.int(51, 20000) }, () => goodMid(g)) })],
+    // Consecutive IDs from a random one: the list's length is what is wrong, and a random draw per ID costs more than the request.
+    [2, () => {
+      const first = g.int(200000000, 200009999);
+      return toJson({ data: Array.from({ length: g.int(51, 20000) }, (_, i) => `1.${first + i}`) });
+    }],
     [1, () => toJson({ data: [] })],
     [1, () => toJson(new Pairs([['data', mids()], ['data', anyValue(g)]]))],
     [1, () => toJson(new Pairs([['__proto__', { data: mids() }], ['constructor', 1], ['data', [badMid(g)]]]))],
@@ -241,7 +245,7 @@ t.test(`subscribe and unsubscribe: generated bodies and content types (seed ${SE
   const g = new Gen(SEED + 4);
   const f = new Failures();
   let valid415 = 0;
-  const cases = take(800, () => {
+  const cases = take(400, () => {
     const path = g.pick(['/api/v1/subscribe', '/api/v1/unsubscribe']);
     const ct = contentType(g);
     // A valid body under a wrong content type must still be refused, and change nothing.
