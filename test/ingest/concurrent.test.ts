@@ -84,8 +84,10 @@ t.test('a batch of more rows than Postgres\'s lock table holds is written whole,
     m: Array.from({ length: perRace }, (_, k) => ({ mid: `8.r${i}.${k}`, s: true, go: false, r: [], if: null })),
   }));
   const data = [...parents, ...races];
-  // A database of its own: its thousands of markets are no other test's to load.
-  const wide = await startTestService(t, { DEMO_DATA: 'off', MAX_BODY_BYTES: String(JSON.stringify({ data }).length + 1024) });
+  // A database of its own: its thousands of markets are no other test's to load. The small batch
+  // waits for the big one's writers' lock: a busy CI machine took 40 s over the big one, past the
+  // default PG_LOCK_WAIT_MS (30 s, whose refusal the last test checks), so the wait here is longer.
+  const wide = await startTestService(t, { DEMO_DATA: 'off', PG_LOCK_WAIT_MS: '300000', MAX_BODY_BYTES: String(JSON.stringify({ data }).length + 1024) });
   const big = postJson<Reply>(wide.url, '/api/v1/ingest', { data });
   const small = await postJson<Reply>(wide.url, '/api/v1/ingest', { data: [{ kind: 'sport', si: 803, na: 'Beside the big one', a: true }] });
   t.same((await big).body, { status: 1, message: `Ingested ${data.length} items` }, `${n * (perRace + 1) + 3} rows, twice the lock table's ${table}`);
