@@ -475,7 +475,7 @@ export class Subscriber {
     if (now - this.heardAt >= this.hbMs) this.send({ op: 'hb', ts: now });
     sent = this.seen = this.sent();
     const tight = this.tight(sent);
-    this.probe(now, sent, false, tight);
+    this.probe(now, sent, this.deps.limits.maxAgeMs / (tight ? 8 : 4));
     this.deps.looks.tight(this, tight);
     const busy = this.owed.size || this.told.size || this.link.outstanding || buffered > 0;
     this.lookAt = busy ? now : this.heardAt + this.hbMs;
@@ -600,7 +600,7 @@ export class Subscriber {
     this.keptUpSince = undefined;
     this.deps.metrics.fellBehind.inc();
     // Probed now: the owed markets go as soon as the client has read what is on its way.
-    this.probe(now, this.sent(), true);
+    this.probe(now, this.sent(), 0);
     this.soon();
     this.deps.looks.tight(this, false);
   }
@@ -635,7 +635,7 @@ export class Subscriber {
     });
     if (resync) this.deps.metrics.resyncs.inc();
     const sent = this.sent();
-    this.probe(now, sent, true);
+    this.probe(now, sent, 0);
     this.deps.looks.tight(this, this.tight(sent));
   }
 
@@ -713,17 +713,16 @@ export class Subscriber {
   }
 
   /**
-   * A probe when it was sent something (`sent` bytes in all) since the last, so what it reads is
-   * known: at once after a round; else at most once an eighth of the bound while it is tight (what
-   * it has read must keep pace with its window), once a quarter while it is not. Each probe is a
-   * pong to read, and a loose socket found stalled a quarter later is still found within three
-   * quarters of the bound (a probe waiting half of it).
+   * A probe when it was sent something (`sent` bytes in all) since the last, at most once `every`
+   * ms, so what it reads is known: at once after a round (0); at a look, once an eighth of the
+   * bound while it is tight (what it has read must keep pace with its window), once a quarter
+   * while it is not. Each probe is a pong to read, and a loose socket found stalled a quarter later
+   * is still found within three quarters of the bound (a probe waiting half of it).
    */
-  private probe(now: number, sent: number, round = false, tight = true): void {
+  private probe(now: number, sent: number, every: number): void {
     if (this.ended || this.ending) return;
     const last = this.link.lastProbe;
-    const every = this.deps.limits.maxAgeMs / (tight ? 8 : 4);
-    if (last ? last.sent === sent || (!round && now - last.at < every) : sent === 0) return;
+    if (last ? last.sent === sent || now - last.at < every : sent === 0) return;
     const bytes = this.link.probe(now, sent);
     if (bytes) this.conn.ping(bytes);
   }
