@@ -65,8 +65,9 @@ function heartbeat(raw: string | undefined): number {
 
 const CLOSED = Symbol('closed for rate');
 
-// A message's cost, paid before it is read. A socket refused past PERSISTENT times in a row is
-// closed (CLOSED); otherwise a refusal is answered by the caller, which knows the message's id.
+// A message's cost, paid before it is read. A socket refused past PERSISTENT times with no second
+// free of refusals between is closed (CLOSED); otherwise a refusal is answered by the caller,
+// which knows the message's id.
 function charge(deps: WsDeps, budgets: Budgets, keyId: string, s: Subscriber, bytes: number): ServiceError | typeof CLOSED | undefined {
   const refused = budgets.spend(keyId, s.bucket, bytes);
   if (!refused) {

@@ -107,6 +107,8 @@ const PROBES = 8;
 const INITIAL_WINDOW = 64 * 1024;
 /** The least a socket may have on its way, whatever its link: one large image and then some. */
 const MIN_WINDOW = 16 * 1024;
+/** How long a socket refused for rate must go without a refusal to be taken as having backed off. */
+const RATE_QUIET_MS = 1000;
 const PROBE_BYTES = new Uint8Array(4);
 const PROBE_VIEW = new DataView(PROBE_BYTES.buffer);
 interface Probe {
@@ -243,8 +245,9 @@ export class Subscriber {
   /** Set when the server closes it: off its topics, so no frame follows its close frame. */
   private ending = false;
   private ended = false;
-  /** Messages refused for rate in a row. */
+  /** Messages refused for rate since it last kept within its budget, and when the last was. */
   private strikes = 0;
+  private refusedAt = 0;
   /** Set while its client's stored set loads, and true once a change of that set landed meanwhile. */
   private storedSetMoved: boolean | undefined;
   /** When it next wants the sweep to look at it. */
@@ -525,13 +528,19 @@ export class Subscriber {
     return this.storedSetMoved === true;
   }
 
-  /** Messages refused for rate in a row, this one included; a message read resets it. */
+  /** Messages refused for rate since it last kept within its budget, this one included. */
   refusedForRate(): number {
+    this.refusedAt = this.deps.clock.now();
     return ++this.strikes;
   }
 
+  /**
+   * A message read: it kept within its budget once it went `RATE_QUIET_MS` without a refusal. One
+   * message let through now and then is no backing off: a flood earns one each time its budget
+   * refills a token, and would otherwise never be closed.
+   */
   readForRate(): void {
-    this.strikes = 0;
+    if (this.strikes && this.deps.clock.now() - this.refusedAt >= RATE_QUIET_MS) this.strikes = 0;
   }
 
   /** A look on the sweep's next pass. */
