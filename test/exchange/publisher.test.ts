@@ -2,13 +2,17 @@ import t from 'tap';
 import { createKey } from '../../src/auth/keys.js';
 import { silentPort } from '../helpers/net.js';
 import { HANDSHAKE_TIMEOUT_MS, Publisher, PublishError } from '../../src/exchange/publisher.js';
-import { http, startTestService } from '../helpers/service.js';
+import { http, keyLive, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 
 const svc = await startTestService(t, { AUTH: 'on', DEMO_DATA: 'off' });
 const url = svc.url.replace(/^http/, 'ws') + '/ingest';
 const reader = (await createKey(svc.pool, 'reader', 'subscriber')).token;
 const feeder = (await createKey(svc.pool, 'feeder', 'publisher')).token;
+// Keys made straight in Postgres reach the service by NOTIFY: a busy CI machine once refused the
+// second one 401 before it arrived.
+await keyLive(svc.url, reader);
+await keyLive(svc.url, feeder);
 const sport = (si: number) => ({ kind: 'sport' as const, si, na: `Sport ${si}`, a: true });
 
 t.test('the key goes in the x-api-key header; a missing or wrong-role key is refused with the service\'s message', async (t) => {
