@@ -111,7 +111,7 @@ try {
   await makeTemplate(admin, demoTemplate, (pool) => loadDemoIfEmpty(pool, quiet), template);
   const durations = readDurations([DURATIONS, SEED_DURATIONS]);
   const result = await runFiles({
-    root: ROOT, files, jobs: args.jobs, cores: args.cores, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
+    root: ROOT, files, jobs: args.jobs, cores: args.cores, batches: args.cores, timeoutMs: args.timeoutS * 1000, hardStopMs: HARD_STOP_MS, verbose: args.verbose, durations,
     env: { ...process.env, DATABASE_URL: admin, [TEMPLATE_ENV]: template, [DEMO_TEMPLATE_ENV]: demoTemplate },
     write: (text) => process.stdout.write(text),
   });

@@ -1,10 +1,13 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { batchesOf, isUnitFile } from './batch/plan.js';
 import { byDuration, closingCounts, coresOf, findTestFiles, nextFitting, readDurations, runFiles, writeDurations } from './runner.js';
 
 /** Compiled fixture files: one passes (leaving a process behind), one fails, one exits without a count, one never ends. */
 const FIXTURES = new URL('./fixtures/runner/', import.meta.url).pathname;
+/** Unit fixtures for a batch: one passes with root-level hooks, one fails, one exits the process, one comes after. */
+const BATCH_FIXTURES = new URL('./fixtures/batch/', import.meta.url).pathname;
 const ROOT = new URL('../..', import.meta.url).pathname;
 
 /** The pids of the process the passing fixture leaves running (Linux /proc). */
@@ -42,6 +45,52 @@ t.test('the run speaks TAP: one line a passing file, the failing ones in full, f
   t.match(out, new RegExp(`# failed 3 of 4 files:\\n#   ${name('dies')} \\(exit 3\\)\\n#   ${name('fails')} \\(exit 1\\)\\n#   ${name('hangs')} \\(stopped after 10 s\\)\\n`));
   t.same(result.counts, { total: 7, pass: 3, fail: 3, skip: 1, todo: 0 }, 'the files\' own counts, plus one failure for each file that died without one');
   t.match(out, /^# \{ total: 7, pass: 3, fail: 3, skip: 1, todo: 0 \}\n# time=[\d.]+s\n# the machine's CPU was \d+% busy, the files' own \d+ s of it\n$/m);
+});
+
+t.test('unit files share a process, each still reported as its own: its line, its TAP and counts, its hooks kept to itself; the file the process died in and those after fail by name', async (t) => {
+  let out = '';
+  const files = findTestFiles([BATCH_FIXTURES]);
+  const result = await runFiles({
+    root: ROOT, files, jobs: 4, cores: 4, timeoutMs: 10_000, hardStopMs: 10_000, verbose: true, durations: {}, env: process.env, write: (s) => (out += s), batches: 1,
+  });
+  const name = (f: string) => `dist/test/fixtures/batch/${f}.test.js`;
+  // tap's own exit handler turns the exit code into 1.
+  t.match(result.files.map((f) => [relative(ROOT, f.file), f.ok, f.reason]), [
+    [name('a-passes'), true, undefined],
+    [name('b-fails'), false, undefined],
+    [name('c-exits'), false, /^the batch ended while it ran \(exit \d\)$/],
+    [name('d-after'), false, 'not run: the batch ended before it'],
+  ]);
+  t.same(result.files.map((f) => f.counts.total), [2, 2, 1, 1], 'each file its own count; one failure each for those that never gave one');
+  t.same(result.counts, { total: 6, pass: 3, fail: 3, skip: 0, todo: 0 });
+  t.match(out, /^TAP version 14\n1\.\.4\n/, 'the plan counts files, not processes');
+  const block = (f: string) => new RegExp(`# Subtest: ${name(f)}\\n([\\s\\S]*?)^(not )?ok \\d+ - ${name(f)} # time`, 'm').exec(out)?.[1] ?? '';
+  t.match(block('a-passes'), "# a's hook, before a passes", 'a file\'s root-level hook runs for its own tests');
+  t.notMatch(block('b-fails'), "a's hook", 'and not for the next file\'s');
+  t.match(block('b-fails'), /one is not two[\s\S]*b said on stderr/, 'a failing file: its TAP, and the batch\'s stderr');
+  t.match(block('c-exits'), 'c passes first', 'the file the process died in: what it printed');
+  t.match(out, `#   ${name('d-after')} (not run: the batch ended before it)`);
+});
+
+t.test('which files are unit files: nothing they or test/ helpers import starts real components', async (t) => {
+  const files: Record<string, string> = {
+    '/t/dist/test/a.test.js': "import t from 'tap';\nimport { Book } from '../src/odds/book.js';\nimport { seeded } from './helpers/random.js';",
+    '/t/dist/test/b.test.js': "import t from 'tap';\nimport {\n  startService,\n} from '../src/service.js';",
+    '/t/dist/test/c.test.js': "import t from 'tap';\nimport { http } from './helpers/metrics.js';",
+    '/t/dist/test/helpers/metrics.js': "import { http } from './service.js';",
+    '/t/dist/test/helpers/service.js': "import pg from 'pg';",
+    '/t/dist/test/helpers/random.js': "export const seeded = 1;",
+    '/t/dist/test/d.test.js': "const { spawn } = await import('node:child_process');",
+  };
+  const read = (p: string) => files[p] ?? '';
+  t.same(['a', 'b', 'c', 'd'].map((n) => isUnitFile(`/t/dist/test/${n}.test.js`, read)), [true, false, false, false], 'src/ by the list, helpers followed, dynamic imports seen');
+});
+
+t.test('batches are about equal by recorded time, in path order, never empty', async (t) => {
+  const seconds: Record<string, number> = { a: 5, b: 1, c: 1, d: 3 };
+  // a 5, d 3, then the ones of a second (e never run counts one) to the lighter batch each time.
+  t.same(batchesOf(['a', 'b', 'c', 'd', 'e'], 2, (f) => seconds[f]), [['a', 'e'], ['b', 'c', 'd']]);
+  t.same(batchesOf(['a'], 4, () => 1), [['a']]);
 });
 
 t.test('longest first by the record; a file with no record before all', async (t) => {

@@ -1,13 +1,16 @@
 /**
  * Runs compiled test files as plain Node processes, a few at a time, longest first, and speaks TAP:
  * a passing file is one `ok` line, a failing one shows its own TAP and what it wrote to stderr.
- * No coverage instrumentation and no loaders: what runs is what `npm start` runs. The closing
- * `# { total, pass, fail, skip }` sums the files' own assertion counts (CI reads it); a file that
- * dies or times out without its count adds one failure.
+ * No coverage instrumentation: what runs is what `npm start` runs. Unit files may share a process
+ * (`batches`, batch/main.ts); the rest run one a process. The closing `# { total, pass, fail, skip }`
+ * sums the files' own assertion counts (CI reads it); a file that dies or times out without its
+ * count adds one failure.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { batchesOf, isUnitFile, splitBatch } from './batch/plan.js';
+import { BATCH_ENV, BATCH_MAIN } from './batch/protocol.js';
 
 export interface RunnerOptions {
   /** The folder paths are shown relative to and children run in. */
@@ -33,6 +36,11 @@ export interface RunnerOptions {
   readonly durations: Readonly<Record<string, Recorded>>;
   readonly verbose: boolean;
   readonly write: (text: string) => void;
+  /**
+   * The unit files ({@link isUnitFile}) are split into this many processes, each running its share
+   * one file after another (batch/main.ts); 0, or none given, runs every file in its own.
+   */
+  readonly batches?: number;
 }
 
 /** One file's last run: its wall-clock seconds and the CPU seconds it used. */
@@ -111,7 +119,8 @@ export function nextFitting(queue: readonly string[], running: readonly string[]
 export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   const started = Date.now();
   const machineAtStart = machineCpu();
-  const queue = byDuration(o.files, o.root, o.durations);
+  const jobs = planJobs(o);
+  const queue = byDuration(jobs.names, o.root, jobs.durations);
   const results: FileResult[] = [];
   const running = new Set<ChildProcess>();
   // Stopped from outside (Ctrl-C, a supervisor): no file starts after this, and those running stop.
@@ -121,19 +130,21 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
   };
   process.on('SIGINT', stopAll);
   process.on('SIGTERM', stopAll);
-  o.write(`TAP version 14\n1..${queue.length}\n`);
-  const cost: FileCost = { cores: (f) => coresOf(f, o.root, o.durations) };
+  o.write(`TAP version 14\n1..${o.files.length}\n`);
+  const cost: FileCost = { cores: (f) => coresOf(f, o.root, jobs.durations) };
   const busy = new Set<string>();
   await new Promise<void>((allDone) => {
     const next = () => nextFitting(queue, [...busy], o, cost);
     const fill = (): void => {
       for (let i = next(); i >= 0; i = next()) {
-        const [file] = queue.splice(i, 1);
-        busy.add(file);
-        void runOne(file, o, running).then((r) => {
-          busy.delete(file);
-          results.push(r);
-          report(r, results.length, o);
+        const [job] = queue.splice(i, 1);
+        busy.add(job);
+        void jobs.run(job, running).then((done) => {
+          busy.delete(job);
+          for (const r of done) {
+            results.push(r);
+            report(r, results.length, o);
+          }
           fill();
         });
       }
@@ -158,11 +169,92 @@ export async function runFiles(o: RunnerOptions): Promise<RunResult> {
 
 interface Output { stdout: string; stderr: string }
 
-function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Promise<FileResult & Output> {
+/** What the queue holds: files, and batches of unit files under names of their own, with their records. */
+interface Jobs {
+  readonly names: readonly string[];
+  readonly durations: Readonly<Record<string, Recorded>>;
+  run(name: string, running: Set<ChildProcess>): Promise<(FileResult & Output)[]>;
+}
+
+function planJobs(o: RunnerOptions): Jobs {
+  const record = (f: string) => o.durations[relative(o.root, f)];
+  const units = o.batches ? o.files.filter((f) => isUnitFile(f)) : [];
+  const batches = new Map(batchesOf(units, o.batches ?? 0, (f) => record(f)?.seconds).map((files, i) => [join(o.root, `unit files, batch ${i + 1}`), files]));
+  const durations: Record<string, Recorded> = { ...o.durations };
+  for (const [name, files] of batches) {
+    // A batch with a file never run has no record either: it starts first, counted a core.
+    const records = files.map(record);
+    if (records.every(Boolean)) durations[relative(o.root, name)] = records.reduce((sum, r) => ({ seconds: sum.seconds + r!.seconds, cpu: sum.cpu + r!.cpu }), { seconds: 0, cpu: 0 });
+  }
+  const batched = new Set(units);
+  return {
+    names: [...o.files.filter((f) => !batched.has(f)), ...batches.keys()],
+    durations,
+    run: async (name, running) => {
+      const files = batches.get(name);
+      return files ? batchResults(files, await runProcess(BATCH_MAIN, { [BATCH_ENV]: files.join('\n') }, o, running)) : [fileResult(name, await runProcess(name, {}, o, running))];
+    },
+  };
+}
+
+/** How a process ended, as the runner saw it. */
+interface ProcessEnd extends Output {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** Set when the runner stopped it: after how long. */
+  readonly stoppedAfterS?: number;
+  readonly seconds: number;
+  readonly cpuSeconds: number;
+}
+
+/** Why a process's end was a failure, whatever its TAP says; undefined for a clean exit. */
+function endReason(p: ProcessEnd): string | undefined {
+  return p.stoppedAfterS !== undefined ? `stopped after ${p.stoppedAfterS} s` : p.signal ? `killed by ${p.signal}` : p.code !== 0 ? `exit ${p.code}` : undefined;
+}
+
+function fileResult(file: string, p: ProcessEnd): FileResult & Output {
+  const own = closingCounts(p.stdout);
+  const reason = endReason(p) ?? (!own ? 'no TAP summary' : undefined);
+  const ok = reason === undefined && own!.fail === 0;
+  const counts = own ?? zero();
+  // A death without a count of its own still counts, once, so CI's sum cannot read as clean.
+  if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
+  return { file, ok, reason: ok ? undefined : reason, seconds: p.seconds, cpuSeconds: p.cpuSeconds, counts, stdout: p.stdout, stderr: p.stderr };
+}
+
+/**
+ * Each file of a batch as if it had run alone: its own TAP, counts and time, and a share of the
+ * batch's CPU by its time. The file the process died or was stopped in fails with the reason, and
+ * the files after it fail as not run; a clean batch that still ended badly fails its last file.
+ */
+function batchResults(files: readonly string[], p: ProcessEnd): (FileResult & Output)[] {
+  const parts = splitBatch(p.stdout, files);
+  const reported = parts.reduce((sum, part) => sum + (part.end?.ms ?? 0), 0) / 1000;
+  const share = (seconds: number) => (p.seconds > 0 ? (p.cpuSeconds * seconds) / p.seconds : 0);
+  const reason = endReason(p);
+  let missing = 0;
+  return parts.map((part, i) => {
+    const file = files[i];
+    const end = part.end;
+    if (!end) {
+      const seconds = missing++ === 0 ? Math.max(0, p.seconds - reported) : 0;
+      const why = missing === 1 ? `the batch ended while it ran (${reason ?? 'no reason given'})` : 'not run: the batch ended before it';
+      return { file, ok: false, reason: why, seconds, cpuSeconds: share(seconds), counts: { ...zero(), total: 1, fail: 1 }, stdout: part.tap, stderr: p.stderr };
+    }
+    const counts = { ...zero(), ...end.counts };
+    const lateFailure = end.ok && reason !== undefined && i === files.length - 1 && parts.every((q) => q.end?.ok);
+    const ok = end.ok && !lateFailure;
+    if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
+    const seconds = end.ms / 1000;
+    return { file, ok, reason: lateFailure ? `the batch ended badly after it (${reason})` : undefined, seconds, cpuSeconds: share(seconds), counts, stdout: part.tap, stderr: ok ? '' : p.stderr };
+  });
+}
+
+function runProcess(script: string, extraEnv: NodeJS.ProcessEnv, o: RunnerOptions, running: Set<ChildProcess>): Promise<ProcessEnd> {
   const started = Date.now();
-  const env = { ...o.env, TAP_TIMEOUT: String(Math.ceil(o.timeoutMs / 1000)) };
+  const env = { ...o.env, ...extraEnv, TAP_TIMEOUT: String(Math.ceil(o.timeoutMs / 1000)) };
   // Its own process group, so a timeout also stops what the file started (services, Postgres).
-  const child = spawn(process.execPath, [file], { cwd: o.root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [script], { cwd: o.root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
   const out: Output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (s: string) => (out.stdout += s));
@@ -187,16 +279,7 @@ function runOne(file: string, o: RunnerOptions, running: Set<ChildProcess>): Pro
     strays();
     running.delete(child);
     const seconds = (Date.now() - started) / 1000;
-    const own = closingCounts(out.stdout);
-    const reason = timedOut ? `stopped after ${Math.round(stopMs / 1000)} s`
-      : signal ? `killed by ${signal}`
-      : code !== 0 ? `exit ${code}`
-      : !own ? 'no TAP summary' : undefined;
-    const ok = reason === undefined && own!.fail === 0;
-    const counts = own ?? zero();
-    // A death without a count of its own still counts, once, so CI's sum cannot read as clean.
-    if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
-    done({ file, ok, reason: ok ? undefined : reason, seconds, cpuSeconds, counts, ...out });
+    done({ code, signal, stoppedAfterS: timedOut ? Math.round(stopMs / 1000) : undefined, seconds, cpuSeconds, ...out });
   }));
 }
 
