@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/lib/free-port.js';
 import { type Pinning } from './cores.js';
 import { sleep } from './run.js';
 

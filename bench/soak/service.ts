@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { ROOT } from '../lib/paths.js';
 import { log, sleep } from './util.js';
-import { freePort } from '../../src/db/embedded.js';
+import { freePort } from '../../src/lib/free-port.js';
 
 export interface Database {
   /** Settings for the service's environment. */

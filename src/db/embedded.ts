@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from '../log.js';
 import { clearOwner, inspect, stopOrphan, writeOwner, type Holder, type Owner } from './embedded-owner.js';
@@ -8,6 +7,7 @@ import { EmbeddedError, binaries, initialise, startPostgres } from './embedded-p
 import { pendingPassword, readPassword, settlePassword } from './embedded-password.js';
 import { checkReachable, runAs } from './embedded-root.js';
 import { Keeper, RESTARTS } from './embedded-keeper.js';
+import { freePort } from '../lib/free-port.js';
 
 export { EmbeddedError } from './embedded-process.js';
 
@@ -33,18 +33,6 @@ interface StartedBy {
 }
 
 const SERVICE: StartedBy = { kind: 'service', command: 'the service' };
-
-/** A loopback port that was free a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
-}
 
 const urlFor = (port: number, password: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import type { Test } from 'tap';
 
 /** A loopback port that was free a moment ago: for a server to take, or for a connection to be refused. */
-export { freePort } from '../../src/db/embedded.js';
+export { freePort } from '../../src/lib/free-port.js';
 
 /** A loopback connection by its ports, as seen from the test's end. */
 export interface Ports {
