@@ -14,7 +14,7 @@ import type { Market } from '../src/refdata/types.js';
 import { ServiceMetrics } from '../src/metrics/registry.js';
 import { createLogger } from '../src/log.js';
 import { FakeClock } from './helpers/clock.js';
-import { parseMetrics } from './helpers/metrics.js';
+import { parseMetrics } from './helpers/prometheus.js';
 
 function metrics() {
   const pool = Object.assign(new EventEmitter(), { totalCount: 0, idleCount: 0, waitingCount: 0 }) as unknown as pg.Pool;

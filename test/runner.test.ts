@@ -81,9 +81,12 @@ t.test('which files are unit files: nothing they or test/ helpers import starts 
     '/t/dist/test/helpers/service.js': "import pg from 'pg';",
     '/t/dist/test/helpers/random.js': "export const seeded = 1;",
     '/t/dist/test/d.test.js': "const { spawn } = await import('node:child_process');",
+    '/t/dist/test/e.test.js': "import { execFileSync, spawnSync as run } from 'node:child_process';",
+    '/t/dist/test/f.test.js': "import { spawn, spawnSync } from 'node:child_process';",
   };
   const read = (p: string) => files[p] ?? '';
-  t.same(['a', 'b', 'c', 'd'].map((n) => isUnitFile(`/t/dist/test/${n}.test.js`, read)), [true, false, false, false], 'src/ by the list, helpers followed, dynamic imports seen');
+  t.same(['a', 'b', 'c', 'd', 'e', 'f'].map((n) => isUnitFile(`/t/dist/test/${n}.test.js`, read)), [true, false, false, false, true, false],
+    'src/ by the list, helpers followed, dynamic imports seen; a child process waited for is the file\'s own work, one that may outlive it is not');
 });
 
 t.test('batches are about equal by recorded time, in path order, never empty', async (t) => {

@@ -8,18 +8,27 @@ import { FILE_END, type FileEnd } from './protocol.js';
 
 /**
  * What a contract file reaches, through its own imports or test/ helpers', and a unit file does
- * not: the service, a database, NATS, a browser, child processes. A unit file may share a process;
- * a file that starts real components keeps its own, where what it leaves running is stopped with
- * its process group and a failure cannot reach another file.
+ * not: the service, a database, NATS, a browser, a child process left running. A unit file may
+ * share a process; a file that starts real components keeps its own, where what it leaves running
+ * is stopped with its process group and a failure cannot reach another file.
  */
 const REAL = [
-  /^node:(child_process|worker_threads|cluster)$/,
+  /^node:(worker_threads|cluster)$/,
   /^(pg|playwright-core|uWebSockets\.js)$/,
   /(^|\/)src\/(service|main)\.js$/,
   /(^|\/)src\/db\/(embedded|migrate)\.js$/,
 ];
 
-const SPECIFIERS = /(?:\bfrom|\bimport)\s*\(?\s*['"]([^'"]+)['"]/g;
+/** Each import's bindings (empty for a dynamic one) and what it names. */
+const IMPORTS = /\bimport\s*(?:([\w*{}\s,]+?)\s*from\s*)?\(?\s*['"]([^'"]+)['"]/g;
+
+/** A child process the file waits for (`spawnSync`, `execFileSync`: bzip2, a CLI's --help) is its own work; any other may outlive it. */
+const waitsOnly = (bindings: string | undefined): boolean => {
+  const named = /^\{([^}]*)\}$/.exec(bindings?.trim() ?? '');
+  return !!named && named[1].split(',').map((b) => b.trim().split(/\s+/)[0]).filter(Boolean).every((name) => name.endsWith('Sync'));
+};
+
+const real = (spec: string, bindings: string | undefined): boolean => REAL.some((re) => re.test(spec)) || (spec === 'node:child_process' && !waitsOnly(bindings));
 
 /** Whether a compiled test file may run in a batch: nothing it imports, or test/ helpers import, starts real components. */
 export function isUnitFile(file: string, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): boolean {
@@ -27,8 +36,8 @@ export function isUnitFile(file: string, read: (path: string) => string = (p) =>
   const reachesReal = (path: string): boolean => {
     if (seen.has(path)) return false;
     seen.add(path);
-    for (const [, spec] of read(path).matchAll(SPECIFIERS)) {
-      if (REAL.some((re) => re.test(spec))) return true;
+    for (const [, bindings, spec] of read(path).matchAll(IMPORTS)) {
+      if (real(spec, bindings)) return true;
       // The test tree's own modules are followed; src/ is the code under test, judged by the list.
       const next = spec.startsWith('.') ? resolve(dirname(path), spec) : '';
       if (next && !next.includes('/src/') && reachesReal(next)) return true;

@@ -4,11 +4,11 @@
  */
 import { spawn, type ChildProcess, type ChildProcessByStdio, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Test } from 'tap';
+
+export { tempDir } from '../helpers/temp-dir.js';
 
 export const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
 export const KEY_CLI = new URL('../../src/cli/key.js', import.meta.url).pathname;
@@ -80,14 +80,6 @@ export function running(t: Test, child: ChildProcessWithoutNullStreams | ChildPr
   child.stderr.setEncoding('utf8').on('data', (s: string) => (run.stderr += s));
   t.teardown(() => child.kill('SIGKILL'));
   return run;
-}
-
-/** A temporary folder the `postgres` user can enter (the embedded server runs as it when tests run as root). */
-export async function tempDir(t: Test, mode = 0o755): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'odds-cli-'));
-  await chmod(dir, mode);
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
 }
 
 /** The pids of every Postgres server process running on the data folder (Linux /proc). */

@@ -5,7 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { expand, linesOf, READ_LIMITS, type Line, type ReadLimits, type ReadProblem } from '../../src/exchange/files.js';
-import { tempDir } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait.js';
 import { BZIP2, hasBzip2 } from './fixtures.js';
 

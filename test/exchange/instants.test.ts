@@ -9,7 +9,7 @@ import { Outbox } from '../../src/exchange/outbox.js';
 import { Publisher } from '../../src/exchange/publisher.js';
 import { newStats, replay } from '../../src/exchange/replay.js';
 import { Translator } from '../../src/exchange/translate.js';
-import { tempDir } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { FakeClock, FakeSocket } from './fake-ingest.js';
 import { tennis, writeRecording } from './fixtures.js';
 

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { merged, type Message } from '../../src/exchange/merge.js';
-import { tempDir } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { BZIP2, hasBzip2 } from './fixtures.js';
 import { execFileSync } from 'node:child_process';
 

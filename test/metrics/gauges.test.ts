@@ -9,7 +9,7 @@ import { AuthMetrics } from '../../src/metrics/auth.js';
 import { FreshnessMetrics } from '../../src/metrics/freshness.js';
 import { Freshness } from '../../src/relay/freshness.js';
 import { FakeClock } from '../helpers/clock.js';
-import { parseMetrics } from '../helpers/metrics.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 
 const read = async (registry: Registry) => parseMetrics(await registry.metrics());
 

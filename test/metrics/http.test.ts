@@ -6,7 +6,7 @@
 import t from 'tap';
 import { Registry } from 'prom-client';
 import { HttpMetrics } from '../../src/metrics/http.js';
-import { parseMetrics } from '../helpers/metrics.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 
 t.test('requests by route, method and status; durations in cumulative buckets; scrapes repeat, not add', async (t) => {
   const registry = new Registry();

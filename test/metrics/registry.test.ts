@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import { ServiceMetrics } from '../../src/metrics/registry.js';
 import { FakeClock } from '../helpers/clock.js';
-import { parseMetrics } from '../helpers/metrics.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 
 function setup(reuseMs = 1000) {
   const clock = new FakeClock();

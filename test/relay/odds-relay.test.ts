@@ -13,7 +13,7 @@ import { BusMetrics } from '../../src/metrics/bus.js';
 import { Book, type BookEntry, type Ordered } from '../../src/odds/book.js';
 import { OddsRelay } from '../../src/relay/odds-relay.js';
 import { img } from '../hub/fakes.js';
-import { parseMetrics } from '../helpers/metrics.js';
+import { parseMetrics } from '../helpers/prometheus.js';
 
 function setup() {
   const book = new Book();
