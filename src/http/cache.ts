@@ -10,6 +10,7 @@
  * normalised request, so ignored or reordered parameters share one answer.
  */
 
+import { ChurningMap } from '../lib/churning-map.js';
 import { Fifo } from '../lib/fifo.js';
 
 /** An answer's parts: bytes kept by the read model, and strings encoded as they are copied. */
@@ -74,7 +75,7 @@ function copyAscii(out: Buffer, at: number, s: string): boolean {
 }
 
 export class AnswerCache {
-  private readonly entries = new Map<string, Kept>();
+  private readonly entries = new ChurningMap<string, Kept>();
   /** Age and ring order: from the oldest, entries follow one another round the ring up to `head`. */
   private readonly order = new Fifo<Kept>();
   private ring: Buffer | undefined;
@@ -147,7 +148,7 @@ export class AnswerCache {
  * older read model is not used: the query is then parsed again.
  */
 class QueryAliases {
-  private readonly answers = new Map<string, { raw: string; kept: Kept }>();
+  private readonly answers = new ChurningMap<string, { raw: string; kept: Kept }>();
   private readonly order = new Fifo<{ raw: string; kept: Kept }>();
   private bytes = 0;
 
