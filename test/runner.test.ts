@@ -57,15 +57,17 @@ t.test('unit files share a process, each still reported as its own: its line, it
   // tap's own exit handler turns the exit code into 1.
   t.match(result.files.map((f) => [relative(ROOT, f.file), f.ok, f.reason]), [
     [name('a-passes'), true, undefined],
+    [name('a2-empty'), false, 'it ran no test'],
     [name('b-fails'), false, undefined],
     [name('c-exits'), false, /^the batch ended while it ran \(exit \d\)$/],
     [name('d-after'), false, 'not run: the batch ended before it'],
   ]);
-  t.same(result.files.map((f) => f.counts.total), [2, 2, 1, 1], 'each file its own count; one failure each for those that never gave one');
-  t.same(result.counts, { total: 6, pass: 3, fail: 3, skip: 0, todo: 0 });
-  t.match(out, /^TAP version 14\n1\.\.4\n/, 'the plan counts files, not processes');
+  t.same(result.files.map((f) => f.counts.total), [2, 1, 2, 1, 1], 'each file its own count; one failure each for those that never gave one');
+  t.same(result.counts, { total: 7, pass: 3, fail: 4, skip: 0, todo: 0 });
+  t.match(out, /^TAP version 14\n1\.\.5\n/, 'the plan counts files, not processes');
   const block = (f: string) => new RegExp(`# Subtest: ${name(f)}\\n([\\s\\S]*?)^(not )?ok \\d+ - ${name(f)} # time`, 'm').exec(out)?.[1] ?? '';
   t.match(block('a-passes'), "# a's hook, before a passes", 'a file\'s root-level hook runs for its own tests');
+  t.match(block('a-passes'), '# batch-file {not json', 'what only looks like a file\'s end is its output');
   t.notMatch(block('b-fails'), "a's hook", 'and not for the next file\'s');
   t.match(block('b-fails'), /one is not two[\s\S]*b said on stderr/, 'a failing file: its TAP, and the batch\'s stderr');
   t.match(block('c-exits'), 'c passes first', 'the file the process died in: what it printed');
@@ -83,10 +85,15 @@ t.test('which files are unit files: nothing they or test/ helpers import starts 
     '/t/dist/test/d.test.js': "const { spawn } = await import('node:child_process');",
     '/t/dist/test/e.test.js': "import { execFileSync, spawnSync as run } from 'node:child_process';",
     '/t/dist/test/f.test.js': "import { spawn, spawnSync } from 'node:child_process';",
+    '/t/dist/test/g.test.js': "export { scrape } from './helpers/metrics.js';",
+    '/t/dist/test/h.test.js': "import { fork } from 'child_process';",
   };
   const read = (p: string) => files[p] ?? '';
-  t.same(['a', 'b', 'c', 'd', 'e', 'f'].map((n) => isUnitFile(`/t/dist/test/${n}.test.js`, read)), [true, false, false, false, true, false],
-    'src/ by the list, helpers followed, dynamic imports seen; a child process waited for is the file\'s own work, one that may outlive it is not');
+  t.same(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((n) => isUnitFile(`/t/dist/test/${n}.test.js`, read)), [true, false, false, false, true, false, false, false],
+    'src/ by the list, helpers followed, re-exports and dynamic imports seen; a child process waited for is the file\'s own work, one that may outlive it is not');
+  const under = (p: string) => files[p.replace('/home/dev/src/odds', '/t')] ?? '';
+  t.notOk(isUnitFile('/home/dev/src/odds/dist/test/c.test.js', under), 'a checkout under a folder named src still has its helpers followed');
+  t.notOk(isUnitFile('/t/dist/test/missing.test.js', () => { throw new Error('ENOENT'); }), 'a file that cannot be read runs alone, where it fails by name');
 });
 
 t.test('batches are about equal by recorded time, in path order, never empty', async (t) => {

@@ -192,7 +192,14 @@ function planJobs(o: RunnerOptions): Jobs {
     durations,
     run: async (name, running) => {
       const files = batches.get(name);
-      return files ? batchResults(files, await runProcess(BATCH_MAIN, { [BATCH_ENV]: files.join('\n') }, o, running)) : [fileResult(name, await runProcess(name, {}, o, running))];
+      try {
+        if (!files) return [fileResult(name, await runProcess(name, {}, o, running))];
+        return batchResults(files, await runProcess(BATCH_MAIN, { [BATCH_ENV]: files.join('\n') }, o, running));
+      } catch (err) {
+        // The runner's own fault, not the files': still each one failed by name, and the run goes on.
+        const reason = `the runner could not run it: ${(err as Error).message}`;
+        return (files ?? [name]).map((file) => ({ file, ok: false, reason, seconds: 0, cpuSeconds: 0, counts: counted(zero(), false), stdout: '', stderr: '' }));
+      }
     },
   };
 }
@@ -216,22 +223,30 @@ function fileResult(file: string, p: ProcessEnd): FileResult & Output {
   const own = closingCounts(p.stdout);
   const reason = endReason(p) ?? (!own ? 'no TAP summary' : undefined);
   const ok = reason === undefined && own!.fail === 0;
-  const counts = own ?? zero();
-  // A death without a count of its own still counts, once, so CI's sum cannot read as clean.
-  if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
-  return { file, ok, reason: ok ? undefined : reason, seconds: p.seconds, cpuSeconds: p.cpuSeconds, counts, stdout: p.stdout, stderr: p.stderr };
+  return { file, ok, reason: ok ? undefined : reason, seconds: p.seconds, cpuSeconds: p.cpuSeconds, counts: counted(own ?? zero(), ok), stdout: p.stdout, stderr: p.stderr };
+}
+
+/** A failure without a count of its own still counts, once, so CI's sum cannot read as clean. */
+function counted(counts: Counts, ok: boolean): Counts {
+  if (!ok && counts.fail === 0) {
+    counts.total++;
+    counts.fail++;
+  }
+  return counts;
 }
 
 /**
  * Each file of a batch as if it had run alone: its own TAP, counts and time, and a share of the
  * batch's CPU by its time. The file the process died or was stopped in fails with the reason, and
- * the files after it fail as not run; a clean batch that still ended badly fails its last file.
+ * the files after it fail as not run. A batch that ended badly after its last file (any end but
+ * the exit 1 a failed file makes) fails that file with the reason.
  */
 function batchResults(files: readonly string[], p: ProcessEnd): (FileResult & Output)[] {
   const parts = splitBatch(p.stdout, files);
   const reported = parts.reduce((sum, part) => sum + (part.end?.ms ?? 0), 0) / 1000;
   const share = (seconds: number) => (p.seconds > 0 ? (p.cpuSeconds * seconds) / p.seconds : 0);
   const reason = endReason(p);
+  const explained = p.code === 1 && p.stoppedAfterS === undefined && parts.some((q) => q.end && !q.end.ok);
   let missing = 0;
   return parts.map((part, i) => {
     const file = files[i];
@@ -239,14 +254,13 @@ function batchResults(files: readonly string[], p: ProcessEnd): (FileResult & Ou
     if (!end) {
       const seconds = missing++ === 0 ? Math.max(0, p.seconds - reported) : 0;
       const why = missing === 1 ? `the batch ended while it ran (${reason ?? 'no reason given'})` : 'not run: the batch ended before it';
-      return { file, ok: false, reason: why, seconds, cpuSeconds: share(seconds), counts: { ...zero(), total: 1, fail: 1 }, stdout: part.tap, stderr: p.stderr };
+      return { file, ok: false, reason: why, seconds, cpuSeconds: share(seconds), counts: counted(zero(), false), stdout: part.tap, stderr: p.stderr };
     }
-    const counts = { ...zero(), ...end.counts };
-    const lateFailure = end.ok && reason !== undefined && i === files.length - 1 && parts.every((q) => q.end?.ok);
-    const ok = end.ok && !lateFailure;
-    if (!ok && counts.fail === 0) { counts.total++; counts.fail++; }
+    const late = reason !== undefined && !explained && i === files.length - 1 ? `the batch ended badly after it (${reason})` : undefined;
+    const ok = end.ok && !late;
+    const why = late ?? (end.ok || end.counts.total > 0 ? undefined : 'it ran no test');
     const seconds = end.ms / 1000;
-    return { file, ok, reason: lateFailure ? `the batch ended badly after it (${reason})` : undefined, seconds, cpuSeconds: share(seconds), counts, stdout: part.tap, stderr: ok ? '' : p.stderr };
+    return { file, ok, reason: why, seconds, cpuSeconds: share(seconds), counts: counted({ ...zero(), ...end.counts }, ok), stdout: part.tap, stderr: ok ? '' : p.stderr };
   });
 }
 

@@ -31,6 +31,11 @@ for (const file of (process.env[BATCH_ENV] ?? '').split('\n').filter(Boolean)) {
   });
   within(t);
   const counts = own?.counts.toJSON() ?? { total: 0, pass: 0 };
-  const end: FileEnd = { file, ok: results?.ok !== false && !counts.fail, ms: performance.now() - started, counts };
+  // No test at all: alone it would say so too, but in a batch it can also mean the module was
+  // already loaded (imported by a file before it), so its tests ran, if anywhere, under that one.
+  const end: FileEnd = { file, ok: results?.ok !== false && !counts.fail && counts.total > 0, ms: performance.now() - started, counts };
   t.comment(`${FILE_END.slice(2)}${JSON.stringify(end)}`);
 }
+// As a file alone: what any file left running holds the process at most the timeout, then tap
+// fails it, naming the handles.
+t.setTimeout(timeout);

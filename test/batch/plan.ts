@@ -8,19 +8,22 @@ import { FILE_END, type FileEnd } from './protocol.js';
 
 /**
  * What a contract file reaches, through its own imports or test/ helpers', and a unit file does
- * not: the service, a database, NATS, a browser, a child process left running. A unit file may
- * share a process; a file that starts real components keeps its own, where what it leaves running
- * is stopped with its process group and a failure cannot reach another file.
+ * not: the modules that start the service, the embedded Postgres or migrations, a database
+ * client, a browser, uWS, worker threads, or a child process left running. src/ is the code under
+ * test: judged by this list, not followed (a unit test of the pool loads `pg` through it and
+ * connects nowhere). A unit file may share a process; a file that starts real components keeps
+ * its own, where what it leaves running is stopped with its process group and a failure cannot
+ * reach another file.
  */
 const REAL = [
-  /^node:(worker_threads|cluster)$/,
+  /^(node:)?(worker_threads|cluster)$/,
   /^(pg|playwright-core|uWebSockets\.js)$/,
   /(^|\/)src\/(service|main)\.js$/,
   /(^|\/)src\/db\/(embedded|migrate)\.js$/,
 ];
 
-/** Each import's bindings (empty for a dynamic one) and what it names. */
-const IMPORTS = /\bimport\s*(?:([\w*{}\s,]+?)\s*from\s*)?\(?\s*['"]([^'"]+)['"]/g;
+/** Each import's or re-export's bindings (none for a dynamic import or a bare one) and what it names. */
+const IMPORTS = /\b(?:import|export)\s*(?:([\w$*{}\s,]+?)\s*from\s*)?\(?\s*['"]([^'"]+)['"]/g;
 
 /** A child process the file waits for (`spawnSync`, `execFileSync`: bzip2, a CLI's --help) is its own work; any other may outlive it. */
 const waitsOnly = (bindings: string | undefined): boolean => {
@@ -28,23 +31,36 @@ const waitsOnly = (bindings: string | undefined): boolean => {
   return !!named && named[1].split(',').map((b) => b.trim().split(/\s+/)[0]).filter(Boolean).every((name) => name.endsWith('Sync'));
 };
 
-const real = (spec: string, bindings: string | undefined): boolean => REAL.some((re) => re.test(spec)) || (spec === 'node:child_process' && !waitsOnly(bindings));
+const real = (spec: string, bindings: string | undefined): boolean =>
+  REAL.some((re) => re.test(spec)) || (/^(node:)?child_process$/.test(spec) && !waitsOnly(bindings));
 
-/** Whether a compiled test file may run in a batch: nothing it imports, or test/ helpers import, starts real components. */
+const TESTS = '/dist/test/';
+
+/**
+ * Whether a compiled test file may run in a batch: nothing it imports, or the test tree's modules
+ * it reaches import, starts real components. A file that cannot be read is not one (run alone, it
+ * fails there by name).
+ */
 export function isUnitFile(file: string, read: (path: string) => string = (p) => readFileSync(p, 'utf8')): boolean {
+  // The test tree this file is in (dist/test/ of its checkout, wherever that is); its own folder for a file outside one.
+  const at = file.lastIndexOf(TESTS);
+  const tree = at >= 0 ? file.slice(0, at + TESTS.length) : dirname(file) + '/';
   const seen = new Set<string>();
   const reachesReal = (path: string): boolean => {
     if (seen.has(path)) return false;
     seen.add(path);
     for (const [, bindings, spec] of read(path).matchAll(IMPORTS)) {
       if (real(spec, bindings)) return true;
-      // The test tree's own modules are followed; src/ is the code under test, judged by the list.
       const next = spec.startsWith('.') ? resolve(dirname(path), spec) : '';
-      if (next && !next.includes('/src/') && reachesReal(next)) return true;
+      if (next.startsWith(tree) && reachesReal(next)) return true;
     }
     return false;
   };
-  return !reachesReal(file);
+  try {
+    return !reachesReal(file);
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -68,18 +84,33 @@ export interface FilePart {
   readonly tap: string;
 }
 
+/** The file end a marker at `at` says, or undefined for text that only looks like one. */
+function endAt(stdout: string, at: number, files: ReadonlySet<string>): { end: FileEnd; next: number } | undefined {
+  const lineEnd = stdout.indexOf('\n', at);
+  const next = lineEnd < 0 ? stdout.length : lineEnd + 1;
+  try {
+    const end = JSON.parse(stdout.slice(at + FILE_END.length, lineEnd < 0 ? undefined : lineEnd)) as FileEnd;
+    return files.has(end?.file) ? { end, next } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * The batch's output cut at each file's closing comment. A file without one (the process died or
- * was stopped in it, or before it) has no `end`; the one that was running has what it printed.
+ * The batch's output cut at each file's closing comment (found anywhere in a line, so output a
+ * file left unterminated does not hide it). A file without one (the process died or was stopped
+ * in it, or before it) has no `end`; the one that was running has what it printed.
  */
 export function splitBatch(stdout: string, files: readonly string[]): FilePart[] {
   const parts = new Map<string, FilePart>();
+  const names = new Set(files);
   let from = stdout.startsWith('TAP version') ? stdout.indexOf('\n') + 1 : 0;
-  for (let at = stdout.indexOf(`\n${FILE_END}`, from - 1); at >= 0; at = stdout.indexOf(`\n${FILE_END}`, from - 1)) {
-    const lineEnd = stdout.indexOf('\n', at + 1);
-    const end = JSON.parse(stdout.slice(at + 1 + FILE_END.length, lineEnd < 0 ? undefined : lineEnd)) as FileEnd;
-    parts.set(end.file, { end, tap: stdout.slice(from, at + 1) });
-    from = lineEnd < 0 ? stdout.length : lineEnd + 1;
+  for (let at = stdout.indexOf(FILE_END, from); at >= 0; at = stdout.indexOf(FILE_END, at + 1)) {
+    const found = endAt(stdout, at, names);
+    if (!found) continue;
+    parts.set(found.end.file, { end: found.end, tap: stdout.slice(from, at) });
+    from = found.next;
+    at = from - 1;
   }
   const rest = stdout.slice(from);
   let running = true;
