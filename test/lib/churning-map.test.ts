@@ -24,3 +24,14 @@ t.test('keys set, replaced and deleted across many copies read as in a plain Map
   t.equal(churning.size, 0);
   t.equal(churning.get('k4998'), undefined);
 });
+
+t.test('its table is a fresh Map from the 1,024th set on, never sooner: what it is for', async (t) => {
+  const m = new ChurningMap<number, number>();
+  const table = () => (m as unknown as { map: Map<number, number> }).map;
+  const first = table();
+  for (let i = 0; i < 1023; i++) m.set(i % 10, i);
+  t.equal(table(), first, 'the same table through 1,023 sets');
+  m.set(10, 1023);
+  t.not(table(), first, 'a new one at the 1,024th');
+  t.same([...Array(11).keys()].map((k) => m.get(k)), [1020, 1021, 1022, 1013, 1014, 1015, 1016, 1017, 1018, 1019, 1023], 'holding what the old one did');
+});
