@@ -8,12 +8,17 @@ import t from 'tap';
 import { http, postJson, startTestService, type Reply } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { waitFor } from '../helpers/wait.js';
+import { scrape, value } from '../helpers/metrics.js';
 import type { OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 import { loadChecker } from '../docs/schema.js';
 
 type Obj = Record<string, unknown>;
 const api = await loadChecker();
 const svc = await startTestService(t, { RECORD: 'on' });
+// The life is published once this pod records: before it takes the recorder's lease, the state
+// frames it publishes are not recorded (another pod may be recording them), and what it records on
+// taking the lease is where every market stands then, not the life that led there.
+await waitFor(async () => value(await scrape(svc.url), 'odds_record_leader') === 1, 'the service took the recorder\'s lease');
 const ingest = (...data: Obj[]) => postJson<{ status: number }>(svc.url, '/api/v1/ingest', { data });
 
 const MID = '5.56000001';
