@@ -9,7 +9,8 @@ import { demoDatabase, migratedDatabase } from './helpers/db.js';
 import { http, postJson, type Reply } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
 import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
-import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, tempDir, type Running } from './cli/processes.js';
+import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, type Running } from './cli/processes.js';
+import { tempDir } from './helpers/temp-dir.js';
 
 /**
  * One data folder through a user's starts and stops, in order: each start after the first finds what

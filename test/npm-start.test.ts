@@ -13,7 +13,8 @@ import { describeSettings } from '../src/config.js';
 import { staleBuild } from '../src/cli/fresh.js';
 import { http } from './helpers/service.js';
 import { waitFor } from './helpers/wait.js';
-import { KEY_CLI, MAIN, groupMembers, postgresOn, runTool, tempDir } from './cli/processes.js';
+import { KEY_CLI, MAIN, groupMembers, postgresOn, runTool } from './cli/processes.js';
+import { tempDir } from './helpers/temp-dir.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BUILT = join(ROOT, 'dist/src/main.js');

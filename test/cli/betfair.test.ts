@@ -13,7 +13,8 @@ import { Client } from '../helpers/ws.js';
 import WebSocket from 'ws';
 import { CLOSE } from '../../src/errors.js';
 import type { OddsMessage } from '../../src/odds/messages.js';
-import { running, runTool, tempDir } from './processes.js';
+import { running, runTool } from './processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { Burst } from '../exchange/esa-burst.js';
 import { findRoot } from '../k8s/root.js';
 

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { freshDatabase, migratedDatabase, sqlClient } from '../helpers/db.js';
 import { http, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
-import { IMPORT_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from './processes.js';
+import { IMPORT_CLI, postgresOn, postmasterPid, runTool, startMain } from './processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const runImport = (files: string[], env: Record<string, string | undefined>) => runTool(IMPORT_CLI, files, env);
 

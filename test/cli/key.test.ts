@@ -2,7 +2,8 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { http } from '../helpers/service.js';
-import { KEY_CLI, postgresOn, postmasterPid, runTool, startMain, tempDir } from './processes.js';
+import { KEY_CLI, postgresOn, postmasterPid, runTool, startMain } from './processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /** Without DATABASE_URL: the tools use the embedded folder. */
 const embeddedAt = (pgDir: string) => ({ DATABASE_URL: undefined, EMBEDDED_PG_DIR: pgDir });

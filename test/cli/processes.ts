@@ -8,8 +8,6 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Test } from 'tap';
 
-export { tempDir } from '../helpers/temp-dir.js';
-
 export const MAIN = new URL('../../src/main.js', import.meta.url).pathname;
 export const KEY_CLI = new URL('../../src/cli/key.js', import.meta.url).pathname;
 export const IMPORT_CLI = new URL('../../src/cli/import.js', import.meta.url).pathname;

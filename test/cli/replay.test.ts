@@ -12,7 +12,8 @@ import { expectedImages, seen } from '../exchange/reference-book.js';
 import { http, startTestService } from '../helpers/service.js';
 import { eventually } from '../helpers/wait.js';
 import { Client } from '../helpers/ws.js';
-import { runTool, tempDir } from './processes.js';
+import { runTool } from './processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const CLI = new URL('../../src/cli/replay.js', import.meta.url).pathname;
 const ingestUrl = (base: string) => base.replace(/^http/, 'ws') + '/ingest';

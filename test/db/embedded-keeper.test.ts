@@ -3,7 +3,8 @@ import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { eventually, waitFor } from '../helpers/wait.js';
 import { http, postJson } from '../helpers/service.js';
-import { postgresOn, postmasterPid, startMain, tempDir } from '../cli/processes.js';
+import { postgresOn, postmasterPid, startMain } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 /**
  * The service's own embedded Postgres killed under it (SIGKILL of the

@@ -7,7 +7,8 @@
  * definition gives, and each settlement as the exchange settled it.
  */
 import t from 'tap';
-import { runTool, tempDir } from '../cli/processes.js';
+import { runTool } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 import { startTestService } from '../helpers/service.js';
 import { Client } from '../helpers/ws.js';
 import { Translator } from '../../src/exchange/translate.js';

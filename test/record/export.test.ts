@@ -12,7 +12,8 @@ import { http, startTestService, type TestService } from '../helpers/service.js'
 import { waitFor } from '../helpers/wait.js';
 import { parseArgs } from '../../src/cli/export.js';
 import { UsageError } from '../../src/cli/args.js';
-import { runTool, tempDir } from '../cli/processes.js';
+import { runTool } from '../cli/processes.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const REPLAY = new URL('../../src/cli/replay.js', import.meta.url).pathname;
 const EXPORT = new URL('../../src/cli/export.js', import.meta.url).pathname;
