@@ -39,8 +39,7 @@ import { registerWs } from './http/ws.js';
 import { registerIngest } from './http/ingest-routes.js';
 import { registerDocs } from './http/docs.js';
 import { registerRecord } from './http/record-routes.js';
-import { RecordReader } from './record/query.js';
-import { SocketRecord } from './record/sockets.js';
+import { RecordSnapshots } from './record/snapshot.js';
 import { registerWeb } from './http/web.js';
 import { OriginPolicy } from './http/origin.js';
 import { HostPolicy } from './http/host.js';
@@ -217,8 +216,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
-  const reader = record && new RecordReader(recordPool);
-  registerRecord(router, { reader, sockets: reader && new SocketRecord(recordPool, reader) });
+  registerRecord(router, { record: record && new RecordSnapshots(recordPool) });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);

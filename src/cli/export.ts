@@ -17,6 +17,7 @@ import { createPool } from '../db/pool.js';
 import { isMarketId } from '../refdata/ids.js';
 import type { MarketType } from '../refdata/types.js';
 import { RecordReader } from '../record/query.js';
+import { RecordSnapshots } from '../record/snapshot.js';
 import { BetfairExport, type MarketReference } from '../record/export.js';
 import { DAY_MS } from '../record/partitions.js';
 import { UsageError, parseCommandLine, refuseStart, wholeNumber } from './args.js';
@@ -92,12 +93,12 @@ async function markets(db: pg.Pool, record: pg.Pool, args: ExportArgs): Promise<
 }
 
 /** Writes one market's images as lines; the number written. */
-async function exportMarket(reader: RecordReader, ref: MarketReference, args: ExportArgs, out: Writable): Promise<number> {
+async function exportMarket(record: RecordSnapshots, ref: MarketReference, args: ExportArgs, out: Writable): Promise<number> {
   const bf = new BetfairExport(ref);
   let after: string | undefined;
   let n = 0;
   do {
-    const page = await reader.changes(ref.mid, args.from, args.to, PAGE, after);
+    const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, args.to, PAGE, after));
     for (const c of page.changes) {
       if (c.kind !== 'odds') continue;
       const { kind: _kind, ...image } = c;
@@ -110,7 +111,7 @@ async function exportMarket(reader: RecordReader, ref: MarketReference, args: Ex
 }
 
 async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise<number> {
-  const reader = new RecordReader(record);
+  const snapshots = new RecordSnapshots(record);
   const mids = await markets(service, record, args);
   if (!mids.length) process.stderr.write('export: no market to export\n');
   let failed = 0;
@@ -124,7 +125,7 @@ async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise
     }
     const path = 'market' in args.what ? args.out : join(args.out!, `${mid}.json`);
     const out = path ? createWriteStream(path) : process.stdout;
-    const n = await exportMarket(reader, ref, args, out);
+    const n = await exportMarket(snapshots, ref, args, out);
     if (path) {
       out.end();
       await once(out, 'finish');

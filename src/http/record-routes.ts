@@ -3,8 +3,9 @@ import { errors } from '../errors.js';
 import { asDatabaseError } from '../db/pool.js';
 import { isMarketId } from '../refdata/ids.js';
 import { isoInstant } from '../lib/iso-time.js';
-import type { RecordReader } from '../record/query.js';
-import type { SocketRecord } from '../record/sockets.js';
+import { RecordReader } from '../record/query.js';
+import { SocketRecord } from '../record/sockets.js';
+import type { RecordDb, RecordSnapshots } from '../record/snapshot.js';
 import { parseQuery, type Query } from './request.js';
 import type { Router } from './router.js';
 
@@ -16,8 +17,7 @@ const MAX_RANGE_MS = 3650 * 86_400_000;
 
 export interface RecordRoutesDeps {
   /** Undefined with RECORD=off: every route answers 404 saying so. */
-  reader: RecordReader | undefined;
-  sockets: SocketRecord | undefined;
+  record: RecordSnapshots | undefined;
 }
 
 /** An instant: ms since 1970, or an ISO 8601 time with its zone (`2026-11-25T12:01:03.250Z`). */
@@ -77,27 +77,41 @@ export function cursorOf(q: Query): string | undefined {
  * Postgres, never the live book: an answer is what the record holds.
  */
 export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
-  const route = (path: string, answer: (q: Query) => Promise<unknown>) => router.getAsync(path, async (req: HttpRequest) => {
+  /** `answer` checks the query before its first read, and reads one snapshot of the record. */
+  const route = (path: string, answer: (q: Query) => (db: RecordDb) => Promise<unknown>) => router.getAsync(path, async (req: HttpRequest) => {
     const q = parseQuery(req.getQuery());
-    if (!deps.reader) throw errors.recordOff();
+    const record = deps.record;
+    if (!record) throw errors.recordOff();
+    const read = answer(q);
     try {
-      return { body: JSON.stringify(await answer(q)) };
+      return { body: JSON.stringify(await record.read(read)) };
     } catch (err) {
       throw asDatabaseError(err);
     }
   }, NEED);
 
-  route('/api/v1/record/price', (q) => deps.reader!.priceAt(marketOf(q), instant(q, 'at')));
+  route('/api/v1/record/price', (q) => {
+    const [mid, at] = [marketOf(q), instant(q, 'at')];
+    return (db) => new RecordReader(db).priceAt(mid, at);
+  });
   route('/api/v1/record/changes', (q) => {
     const { from, to } = range(q, Date.now());
-    return deps.reader!.changes(marketOf(q), from, to, pageSize(q), cursorOf(q));
+    const [mid, limit, after] = [marketOf(q), pageSize(q), cursorOf(q)];
+    return (db) => new RecordReader(db).changes(mid, from, to, limit, after);
   });
   route('/api/v1/record/sockets', (q) => {
     const { from, to } = range(q, Date.now());
     const key = q.get('key');
     if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
-    return deps.sockets!.list(from, to, key, pageSize(q));
+    const limit = pageSize(q);
+    return (db) => new SocketRecord(db).list(from, to, key, limit);
   });
-  route('/api/v1/record/socket', (q) => deps.sockets!.ledger(connOf(q)));
-  route('/api/v1/record/screen', (q) => deps.sockets!.screen(connOf(q), instant(q, 'at')));
+  route('/api/v1/record/socket', (q) => {
+    const conn = connOf(q);
+    return (db) => new SocketRecord(db).ledger(conn);
+  });
+  route('/api/v1/record/screen', (q) => {
+    const [conn, at] = [connOf(q), instant(q, 'at')];
+    return (db) => new SocketRecord(db).screen(conn, at);
+  });
 }

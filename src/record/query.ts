@@ -1,7 +1,7 @@
-import type pg from 'pg';
 import type { DeltaMessage, OddsMessage } from '../odds/messages.js';
 import { DAY_MS, dayOf } from './partitions.js';
 import { readBody, replay } from './rows.js';
+import type { RecordDb } from './snapshot.js';
 
 /** An odds image as the record answers it: numbered, timed, whole. */
 export type RecordedImage = Omit<OddsMessage, 'op' | 'con' | 'cf'>;
@@ -61,10 +61,11 @@ interface ImageWanted {
  * Reads the record back. An image at an instant is one indexed lookup (the newest row of the
  * market at or before it) and, when that row is a change, one more for the rows from the last
  * full image before it (at most KEYFRAME_EVERY, within its day), replayed in order. State frames
- * are one lookup per kind.
+ * are one lookup per kind. Its statements go to one snapshot of the record (snapshot.ts), so an
+ * answer never mixes rows from before and after a commit of the recorder.
  */
 export class RecordReader {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>) {}
+  constructor(private readonly db: RecordDb) {}
 
   async priceAt(mid: string, at: number): Promise<PriceAt> {
     const [odds, states] = await Promise.all([this.imageAt(mid, { at }), this.statesAt(mid, at)]);

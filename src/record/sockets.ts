@@ -1,6 +1,6 @@
-import type pg from 'pg';
 import { errors } from '../errors.js';
-import { recorded, type RecordReader, type RecordedImage, type RecordedState } from './query.js';
+import { RecordReader, recorded, type RecordedImage, type RecordedState } from './query.js';
+import type { RecordDb } from './snapshot.js';
 import { LedgerReplay, type Behind, type LedgerEvent, type MarketAt, type MarketLedger, type NoteBounds, type Owed, type Span } from './spans.js';
 
 /** Ledger events one answer reads at most: a socket that did more is asked about an earlier instant. */
@@ -64,7 +64,12 @@ function cut(image: RecordedImage | null, depth: number): RecordedImage | null {
  * skipped, and what its screen held at an instant.
  */
 export class SocketRecord {
-  constructor(private readonly db: Pick<pg.Pool, 'query'>, private readonly reader: RecordReader) {}
+  private readonly reader: RecordReader;
+
+  /** `db`: one snapshot of the record (snapshot.ts), so the ledger, the sends and the images agree. */
+  constructor(private readonly db: RecordDb) {
+    this.reader = new RecordReader(db);
+  }
 
   /** Sockets opened from `from` to `to`, by key when given, oldest first, at most `limit`. */
   async list(from: number, to: number, key: string | undefined, limit: number): Promise<Connection[]> {

@@ -15,7 +15,6 @@ import { createPool } from '../../src/db/pool.js';
 import { RecordMetrics } from '../../src/metrics/record.js';
 import { MemoryRecordLog } from '../../src/bus/record-log.js';
 import { Recorder } from '../../src/record/recorder.js';
-import { RecordReader } from '../../src/record/query.js';
 import { SocketRecord } from '../../src/record/sockets.js';
 import type { RecordNote } from '../../src/bus/types.js';
 
@@ -27,7 +26,7 @@ await recorder.start();
 t.teardown(() => recorder.stop());
 const pool = createPool(url, loadConfig({}), logger);
 t.teardown(() => pool.end());
-const sockets = new SocketRecord(pool, new RecordReader(pool));
+const sockets = new SocketRecord(pool);
 
 const T = Date.now() - 60_000;
 const thin = { variant: 'j0.100', depth: 0, conflate: 100, delta: false };

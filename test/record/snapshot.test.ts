@@ -1,0 +1,75 @@
+/**
+ * A record read is one moment of the record. The recorder commits a batch's images and state
+ * frames together; a range read whose statements straddled such a commit showed a market's
+ * settlement without the image published before it (the state frames read after the commit, the
+ * images before it). Here a commit is made to land between the two statements of a read, on a
+ * real Postgres written by the real recorder: the answer holds neither of its rows; the next read
+ * holds both.
+ */
+import t from 'tap';
+import { Registry } from 'prom-client';
+import { freshDatabase } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+import { imageOf } from '../helpers/images.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { createPool } from '../../src/db/pool.js';
+import { RecordMetrics } from '../../src/metrics/record.js';
+import { MemoryRecordLog } from '../../src/bus/record-log.js';
+import { Recorder } from '../../src/record/recorder.js';
+import { RecordReader } from '../../src/record/query.js';
+import { RecordSnapshots, type RecordDb } from '../../src/record/snapshot.js';
+
+const url = await freshDatabase(t);
+const logger = createLogger('error', false);
+const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
+const recorder = new Recorder({ url, days: 400, batch: 100, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
+await recorder.start();
+t.teardown(() => recorder.stop());
+const pool = createPool(url, loadConfig({}), logger);
+t.teardown(() => pool.end());
+
+const MID = '1.77';
+const T = Date.now() - 60_000;
+let n = 0;
+const odds = (seq: number, price: number) => log.append({
+  kind: 'odds', o: { epoch: 'e', seq, publishTime: T + seq, image: imageOf({ mid: MID, ts: T + seq, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[price, 10]], l: [] }] }) },
+});
+const state = (at: number, body: Record<string, unknown>) => log.append({ kind: 'note', note: { topic: 'state', src: 'pa', n: ++n, at, body: { mid: MID, ...body } } });
+const recorded = (rows: number) => waitFor(async () => {
+  const { rows: [c] } = await pool.query<{ n: number }>('SELECT (SELECT count(*) FROM record_odds) + (SELECT count(*) FROM record_states) AS n');
+  return Number(c.n) === rows;
+}, `${rows} rows recorded`);
+
+odds(1, 2);
+state(T + 2, { op: 'market', s: true, go: false, rt: false });
+await recorded(2);
+
+t.test('a commit between two statements of a read is not half seen', async (t) => {
+  let statements = 0;
+  /** The read's second statement waits until the recorder has committed an image and the settlement after it. */
+  const straddled = (db: RecordDb): RecordDb => ({
+    query: (async (...args: Parameters<RecordDb['query']>) => {
+      if (++statements === 2) {
+        odds(3, 2.5);
+        state(T + 4, { op: 'result', res: '1', rt: false, ia: false });
+        await recorded(4);
+      }
+      return (db.query as (...a: unknown[]) => Promise<unknown>)(...args);
+    }) as RecordDb['query'],
+  });
+  const snapshots = new RecordSnapshots(pool);
+  const page = await snapshots.read((db) => new RecordReader(straddled(db)).changes(MID, T, T + 10, 100));
+  t.equal(statements, 2, 'the read took two statements, the commit between them');
+  t.same(page.changes.map((c) => [c.kind, c.kind === 'odds' ? c.seq : c.at]), [['odds', 1], ['market', T + 2]], 'the read shows the record as it was when it began: no settlement without the image before it');
+  const after = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 100));
+  t.same(after.changes.map((c) => [c.kind, c.kind === 'odds' ? c.seq : c.at]), [['odds', 1], ['market', T + 2], ['odds', 3], ['result', T + 4]], 'the next read shows the commit whole');
+});
+
+t.test('a read that fails gives its connection up, and the next read is answered', async (t) => {
+  const snapshots = new RecordSnapshots(pool);
+  await t.rejects(snapshots.read((db) => db.query('SELECT * FROM no_such_table')), /no_such_table/, 'the failure is the caller\'s');
+  const page = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 1));
+  t.equal(page.changes.length, 1, 'answered on a connection not left mid-transaction');
+  t.equal(pool.totalCount - pool.idleCount, 0, 'no connection is held after the reads');
+});
