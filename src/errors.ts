@@ -92,7 +92,7 @@ export const errors = {
   serverFull: (max: number) => new ServiceError('SERVER_FULL', `this server holds its limit of ${max} sockets; connect again (another pod may take you)`),
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
   recordOff: () => new ServiceError('NOT_FOUND', 'this service keeps no record (RECORD=off)'),
-  connectionUnknown: (conn: string) => new ServiceError('NOT_FOUND', `the record holds no connection ${conn} opened at or before that time`),
+  connectionUnknown: (conn: string, at?: number) => new ServiceError('NOT_FOUND', `the record holds no connection ${conn}${at === undefined ? '' : ' opened at or before that time'}`),
   recordTooLong: (what: string, limit: number) => new ServiceError('LIMIT', `${what} has more than ${limit} ledger events; ask for an earlier instant`),
   /** `/metrics` asked of the public port. */
   metricsElsewhere: (port: string) => new ServiceError('NOT_FOUND', `/metrics is not served on this port: scrape the metrics port (METRICS_PORT, ${port})`),

@@ -80,7 +80,7 @@ export class SocketRecord {
   }
 
   async ledger(conn: string): Promise<SocketLedgerAnswer> {
-    const events = await this.events(conn, Number.MAX_SAFE_INTEGER);
+    const events = await this.events(conn);
     const replay = new LedgerReplay();
     for (const e of events) replay.apply(e, e.n);
     for (const [mid, m] of replay.markets) {
@@ -122,10 +122,11 @@ export class SocketRecord {
     };
   }
 
-  private async events(conn: string, until: number): Promise<NumberedEvent[]> {
+  /** The socket's events up to `until` (all of them without it). */
+  private async events(conn: string, until?: number): Promise<NumberedEvent[]> {
     const { rows } = await this.db.query<NumberedEvent>(
-      'SELECT at, op, body, n FROM record_ledger WHERE conn = $1 AND at <= $2 ORDER BY at, n LIMIT $3', [conn, until, MAX_EVENTS + 1]);
-    if (!rows.length || rows[0].op !== 'open') throw errors.connectionUnknown(conn);
+      'SELECT at, op, body, n FROM record_ledger WHERE conn = $1 AND at <= $2 ORDER BY at, n LIMIT $3', [conn, until ?? Number.MAX_SAFE_INTEGER, MAX_EVENTS + 1]);
+    if (!rows.length || rows[0].op !== 'open') throw errors.connectionUnknown(conn, until);
     if (rows.length > MAX_EVENTS) throw errors.recordTooLong(`connection ${conn}`, MAX_EVENTS);
     return rows;
   }

@@ -27,7 +27,7 @@ t.test('a paused socket through a suspension, a settlement and a REST unsubscrib
   }
   // The sweep has seen the socket fall behind before the changes it must not miss.
   const behind = () => [...svc.hub.subscribers()][0]?.behind;
-  await waitFor(() => behind() === true, 'the paused socket fell behind', 10000);
+  await waitFor(() => behind() === true, 'the paused socket fell behind');
   t.equal((await ingest({ kind: 'market', mid: SUSPENDED, s: false })).status, 200, 'suspended');
   t.equal((await ingest({ kind: 'result', mid: SUSPENDED, res: '101', rt: false, ia: false }, { kind: 'market', mid: SUSPENDED, go: true })).status, 200, 'settled and concluded');
   t.equal((await postJson(svc.url, '/api/v1/unsubscribe', { data: [DROPPED] })).status, 200, 'REST unsubscribe');
