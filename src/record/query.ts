@@ -150,17 +150,20 @@ export class RecordReader {
     ].sort((a, b) => a.t - b.t);
     const page = items.slice(0, limit);
     const changes: Change[] = [];
-    const built = new Map<string, OddsMessage>();
+    // undefined: a change that could not be rebuilt, so neither can one from it (each try reads the market's day).
+    const built = new Map<string, OddsMessage | undefined>();
     for (const it of page) {
       if (it.state) {
         changes.push(it.state);
         continue;
       }
       const r = it.row!;
-      const base = r.base === null ? undefined : built.get(`${r.epoch}/${r.base}`);
-      const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage) : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
-      if (!m) continue;
+      const from = `${r.epoch}/${r.base}`;
+      const base = r.base === null ? undefined : built.get(from);
+      const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage)
+        : built.has(from) ? undefined : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
       built.set(`${r.epoch}/${r.seq}`, m);
+      if (!m) continue;
       changes.push({ kind: 'odds', ...recorded(m) });
     }
     return { changes, next: items.length > limit ? cursor(page, oddsSkip + statesSkip, start) : null };
