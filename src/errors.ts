@@ -93,6 +93,8 @@ export const errors = {
   notFound: (path: string) => new ServiceError('NOT_FOUND', `no route for ${path}`),
   recordOff: () => new ServiceError('NOT_FOUND', 'this service keeps no record (RECORD=off)'),
   connectionUnknown: (conn: string, at?: number) => new ServiceError('NOT_FOUND', `the record holds no connection ${conn}${at === undefined ? '' : ' opened at or before that time'}`),
+  recordBusy: (reads: number, waitedMs: number) =>
+    new ServiceError('BUSY', `${reads} reads of the record already hold their share of the database's connections and none ended within ${waitedMs} ms; try again`, { 'retry-after': '1' }),
   recordTooLong: (what: string, limit: number) => new ServiceError('LIMIT', `${what} has more than ${limit} ledger events; ask for an earlier instant`),
   /** `/metrics` asked of the public port. */
   metricsElsewhere: (port: string) => new ServiceError('NOT_FOUND', `/metrics is not served on this port: scrape the metrics port (METRICS_PORT, ${port})`),

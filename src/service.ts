@@ -216,7 +216,9 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
-  registerRecord(router, { record: record && new RecordSnapshots(recordPool) });
+  // In the service's own pool the record's reads take a quarter of it at most; in a pool of their own, all of it.
+  const recordShare = { concurrent: recordPool === pool ? Math.max(1, Math.floor(config.pgPoolMax / 4)) : RECORD_POOL_MAX, waitMs: config.pgConnectTimeoutMs };
+  registerRecord(router, { record: record && new RecordSnapshots(recordPool, recordShare) });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);

@@ -1,3 +1,4 @@
+import { errors } from '../errors.js';
 import type { DeltaMessage, OddsMessage } from '../odds/messages.js';
 import { DAY_MS, dayOf } from './partitions.js';
 import { readBody, replay } from './rows.js';
@@ -127,37 +128,53 @@ export class RecordReader {
 
   /**
    * Every change of a market from `from` to `to` (ms, both included), in time order, at most
-   * `limit`: images whole, state frames as published. `after` continues a page (its `next`).
+   * `limit`: images whole, state frames as published. `after` continues a page (its `next`): a
+   * time within the range and how many changes of that ms the pages before passed. What a page
+   * reads is bounded by the page and the changes the record holds in that ms, never by the count
+   * a cursor carries (a made-up one read a million rows a table).
    */
   async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
-    const [start, skip] = after ? after.split('.').map(Number) : [from, 0];
-    const wanted = limit + skip + 1;
+    const [start, asked] = after ? after.split('.').map(Number) : [from, 0];
+    if (start < from || start > to) throw errors.badParam('after', 'must be the next value of a page of the same range, as given');
+    const [oddsSkip, statesSkip] = asked ? await this.passed(mid, start, asked) : [0, 0];
     const [odds, states] = await Promise.all([
-      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq LIMIT $4`, [mid, start, to, wanted]),
+      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq OFFSET $4 LIMIT $5`, [mid, start, to, oddsSkip, limit + 1]),
       this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
-        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n LIMIT $4`, [mid, start, to, wanted]),
+        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n OFFSET $4 LIMIT $5`, [mid, start, to, statesSkip, limit + 1]),
     ]);
     type Item = { t: number; row?: OddsRow; state?: RecordedState & { kind: 'market' | 'result' | 'freshness' } };
+    // Stable: in one ms the images come first, then the state frames, as `passed` counts them.
     const items: Item[] = [
       ...odds.rows.map((row) => ({ t: row.pt, row })),
       ...states.rows.map((s) => ({ t: s.at, state: { kind: s.kind, at: s.at, frame: s.body } })),
     ].sort((a, b) => a.t - b.t);
-    const page = items.slice(skip, skip + limit);
+    const page = items.slice(0, limit);
     const changes: Change[] = [];
-    const built = new Map<string, OddsMessage>();
+    // undefined: a change that could not be rebuilt, so neither can one from it (each try reads the market's day).
+    const built = new Map<string, OddsMessage | undefined>();
     for (const it of page) {
       if (it.state) {
         changes.push(it.state);
         continue;
       }
       const r = it.row!;
-      const base = r.base === null ? undefined : built.get(`${r.epoch}/${r.base}`);
-      const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage) : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
-      if (!m) continue;
+      const from = `${r.epoch}/${r.base}`;
+      const base = r.base === null ? undefined : built.get(from);
+      const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage)
+        : built.has(from) ? undefined : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
       built.set(`${r.epoch}/${r.seq}`, m);
+      if (!m) continue;
       changes.push({ kind: 'odds', ...recorded(m) });
     }
-    return { changes, next: items.length > skip + limit ? cursor(page, skip, start) : null };
+    return { changes, next: items.length > limit ? cursor(page, oddsSkip + statesSkip, start) : null };
+  }
+
+  /** Of the `asked` changes of the ms `start` a cursor passed, how many were images and how many state frames (images first), never more than the ms holds. */
+  private async passed(mid: string, start: number, asked: number): Promise<[number, number]> {
+    const { rows: [held] } = await this.db.query<{ odds: number; states: number }>(
+      'SELECT (SELECT count(*) FROM record_odds WHERE mid = $1 AND pt = $2) AS odds, (SELECT count(*) FROM record_states WHERE mid = $1 AND at = $2) AS states', [mid, start]);
+    const odds = Math.min(asked, Number(held.odds));
+    return [odds, Math.min(asked - odds, Number(held.states))];
   }
 }
 

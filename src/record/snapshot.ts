@@ -1,7 +1,14 @@
 import type pg from 'pg';
+import { errors } from '../errors.js';
 
 /** Where a reader's statements go: one connection inside one snapshot of the record. */
 export type RecordDb = Pick<pg.ClientBase, 'query'>;
+
+/** How many reads hold a connection at once, and how long one more waits for a turn before it is refused (BUSY). */
+export interface SnapshotShare {
+  concurrent: number;
+  waitMs: number;
+}
 
 /**
  * Every answer of the record is read from one moment of it. The recorder commits a batch's images
@@ -9,11 +16,51 @@ export type RecordDb = Pick<pg.ClientBase, 'query'>;
  * READ COMMITTED) can straddle that commit: a range read so showed a market's settlement without
  * the images published before it. A REPEATABLE READ transaction makes every statement of an answer
  * see the same committed rows; read only, it takes no lock a write waits for.
+ *
+ * An answer holds its connection for all its statements (a socket's screen is several a market),
+ * so the reads take at most `share.concurrent` of the pool at once: in the service's own pool,
+ * slow record reads would otherwise hold every connection, and a subscribe or a key check wait
+ * for one until it failed (test/record/snapshot-share.test.ts).
  */
 export class RecordSnapshots {
-  constructor(private readonly pool: Pick<pg.Pool, 'connect'>) {}
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly pool: Pick<pg.Pool, 'connect'>,
+    private readonly share: SnapshotShare = { concurrent: Infinity, waitMs: 0 },
+  ) {}
 
   async read<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
+    await this.turn();
+    try {
+      return await this.once(answer);
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private turn(): Promise<void> {
+    if (this.running < this.share.concurrent) {
+      this.running++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const go = () => {
+        clearTimeout(timer);
+        this.running++;
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(go), 1);
+        reject(errors.recordBusy(this.running, this.share.waitMs));
+      }, this.share.waitMs);
+      this.waiting.push(go);
+    });
+  }
+
+  private async once<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
     try {
       await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
