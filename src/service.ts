@@ -96,8 +96,8 @@ function recordParts(config: Config, databaseUrl: string, log: RecordLog, metric
 
 /**
  * The record's parts on this pod when the bus keeps a log for it: the recorder and its taps, the
- * states and the ledger that write to it, the pool its routes read (its own Postgres when it has
- * one), and what of it runs; without a log, the plain states, no ledger, nothing to run.
+ * states and the ledger that write to it, the snapshots its routes read (in its own Postgres when
+ * it has one), and what of it runs; without a log, the plain states, no ledger, nothing to run.
  */
 function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger) {
   const record = log && recordParts(config, databaseUrl, log, metrics, logger);
@@ -109,7 +109,10 @@ function recording(config: Config, databaseUrl: string, log: RecordLog | undefin
     ...(record ? [record.recorder] : []),
     ...(recordPool !== pool ? [new Named('record pool', { stop: () => void recordPool.end() })] : []),
   ];
-  return { record, recordPool, states: recordedStates ?? new MarketStates(), ledger: record ? new RecordedLedger(record.taps) : UNRECORDED, running };
+  // In the service's own pool the record's reads take a quarter of it at most; in a pool of their own, all of it.
+  const share = { concurrent: recordPool === pool ? Math.max(1, Math.floor(config.pgPoolMax / 4)) : RECORD_POOL_MAX, waitMs: config.pgConnectTimeoutMs };
+  const snapshots = record && new RecordSnapshots(recordPool, share);
+  return { record, snapshots, states: recordedStates ?? new MarketStates(), ledger: record ? new RecordedLedger(record.taps) : UNRECORDED, running };
 }
 
 /** Starts the parts in order; aborted meanwhile (a signal), it stops what has started and the start rejects. */
@@ -148,7 +151,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
   });
   const recorded = recording(config, databaseUrl, bus.record, recordMetrics, pool, log);
-  const { record, recordPool, states, ledger } = recorded;
+  const { record, snapshots, states, ledger } = recorded;
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);
   const index = new MarketIndex<Subscriber>();
@@ -216,9 +219,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     maxBodyBytes: config.maxBodyBytes, maxInFlight: config.ingestMaxInFlight, maxItems: config.ingestMaxItems,
     maxQueuedBytes: config.ingestQueueBytes, maxUnreadBytes: config.wsMaxBackpressure, keyQueues: new KeyQueues(config.ingestKeyQueueBytes),
   });
-  // In the service's own pool the record's reads take a quarter of it at most; in a pool of their own, all of it.
-  const recordShare = { concurrent: recordPool === pool ? Math.max(1, Math.floor(config.pgPoolMax / 4)) : RECORD_POOL_MAX, waitMs: config.pgConnectTimeoutMs };
-  registerRecord(router, { record: record && new RecordSnapshots(recordPool, recordShare) });
+  registerRecord(router, { record: snapshots });
   registerDocs(router);
   registerWeb(app, hosts);
   router.fallbacks(['/ws', '/ingest']);
