@@ -108,3 +108,21 @@ t.test('in Postgres: a 2,000-market socket\'s life is answered; past the cap, re
   const earlier = await snapshots.read((db) => new SocketRecord(db).screen('pa.2', T + 40));
   t.equal(earlier.markets.length, MARKETS, 'its screen at an earlier instant is answered');
 });
+
+t.test('conflated sends past the answer\'s cap: listed up to it, the spans from the one it stopped in marked cut', async (t) => {
+  const events = ledger(2);
+  // 60,000 sends to each of the first two spans (1.1's), none to the rest: the cap falls in the second.
+  const sends = [1, 2].flatMap((i) => Array.from({ length: 60_000 }, (_, k) => ({ i, epoch: 'e', seq: 10 + k })));
+  const db: RecordDb = {
+    query: (async (text: string, params: unknown[]) => {
+      if (/FROM record_ledger WHERE conn/.test(text)) return { rows: events };
+      return { rows: /FROM record_sent/.test(text) ? sends.slice(0, Number(params.at(-1))) : [] };
+    }) as unknown as RecordDb['query'],
+  };
+  const answer = await new SocketRecord(db).ledger('pabc.1');
+  const [first, second] = answer.markets['1.1'].spans;
+  t.same([first.seqs!.length, first.cut, first.to], [1 + 60_000, undefined, 4], 'the first listed whole, ending where the ledger said');
+  t.same([second.seqs!.length, second.cut], [1 + 40_000, true], 'the second cut at the cap');
+  t.equal(answer.markets['1.2'].spans[0].cut, true, 'and the spans after it');
+  t.equal(Object.values(answer.markets).reduce((n, m) => n + m.spans.reduce((k, s) => k + s.seqs!.length - 1, 0), 0), 100_000, '100,000 sends listed');
+});
