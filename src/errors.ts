@@ -95,7 +95,7 @@ export const errors = {
   connectionUnknown: (conn: string, at?: number) => new ServiceError('NOT_FOUND', `the record holds no connection ${conn}${at === undefined ? '' : ' opened at or before that time'}`),
   recordBusy: (reads: number, waitedMs: number) =>
     new ServiceError('BUSY', `${reads} reads of the record already hold their share of the database's connections and none ended within ${waitedMs} ms; try again`, { 'retry-after': '1' }),
-  recordTooLong: (what: string, limit: number) => new ServiceError('LIMIT', `${what} has more than ${limit} ledger events; ask for an earlier instant`),
+  recordTooLong: (what: string, more: string, hint: string) => new ServiceError('LIMIT', `${what} has more than ${more}; ${hint}`),
   /** `/metrics` asked of the public port. */
   metricsElsewhere: (port: string) => new ServiceError('NOT_FOUND', `/metrics is not served on this port: scrape the metrics port (METRICS_PORT, ${port})`),
   methodNotAllowed: (method: string, path: string, allowed: string) =>

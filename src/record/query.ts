@@ -58,72 +58,138 @@ interface ImageWanted {
   seq?: number;
 }
 
+/** A market's image to find, among several found at once. */
+export type MarketImageWanted = ImageWanted & { mid: string };
+
+type Kind = 'market' | 'result' | 'freshness';
+
+/** The rows from `row` back to a full image, newest first; undefined when a base is missing from `rows` (an image that arrived late, or was lost). */
+function pathOf(row: OddsRow, rows: readonly OddsRow[]): OddsRow[] | undefined {
+  const bySeq = new Map(rows.map((r) => [r.seq, r]));
+  const path: OddsRow[] = [];
+  for (let r: OddsRow | undefined = row; r; r = r.base === null ? undefined : bySeq.get(r.base)) {
+    path.push(r);
+    if (r.base !== null && !bySeq.has(r.base)) return undefined;
+  }
+  return path;
+}
+
+/** Replays a path (newest first) forward from its full image; undefined when a change does not apply. */
+function replayPath(path: OddsRow[]): OddsMessage | undefined {
+  let held = readBody(path.pop()!) as OddsMessage;
+  for (let r = path.pop(); r; r = path.pop()) {
+    const next = replay(held, readBody(r) as DeltaMessage);
+    if (!next) return undefined;
+    held = next;
+  }
+  return held;
+}
+
+/** Rows of a batched statement, each numbered by the 1-based place of what it answers (`i`), grouped by it. */
+export function grouped<R extends { i: number }>(rows: readonly R[], count: number): R[][] {
+  const out: R[][] = Array.from({ length: count }, () => []);
+  for (const r of rows) out[Number(r.i) - 1].push(r);
+  return out;
+}
+
 /**
  * Reads the record back. An image at an instant is one indexed lookup (the newest row of the
  * market at or before it) and, when that row is a change, one more for the rows from the last
  * full image before it (at most KEYFRAME_EVERY, within its day), replayed in order. State frames
- * are one lookup per kind. Its statements go to one snapshot of the record (snapshot.ts), so an
- * answer never mixes rows from before and after a commit of the recorder.
+ * are one lookup per kind. Several markets are looked up at once, in the same statements as one
+ * (a socket's screen of 2,000 markets is a handful of statements, not 8,000). Its statements go
+ * to one snapshot of the record (snapshot.ts), so an answer never mixes rows from before and
+ * after a commit of the recorder.
  */
 export class RecordReader {
   constructor(private readonly db: RecordDb) {}
 
   async priceAt(mid: string, at: number): Promise<PriceAt> {
-    const [odds, states] = await Promise.all([this.imageAt(mid, { at }), this.statesAt(mid, at)]);
+    const [[odds], [states]] = await Promise.all([this.imagesAt([{ mid, at }]), this.statesAt([{ mid, at }])]);
     return { mid, at, odds: odds ? recorded(odds) : null, market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null };
   }
 
   /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
   async imageAt(mid: string, t: ImageWanted): Promise<OddsMessage | undefined> {
-    const named = t.epoch !== undefined;
-    const { rows } = await this.db.query<OddsRow>(
-      `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt <= $2 ${named ? 'AND epoch = $3 AND seq = $4' : ''}
-        ORDER BY pt DESC, epoch DESC, seq DESC LIMIT 1`, named ? [mid, t.at, t.epoch, t.seq] : [mid, t.at]);
-    const row = rows[0];
-    if (!row) return undefined;
-    if (row.base === null) return readBody(row) as OddsMessage;
-    return this.chain(row, await this.fromKeyframe(row));
+    return (await this.imagesAt([{ mid, ...t }]))[0];
   }
 
-  /** The rows of `row`'s market and epoch from the last full image before it, within its day. */
-  private async fromKeyframe(row: OddsRow): Promise<OddsRow[]> {
-    const day = dayOf(row.pt) * DAY_MS;
-    const { rows } = await this.db.query<OddsRow>(
-      `SELECT ${COLS} FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt <= $3
-          AND pt >= COALESCE((SELECT pt FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt >= $4 AND pt <= $3 AND base IS NULL
-                               ORDER BY pt DESC, epoch DESC, seq DESC LIMIT 1), $4)
-        ORDER BY pt, seq`, [row.mid, row.epoch, row.pt, day]);
-    return rows;
+  /**
+   * Each image wanted, in at most four statements however many: the rows wanted (the newest, and
+   * the named), the rows from each change's last full image, and, for a change whose base is not
+   * among those (an image that arrived late), its market's day up to it.
+   */
+  async imagesAt(wanted: readonly MarketImageWanted[]): Promise<(OddsMessage | undefined)[]> {
+    const rows = await this.rowsAt(wanted);
+    const out = rows.map((r) => (r && r.base === null ? (readBody(r) as OddsMessage) : undefined));
+    const changes = rows.flatMap((r, i) => (r && r.base !== null ? [i] : []));
+    const near = await this.chains(changes.map((i) => rows[i]!), false);
+    const missing: number[] = [];
+    changes.forEach((i, k) => {
+      const path = pathOf(rows[i]!, near[k]);
+      if (path) out[i] = replayPath(path);
+      else missing.push(i);
+    });
+    const wide = await this.chains(missing.map((i) => rows[i]!), true);
+    missing.forEach((i, k) => {
+      const path = pathOf(rows[i]!, wide[k]);
+      out[i] = path && replayPath(path);
+    });
+    return out;
   }
 
-  /** Follows the changes back from `row` to a full image and replays them forward; a base missing from `rows` (an image that arrived late) reads its whole day. */
-  private async chain(row: OddsRow, rows: OddsRow[], wide = false): Promise<OddsMessage | undefined> {
-    const bySeq = new Map(rows.map((r) => [r.seq, r]));
-    const path: OddsRow[] = [];
-    for (let r: OddsRow | undefined = row; r; r = r.base === null ? undefined : bySeq.get(r.base)) {
-      path.push(r);
-      if (r.base !== null && !bySeq.has(r.base)) {
-        if (wide) return undefined;
-        const day = dayOf(row.pt) * DAY_MS;
-        const all = await this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND epoch = $2 AND pt >= $3 AND pt <= $4 ORDER BY pt, seq`, [row.mid, row.epoch, day, row.pt]);
-        return this.chain(row, all.rows, true);
-      }
+  /** The row each wanted image is: one statement for those wanted by time, one for those named. */
+  private async rowsAt(wanted: readonly MarketImageWanted[]): Promise<(OddsRow | undefined)[]> {
+    const out: (OddsRow | undefined)[] = wanted.map(() => undefined);
+    const newest = wanted.flatMap((w, i) => (w.epoch === undefined ? [i] : []));
+    const named = wanted.flatMap((w, i) => (w.epoch !== undefined ? [i] : []));
+    const pick = `SELECT s.i, r.mid, r.pt, r.epoch, r.seq, r.ts, r.base, r.body FROM record_odds r WHERE r.mid = s.mid AND r.pt <= s.at`;
+    const order = 'ORDER BY r.pt DESC, r.epoch DESC, r.seq DESC LIMIT 1';
+    if (newest.length) {
+      const { rows } = await this.db.query<OddsRow & { i: number }>(
+        `SELECT o.* FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS s(mid, at, i) CROSS JOIN LATERAL (${pick} ${order}) o`,
+        [newest.map((i) => wanted[i].mid), newest.map((i) => wanted[i].at)]);
+      for (const r of rows) out[newest[Number(r.i) - 1]] = r;
     }
-    let held = readBody(path.pop()!) as OddsMessage;
-    for (let r = path.pop(); r; r = path.pop()) {
-      const next = replay(held, readBody(r) as DeltaMessage);
-      if (!next) return undefined;
-      held = next;
+    if (named.length) {
+      const { rows } = await this.db.query<OddsRow & { i: number }>(
+        `SELECT o.* FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) WITH ORDINALITY AS s(mid, at, epoch, seq, i)
+          CROSS JOIN LATERAL (${pick} AND r.epoch = s.epoch AND r.seq = s.seq ${order}) o`,
+        [named.map((i) => wanted[i].mid), named.map((i) => wanted[i].at), named.map((i) => wanted[i].epoch), named.map((i) => wanted[i].seq)]);
+      for (const r of rows) out[named[Number(r.i) - 1]] = r;
     }
-    return held;
+    return out;
   }
 
-  private async statesAt(mid: string, at: number): Promise<Partial<Record<'market' | 'result' | 'freshness', RecordedState>>> {
-    const { rows } = await this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
-      `SELECT k.kind, s.at, s.body FROM unnest(ARRAY['market', 'result', 'freshness']) AS k(kind)
-        CROSS JOIN LATERAL (SELECT at, body FROM record_states WHERE mid = $1 AND kind = k.kind AND at <= $2 ORDER BY at DESC, src DESC, n DESC LIMIT 1) s`,
-      [mid, at]);
-    return Object.fromEntries(rows.map((r) => [r.kind, { at: r.at, frame: r.body }]));
+  /**
+   * For each change, the rows of its market and epoch up to it, within its day: from the last full
+   * image before it, or (`wide`) the whole day, when a base was not found among those. One statement.
+   */
+  private async chains(rows: readonly OddsRow[], wide: boolean): Promise<OddsRow[][]> {
+    if (!rows.length) return [];
+    const from = wide ? 's.day' : `COALESCE((SELECT k.pt FROM record_odds k WHERE k.mid = s.mid AND k.epoch = s.epoch AND k.pt >= s.day AND k.pt <= s.pt
+      AND k.base IS NULL ORDER BY k.pt DESC, k.epoch DESC, k.seq DESC LIMIT 1), s.day)`;
+    // OFFSET 0 keeps each lookup a lateral one, run per change on the index, never a join over the table.
+    const { rows: found } = await this.db.query<OddsRow & { i: number }>(
+      `SELECT s.i, o.* FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY AS s(mid, epoch, pt, day, i)
+        CROSS JOIN LATERAL (SELECT ${from} AS pt) f
+        CROSS JOIN LATERAL (SELECT r.mid, r.pt, r.epoch, r.seq, r.ts, r.base, r.body FROM record_odds r
+                             WHERE r.mid = s.mid AND r.epoch = s.epoch AND r.pt <= s.pt AND r.pt >= f.pt OFFSET 0) o
+        ORDER BY s.i, o.pt, o.seq`,
+      [rows.map((r) => r.mid), rows.map((r) => r.epoch), rows.map((r) => r.pt), rows.map((r) => dayOf(r.pt) * DAY_MS)]);
+    return grouped(found, rows.length);
+  }
+
+  /** Each market's newest state frame of each kind at or before its instant: one statement however many. */
+  async statesAt(wanted: readonly { mid: string; at: number }[]): Promise<Partial<Record<Kind, RecordedState>>[]> {
+    if (!wanted.length) return [];
+    const { rows } = await this.db.query<{ i: number; kind: Kind; at: number; body: Record<string, unknown> }>(
+      `SELECT s.i, k.kind, x.at, x.body FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS s(mid, at, i)
+        CROSS JOIN unnest(ARRAY['market', 'result', 'freshness']) AS k(kind)
+        CROSS JOIN LATERAL (SELECT r.at, r.body FROM record_states r WHERE r.mid = s.mid AND r.kind = k.kind AND r.at <= s.at
+                             ORDER BY r.at DESC, r.src DESC, r.n DESC LIMIT 1) x`,
+      [wanted.map((w) => w.mid), wanted.map((w) => w.at)]);
+    return grouped(rows, wanted.length).map((g) => Object.fromEntries(g.map((r) => [r.kind, { at: r.at, frame: r.body }])));
   }
 
   /**

@@ -1,12 +1,40 @@
 import { errors } from '../errors.js';
-import { RecordReader, recorded, type RecordedImage, type RecordedState } from './query.js';
+import { grouped, RecordReader, recorded, type RecordedImage, type RecordedState } from './query.js';
 import type { RecordDb } from './snapshot.js';
-import { LedgerReplay, type Behind, type LedgerEvent, type MarketAt, type MarketLedger, type NoteBounds, type Owed, type Span } from './spans.js';
+import { LedgerReplay, type Behind, type LedgerEvent, type MarketAt, type MarketLedger, type NoteBounds, type Span } from './spans.js';
 
-/** Ledger events one answer reads at most: a socket that did more is asked about an earlier instant. */
+/** Ledger events one answer reads at most. */
 const MAX_EVENTS = 20_000;
-/** Conflated sends listed per span at most. */
-const MAX_SENT = 10_000;
+/**
+ * Market mentions one answer reads at most, all its events together: each event names the markets
+ * it moves (a `take`, `owe`, `join` or `close` of 2,000 markets names 2,000), and an answer's
+ * work, memory and bytes grow with those (a span, a skip, a line each), not with its events. A
+ * 2,000-market socket's take, join and close name 6,000, each fall behind and catch up after
+ * (`owe`, `behind`, `join`, `live`) 8,000: it is answered for 11 of those, 23 without `behind`.
+ */
+export const MAX_MENTIONS = 100_000;
+/** Conflated sends one answer lists at most, all its spans together; the spans past it are `cut`. */
+export const MAX_SENT = 100_000;
+const FAR = Number.MAX_SAFE_INTEGER;
+/** What a socket's whole ledger, too long to answer, can still be asked. */
+const WHOLE_TOO_LONG = 'ask for its screen at an instant (GET /api/v1/record/screen), which reads its ledger up to then';
+
+/** The markets a ledger event names, in SQL: its `seqs`, or its `mids` and `stale`. */
+const named = (key: string) => `COALESCE(jsonb_array_length(CASE jsonb_typeof(body->'${key}') WHEN 'array' THEN body->'${key}' END), 0)`;
+
+/**
+ * A socket's events up to an instant, oldest first, at most $3 of them, with what they cost so far
+ * (`cost`: one an event and one a market it names), and the first event past $4 without its body:
+ * what is past the cap is weighed in Postgres and never sent.
+ */
+const EVENTS = `SELECT at, op, n, cost, CASE WHEN cost <= $4 THEN body END AS body FROM (
+    SELECT at, op, n, body, w, sum(w) OVER (ORDER BY at, n ROWS UNBOUNDED PRECEDING) AS cost FROM (
+      SELECT at, op, n, body, 1 + ${named('seqs')} + ${named('mids')} + ${named('stale')} AS w
+        FROM record_ledger WHERE conn = $1 AND at <= $2 ORDER BY at, n LIMIT $3) l) c
+  WHERE cost - w <= $4 ORDER BY at, n`;
+
+type Held = { epoch: string; seq: number };
+type SpanOf = { mid: string; span: Span };
 
 /** A ledger event with its number among its pod's notes: what orders it against conflated sends of the same ms. */
 type NumberedEvent = LedgerEvent & { n: number };
@@ -79,16 +107,18 @@ export class SocketRecord {
     return rows.map((r) => this.connection(r));
   }
 
+  /**
+   * The socket's whole ledger, and per market its spans, skips and `behind` stretches: a handful of
+   * statements however many markets and spans (the first image of each span taken before its
+   * market had one, and every conflated span's sends, each one statement for all).
+   */
   async ledger(conn: string): Promise<SocketLedgerAnswer> {
-    const events = await this.events(conn);
+    const events = await this.events(conn, undefined, WHOLE_TOO_LONG);
     const replay = new LedgerReplay();
     for (const e of events) replay.apply(e, e.n);
-    for (const [mid, m] of replay.markets) {
-      for (const span of m.spans) {
-        if (span.from === null && !span.conflate) await this.firstAfter(mid, span);
-        if (span.conflate) await this.conflatedSends(conn, mid, span, replay.bounds.get(span)!);
-      }
-    }
+    const spans = [...replay.markets].flatMap(([mid, m]) => m.spans.map((span): SpanOf => ({ mid, span })));
+    await this.firstAfter(spans.filter(({ span }) => span.from === null && !span.conflate));
+    await this.conflatedSends(conn, spans.filter(({ span }) => span.conflate), replay.bounds);
     const close = events.find((e) => e.op === 'close');
     return {
       ...this.connection({ conn, at: events[0].at, body: events[0].body }),
@@ -98,36 +128,45 @@ export class SocketRecord {
     };
   }
 
+  /**
+   * Its screen at `at`: per market held then, owed or on its topic, the image it held (cut to its
+   * depth) and the states it had been told, each kind of lookup one statement for all markets.
+   */
   async screen(conn: string, at: number): Promise<Screen> {
-    const events = await this.events(conn, at);
+    const events = await this.events(conn, at, 'ask for an earlier instant');
     const replay = new LedgerReplay();
     for (const e of events) replay.apply(e, e.n);
-    const markets: ScreenMarket[] = [];
-    for (const [mid, now] of replay.now) markets.push(await this.market(conn, mid, now, at, replay.bounds));
+    const now = [...replay.now];
+    // Owed, what it held when it left its topic (or took it); on it, what it held at `at`.
+    const until = now.map(([, m]) => m.owed?.at ?? at);
+    const held = await this.held(conn, now, at, replay.bounds);
+    const wanted = held.flatMap((h, k) => (h ? [k] : []));
+    const found = await this.reader.imagesAt(wanted.map((k) => ({ mid: now[k][0], at: until[k], ...held[k]! })));
+    const images = new Map(wanted.map((k, j) => [k, found[j]]));
+    const states = await this.reader.statesAt(now.map(([mid], k) => ({ mid, at: until[k] })));
+    const markets = now.map(([mid, m], k): ScreenMarket => {
+      const { variant, depth, conflate, delta } = m.how;
+      const image = images.get(k);
+      return {
+        mid, variant, depth, conflate, delta, behind: m.owed?.at ?? null,
+        odds: cut(image ? recorded(image) : null, depth),
+        market: states[k].market ?? null, result: states[k].result ?? null, freshness: told(mid, states[k].freshness ?? null, m.behind),
+      };
+    });
     return { conn, at, open: !events.some((e) => e.op === 'close'), markets: markets.sort((a, b) => a.mid.localeCompare(b.mid)) };
   }
 
-  /** One market on the screen at `at`: owed, what it held when it left its topic (or took it), with the state it had been told then. */
-  private async market(conn: string, mid: string, now: MarketAt, at: number, bounds: ReadonlyMap<Span, NoteBounds>): Promise<ScreenMarket> {
-    const until = now.owed?.at ?? at;
-    const span = now.live ?? now.owed?.left;
-    const seq = now.owed ? await this.heldOwed(conn, mid, now.owed, span && bounds.get(span)) : await this.heldLive(conn, mid, now.live!, at, bounds.get(now.live!)!);
-    const image = seq && (await this.reader.imageAt(mid, { at: until, ...seq }));
-    const states = await this.reader.priceAt(mid, until);
-    const { variant, depth, conflate, delta } = now.how;
-    return {
-      mid, variant, depth, conflate, delta, behind: now.owed?.at ?? null,
-      odds: cut(image ? recorded(image) : null, depth),
-      market: states.market, result: states.result, freshness: told(mid, states.freshness, now.behind),
-    };
-  }
-
-  /** The socket's events up to `until` (all of them without it). */
-  private async events(conn: string, until?: number): Promise<NumberedEvent[]> {
-    const { rows } = await this.db.query<NumberedEvent>(
-      'SELECT at, op, body, n FROM record_ledger WHERE conn = $1 AND at <= $2 ORDER BY at, n LIMIT $3', [conn, until ?? Number.MAX_SAFE_INTEGER, MAX_EVENTS + 1]);
+  /**
+   * The socket's events up to `until` (all of them without it). Refused past MAX_EVENTS, or past
+   * MAX_MENTIONS markets named, saying what to ask instead (`hint`).
+   */
+  private async events(conn: string, until: number | undefined, hint: string): Promise<NumberedEvent[]> {
+    const { rows } = await this.db.query<NumberedEvent & { cost: number }>(EVENTS, [conn, until ?? FAR, MAX_EVENTS + 1, MAX_MENTIONS]);
     if (!rows.length || rows[0].op !== 'open') throw errors.connectionUnknown(conn, until);
-    if (rows.length > MAX_EVENTS) throw errors.recordTooLong(`connection ${conn}`, MAX_EVENTS);
+    if (rows.length > MAX_EVENTS) throw errors.recordTooLong(`connection ${conn}`, `${MAX_EVENTS} ledger events`, hint);
+    if (Number(rows[rows.length - 1].cost) > MAX_MENTIONS) {
+      throw errors.recordTooLong(`connection ${conn}`, `${MAX_MENTIONS} market mentions in its ledger events (an event names each market it moves)`, hint);
+    }
     return rows;
   }
 
@@ -136,56 +175,93 @@ export class SocketRecord {
     return { conn: r.conn, opened: r.at, key: String(b.key), client: String(b.client), address: String(b.address), format: String(b.format) };
   }
 
-  /** A market taken before it had an image: its span starts with the first image published after. */
-  private async firstAfter(mid: string, span: Span): Promise<void> {
-    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
-      'SELECT epoch, seq FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, seq LIMIT 1', [mid, span.start, span.end ?? Number.MAX_SAFE_INTEGER]);
-    if (!rows[0] || (span.epoch !== null && span.epoch !== rows[0].epoch)) return;
-    span.epoch = rows[0].epoch;
-    span.from = rows[0].seq;
-    span.sent = true;
+  /** Markets taken before they had an image: each span starts with the first image published after. One statement for all. */
+  private async firstAfter(spans: readonly SpanOf[]): Promise<void> {
+    if (!spans.length) return;
+    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
+      `SELECT s.i, o.epoch, o.seq FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS s(mid, start, stop, i)
+        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_odds r WHERE r.mid = s.mid AND r.pt >= s.start AND r.pt <= s.stop ORDER BY r.pt, r.seq LIMIT 1) o`,
+      [spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.span.end ?? FAR)]);
+    for (const r of rows) {
+      const { span } = spans[Number(r.i) - 1];
+      if (span.epoch !== null && span.epoch !== r.epoch) continue;
+      span.epoch = r.epoch;
+      span.from = r.seq;
+      span.sent = true;
+    }
   }
 
   /**
-   * A conflated span's sends: the image it joined with, when it was sent it, then each its variant
+   * Conflated spans' sends: the image each joined with, when it was sent it, then each its variant
    * sent on this pod while it was on the topic, placed by their numbers among the pod's notes (so
-   * a send in the ms it joined counts only after it), an image sent again counted again.
+   * a send in the ms it joined counts only after it), an image sent again counted again. One
+   * statement for all, MAX_SENT sends at most: it runs span after span (a lateral lookup each)
+   * and stops there, so the spans from the one it stopped in are `cut`.
    */
-  private async conflatedSends(conn: string, mid: string, span: Span, b: NoteBounds): Promise<void> {
-    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
-      `SELECT epoch, seq FROM record_sent WHERE src = $1 AND variant = $2 AND mid = $3 AND at >= $4 AND at <= $5 AND n > $6 AND n < $7
-        ORDER BY n LIMIT $8`,
-      [pod(conn), span.variant, mid, span.start, span.end ?? Number.MAX_SAFE_INTEGER, b.start, b.end ?? Number.MAX_SAFE_INTEGER, MAX_SENT]);
-    const seqs = span.from === null || !span.sent ? [] : [span.from];
-    for (const r of rows) if (span.epoch === null || r.epoch === span.epoch) seqs.push(r.seq);
-    span.seqs = seqs;
-    if (span.to === null && span.end !== null) span.to = seqs.at(-1) ?? span.from;
+  private async conflatedSends(conn: string, spans: readonly SpanOf[], bounds: ReadonlyMap<Span, NoteBounds>): Promise<void> {
+    if (!spans.length) return;
+    const b = spans.map(({ span }) => bounds.get(span)!);
+    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
+      `SELECT s.i, x.epoch, x.seq FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS s(variant, mid, start, stop, after, before, i)
+        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_sent r WHERE r.src = $1 AND r.variant = s.variant AND r.mid = s.mid
+                             AND r.at >= s.start AND r.at <= s.stop AND r.n > s.after AND r.n < s.before ORDER BY r.n LIMIT $8) x
+        LIMIT $8`,
+      [pod(conn), spans.map((s) => s.span.variant), spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.span.end ?? FAR),
+        b.map((x) => x.start), b.map((x) => x.end ?? FAR), MAX_SENT + 1]);
+    const cutFrom = rows.length > MAX_SENT ? Number(rows[MAX_SENT].i) - 1 : Infinity;
+    const sent = grouped(rows.slice(0, MAX_SENT), spans.length);
+    spans.forEach(({ span }, k) => {
+      const seqs = span.from === null || !span.sent ? [] : [span.from];
+      for (const r of sent[k]) if (span.epoch === null || r.epoch === span.epoch) seqs.push(r.seq);
+      span.seqs = seqs;
+      if (k >= cutFrom) span.cut = true;
+      else if (span.to === null && span.end !== null) span.to = seqs.at(-1) ?? span.from;
+    });
   }
 
-  /** On the topic at `at`: unconflated, the newest image then (never older than the one it took); conflated, the newest its variant sent. */
-  private async heldLive(conn: string, mid: string, span: Span, at: number, b: NoteBounds): Promise<{ epoch: string; seq: number } | undefined> {
-    if (span.conflate) return this.lastSent(conn, mid, span, at, b);
-    const newest = await this.reader.imageAt(mid, { at });
-    if (newest && span.epoch === newest.epoch && span.from !== null && newest.seq < span.from) return { epoch: span.epoch, seq: span.from };
-    return newest ? { epoch: newest.epoch, seq: newest.seq } : undefined;
+  /**
+   * What each market held: owed, what it held when it left its topic (found in the record when not
+   * known then), or what a resume said, nothing for one it never held; on its topic at `at`,
+   * unconflated the newest image then (never older than the one it took), conflated the newest its
+   * variant sent it. Each kind of lookup one statement for all markets.
+   */
+  private async held(conn: string, now: readonly [string, MarketAt][], at: number, bounds: ReadonlyMap<Span, NoteBounds>): Promise<(Held | undefined)[]> {
+    const out: (Held | undefined)[] = now.map(() => undefined);
+    const sent: { k: number; mid: string; span: Span; at: number }[] = [];
+    const newest: { k: number; mid: string; at: number; live?: Span }[] = [];
+    now.forEach(([mid, m], k) => {
+      const o = m.owed;
+      if (o && o.epoch !== null && o.seq !== null) out[k] = { epoch: o.epoch, seq: o.seq };
+      else if (o?.left) (o.left.conflate ? sent : newest).push({ k, mid, span: o.left, at: o.left.conflate ? o.at : o.at - 1 });
+      else if (m.live) (m.live.conflate ? sent : newest).push({ k, mid, span: m.live, at, live: m.live });
+    });
+    const last = await this.lastSent(conn, sent, bounds);
+    sent.forEach(({ k }, j) => (out[k] = last[j]));
+    const images = await this.reader.imagesAt(newest.map(({ mid, at }) => ({ mid, at })));
+    newest.forEach(({ k, live }, j) => {
+      const img = images[j];
+      if (img && live && live.epoch === img.epoch && live.from !== null && img.seq < live.from) out[k] = { epoch: live.epoch, seq: live.from };
+      else out[k] = img ? { epoch: img.epoch, seq: img.seq } : undefined;
+    });
+    return out;
   }
 
-  /** Owed: what it held when it left its topic (found in the record when not known then), or what a resume said; nothing for a market it never held. */
-  private async heldOwed(conn: string, mid: string, o: Owed, b: NoteBounds | undefined): Promise<{ epoch: string; seq: number } | undefined> {
-    if (o.epoch !== null && o.seq !== null) return { epoch: o.epoch, seq: o.seq };
-    if (!o.left) return undefined;
-    if (o.left.conflate) return this.lastSent(conn, mid, o.left, o.at, b!);
-    const before = await this.reader.imageAt(mid, { at: o.at - 1 });
-    return before ? { epoch: before.epoch, seq: before.seq } : undefined;
-  }
-
-  /** The newest image a conflated span's variant sent it by `at` (and before the span ended); else the one it joined with. */
-  private async lastSent(conn: string, mid: string, span: Span, at: number, b: NoteBounds): Promise<{ epoch: string; seq: number } | undefined> {
-    const { rows } = await this.db.query<{ epoch: string; seq: number }>(
-      'SELECT epoch, seq FROM record_sent WHERE src = $1 AND variant = $2 AND mid = $3 AND at >= $4 AND at <= $5 AND n > $6 AND n < $7 ORDER BY n DESC LIMIT 1',
-      [pod(conn), span.variant, mid, span.start, at, b.start, b.end ?? Number.MAX_SAFE_INTEGER]);
-    if (rows[0]) return rows[0];
-    return span.epoch !== null && span.from !== null ? { epoch: span.epoch, seq: span.from } : undefined;
+  /** For each conflated span, the newest image its variant sent it by its `at` (and before the span ended); else the one it joined with. One statement. */
+  private async lastSent(conn: string, spans: readonly { mid: string; span: Span; at: number }[], bounds: ReadonlyMap<Span, NoteBounds>): Promise<(Held | undefined)[]> {
+    if (!spans.length) return [];
+    const b = spans.map(({ span }) => bounds.get(span)!);
+    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
+      `SELECT s.i, x.epoch, x.seq FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS s(variant, mid, start, until, after, before, i)
+        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_sent r WHERE r.src = $1 AND r.variant = s.variant AND r.mid = s.mid
+                             AND r.at >= s.start AND r.at <= s.until AND r.n > s.after AND r.n < s.before ORDER BY r.n DESC LIMIT 1) x`,
+      [pod(conn), spans.map((s) => s.span.variant), spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.at),
+        b.map((x) => x.start), b.map((x) => x.end ?? FAR)]);
+    const found = grouped(rows, spans.length);
+    return spans.map(({ span }, j) => {
+      const r = found[j][0];
+      if (r) return { epoch: r.epoch, seq: r.seq };
+      return span.epoch !== null && span.from !== null ? { epoch: span.epoch, seq: span.from } : undefined;
+    });
   }
 }
 

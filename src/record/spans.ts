@@ -38,6 +38,8 @@ export interface Span extends Taking {
   end: number | null;
   /** Conflated only: every seq it was sent in the span, in order. */
   seqs?: number[];
+  /** Conflated only, set when its `seqs` lists only the first of them: its answer listed as many sends as it lists at most. */
+  cut?: true;
 }
 
 /** Images skipped while the market was off its topic: it held `from - 1` when it left and joined again with `to + 1`. */
