@@ -3,7 +3,8 @@
  * writes the record of a market (or of every market of an event, or every market recorded on a
  * day) as Betfair historic stream files, one `mcm` a line, one file a market, which `npm run
  * replay` (and any reader of Betfair's historic data) reads back. Exit 0 when every market was
- * written, 1 when one could not be (no reference data, no record), 2 for bad usage.
+ * written whole, 1 when one could not be (no reference data, no record) or lacks images the record
+ * holds but cannot rebuild (each counted on stderr), 2 for bad usage.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -92,14 +93,22 @@ async function markets(db: pg.Pool, record: pg.Pool, args: ExportArgs): Promise<
   return (await record.query<{ mid: string }>('SELECT DISTINCT mid FROM record_odds WHERE pt >= $1 AND pt <= $2 ORDER BY mid', [args.from, args.to])).rows.map((r) => r.mid);
 }
 
-/** Writes one market's images as lines; the number written. */
-async function exportMarket(record: RecordSnapshots, ref: MarketReference, args: ExportArgs, out: Writable): Promise<number> {
+/** What one market's export wrote, and the images the record holds of it but could not rebuild (left out). */
+export interface Exported {
+  images: number;
+  unreadable: number;
+}
+
+/** Writes one market's images as lines. */
+export async function exportMarket(record: RecordSnapshots, ref: MarketReference, args: Pick<ExportArgs, 'from' | 'to'>, out: Writable): Promise<Exported> {
   const bf = new BetfairExport(ref);
   let after: string | undefined;
   let n = 0;
+  let unreadable = 0;
   do {
     const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, args.to, PAGE, after));
     for (const c of page.changes) {
+      if (c.kind === 'unreadable') unreadable++;
       if (c.kind !== 'odds') continue;
       const { kind: _kind, ...image } = c;
       if (!out.write(bf.line(image) + '\n')) await once(out, 'drain');
@@ -107,7 +116,7 @@ async function exportMarket(record: RecordSnapshots, ref: MarketReference, args:
     }
     after = page.next ?? undefined;
   } while (after);
-  return n;
+  return { images: n, unreadable };
 }
 
 async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise<number> {
@@ -125,13 +134,14 @@ async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise
     }
     const path = 'market' in args.what ? args.out : join(args.out!, `${mid}.json`);
     const out = path ? createWriteStream(path) : process.stdout;
-    const n = await exportMarket(snapshots, ref, args, out);
+    const { images, unreadable } = await exportMarket(snapshots, ref, args, out);
     if (path) {
       out.end();
       await once(out, 'finish');
     }
-    process.stderr.write(`export: ${mid}: ${n} images${path ? ` to ${path}` : ''}\n`);
-    if (!n) failed++;
+    process.stderr.write(`export: ${mid}: ${images} images${path ? ` to ${path}` : ''}\n`);
+    if (unreadable) process.stderr.write(`export: ${mid}: ${unreadable} images the record holds but cannot rebuild (a full image Postgres refused); left out\n`);
+    if (!images || unreadable) failed++;
   }
   return failed ? 1 : 0;
 }

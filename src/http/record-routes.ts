@@ -48,6 +48,8 @@ function connOf(q: Query): string {
 }
 
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** A page of sockets' `next`: the last one listed, by its opening time and name. */
+const SOCKET_CURSOR = /^(\d{1,15})\.(p[0-9a-z]{1,40}\.\d{1,15})$/;
 
 function range(q: Query, now: number): { from: number; to: number } {
   const from = instant(q, 'from');
@@ -71,24 +73,50 @@ export function cursorOf(q: Query): string | undefined {
   return after;
 }
 
+/** Where a page of sockets starts: after the socket the page before's `next` names, which must lie within the range asked. */
+function socketCursorOf(q: Query, from: number, to: number): { at: number; conn: string } | undefined {
+  const after = q.get('after');
+  if (after === undefined) return undefined;
+  const m = SOCKET_CURSOR.exec(after);
+  if (!m) throw errors.badParam('after', 'must be the next of the page before (<time>.<conn>), as given');
+  const at = Number(m[1]);
+  if (at < from || at > to) throw errors.badParam('after', 'must be the next of a page of the same range, as given');
+  return { at, conn: m[2] };
+}
+
+/**
+ * The next page of sockets as an RFC 8288 `Link` (rel="next"): the same range, key and limit, the
+ * range's `to` fixed as the first page took it (now, unless given). A header, not a key of the
+ * body, so the answer stays the array it has always been.
+ */
+function nextSockets(range: { from: number; to: number }, key: string | undefined, limit: number, next: string | null): Record<string, string> | undefined {
+  if (!next) return undefined;
+  const q = new URLSearchParams({ from: String(range.from), to: String(range.to), ...(key ? { key } : {}), limit: String(limit), after: next });
+  return { link: `</api/v1/record/sockets?${q}>; rel="next"` };
+}
+
 /**
  * The record's routes (docs/record.md): a market's price, state and freshness at an instant,
  * its changes over a range, and what each subscriber socket was sent. They read the record's
  * Postgres, never the live book: an answer is what the record holds.
  */
 export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
-  /** `answer` checks the query before its first read, and reads one snapshot of the record. */
-  const route = (path: string, answer: (q: Query) => (db: RecordDb) => Promise<unknown>) => router.getAsync(path, async (req: HttpRequest) => {
-    const q = parseQuery(req.getQuery());
-    const record = deps.record;
-    if (!record) throw errors.recordOff();
-    const read = answer(q);
-    try {
-      return { body: JSON.stringify(await record.read(read)) };
-    } catch (err) {
-      throw asDatabaseError(err);
-    }
-  }, NEED);
+  /** `answer` checks the query before its first read, and reads one snapshot of the record; `reply` makes the answer of what it read (its JSON by default). */
+  const route = <T>(path: string, answer: (q: Query) => { read: (db: RecordDb) => Promise<T>; reply?: (out: T) => { body: string; headers?: Record<string, string> } } | ((db: RecordDb) => Promise<T>)) =>
+    router.getAsync(path, async (req: HttpRequest) => {
+      const q = parseQuery(req.getQuery());
+      const record = deps.record;
+      if (!record) throw errors.recordOff();
+      const asked = answer(q);
+      const { read, reply = (out: T) => ({ body: JSON.stringify(out) }) } = typeof asked === 'function' ? { read: asked } : asked;
+      let out: T;
+      try {
+        out = await record.read(read);
+      } catch (err) {
+        throw asDatabaseError(err);
+      }
+      return reply(out);
+    }, NEED);
 
   route('/api/v1/record/price', (q) => {
     const [mid, at] = [marketOf(q), instant(q, 'at')];
@@ -100,11 +128,14 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
     return (db) => new RecordReader(db).changes(mid, from, to, limit, after);
   });
   route('/api/v1/record/sockets', (q) => {
-    const { from, to } = range(q, Date.now());
+    const span = range(q, Date.now());
     const key = q.get('key');
     if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
-    const limit = pageSize(q);
-    return (db) => new SocketRecord(db).list(from, to, key, limit);
+    const [limit, after] = [pageSize(q), socketCursorOf(q, span.from, span.to)];
+    return {
+      read: (db: RecordDb) => new SocketRecord(db).list(span.from, span.to, key, limit, after),
+      reply: (page: { sockets: unknown[]; next: string | null }) => ({ body: JSON.stringify(page.sockets), headers: nextSockets(span, key, limit, page.next) }),
+    };
   });
   route('/api/v1/record/socket', (q) => {
     const conn = connOf(q);

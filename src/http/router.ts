@@ -19,6 +19,8 @@ interface Answer {
   body: string | Buffer;
   status?: number;
   type?: string;
+  /** Headers besides content-type (an async answer's only). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -183,7 +185,7 @@ export class Router {
       const out = await fn();
       status = out.status ?? 200;
       if (ex.aborted) status = ABORTED;
-      else ex.reply(status, out.body, undefined, out.type, this.draining);
+      else ex.reply(status, out.body, out.headers, out.type, this.draining);
     } catch (err) {
       status = ex.aborted ? ABORTED : this.failAsync(ex, err, path);
     }

@@ -13,19 +13,35 @@ export interface RecordedState {
   frame: Record<string, unknown>;
 }
 
+/**
+ * An image the record holds but cannot rebuild: a stored change whose chain back to a full image
+ * is broken (that image was refused by Postgres, so the recorder set it aside). Named, so an
+ * answer never passes over it as if the market had no image then.
+ */
+export interface UnreadableImage {
+  mid: string;
+  epoch: string;
+  seq: number;
+  pt: number;
+  ts: number;
+}
+
 /** What a subscriber of a market held at an instant. */
 export interface PriceAt {
   mid: string;
   at: number;
+  /** null: no image recorded at or before `at`, or (when `unreadable` is set) the newest is held but cannot be rebuilt. */
   odds: RecordedImage | null;
+  /** The newest image at or before `at` when the record holds it but cannot rebuild it; else null. */
+  unreadable: UnreadableImage | null;
   market: RecordedState | null;
   result: RecordedState | null;
   /** null: never told stale, so live. */
   freshness: RecordedState | null;
 }
 
-/** One change in a range: an image, or a state frame. */
-export type Change = ({ kind: 'odds' } & RecordedImage) | ({ kind: 'market' | 'result' | 'freshness' } & RecordedState);
+/** One change in a range: an image, a state frame, or an image the record holds but cannot rebuild. */
+export type Change = ({ kind: 'odds' } & RecordedImage) | ({ kind: 'market' | 'result' | 'freshness' } & RecordedState) | ({ kind: 'unreadable' } & UnreadableImage);
 
 export interface ChangesPage {
   changes: Change[];
@@ -105,11 +121,14 @@ export class RecordReader {
   constructor(private readonly db: RecordDb) {}
 
   async priceAt(mid: string, at: number): Promise<PriceAt> {
-    const [[odds], [states]] = await Promise.all([this.imagesAt([{ mid, at }]), this.statesAt([{ mid, at }])]);
-    return { mid, at, odds: odds ? recorded(odds) : null, market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null };
+    const [{ rows: [row], images: [odds] }, [states]] = await Promise.all([this.found([{ mid, at }]), this.statesAt([{ mid, at }])]);
+    return {
+      mid, at, odds: odds ? recorded(odds) : null, unreadable: row && !odds ? unreadable(row) : null,
+      market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null,
+    };
   }
 
-  /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none. */
+  /** The image a market held at `t.at`, or the one named by epoch and seq; undefined when the record has none, or cannot rebuild it. */
   async imageAt(mid: string, t: ImageWanted): Promise<OddsMessage | undefined> {
     return (await this.imagesAt([{ mid, ...t }]))[0];
   }
@@ -120,6 +139,11 @@ export class RecordReader {
    * among those (an image that arrived late), its market's day up to it.
    */
   async imagesAt(wanted: readonly MarketImageWanted[]): Promise<(OddsMessage | undefined)[]> {
+    return (await this.found(wanted)).images;
+  }
+
+  /** The row of each image wanted, and the image rebuilt from it (undefined where its chain is broken: the record holds it, unreadable). */
+  private async found(wanted: readonly MarketImageWanted[]): Promise<{ rows: (OddsRow | undefined)[]; images: (OddsMessage | undefined)[] }> {
     const rows = await this.rowsAt(wanted);
     const out = rows.map((r) => (r && r.base === null ? (readBody(r) as OddsMessage) : undefined));
     const changes = rows.flatMap((r, i) => (r && r.base !== null ? [i] : []));
@@ -135,7 +159,7 @@ export class RecordReader {
       const path = pathOf(rows[i]!, wide[k]);
       out[i] = path && replayPath(path);
     });
-    return out;
+    return { rows, images: out };
   }
 
   /** The row each wanted image is: one statement for those wanted by time, one for those named. */
@@ -194,7 +218,8 @@ export class RecordReader {
 
   /**
    * Every change of a market from `from` to `to` (ms, both included), in time order, at most
-   * `limit`: images whole, state frames as published. `after` continues a page (its `next`): a
+   * `limit`: images whole, state frames as published, and in place of each image the record
+   * holds but cannot rebuild, an `unreadable` item naming it (never a page silently short). `after` continues a page (its `next`): a
    * time within the range and how many changes of that ms the pages before passed. What a page
    * reads is bounded by the page and the changes the record holds in that ms, never by the count
    * a cursor carries (a made-up one read a million rows a table).
@@ -229,8 +254,7 @@ export class RecordReader {
       const m = r.base === null ? (readBody(r) as OddsMessage) : base ? replay(base, readBody(r) as DeltaMessage)
         : built.has(from) ? undefined : await this.imageAt(mid, { at: r.pt, epoch: r.epoch, seq: r.seq });
       built.set(`${r.epoch}/${r.seq}`, m);
-      if (!m) continue;
-      changes.push({ kind: 'odds', ...recorded(m) });
+      changes.push(m ? { kind: 'odds', ...recorded(m) } : { kind: 'unreadable', ...unreadable(r) });
     }
     return { changes, next: items.length > limit ? cursor(page, oddsSkip + statesSkip, start) : null };
   }
@@ -243,6 +267,9 @@ export class RecordReader {
     return [odds, Math.min(asked - odds, Number(held.states))];
   }
 }
+
+/** An image the record holds as `row` and cannot rebuild, as an answer names it. */
+const unreadable = (row: OddsRow): UnreadableImage => ({ mid: row.mid, epoch: row.epoch, seq: row.seq, pt: row.pt, ts: row.ts });
 
 /** Where the page after `page` starts: the time of its last item and how many items at that time it has passed. */
 function cursor(page: readonly { t: number }[], skip: number, start: number): string {

@@ -99,12 +99,23 @@ export class SocketRecord {
     this.reader = new RecordReader(db);
   }
 
-  /** Sockets opened from `from` to `to`, by key when given, oldest first, at most `limit`. */
-  async list(from: number, to: number, key: string | undefined, limit: number): Promise<Connection[]> {
+  /**
+   * Sockets opened from `from` to `to`, by key when given, oldest first (by opening time, then
+   * name), at most `limit`, after the socket `after` names (the `next` of the page before: its
+   * opening time and name, `<at>.<conn>`). A page starts strictly after the last one listed,
+   * however many sockets opened in its ms, so pages never repeat nor lose one; `next` is null
+   * when the range is done.
+   */
+  async list(from: number, to: number, key: string | undefined, limit: number, after?: { at: number; conn: string }): Promise<{ sockets: Connection[]; next: string | null }> {
+    const params: unknown[] = [after ? Math.max(from, after.at) : from, to, limit + 1];
+    const past = after ? `AND (at, conn) > ($${params.push(after.at)}, $${params.push(after.conn)})` : '';
+    const byKey = key ? `AND body->>'key' = $${params.push(key)}` : '';
     const { rows } = await this.db.query<{ conn: string; at: number; body: Record<string, unknown> }>(
-      `SELECT conn, at, body FROM record_ledger WHERE op = 'open' AND at >= $1 AND at <= $2 ${key ? 'AND body->>\'key\' = $4' : ''}
-        ORDER BY at, conn LIMIT $3`, key ? [from, to, limit, key] : [from, to, limit]);
-    return rows.map((r) => this.connection(r));
+      `SELECT conn, at, body FROM record_ledger WHERE op = 'open' AND at >= $1 AND at <= $2 ${past} ${byKey}
+        ORDER BY at, conn LIMIT $3`, params);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { sockets: page.map((r) => this.connection(r)), next: rows.length > limit && last ? `${last.at}.${last.conn}` : null };
   }
 
   /**

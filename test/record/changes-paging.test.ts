@@ -56,7 +56,7 @@ const counted = (db: RecordDb, seen: { rows: number; statements: number }): Reco
     return out;
   }) as RecordDb['query'],
 });
-const key = (c: Change) => (c.kind === 'odds' ? `odds ${c.seq}` : `${c.kind} ${c.at}`);
+const key = (c: Change) => ('seq' in c ? `${c.kind} ${c.seq}` : `${c.kind} ${c.at}`);
 
 t.test('pages of one change each walk the ms of many changes without loss or repeat', async (t) => {
   const all = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 100, 1000));
