@@ -6,18 +6,12 @@
  * passing over it, and the export says how many it left out and fails.
  */
 import t from 'tap';
-import { Registry } from 'prom-client';
 import { demoDatabase } from '../helpers/db.js';
+import { testRecord } from '../helpers/record.js';
 import { loadChecker } from '../docs/schema.js';
 import { runTool } from '../cli/processes.js';
 import { waitFor } from '../helpers/wait.js';
 import { imageOf } from '../helpers/images.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { createPool } from '../../src/db/pool.js';
-import { RecordMetrics } from '../../src/metrics/record.js';
-import { MemoryRecordLog } from '../../src/bus/record-log.js';
-import { Recorder } from '../../src/record/recorder.js';
 import { RecordReader } from '../../src/record/query.js';
 import { RecordSnapshots, type RecordDb } from '../../src/record/snapshot.js';
 
@@ -25,13 +19,7 @@ import { RecordSnapshots, type RecordDb } from '../../src/record/snapshot.js';
 const url = await demoDatabase(t);
 const api = await loadChecker();
 const EXPORT = new URL('../../src/cli/export.js', import.meta.url).pathname;
-const logger = createLogger('error', false);
-const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
-const recorder = new Recorder({ url, days: 400, batch: 1000, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
-await recorder.start();
-t.teardown(() => recorder.stop());
-const pool = createPool(url, loadConfig({}), logger);
-t.teardown(() => pool.end());
+const { log, pool } = await testRecord(t, url);
 const snapshots = new RecordSnapshots(pool);
 
 const MID = '1.200001001';

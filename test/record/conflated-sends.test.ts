@@ -5,27 +5,15 @@
  * it twice. Notes written by the recorder into a real Postgres, read by the record's socket query.
  */
 import t from 'tap';
-import { Registry } from 'prom-client';
 import { freshDatabase } from '../helpers/db.js';
+import { testRecord } from '../helpers/record.js';
 import { waitFor } from '../helpers/wait.js';
 import { imageOf } from '../helpers/images.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { createPool } from '../../src/db/pool.js';
-import { RecordMetrics } from '../../src/metrics/record.js';
-import { MemoryRecordLog } from '../../src/bus/record-log.js';
-import { Recorder } from '../../src/record/recorder.js';
 import { SocketRecord } from '../../src/record/sockets.js';
 import type { RecordNote } from '../../src/bus/types.js';
 
 const url = await freshDatabase(t);
-const logger = createLogger('error', false);
-const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
-const recorder = new Recorder({ url, days: 400, batch: 100, flushMs: 250, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
-await recorder.start();
-t.teardown(() => recorder.stop());
-const pool = createPool(url, loadConfig({}), logger);
-t.teardown(() => pool.end());
+const { log, pool } = await testRecord(t, url, { batch: 100, flushMs: 250 });
 const sockets = new SocketRecord(pool);
 
 const T = Date.now() - 60_000;

@@ -7,15 +7,9 @@
  * Postgres and never sent (a real one, the notes written by the recorder).
  */
 import t from 'tap';
-import { Registry } from 'prom-client';
 import { freshDatabase } from '../helpers/db.js';
+import { testRecord } from '../helpers/record.js';
 import { waitFor } from '../helpers/wait.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { createPool } from '../../src/db/pool.js';
-import { RecordMetrics } from '../../src/metrics/record.js';
-import { MemoryRecordLog } from '../../src/bus/record-log.js';
-import { Recorder } from '../../src/record/recorder.js';
 import { SocketRecord } from '../../src/record/sockets.js';
 import { RecordSnapshots, type RecordDb } from '../../src/record/snapshot.js';
 
@@ -70,13 +64,7 @@ t.test('a socket\'s screen at an instant: statements bounded, not several a mark
 
 t.test('in Postgres: a 2,000-market socket\'s life is answered; past the cap, refused, and what is past it never sent', async (t) => {
   const url = await freshDatabase(t);
-  const logger = createLogger('error', false);
-  const log = new MemoryRecordLog(1000, { appended: () => undefined, dropped: () => undefined });
-  const recorder = new Recorder({ url, days: 400, batch: 20, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 30_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
-  await recorder.start();
-  t.teardown(() => recorder.stop());
-  const pool = createPool(url, loadConfig({}), logger);
-  t.teardown(() => pool.end());
+  const { log, pool } = await testRecord(t, url, { batch: 20, writeTimeoutMs: 30_000 });
   const T = Date.now() - 60_000;
   // pa.1: 41 events, 80,041 mentions (one an event, one a market it names); pa.2: 26 rounds, 53 events, 104,053, past the 100,000 an answer reads at its 51st.
   const lives = [ledger(), ledger(26)];

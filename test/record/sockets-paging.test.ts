@@ -6,28 +6,16 @@
  * page is in its `Link` header. A cursor that is not one, or lies outside the range, is refused.
  */
 import t, { type Test } from 'tap';
-import { Registry } from 'prom-client';
 import { migratedDatabase } from '../helpers/db.js';
+import { testRecord } from '../helpers/record.js';
 import { http, startTestService, type Reply } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 import { loadChecker } from '../docs/schema.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/log.js';
-import { createPool } from '../../src/db/pool.js';
-import { RecordMetrics } from '../../src/metrics/record.js';
-import { MemoryRecordLog } from '../../src/bus/record-log.js';
-import { Recorder } from '../../src/record/recorder.js';
 import { SocketRecord } from '../../src/record/sockets.js';
 import { RecordSnapshots } from '../../src/record/snapshot.js';
 
 const url = await migratedDatabase(t);
-const logger = createLogger('error', false);
-const log = new MemoryRecordLog(10_000, { appended: () => undefined, dropped: () => undefined });
-const recorder = new Recorder({ url, days: 400, batch: 1000, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 10_000 }, { log, metrics: new RecordMetrics(new Registry()), logger });
-await recorder.start();
-t.teardown(() => recorder.stop());
-const pool = createPool(url, loadConfig({}), logger);
-t.teardown(() => pool.end());
+const { log, pool } = await testRecord(t, url);
 const snapshots = new RecordSnapshots(pool);
 const api = await loadChecker();
 
