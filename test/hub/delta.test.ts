@@ -160,7 +160,7 @@ t.test('a delta subscriber that fell behind is resynced with an image and then f
   t.teardown(() => { images.close(); slow.close(); });
   await images.request({ op: 'subscribe', mids: [M1] });
   await slow.request({ op: 'subscribe', mids: [M1], delta: true });
-  const raw = (slow.ws as unknown as { _socket: import('node:net').Socket })._socket;
+  const raw = slow.ws;
   raw.pause();
   // Every other image moves every runner's back sizes, so frames are large and fill the buffers fast.
   const shifted = (item: Record<string, unknown>, k: number) => ({ ...item, r: (item.r as { b: number[][] }[]).map((x) => ({ ...x, b: x.b.map(([p, s]) => [p, s + k]) })) });
