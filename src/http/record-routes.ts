@@ -101,48 +101,51 @@ function nextSockets(range: { from: number; to: number }, key: string | undefine
  * Postgres, never the live book: an answer is what the record holds.
  */
 export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
-  /** `answer` checks the query before its first read, and reads one snapshot of the record; `reply` makes the answer of what it read (its JSON by default). */
-  const route = <T>(path: string, answer: (q: Query) => { read: (db: RecordDb) => Promise<T>; reply?: (out: T) => { body: string; headers?: Record<string, string> } } | ((db: RecordDb) => Promise<T>)) =>
+  /**
+   * `answer` checks the query before the first read and says how to read the answer from one
+   * snapshot of the record: its body (sent as JSON) and any headers.
+   */
+  const route = (path: string, answer: (q: Query) => (db: RecordDb) => Promise<{ body: unknown; headers?: Record<string, string> }>) =>
     router.getAsync(path, async (req: HttpRequest) => {
       const q = parseQuery(req.getQuery());
       const record = deps.record;
       if (!record) throw errors.recordOff();
-      const asked = answer(q);
-      const { read, reply = (out: T) => ({ body: JSON.stringify(out) }) } = typeof asked === 'function' ? { read: asked } : asked;
-      let out: T;
+      const read = answer(q);
       try {
-        out = await record.read(read);
+        const { body, headers } = await record.read(read);
+        return { body: JSON.stringify(body), headers };
       } catch (err) {
         throw asDatabaseError(err);
       }
-      return reply(out);
     }, NEED);
+  /** An answer that is its body alone. */
+  const body = async (answer: Promise<unknown>) => ({ body: await answer });
 
   route('/api/v1/record/price', (q) => {
     const [mid, at] = [marketOf(q), instant(q, 'at')];
-    return (db) => new RecordReader(db).priceAt(mid, at);
+    return (db) => body(new RecordReader(db).priceAt(mid, at));
   });
   route('/api/v1/record/changes', (q) => {
     const { from, to } = range(q, Date.now());
     const [mid, limit, after] = [marketOf(q), pageSize(q), cursorOf(q)];
-    return (db) => new RecordReader(db).changes(mid, from, to, limit, after);
+    return (db) => body(new RecordReader(db).changes(mid, from, to, limit, after));
   });
   route('/api/v1/record/sockets', (q) => {
     const span = range(q, Date.now());
     const key = q.get('key');
     if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
     const [limit, after] = [pageSize(q), socketCursorOf(q, span.from, span.to)];
-    return {
-      read: (db: RecordDb) => new SocketRecord(db).list(span.from, span.to, key, limit, after),
-      reply: (page: { sockets: unknown[]; next: string | null }) => ({ body: JSON.stringify(page.sockets), headers: nextSockets(span, key, limit, page.next) }),
+    return async (db) => {
+      const page = await new SocketRecord(db).list(span.from, span.to, key, limit, after);
+      return { body: page.sockets, headers: nextSockets(span, key, limit, page.next) };
     };
   });
   route('/api/v1/record/socket', (q) => {
     const conn = connOf(q);
-    return (db) => new SocketRecord(db).ledger(conn);
+    return (db) => body(new SocketRecord(db).ledger(conn));
   });
   route('/api/v1/record/screen', (q) => {
     const [conn, at] = [connOf(q), instant(q, 'at')];
-    return (db) => new SocketRecord(db).screen(conn, at);
+    return (db) => body(new SocketRecord(db).screen(conn, at));
   });
 }

@@ -211,14 +211,7 @@ export class SocketRecord {
    */
   private async conflatedSends(conn: string, spans: readonly SpanOf[], bounds: ReadonlyMap<Span, NoteBounds>): Promise<void> {
     if (!spans.length) return;
-    const b = spans.map(({ span }) => bounds.get(span)!);
-    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
-      `SELECT s.i, x.epoch, x.seq FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS s(variant, mid, start, stop, after, before, i)
-        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_sent r WHERE r.src = $1 AND r.variant = s.variant AND r.mid = s.mid
-                             AND r.at >= s.start AND r.at <= s.stop AND r.n > s.after AND r.n < s.before ORDER BY r.n LIMIT $8) x
-        LIMIT $8`,
-      [pod(conn), spans.map((s) => s.span.variant), spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.span.end ?? FAR),
-        b.map((x) => x.start), b.map((x) => x.end ?? FAR), MAX_SENT + 1]);
+    const rows = await this.sends(conn, spans.map(({ mid, span }) => ({ mid, span, until: span.end ?? FAR })), bounds, { newest: false, each: MAX_SENT + 1, all: MAX_SENT + 1 });
     const cutFrom = rows.length > MAX_SENT ? Number(rows[MAX_SENT].i) - 1 : Infinity;
     const sent = grouped(rows.slice(0, MAX_SENT), spans.length);
     spans.forEach(({ span }, k) => {
@@ -260,19 +253,30 @@ export class SocketRecord {
   /** For each conflated span, the newest image its variant sent it by its `at` (and before the span ended); else the one it joined with. One statement. */
   private async lastSent(conn: string, spans: readonly { mid: string; span: Span; at: number }[], bounds: ReadonlyMap<Span, NoteBounds>): Promise<(Held | undefined)[]> {
     if (!spans.length) return [];
-    const b = spans.map(({ span }) => bounds.get(span)!);
-    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
-      `SELECT s.i, x.epoch, x.seq FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS s(variant, mid, start, until, after, before, i)
-        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_sent r WHERE r.src = $1 AND r.variant = s.variant AND r.mid = s.mid
-                             AND r.at >= s.start AND r.at <= s.until AND r.n > s.after AND r.n < s.before ORDER BY r.n DESC LIMIT 1) x`,
-      [pod(conn), spans.map((s) => s.span.variant), spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.at),
-        b.map((x) => x.start), b.map((x) => x.end ?? FAR)]);
+    const rows = await this.sends(conn, spans.map(({ mid, span, at }) => ({ mid, span, until: at })), bounds, { newest: true, each: 1, all: null });
     const found = grouped(rows, spans.length);
     return spans.map(({ span }, j) => {
       const r = found[j][0];
       if (r) return { epoch: r.epoch, seq: r.seq };
       return span.epoch !== null && span.from !== null ? { epoch: span.epoch, seq: span.from } : undefined;
     });
+  }
+
+  /**
+   * The sends of conflated spans on the socket's pod, each span's from its start to its `until`,
+   * between the pod's notes that bound it, in one statement: the oldest (or `newest`) `each` of a
+   * span, span after span, `all` at most in all (null: no bound).
+   */
+  private async sends(conn: string, spans: readonly { mid: string; span: Span; until: number }[], bounds: ReadonlyMap<Span, NoteBounds>, take: { newest: boolean; each: number; all: number | null }) {
+    const b = spans.map(({ span }) => bounds.get(span)!);
+    const { rows } = await this.db.query<{ i: number; epoch: string; seq: number }>(
+      `SELECT s.i, x.epoch, x.seq FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) WITH ORDINALITY AS s(variant, mid, start, until, after, before, i)
+        CROSS JOIN LATERAL (SELECT r.epoch, r.seq FROM record_sent r WHERE r.src = $1 AND r.variant = s.variant AND r.mid = s.mid
+                             AND r.at >= s.start AND r.at <= s.until AND r.n > s.after AND r.n < s.before
+                             ORDER BY r.n ${take.newest ? 'DESC' : ''} LIMIT $8) x LIMIT $9`,
+      [pod(conn), spans.map((s) => s.span.variant), spans.map((s) => s.mid), spans.map((s) => s.span.start), spans.map((s) => s.until),
+        b.map((x) => x.start), b.map((x) => x.end ?? FAR), take.each, take.all]);
+    return rows;
   }
 }
 
