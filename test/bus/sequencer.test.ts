@@ -54,6 +54,8 @@ class FakeStream implements ImageStream {
   readonly rivals = new Map<string, number>();
   /** The next write fails with this error (a timeout, the connection lost). */
   failNext: Error | undefined;
+  /** Runs once, between the next read of a market's last image and its answer: what other pods do meanwhile. */
+  meanwhile: (() => Promise<void>) | undefined;
   private ss = 0;
 
   async ensure(): Promise<string> {
@@ -78,6 +80,9 @@ class FakeStream implements ImageStream {
   async last(mid: string): Promise<LastStored | undefined> {
     this.reads++;
     const h = this.held.get(mid);
+    const meanwhile = this.meanwhile;
+    this.meanwhile = undefined;
+    await meanwhile?.();
     return h && { ss: h.ss, stored: this.inbound.image('stream', `${PREFIX}.raw.${mid}`, h.ss, h.frame) };
   }
 
@@ -342,4 +347,27 @@ t.test('another pod\'s images: a market\'s first and any gap wait on the stream\
   await waitFor(async () => (await rejected()).length > 0, 'the forged claim was never refused', 2000);
   t.same((await rejected()).map((v) => v.value), [1], 'counted once as a forged image');
   t.equal(b.holds(M), 'sfirst/4 2.06', 'subscribers keep the stream\'s image');
+});
+
+t.test('NATS back after both pods numbered alone: a newer image another pod stores between this pod\'s read and its write is not overwritten by this pod\'s older one', async (t) => {
+  const stream = new FakeStream();
+  const [a, b] = [new Pod(stream), new Pod(stream)];
+  await a.connect();
+  await b.connect();
+  await a.publish(M, 2, 100);
+  stream.deliver([b]);
+  await waitFor(() => b.holds(M) === 'sfirst/1 2', 'B never took A\'s first image', 2000);
+  a.seq.lost();
+  b.seq.lost();
+  await b.publish(M, 2.2, 200);
+  await a.publish(M, 2.3, 300);
+  // B reads the stream's last (A's first, older than its own); before B writes, A stores its newer
+  // image and B hears of it from A's fan-out.
+  stream.meanwhile = async () => {
+    await a.seq.requestSync();
+    stream.deliver([b]);
+  };
+  await b.seq.requestSync();
+  t.same(stored(stream, M), 'sfirst/2 2.3', 'the stream keeps A\'s newer image: B\'s older one is not stored over it');
+  t.same([a.holds(M), b.holds(M)], ['sfirst/2 2.3', 'sfirst/2 2.3'], 'both pods hold it');
 });

@@ -202,9 +202,11 @@ export class Sequencer implements WitnessDeps {
     const mid = o.image.marketId;
     for (let tries = 0; tries < MAX_TRIES && this.pending.get(mid) === o; tries++) {
       const last = await this.readLast(mid);
-      if (!last || last.msg.pt < o.publishTime) {
+      if (!last.stored || last.stored.msg.pt < o.publishTime) {
         try {
-          await this.store(o.image, o.publishTime);
+          // Expects the image just compared, not this pod's head: another pod's newer image heard of
+          // since (received) moves the head, and storing over it would put an older image last.
+          await this.store(o.image, o.publishTime, last.ss);
         } catch (err) {
           if (isWrongLast(err)) continue;
           throw err;
@@ -217,30 +219,30 @@ export class Sequencer implements WitnessDeps {
   }
 
   /** Stores an image as its market's next in the epoch and hands it on: here first, then to other pods. */
-  private async store(image: OddsImage, publishTime: number): Promise<void> {
+  private async store(image: OddsImage, publishTime: number, expect?: number): Promise<void> {
     const mid = image.marketId;
     const epoch = this.epoch!;
     const head = this.heads.get(mid);
     const held = this.deps.book.get(mid);
     const seq = Math.max(head?.seq ?? 0, held?.epoch === epoch ? held.seq : 0) + 1;
     const frame = encodeProto(oddsMessage(image, { epoch, seq, publishTime }));
-    const ss = await this.stream!.store(mid, frame, head?.ss ?? 0);
+    const ss = await this.stream!.store(mid, frame, expect ?? head?.ss ?? 0);
     if (!head || ss > head.ss) this.heads.set(mid, { ss, seq });
     this.deps.odds.odds({ epoch, seq, publishTime, image, frame }, 'local');
     this.stream!.share(mid, ss, frame);
   }
 
   /**
-   * Reads a market's last stored image after a lost race, and learns from it;
-   * undefined when there is none this pod can take (then the next write
-   * stores over whatever is there).
+   * Reads a market's last stored image after a lost race, and learns from it:
+   * its stream sequence (0: none), and the image unless there is none this pod
+   * can take (then the next write stores over whatever is there).
    */
-  private async readLast(mid: string): Promise<Stored | undefined> {
+  private async readLast(mid: string): Promise<{ ss: number; stored: Stored | undefined }> {
     const last = await this.stream!.last(mid);
     const stored = last?.stored && last.stored.msg.epoch === this.epoch ? last.stored : undefined;
     if (stored) this.accept(stored, 'stored');
     // Nothing stored (it aged out, or was purged), or something refused: the next write expects what is there, and seq still rises.
     else this.heads.set(mid, { ss: last?.ss ?? 0, seq: this.heads.get(mid)?.seq ?? 0 });
-    return stored;
+    return { ss: last?.ss ?? 0, stored };
   }
 }
