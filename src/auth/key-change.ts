@@ -45,6 +45,11 @@ export async function changeKey<T>(pool: pg.Pool, change: (db: pg.PoolClient) =>
     pids.add(n.processId);
     wake();
   };
+  // Checked out, it has no error listener from the pool: a connection lost while waiting would be an
+  // uncaught 'error'. The statement under way fails with it instead, and the connection is not reused.
+  let lost: Error | undefined;
+  const onLost = (err: Error): void => void (lost = err);
+  db.on('error', onLost);
   db.on('notification', heard);
   try {
     await db.query(`LISTEN ${KEY_APPLIED}`);
@@ -69,7 +74,8 @@ export async function changeKey<T>(pool: pg.Pool, change: (db: pg.PoolClient) =>
     }
   } finally {
     db.off('notification', heard);
-    await db.query('UNLISTEN *').catch(() => undefined);
-    db.release();
+    if (!lost) await db.query('UNLISTEN *').catch(() => undefined);
+    db.off('error', onLost);
+    db.release(lost);
   }
 }

@@ -62,6 +62,11 @@ export class RecordSnapshots {
 
   private async once<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    // The pool listens for errors on idle connections only: a connection lost mid-answer (a network
+    // cut, a backend ended) would otherwise be an uncaught 'error' that takes the process down. The
+    // answer's own statement fails with it, and that is what the caller sees.
+    const lost = (): void => undefined;
+    c.on('error', lost);
     try {
       await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const out = await answer(c);
@@ -72,6 +77,8 @@ export class RecordSnapshots {
       // The connection may be mid-transaction or lost (a frozen Postgres, a timeout): it is not reused.
       c.release(err as Error);
       throw err;
+    } finally {
+      c.off('error', lost);
     }
   }
 }

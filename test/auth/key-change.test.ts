@@ -57,3 +57,14 @@ t.test('a service that never confirms ends the wait at its bound, counted; one t
   const gone = changeKey(pool, (db) => createKey(db, 'x', 'subscriber'), (k) => k.id, 20_000);
   t.equal((await gone).unconfirmed, 0, 'returned once it left, long before the bound');
 });
+
+t.test('the connection to Postgres cut while a key command runs: the command fails with why, the process lives, and the pool hands out a working connection after', async (t) => {
+  const failed = await changeKey(pool, async (db) => {
+    // As a cut network leaves it: the socket closed, with no word from Postgres first.
+    (db as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    return db.query('SELECT pg_sleep(30)');
+  }, () => 'never', 5000).then(() => undefined, (err: Error) => err);
+  t.match(failed?.message, /terminated/i, 'the command fails, saying the connection ended');
+  const { rows: [{ one }] } = await pool.query<{ one: number }>('SELECT 1 AS one');
+  t.equal(one, 1, 'the pool\'s next connection works: the lost one was not handed out again');
+});

@@ -61,3 +61,38 @@ t.test('a read that fails gives its connection up, and the next read is answered
   t.equal(page.changes.length, 1, 'answered on a connection not left mid-transaction');
   t.equal(pool.totalCount - pool.idleCount, 0, 'no connection is held after the reads');
 });
+
+t.test('Postgres ends a read\'s connection mid-answer (a restart, a DBA\'s pg_terminate_backend): the read fails, the process lives, the next read is answered', async (t) => {
+  const snapshots = new RecordSnapshots(pool);
+  let pid = 0;
+  const read = snapshots.read(async (db) => {
+    ({ rows: [{ pid }] } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'));
+    return db.query('SELECT pg_sleep(30)');
+  });
+  // Its failure is awaited below, after the backend is ended: held here so it is not taken for unhandled meanwhile.
+  const failed = read.then(() => undefined, (err: Error) => err);
+  await waitFor(() => pid > 0, 'the read never began');
+  const { rows: [{ ended }] } = await pool.query<{ ended: boolean }>('SELECT pg_terminate_backend($1) AS ended', [pid]);
+  t.ok(ended, 'its backend was ended');
+  t.match((await failed)?.message, /terminat/i, 'the read fails with why');
+  const page = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 1));
+  t.equal(page.changes.length, 1, 'the next read is answered (the process did not die of the lost connection)');
+});
+
+t.test('a read\'s connection drops with no word from Postgres (a network cut, a backend killed): the read fails, the process lives', async (t) => {
+  const snapshots = new RecordSnapshots(pool);
+  let cut = (): void => undefined;
+  let asked = false;
+  const read = snapshots.read(async (db) => {
+    // The socket under the client, as a cut network or a killed backend leaves it: closed, with no error message first.
+    cut = () => (db as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    const sleeping = db.query('SELECT pg_sleep(30)');
+    asked = true;
+    return sleeping;
+  });
+  await waitFor(() => asked, 'the read never began');
+  cut();
+  await t.rejects(read, /terminated/i, 'the read fails with why');
+  const page = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 1));
+  t.equal(page.changes.length, 1, 'the next read is answered');
+});
