@@ -15,7 +15,10 @@ const DROPPED = '1.200001001';
 const RUNNERS = Array.from({ length: 150 }, (_, i) => i + 1);
 
 t.test('a paused socket through a suspension, a settlement and a REST unsubscribe ends with all three', async (t) => {
-  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '134217728', WS_SLOW_CLOSE_MS: '60000' });
+  // Neither the service's slow close nor uWS's idle timeout (a socket that answers no ping for
+  // WS_IDLE_TIMEOUT_S, 32 s, is closed 1006) may end the paused socket: on a loaded machine the
+  // pause outlasted 32 s and the socket was gone before it read on.
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '134217728', WS_SLOW_CLOSE_MS: '600000', WS_IDLE_TIMEOUT_S: '960' });
   const ingest = (...data: Record<string, unknown>[]) => postJson(svc.url, '/api/v1/ingest', { data });
   const slow = await Client.connect(svc.url);
   t.teardown(() => slow.close());
@@ -40,8 +43,10 @@ t.test('a paused socket through a suspension, a settlement and a REST unsubscrib
   const latest = svc.book.get(DROPPED)!.seq;
   // It resumes once the server has taken both markets from it (the concluded one after its state and
   // settlement, which came first), whether it is still behind or the sweep caught it up meanwhile.
-  const held = () => [...[...svc.hub.subscribers()][0]?.markets() ?? []].map(([mid]) => mid);
+  const socket = [...svc.hub.subscribers()][0];
+  const held = () => [...socket.markets()].map(([mid]) => mid);
   await waitFor(() => held().length === 0, () => `both markets taken from the socket (it still holds: ${held().join(', ')})`, 10000);
+  t.equal(svc.hub.count('json'), 1, 'the paused socket is still open');
   raw.resume();
 
   const state = (await slow.next((f) => f.op === 'market' && f.mid === SUSPENDED && !f.s, 20000)) as MarketStateMessage;

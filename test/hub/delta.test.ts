@@ -152,7 +152,7 @@ t.test('conflated delta subscribers, one joining mid-stream, apply every frame a
 });
 
 t.test('a delta subscriber that fell behind is resynced with an image and then follows deltas again', async (t) => {
-  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '67108864', WS_SLOW_CLOSE_MS: '3600000' });
+  const svc = await startTestService(t, { WS_SLOW_BYTES: '65536', WS_MAX_BACKPRESSURE: '67108864', WS_SLOW_CLOSE_MS: '3600000', WS_IDLE_TIMEOUT_S: '960' });
   const markets = [new MovingMarket(M1, 150, 5, 6)];
   await post(svc.url, [...markets.map((m) => m.market()), ...markets.map((m) => m.next(false))]);
   const images = await Client.connect(svc.url);
