@@ -2,6 +2,7 @@ import { ConfigError, OWN_FILES, describeSettings, loadConfig, openFileLimit, so
 import { createLogger, errorFields, type Logger } from './log.js';
 import { startEmbedded, wipeEmbedded, type EmbeddedServer } from './db/embedded.js';
 import { noBuildMessage, uwsBuild } from './http/uws.js';
+import { bindRefusal } from './lib/free-port.js';
 import type { Service } from './service.js';
 
 /** What went wrong, in words: some errors carry only a code, and a rejection may carry nothing. */
@@ -92,6 +93,25 @@ function stopWhenNpmGone(stop: () => void, everyMs = 1000): void {
   timer.unref();
 }
 
+/**
+ * The service's two ports, tried before the embedded Postgres is made: one another process holds
+ * would otherwise fail the start only after initdb had filled a new data folder (about 40 MB),
+ * left behind. A port taken between this try and the service's own bind still fails the start
+ * there (http/listeners.ts), naming the same setting.
+ */
+async function checkPorts(config: Config): Promise<void> {
+  const ports = [[config.host, 'HOST', config.port, 'PORT'], [config.metricsHost, 'METRICS_HOST', config.metricsPort, 'METRICS_PORT']] as const;
+  for (const [host, hostSetting, port, portSetting] of ports) {
+    // 0 takes whichever port is free: nothing to try.
+    if (port === 0) continue;
+    const code = await bindRefusal(host, port);
+    if (code === 'EADDRINUSE') {
+      throw new Error(`cannot listen on ${host}:${port}: the port is taken (${portSetting}): stop what holds it, or set ${portSetting} to another port`);
+    }
+    if (code) throw new Error(`cannot listen on ${host}:${port}: ${code} (${hostSetting}, ${portSetting})`);
+  }
+}
+
 /** What has started so far, for a stop to stop. */
 interface Started {
   embedded?: EmbeddedServer;
@@ -108,6 +128,8 @@ async function startParts(config: Config, fresh: boolean, log: Logger, stopping:
   // Awaited below: a failed load is then the start's failure, not an unhandled rejection meanwhile.
   loading.catch(() => undefined);
   if (!config.databaseUrl) {
+    // Only before an embedded Postgres: with DATABASE_URL a taken port costs nothing, and fails at the bind itself.
+    await checkPorts(config);
     if (fresh) await wipeEmbedded(config.embeddedPgDir, log);
     started.embedded = await startEmbedded(config.embeddedPgDir, config.embeddedPgPort, log, { kind: 'service', command: 'npm start', stopsOnSignal: true, restarts: true });
   }

@@ -1,7 +1,6 @@
 import t, { type Test } from 'tap';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -11,6 +10,7 @@ import { waitFor } from './helpers/wait.js';
 import { glibcVersion, noBuildMessage, whyNotLoaded } from '../src/http/uws.js';
 import { TEST_RUNNER, lifelineOf, postgresOn, postmasterPid, runTool, startMain as run, type Running } from './cli/processes.js';
 import { tempDir } from './helpers/temp-dir.js';
+import { freePort } from './helpers/net.js';
 
 /**
  * One data folder through a user's starts and stops, in order: each start after the first finds what
@@ -80,13 +80,12 @@ t.test('one embedded data folder, started, stopped and killed in turn', async (t
     fresh.child.kill('SIGTERM');
     t.equal(await fresh.exited, 0);
 
-    const taken = createServer();
-    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
-    t.teardown(() => taken.close());
-    const port = (taken.address() as { port: number }).port;
-    const failed = await run({ ...quiet, PORT: String(port) }, false);
+    // A port another process holds is refused before the Postgres starts (npm-start.test.ts): here
+    // both ports are free when tried, and the same, so the second bind fails after it started.
+    const port = await freePort();
+    const failed = await run({ ...quiet, PORT: String(port), METRICS_PORT: String(port) }, false);
     t.equal(await failed.exited, 1);
-    t.match(failed.output(), /embedded postgres started[\s\S]*start failed: cannot listen on 127.0.0.1/);
+    t.match(failed.output(), new RegExp(`embedded postgres started[\\s\\S]*start failed: cannot listen on 127.0.0.1:${port}: .*\\(METRICS_PORT\\)`));
     t.same(postgresOn(pgDir), [], 'its Postgres did not outlive it');
   });
 });

@@ -7,7 +7,8 @@
  */
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeSettings } from '../src/config.js';
 import { staleBuild } from '../src/cli/fresh.js';
@@ -88,6 +89,22 @@ t.test('a bad setting is refused before any build, naming it', async (t) => {
   t.equal(await bad.exited, 2);
   t.match(bad.output(), /configuration error: PORT: must be a whole number, got "abc"/);
   t.notMatch(bad.output(), /building:/);
+});
+
+t.test('a port already taken stops npm start before its embedded Postgres is made: it names the port and the setting, and leaves no data folder', async (t) => {
+  if (!current(t)) return;
+  const holder = createServer();
+  await new Promise<void>((ok) => holder.listen(0, '127.0.0.1', ok));
+  t.teardown(() => holder.close());
+  const port = (holder.address() as AddressInfo).port;
+  const fresh = join(await tempDir(t), 'pg');
+  for (const setting of ['PORT', 'METRICS_PORT']) {
+    const run = npmStart({ EMBEDDED_PG_DIR: fresh, [setting]: String(port) });
+    t.equal(await run.exited, 1, `${setting} taken: exit 1`);
+    t.match(run.output(), `start failed: cannot listen on 127.0.0.1:${port}: the port is taken (${setting}): stop what holds it, or set ${setting} to another port`);
+    t.notMatch(run.output(), /initialising embedded postgres/, `${setting} taken: no Postgres initialised`);
+    t.notOk(existsSync(fresh), `${setting} taken: no data folder left in ${fresh}`);
+  }
 });
 
 t.test('the freshness check: current, a source newer than its output, a board source newer than the bundle', async (t) => {

@@ -21,7 +21,9 @@ const USAGE = `usage: npm run watch -- [--url http://127.0.0.1:8080] [--key KEY]
   --key       API key, with AUTH=on (sent in the x-api-key header; ?key= in --url works too)
   --format    wire format: json (default) or proto
   --hb        heartbeat after this many ms of silence, 500 to 30000
-  --raw       print each decoded message as JSON instead of a summary line
+  --raw       print each message as one JSON line instead of a summary line; odds as the client
+              holds them: it subscribes with deltas, and each arrives as the whole image it
+              leads to ("op":"odds"), never as a "delta" frame; an image sent again prints once
   --event     every market of these events, and markets created later (repeatable, or a comma list)
   --sport     every market of these sports' events, and markets created later (repeatable, or a comma list)
   --depth     ladder levels a side, 1 to ${MAX_DEPTH}

@@ -55,12 +55,18 @@ function pickProtocol(header: string): { name: string; format: Format } {
 
 /**
  * The caller's key: the header, or on `/ws` `?key=` too, since browsers cannot
- * set headers on a WebSocket. Publishers are programs: a key in their URL would
- * only end up in proxy and access logs, so there it is refused, not ignored.
+ * set headers on a WebSocket; both given, they must be the same key (a caller
+ * sending two means one of them, and which cannot be told). Publishers are
+ * programs: a key in their URL would only end up in proxy and access logs, so
+ * there it is refused, not ignored.
  */
 function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string | undefined {
   const header = req.getHeader('x-api-key') || undefined;
-  if (role === 'subscriber') return header ?? (query.get('key') || undefined);
+  if (role === 'subscriber') {
+    const inUrl = query.get('key') || undefined;
+    if (auth.enabled && header !== undefined && inUrl !== undefined && header !== inUrl) throw errors.keysDiffer();
+    return header ?? inUrl;
+  }
   if (auth.enabled && query.has('key')) throw errors.keyInUrl();
   return header;
 }

@@ -31,6 +31,18 @@ export function bindable(port: number): Promise<number | undefined> {
 }
 
 /**
+ * Why a server could not take `host:port` just now: the bind's error code (EADDRINUSE: another
+ * process holds it; EADDRNOTAVAIL: no such address here; EACCES), or undefined when it could.
+ */
+export function bindRefusal(host: string, port: number): Promise<string | undefined> {
+  return new Promise((ok) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) => ok(err.code ?? err.message));
+    srv.listen(port, host, () => srv.close(() => ok(undefined)));
+  });
+}
+
+/**
  * A loopback port that was free a moment ago, for a server (Postgres, NATS) to take. It is picked
  * at random below the kernel's range for outgoing connections: a port the kernel handed out
  * (listening on port 0) lies in that range, where any connection opened meanwhile on the machine

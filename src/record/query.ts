@@ -121,9 +121,9 @@ export class RecordReader {
   constructor(private readonly db: RecordDb) {}
 
   async priceAt(mid: string, at: number): Promise<PriceAt> {
-    const [{ rows: [row], images: [odds] }, [states]] = await Promise.all([this.found([{ mid, at }]), this.statesAt([{ mid, at }])]);
+    const [{ images: [odds], unreadable: [lost] }, [states]] = await Promise.all([this.imagesNamed([{ mid, at }]), this.statesAt([{ mid, at }])]);
     return {
-      mid, at, odds: odds ? recorded(odds) : null, unreadable: row && !odds ? unreadable(row) : null,
+      mid, at, odds: odds ? recorded(odds) : null, unreadable: lost ?? null,
       market: states.market ?? null, result: states.result ?? null, freshness: states.freshness ?? null,
     };
   }
@@ -140,6 +140,15 @@ export class RecordReader {
    */
   async imagesAt(wanted: readonly MarketImageWanted[]): Promise<(OddsMessage | undefined)[]> {
     return (await this.found(wanted)).images;
+  }
+
+  /**
+   * Each image wanted as `imagesAt` finds it and, where the record holds it but cannot rebuild it,
+   * named in `unreadable` instead: an answer says so rather than that there was none.
+   */
+  async imagesNamed(wanted: readonly MarketImageWanted[]): Promise<{ images: (OddsMessage | undefined)[]; unreadable: (UnreadableImage | undefined)[] }> {
+    const { rows, images } = await this.found(wanted);
+    return { images, unreadable: rows.map((r, i) => (r && !images[i] ? unreadable(r) : undefined)) };
   }
 
   /** The row of each image wanted, and the image rebuilt from it (undefined where its chain is broken: the record holds it, unreadable). */

@@ -1,5 +1,5 @@
 import { errors } from '../errors.js';
-import { grouped, RecordReader, recorded, type RecordedImage, type RecordedState } from './query.js';
+import { grouped, RecordReader, recorded, type RecordedImage, type RecordedState, type UnreadableImage } from './query.js';
 import type { RecordDb } from './snapshot.js';
 import { LedgerReplay, type Behind, type LedgerEvent, type MarketAt, type MarketLedger, type NoteBounds, type Span } from './spans.js';
 
@@ -63,7 +63,10 @@ export interface ScreenMarket {
   delta: boolean;
   /** Off its topic since `behind` (ms), owed its newest image: what it shows is what it had then. */
   behind: number | null;
+  /** null: it held no image, or (when `unreadable` is set) the record holds the one it held but cannot rebuild it. */
   odds: RecordedImage | null;
+  /** The image it held when the record holds it but cannot rebuild it; else null. */
+  unreadable: UnreadableImage | null;
   market: RecordedState | null;
   result: RecordedState | null;
   /** The freshness it was last told: the record's frame, or the `behind` the socket itself was told since. */
@@ -152,15 +155,16 @@ export class SocketRecord {
     const until = now.map(([, m]) => m.owed?.at ?? at);
     const held = await this.held(conn, now, at, replay.bounds);
     const wanted = held.flatMap((h, k) => (h ? [k] : []));
-    const found = await this.reader.imagesAt(wanted.map((k) => ({ mid: now[k][0], at: until[k], ...held[k]! })));
-    const images = new Map(wanted.map((k, j) => [k, found[j]]));
+    const found = await this.reader.imagesNamed(wanted.map((k) => ({ mid: now[k][0], at: until[k], ...held[k]! })));
+    const images = new Map(wanted.map((k, j) => [k, found.images[j]]));
+    const lost = new Map(wanted.map((k, j) => [k, found.unreadable[j]]));
     const states = await this.reader.statesAt(now.map(([mid], k) => ({ mid, at: until[k] })));
     const markets = now.map(([mid, m], k): ScreenMarket => {
       const { variant, depth, conflate, delta } = m.how;
       const image = images.get(k);
       return {
         mid, variant, depth, conflate, delta, behind: m.owed?.at ?? null,
-        odds: cut(image ? recorded(image) : null, depth),
+        odds: cut(image ? recorded(image) : null, depth), unreadable: lost.get(k) ?? null,
         market: states[k].market ?? null, result: states[k].result ?? null, freshness: told(mid, states[k].freshness ?? null, m.behind),
       };
     });
@@ -241,9 +245,10 @@ export class SocketRecord {
     });
     const last = await this.lastSent(conn, sent, bounds);
     sent.forEach(({ k }, j) => (out[k] = last[j]));
-    const images = await this.reader.imagesAt(newest.map(({ mid, at }) => ({ mid, at })));
+    const { images, unreadable } = await this.reader.imagesNamed(newest.map(({ mid, at }) => ({ mid, at })));
     newest.forEach(({ k, live }, j) => {
-      const img = images[j];
+      // One the record holds but cannot rebuild is still the one it held: the screen names it.
+      const img = images[j] ?? unreadable[j];
       if (img && live && live.epoch === img.epoch && live.from !== null && img.seq < live.from) out[k] = { epoch: live.epoch, seq: live.from };
       else out[k] = img ? { epoch: img.epoch, seq: img.seq } : undefined;
     });

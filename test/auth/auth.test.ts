@@ -60,6 +60,29 @@ t.test('/ws takes the key as a header or a query parameter, and refuses bad keys
   t.equal(status, 403, 'a subscriber key cannot publish over the socket either');
 });
 
+t.test('/ws with a key in the header and another as ?key= is refused with 401 saying so, whichever is valid; the same key in both opens', async (t) => {
+  const { default: WebSocket } = await import('ws');
+  const ws = svc.url.replace('http', 'ws') + '/ws';
+  const refusal = (socket: InstanceType<typeof WebSocket>) => new Promise<{ status: number | undefined; body: unknown }>((ok, fail) => {
+    socket.once('open', () => {
+      socket.close();
+      fail(new Error('the socket opened'));
+    });
+    socket.once('unexpected-response', (_req, res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => ok({ status: res.statusCode, body: JSON.parse(text) }));
+    });
+  });
+  const message = 'the x-api-key header and ?key= in the URL name different API keys: send one key, in one of them';
+  for (const [header, inUrl] of [[alice, bob], [bob, alice], [alice, 'nonsense'], ['nonsense', alice]]) {
+    const r = await refusal(new WebSocket(`${ws}?key=${encodeURIComponent(inUrl)}`, { headers: { 'x-api-key': header } }));
+    t.same(r, { status: 401, body: { status: 0, message } }, `header ${header.slice(0, 16)}, ?key= ${inUrl.slice(0, 16)}`);
+  }
+  const both = new WebSocket(`${ws}?key=${alice}`, { headers: { 'x-api-key': alice } });
+  await new Promise((ok, fail) => { both.once('open', ok); both.once('error', fail); });
+  both.close();
+});
+
 t.test('subscribe and unsubscribe touch only the caller\'s own set and sockets', async (t) => {
   const M = '1.200001002';
   const a = await Client.connect(svc.url, { query: `key=${alice}` });

@@ -103,13 +103,16 @@ t.test('against the live service', async (t) => {
     t.match(r.stdout, /^\S+ ack id=1 ok Subscribed from sport 4 \(\d+ markets\)$/m);
   });
 
-  t.test('--raw prints one parseable JSON message per line', async (t) => {
-    const r = await run(['--url', wsUrl, '--raw', MID], /"op":"odds"/);
+  t.test('--raw prints one parseable JSON message per line; the deltas it subscribes to print as the whole images they lead to, as its --help says', async (t) => {
+    const r = await run(['--url', wsUrl, '--raw', MID], /("op":"odds"[\s\S]*){4}/);
     t.equal(r.code, 0);
-    const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { op: string; mid?: string; status?: number });
+    const msgs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { op: string; mid?: string; status?: number; r?: unknown[] });
     t.match(msgs[0], { op: 'ack', id: 1, status: 1 });
     t.ok(msgs.every((m) => typeof m.op === 'string'), 'every line has an op');
-    t.ok(msgs.some((m) => m.op === 'odds' && m.mid === MID), 'an odds message for the market');
+    const odds = msgs.filter((m) => m.op === 'odds' && m.mid === MID);
+    t.ok(odds.length >= 4, 'odds messages for the market');
+    t.same(msgs.filter((m) => m.op === 'delta'), [], 'no delta frame');
+    t.same(odds.filter((m) => m.r?.length !== odds[0].r?.length), [], 'each image whole: every runner');
   });
 });
 
@@ -164,6 +167,7 @@ t.test('--help (or -h): the usage on stdout, exit 0, nothing else checked', asyn
   const r = await run(['--help']);
   t.equal(r.code, 0);
   t.match(r.stdout, /^usage: npm run watch -- /);
+  t.match(r.stdout.replace(/\s+/g, ' '), '--raw print each message as one JSON line instead of a summary line; odds as the client holds them: it subscribes with deltas, and each arrives as the whole image it leads to ("op":"odds"), never as a "delta" frame', '--raw says what it prints of the deltas it subscribes to');
   t.equal(r.stderr, '');
   t.equal(parseArgs(['-h']), 'help', '-h the same');
   t.equal(parseArgs(['--help', '--format', 'xml']), 'help');

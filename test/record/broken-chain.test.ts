@@ -2,8 +2,8 @@
  * A stored change whose base is not in the record (a full image Postgres refused, so the recorder
  * logged it and went on; the changes after it name it). The changes after it up to the next full
  * image cannot be rebuilt. A page of changes tries the chain once, not once per change (each try
- * reads the market's whole day). The answers name each lost image (`unreadable`) rather than
- * passing over it, and the export says how many it left out and fails.
+ * reads the market's whole day). The answers (a page, a price, a socket's screen) name each lost
+ * image (`unreadable`) rather than passing over it, and the export says how many it left out and fails.
  */
 import t from 'tap';
 import { demoDatabase } from '../helpers/db.js';
@@ -13,6 +13,7 @@ import { runTool } from '../cli/processes.js';
 import { waitFor } from '../helpers/wait.js';
 import { imageOf } from '../helpers/images.js';
 import { RecordReader } from '../../src/record/query.js';
+import { SocketRecord } from '../../src/record/sockets.js';
 import { RecordSnapshots, type RecordDb } from '../../src/record/snapshot.js';
 
 // The demo's reference data: the export writes a market's definition from it.
@@ -88,6 +89,29 @@ t.test('a price says the image it held is in the record but cannot be rebuilt, n
   t.match(before, { odds: null, unreadable: null }, 'before any image: none, as before');
   const readable = await snapshots.read((db) => new RecordReader(db).priceAt(MID, T + 33));
   t.match(readable, { odds: { epoch: 'f', seq: 3 }, unreadable: null }, 'a readable image: as before');
+});
+
+t.test('a socket\'s screen says the image it held is in the record but cannot be rebuilt, not that it held none', async (t) => {
+  const how = { variant: 'j0.0', depth: 0, conflate: 0, delta: false };
+  let n = 0;
+  const ledger = (conn: string, at: number, op: string, body: Record<string, unknown> = {}) =>
+    log.append({ kind: 'note', note: { topic: 'ledger', src: 'pa', n: ++n, at, body: { conn, op, ...body } } });
+  // pa.1 on the market's topic from its second image; pa.2 too, until it fell behind holding the tenth.
+  for (const conn of ['pa.1', 'pa.2']) {
+    ledger(conn, T, 'open', { key: 'public', client: 'public', address: '127.0.0.1', format: 'json', hb: 5000 });
+    ledger(conn, T + 1, 'take', { ...how, seqs: [[MID, null, null]] });
+    ledger(conn, T + 2, 'join', { seqs: [[MID, 'e', 2, true]] });
+  }
+  ledger('pa.2', T + 10, 'owe', { seqs: [[MID, 'e', 10]] });
+  await waitFor(async () => (await pool.query(`SELECT count(*)::int AS c FROM record_ledger`)).rows[0].c === n, 'the ledger recorded');
+  const screen = (conn: string, at: number) => snapshots.read((db) => new SocketRecord(db).screen(conn, at));
+  const live = await screen('pa.1', T + 30);
+  t.match(live.markets, [{ mid: MID, behind: null, odds: null, unreadable: { mid: MID, epoch: 'e', seq: 30, pt: T + 30, ts: T + 30 } }], 'on its topic: the newest image, named');
+  t.same(api.errorsOf('Screen', live), [], 'as docs/openapi.json describes it');
+  const owed = await screen('pa.2', T + 20);
+  t.match(owed.markets, [{ mid: MID, behind: T + 10, odds: null, unreadable: { mid: MID, epoch: 'e', seq: 10, pt: T + 10, ts: T + 10 } }], 'owed: the image it held when it fell behind, named');
+  const readable = await screen('pa.1', T + 33);
+  t.match(readable.markets, [{ odds: { epoch: 'f', seq: 3 }, unreadable: null }], 'a readable image: as before');
 });
 
 t.test('the export writes what it can, says how many images it left out, and fails', async (t) => {
