@@ -17,6 +17,7 @@ import { createLogger } from '../log.js';
 import { createPool } from '../db/pool.js';
 import { isMarketId } from '../refdata/ids.js';
 import type { MarketType } from '../refdata/types.js';
+import type { WireTerms } from '../refdata/wire.js';
 import { RecordReader } from '../record/query.js';
 import { RecordSnapshots } from '../record/snapshot.js';
 import { BetfairExport, type MarketReference } from '../record/export.js';
@@ -99,9 +100,13 @@ export interface Exported {
   unreadable: number;
 }
 
-/** Writes one market's images as lines. */
+const termsOf = (frame: Record<string, unknown> | undefined): WireTerms | undefined => frame?.terms as WireTerms | undefined;
+
+/** Writes one market's images as lines, each definition with the terms the record held then. */
 export async function exportMarket(record: RecordSnapshots, ref: MarketReference, args: Pick<ExportArgs, 'from' | 'to'>, out: Writable): Promise<Exported> {
   const bf = new BetfairExport(ref);
+  // The terms in force as the range starts, then each `market` frame's as it comes: a definition says the terms of its time.
+  if (args.from > 0) bf.setTerms(termsOf((await record.read((db) => new RecordReader(db).priceAt(ref.mid, args.from - 1))).market?.frame));
   let after: string | undefined;
   let n = 0;
   let unreadable = 0;
@@ -109,6 +114,7 @@ export async function exportMarket(record: RecordSnapshots, ref: MarketReference
     const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, args.to, PAGE, after));
     for (const c of page.changes) {
       if (c.kind === 'unreadable') unreadable++;
+      if (c.kind === 'market') bf.setTerms(termsOf(c.frame));
       if (c.kind !== 'odds') continue;
       const { kind: _kind, ...image } = c;
       if (!out.write(bf.line(image) + '\n')) await once(out, 'drain');

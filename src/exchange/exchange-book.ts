@@ -78,23 +78,26 @@ export class ExchangeBook {
     if (rc.tv !== undefined) book.tradedVolume = rc.tv;
   }
 
-  /** The best `depth` levels to back, best (highest) first. */
-  back(rid: number, depth: number): PriceSize[] {
-    return this.side(rid, 0, depth);
+  /**
+   * The best `depth` levels to back, best (highest) first; with `lines` (a market priced as one
+   * line, its back side the Yes lines), the lowest Yes line first.
+   */
+  back(rid: number, depth: number, lines = false): PriceSize[] {
+    return this.side(rid, 0, depth, lines);
   }
 
-  /** The best `depth` levels to lay, best (lowest) first. */
-  lay(rid: number, depth: number): PriceSize[] {
-    return this.side(rid, 1, depth);
+  /** The best `depth` levels to lay, best (lowest) first; with `lines` (the No lines), the highest first. */
+  lay(rid: number, depth: number, lines = false): PriceSize[] {
+    return this.side(rid, 1, depth, lines);
   }
 
-  private side(rid: number, side: 0 | 1, depth: number): PriceSize[] {
+  private side(rid: number, side: 0 | 1, depth: number, lines: boolean): PriceSize[] {
     const book = this.runners.get(rid);
     if (!book || this.kind === PUBLISHED.length) return [];
     const key = PUBLISHED[this.kind][side];
     if (this.kind === 0) {
       const levels = [...book[key as ByPrice]];
-      levels.sort(side === 0 ? (a, b) => b[0] - a[0] : (a, b) => a[0] - b[0]);
+      levels.sort((side === 0) !== lines ? (a, b) => b[0] - a[0] : (a, b) => a[0] - b[0]);
       return levels.slice(0, depth);
     }
     return [...book[key as ByPosition]].sort((a, b) => a[0] - b[0]).slice(0, depth).map(([, level]) => [...level] as PriceSize);

@@ -1,6 +1,6 @@
 import type { MarketStatus, RunnerStatus } from '../odds/messages.js';
-import type { MarketType, SettledStatus, TermsRunnerStatus } from '../refdata/types.js';
-import type { BetfairMarketStatus, BetfairRunnerStatus, MarketDefinition } from './stream.js';
+import { MARKET_TYPES, type MarketType, type SettledStatus, type TermsRunnerStatus } from '../refdata/types.js';
+import type { BetfairMarketStatus, BetfairRunnerStatus, MarketDefinition, RunnerDefinition } from './stream.js';
 
 /**
  * How Betfair's vocabulary becomes the service's. docs/exchange.md shows the same rules as a
@@ -21,7 +21,17 @@ export const sportName = (si: number): string => SPORT_NAMES[si] ?? `Sport ${si}
 const DEFAULT_LEAGUE_BASE = 1_000_000_000;
 export const defaultLeague = (si: number): { li: number; na: string } => ({ li: DEFAULT_LEAGUE_BASE + si, na: `${sportName(si)} (Betfair)` });
 
+/**
+ * A market type named in the service's own word (`session`, `other-market`): never one of
+ * Betfair's (theirs are upper case), only what `npm run export` writes for a type Betfair has no
+ * name for, so the market comes back as the type it was.
+ */
+export const ownType = (def: Pick<MarketDefinition, 'marketType'>): MarketType | undefined =>
+  (MARKET_TYPES as readonly string[]).includes(def.marketType) ? def.marketType as MarketType : undefined;
+
 export function marketType(def: Pick<MarketDefinition, 'marketType' | 'bettingType'>): MarketType {
+  const own = ownType(def);
+  if (own) return own;
   const t = def.marketType;
   if (t === 'MATCH_ODDS') return 'match-odd';
   if (t === 'COMPLETED_MATCH') return 'completed-match';
@@ -32,6 +42,14 @@ export function marketType(def: Pick<MarketDefinition, 'marketType' | 'bettingTy
   if (def.bettingType === 'LINE') return 'line-market';
   return 'other-market';
 }
+
+/**
+ * The runners the market's row lists, in the order given. Betfair's definition lists every
+ * runner the market has; an export of one of the service's own types leaves unnamed the runner
+ * that only carries a line market's prices (the row lists none), so the row lists the named ones.
+ */
+export const listedRunners = (def: Pick<MarketDefinition, 'marketType'>, runners: readonly RunnerDefinition[]): RunnerDefinition[] =>
+  ownType(def) ? runners.filter((r) => r.name) : [...runners];
 
 /** INACTIVE (not yet open for betting) reads as SUSPENDED: the market exists and takes no bets. */
 export const marketStatus = (s: BetfairMarketStatus): MarketStatus => (s === 'INACTIVE' ? 'SUSPENDED' : s);

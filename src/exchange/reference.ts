@@ -1,6 +1,6 @@
 import type { IngestItemInput } from '../odds/messages.js';
 import type { Catalogue } from './catalogue.js';
-import { defaultLeague, marketType, sportName, typeName } from './mapping.js';
+import { defaultLeague, listedRunners, marketType, ownType, sportName, typeName } from './mapping.js';
 import type { MarketDefinition } from './stream.js';
 
 /**
@@ -59,11 +59,12 @@ export function withNames(prev: MarketDefinition | undefined, next: MarketDefini
 export const ordered = (def: MarketDefinition) =>
   def.runners.map((r, i) => ({ r, i })).sort((a, b) => (a.r.sortPriority ?? 0) - (b.r.sortPriority ?? 0) || a.i - b.i).map((x) => x.r);
 
-/** A market's row, less `go`, which the translator sends apart so the last image goes first. */
+/** A market's row, less `go`, which the translator sends apart so the last image goes first; without `r` when it lists no runners of its own. */
 export function marketFields(mid: string, def: MarketDefinition, names: Names): Fields {
+  const listed = listedRunners(def, ordered(def));
   return {
     mid, eid: Number(def.eventId), na: names.market, si: Number(def.eventTypeId), ty: marketType(def),
-    s: def.status === 'OPEN', rt: false, r: ordered(def).map((r) => ({ rid: r.id, na: names.runner(r.id) })),
+    s: def.status === 'OPEN', rt: false, ...(listed.length || !ownType(def) ? { r: listed.map((r) => ({ rid: r.id, na: names.runner(r.id) })) } : {}),
   };
 }
 

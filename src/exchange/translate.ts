@@ -32,7 +32,7 @@ import type { Catalogue } from './catalogue.js';
 import { changeMid, checkChange, checkMessage } from './check.js';
 import { ExchangeBook } from './exchange-book.js';
 import type { Ledger } from './ledger.js';
-import { marketStatus, marketType, runnerStatus } from './mapping.js';
+import { listedRunners, marketStatus, marketType, runnerStatus } from './mapping.js';
 import { changed, eventFields, marketFields, namesOf, ordered, Parents, withNames } from './reference.js';
 import { resultOf, termsOf, withoutNulls } from './terms.js';
 import type { MarketChange, MarketDefinition, RunnerDefinition } from './stream.js';
@@ -76,6 +76,8 @@ interface MarketState {
   def: MarketDefinition;
   /** The definition's runners in display order. */
   runners: RunnerDefinition[];
+  /** Those the market's row lists (all but the unnamed price carrier of an exported line market): its pricing, terms and settlement are theirs. */
+  listed: RunnerDefinition[];
   book: ExchangeBook;
   /** The market row as last sent; its terms, `go` and its result (as JSON) as last sent. */
   sent?: Fields;
@@ -215,7 +217,7 @@ export class Translator {
   private refusal(item: IngestItemInput, s: MarketState): string | undefined {
     const checked = validateOdds(item);
     if ('error' in checked) return checked.error;
-    return checkPrices(checked.image, pricingOf(marketType(s.def), s.runners.length > 0));
+    return checkPrices(checked.image, pricingOf(marketType(s.def), s.listed.length > 0));
   }
 
   /** A change that cannot be applied: its market, when known, is unreliable until a fresh image. */
@@ -243,7 +245,7 @@ export class Translator {
   private update(mc: MarketChange, fresh: boolean, exchangeTime: number): MarketState {
     let state = this.markets.get(mc.id);
     if (!state) {
-      state = { def: mc.marketDefinition!, runners: [], book: new ExchangeBook(), go: false, exchangeTime, moved: true, told: 'nothing', broken: undefined };
+      state = { def: mc.marketDefinition!, runners: [], listed: [], book: new ExchangeBook(), go: false, exchangeTime, moved: true, told: 'nothing', broken: undefined };
       this.markets.set(mc.id, state);
       this.marketsSeen++;
     }
@@ -260,6 +262,7 @@ export class Translator {
     if (state.def.eventId !== def.eventId) this.events.get(Number(state.def.eventId))?.markets.delete(mid);
     state.def = withNames(state.def, def);
     state.runners = ordered(state.def);
+    state.listed = listedRunners(state.def, state.runners);
     let event = this.events.get(eid);
     if (!event) this.events.set(eid, (event = { markets: new Set() }));
     event.markets.add(mid);
@@ -292,7 +295,7 @@ export class Translator {
     const marketDelta = changed(state.sent, marketNow);
     if (marketDelta) before.push({ kind: 'market', mid, ...marketDelta, ...(state.sent ? {} : { go: false }) });
     state.sent = marketNow;
-    const termsNow = termsOf(mid, def, state.runners);
+    const termsNow = termsOf(mid, def, state.listed);
     const termsDelta = state.terms ? changed(state.terms, termsNow) : withoutNulls(termsNow);
     if (termsDelta) before.push({ kind: 'terms', mid, ...termsDelta });
     state.terms = termsNow;
@@ -309,7 +312,7 @@ export class Translator {
 
   /** A closed market's result, when it says something (winners, or void) it has not said yet: settled again when they change. */
   private settle(mid: string, state: MarketState, after: IngestItemInput[]): void {
-    const result = resultOf(mid, state.def, state.runners);
+    const result = resultOf(mid, state.def, state.listed);
     const json = JSON.stringify(result);
     if ((result.res || result.ia) && json !== state.settled) {
       after.push(result as IngestItemInput);
@@ -319,8 +322,10 @@ export class Translator {
 
   private image(mid: string, state: MarketState): OddsImage {
     const { def, book } = state;
+    // A line market's ladders run the other way: its best Yes is its lowest line, its best No its highest.
+    const lines = pricingOf(marketType(def), state.listed.length > 0) === 'line';
     const runners = state.runners.map((runner) => {
-      const out: RunnerPrices = { runnerId: runner.id, status: runnerStatus(runner.status), back: book.back(runner.id, IMAGE_DEPTH), lay: book.lay(runner.id, IMAGE_DEPTH) };
+      const out: RunnerPrices = { runnerId: runner.id, status: runnerStatus(runner.status), back: book.back(runner.id, IMAGE_DEPTH, lines), lay: book.lay(runner.id, IMAGE_DEPTH, lines) };
       const lastTraded = book.lastTraded(runner.id);
       const tradedVolume = book.tradedVolume(runner.id);
       if (lastTraded !== undefined) out.lastTraded = lastTraded;

@@ -123,7 +123,22 @@ async function applyNested(db: Client, parent: string, eid: number, list: Nested
   }
 }
 
-async function applyMarket(db: Client, m: MarketItem): Promise<WriteOutcome> {
+/**
+ * A replay publishes a recording's markets as they were: one that would give a market the service
+ * holds another type is another market under the same ID, or an export that could not say the
+ * type. Changing it would leave the market's terms, runners and newest image those of its old
+ * type, so it is refused whole, naming both types.
+ */
+async function keepsType(db: Client, m: MarketItem): Promise<void> {
+  if (m.type === undefined) return;
+  const held = (await db.query<{ ty: string | null }>('SELECT ty FROM markets WHERE mid = $1 AND parent_mid IS NULL', [m.id])).rows[0];
+  if (held && held.ty !== m.type) {
+    throw new ApplyError(`market ${m.id} is a ${held.ty} market here: a replay (/ingest?replay=1) may not make it ${m.type} (nothing of this batch was written); replay into another service, or publish the change without replay=1`);
+  }
+}
+
+async function applyMarket(db: Client, m: MarketItem, replay: boolean): Promise<WriteOutcome> {
+  if (replay) await keepsType(db, m);
   const given = {
     eid: m.eventId, na: m.name, ty: m.type, s: m.isActive, go: m.concluded, rt: m.recalled, di: m.displayOrder, bl: m.ball,
     ...info(m), ...(m.runners ? { has_r: true } : {}),
@@ -223,14 +238,14 @@ export const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms
  * reload with it), so the writer can have this pod show them before it acks.
  * Throws ApplyError for a problem with the item itself.
  */
-export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>): Promise<WriteOutcome> {
+export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>, replay = false): Promise<WriteOutcome> {
   keys?.add(modelKey(item));
   try {
     switch (item.kind) {
       case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.id], given: { na: item.name, a: item.active }, required: REQUIRED.sport });
       case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.id], given: { si: item.sportId, na: item.name }, required: REQUIRED.league });
       case 'event': return await applyEvent(db, item, keys);
-      case 'market': return await applyMarket(db, item);
+      case 'market': return await applyMarket(db, item, replay);
       case 'result': return await applyResult(db, item);
       case 'terms': return await applyTerms(db, item);
     }

@@ -1,4 +1,5 @@
-import type { MarketType } from '../refdata/types.js';
+import { isLineType, type MarketType } from '../refdata/types.js';
+import type { WireRunnerTerms, WireTerms } from '../refdata/wire.js';
 import type { MarketStatus, PriceSize, RunnerStatus } from '../odds/messages.js';
 import type { RecordedImage } from './query.js';
 
@@ -15,7 +16,12 @@ export interface MarketReference {
   runners: ReadonlyMap<number, string>;
 }
 
-/** The service's market types as Betfair names them (the adapter's mapping, backwards); the rest are kept apart by the name. */
+/**
+ * The service's market types as Betfair names them (the adapter's mapping, backwards). A type
+ * Betfair has no name for goes as the service's own word (`session`, `other-market`): Betfair's
+ * market types are upper case, so it can never be taken for one, and the adapter reads it back
+ * as that type.
+ */
 const BETFAIR_TYPE: Partial<Record<MarketType, string>> = {
   'match-odd': 'MATCH_ODDS', 'completed-match': 'COMPLETED_MATCH', 'tied-match': 'TIED_MATCH', goals: 'OVER_UNDER_25',
   'winner-market': 'WIN', 'odd-even': 'ODD_OR_EVEN',
@@ -26,6 +32,26 @@ const MARKET_STATUS: Record<MarketStatus, string> = { OPEN: 'OPEN', SUSPENDED: '
 const RUNNER_STATUS: Record<RunnerStatus, string> = { ACTIVE: 'ACTIVE', SUSPENDED: 'HIDDEN', WINNER: 'WINNER', LOSER: 'LOSER', REMOVED: 'REMOVED' };
 
 type Obj = Record<string, unknown>;
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+/** The market's terms in Betfair's own definition keys (the adapter's mapping, backwards); a term not given is left out. */
+function definitionTerms(t: WireTerms): Obj {
+  const out: Obj = {
+    betDelay: t.bd, turnInPlayEnabled: t.tip, suspendTime: iso(t.sus), bettingType: t.bt, numberOfWinners: t.nw, eachWayDivisor: t.ewd,
+    bspMarket: t.bsp, countryCode: t.cc, venue: t.ven, raceType: t.race, marketBaseRate: t.mbr, regulators: t.reg,
+    lineMinUnit: t.lmin, lineMaxUnit: t.lmax, lineInterval: t.lint,
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined && v !== null));
+}
+
+/** A runner's terms in the definition's keys: the exchange's own status where the image's says the same (PLACED is a WINNER there). */
+function runnerTerms(status: string, t: WireRunnerTerms | undefined): Obj {
+  if (!t) return { status };
+  const same = t.st === status || (t.st === 'PLACED' && status === 'WINNER');
+  const out: Obj = { status: same ? t.st : status, adjustmentFactor: t.af, removalDate: iso(t.rd), hc: t.hc };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined && v !== null));
+}
 
 /** The price levels that changed from `a` to `b`: [price, size], size 0 where a price left the ladder. */
 function ladderDelta(a: readonly PriceSize[], b: readonly PriceSize[]): PriceSize[] {
@@ -50,8 +76,15 @@ export class BetfairExport {
   private defKey = '';
   private version = 1;
   private clk = 0;
+  /** The market's terms as the record last told them (its `market` frames); none until one does. */
+  private terms: WireTerms = {};
 
   constructor(private readonly ref: MarketReference) {}
+
+  /** The terms a recorded `market` frame carried: the definitions from the next image on say them. */
+  setTerms(terms: WireTerms | undefined): void {
+    this.terms = terms ?? {};
+  }
 
   /** The line for the next image, in order. */
   line(image: RecordedImage): string {
@@ -59,7 +92,7 @@ export class BetfairExport {
     const fresh = !prev || prev.r.length !== image.r.length || prev.r.some((x, i) => x.rid !== image.r[i].rid);
     const mc: Obj = { id: this.ref.mid };
     const def = this.definition(image);
-    const key = JSON.stringify([def.status, def.inPlay, def.runners]);
+    const key = JSON.stringify(def);
     if (fresh || key !== this.defKey) {
       this.defKey = key;
       mc.marketDefinition = { ...def, version: this.version++ };
@@ -82,14 +115,24 @@ export class BetfairExport {
     return JSON.stringify({ op: 'mcm', clk: String(++this.clk), pt: image.ts, mc: [mc] });
   }
 
+  /**
+   * Betfair's definition of the market at this image: its type and terms, and its runners. A market
+   * the service prices as one line lists no runners of its own, while its image's runner carries
+   * the lines: that runner goes without a name, which tells the adapter to leave it out of the
+   * market's row (a row listing it would make the market a runner market, its lines crossed odds).
+   */
   private definition(image: RecordedImage): Obj {
-    const { ref } = this;
-    const type = ref.type ? BETFAIR_TYPE[ref.type] : undefined;
+    const { ref, terms } = this;
+    const type = ref.type ? BETFAIR_TYPE[ref.type] ?? ref.type : 'OTHER';
+    const line = ref.type === 'line-market' || (isLineType(ref.type) && ref.runners.size === 0);
+    const own = ref.type !== null && BETFAIR_TYPE[ref.type] === undefined;
+    const runnerTermsById = new Map((terms.r ?? []).map((r) => [r.rid, r]));
+    const name = (rid: number) => ref.runners.get(rid) ?? (own ? undefined : `Selection ${rid}`);
     return {
-      eventTypeId: String(ref.si), eventId: String(ref.eid), marketType: type ?? 'OTHER', bettingType: ref.type === 'line-market' ? 'LINE' : 'ODDS',
+      eventTypeId: String(ref.si), eventId: String(ref.eid), marketType: type, bettingType: line ? 'LINE' : 'ODDS',
       status: MARKET_STATUS[image.st], inPlay: image.ip, betDelay: 0, marketTime: ref.openDate, openDate: ref.openDate, timezone: 'UTC',
-      name: ref.name, eventName: ref.eventName, numberOfWinners: 1, complete: true,
-      runners: image.r.map((x, i) => ({ id: x.rid, status: RUNNER_STATUS[x.st], sortPriority: i + 1, name: ref.runners.get(x.rid) ?? `Selection ${x.rid}` })),
+      name: ref.name, eventName: ref.eventName, numberOfWinners: 1, complete: true, ...definitionTerms(terms),
+      runners: image.r.map((x, i) => ({ id: x.rid, ...runnerTerms(RUNNER_STATUS[x.st], runnerTermsById.get(x.rid)), sortPriority: i + 1, ...(name(x.rid) === undefined ? {} : { name: name(x.rid) }) })),
     };
   }
 }

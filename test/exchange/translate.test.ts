@@ -76,6 +76,22 @@ t.test('market types', async (t) => {
   }
 });
 
+t.test('the service\'s own types, as an export writes them: that type; a nameless runner carries a line market\'s prices, not listed in its row', async (t) => {
+  for (const ty of ['session', 'other-market', 'ball-by-ball', 'line-market', 'bookmaker']) {
+    const { items } = new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ marketType: ty, bettingType: 'ODDS' }) }]), 'f:1');
+    t.equal(items.find((i) => i.kind === 'market')!.ty, ty, `${ty}: not other-market`);
+  }
+  const line = def({ marketType: 'session', bettingType: 'LINE', betDelay: 3, lineMinUnit: 0, lineMaxUnit: 500, lineInterval: 1, runners: [{ id: 1, status: 'ACTIVE', sortPriority: 1 }] });
+  const { items, problems } = new Translator().translate(mcm(1, [{ id: '1.9', marketDefinition: line, rc: [{ id: 1, atb: [[41, 100], [42, 100]], atl: [[40, 100], [39, 100]] }] }]), 'f:1');
+  t.same(problems, []);
+  const market = items.find((i) => i.kind === 'market')!;
+  t.equal(market.ty, 'session');
+  t.notOk('r' in market, 'its row lists no runners: a line market');
+  t.same(items.find((i) => i.kind === 'terms'), { kind: 'terms', mid: '1.9', bd: 3, bt: 'LINE', nw: 1, lmin: 0, lmax: 500, lint: 1, r: [] }, 'the terms, the line\'s range with them');
+  t.same(items.find((i) => i.kind === 'odds'), { kind: 'odds', mid: '1.9', ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[41, 100], [42, 100]], l: [[40, 100], [39, 100]] }] },
+    'its lines published, best first as lines are (the lowest Yes, the highest No), not withheld as crossed odds');
+});
+
 t.test('market status and in play: the market row, the event and the frame', async (t) => {
   const tr = new Translator();
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
