@@ -25,7 +25,7 @@ export async function testRecord(t: Test, url: string, opts: Partial<RecorderOpt
   const logger = createLogger('error', false);
   const log = new MemoryRecordLog(10_000, { appended: () => undefined, dropped: () => undefined });
   const recorder = new Recorder(
-    { url, days: 400, batch: 1000, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 10_000, ...opts },
+    { url, days: 400, batch: 1000, flushMs: 0, settleMs: 1000, connectTimeoutMs: 2000, writeTimeoutMs: 10_000, ...opts },
     { log, metrics: new RecordMetrics(new Registry()), logger },
   );
   await recorder.start();
