@@ -17,7 +17,7 @@ import { RecordSnapshots } from '../../src/record/snapshot.js';
 
 const SETTLE_MS = 1000;
 const url = await freshDatabase(t);
-const { log, pool } = await testRecord(t, url, { settleMs: SETTLE_MS });
+const { log, pool, metrics } = await testRecord(t, url, { settleMs: SETTLE_MS });
 const snapshots = new RecordSnapshots(pool);
 
 const MID = '1.66';
@@ -65,4 +65,16 @@ t.test('a range well in the past is read to its end at once, next null', async (
   t.same(p.changes.map(key), ['odds g/1', 'odds g/2']);
   t.equal(p.next, null, 'the range is done');
   t.ok(p.complete !== null && p.complete >= T + 10, 'the record says it is complete past the range');
+});
+
+t.test('an image later than the settling time is written all the same, and counted late', async (t) => {
+  const late = async () => (await metrics.late.get()).values[0]?.value ?? 0;
+  const T = Date.now() - 30_000;
+  await waitFor(async () => ((await page(T, T)).complete ?? 0) > T, 'the mark past the image\'s time');
+  // The past range's images above came 60 s late too: counted already.
+  const before = await late();
+  odds('h', 1, T);
+  await recorded(7);
+  t.same((await page(T, T)).changes.map(key), ['odds h/1'], 'in the record, where a range read from now on finds it');
+  await waitFor(async () => (await late()) === before + 1, 'odds_record_late_total counted it');
 });
