@@ -138,6 +138,8 @@ export interface Config {
   /** Entries the recorder writes in one batch at most. */
   readonly recordBatch: number;
   readonly recordFlushMs: number;
+  /** How far behind the recorder's clock an entry may reach it; the record's complete mark stays that far back (docs/record.md). */
+  readonly recordSettleMs: number;
 }
 
 export class ConfigError extends Error {
@@ -448,6 +450,7 @@ export function loadConfig(env: Env = process.env, openFiles: number | undefined
     recordBusBytes: int(env, 'RECORD_BUS_BYTES', 1024 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024 * 1024),
     recordBatch: int(env, 'RECORD_BATCH', 5000, 1, 100_000),
     recordFlushMs: int(env, 'RECORD_FLUSH_MS', 250, 0, 10_000),
+    recordSettleMs: int(env, 'RECORD_SETTLE_MS', 1000, 0, 600_000),
   });
 }
 

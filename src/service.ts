@@ -87,7 +87,7 @@ const RECORD_POOL_MAX = 4;
 /** The recorder (which runs on the pod holding its lease) and what this pod hands it. */
 function recordParts(config: Config, databaseUrl: string, log: RecordLog, metrics: RecordMetrics, logger: Logger): { recorder: Recorder; taps: RecordTaps } {
   const recorder = new Recorder(
-    { url: config.recordDatabaseUrl ?? databaseUrl, days: config.recordDays, batch: config.recordBatch, flushMs: config.recordFlushMs, connectTimeoutMs: config.pgConnectTimeoutMs, writeTimeoutMs: RECORD_WRITE_TIMEOUT_MS },
+    { url: config.recordDatabaseUrl ?? databaseUrl, days: config.recordDays, batch: config.recordBatch, flushMs: config.recordFlushMs, settleMs: config.recordSettleMs, connectTimeoutMs: config.pgConnectTimeoutMs, writeTimeoutMs: RECORD_WRITE_TIMEOUT_MS },
     { log, metrics, logger },
   );
   metrics.watch({ lag: () => recorder.lag(), backlog: () => log.backlog(), get leading() { return recorder.leading; } });

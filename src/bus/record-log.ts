@@ -18,6 +18,7 @@ export interface RecordLogCounts {
  * Entries are kept as objects, never encoded: an odds image shares the book's.
  */
 export class MemoryRecordLog implements RecordLog {
+  readonly redeliverMs = 0;
   private readonly queue = new Fifo<RecordEntry>();
   private wake: (() => void) | undefined;
   /** While a batch gathers: how many it wants, and what ends its wait. */
@@ -36,8 +37,8 @@ export class MemoryRecordLog implements RecordLog {
     if (this.gathering && this.queue.size >= this.gathering.want) this.gathering.done();
   }
 
-  async next(max: number, signal: AbortSignal, gatherMs = 0): Promise<RecordBatch | undefined> {
-    await this.first(signal);
+  async next(max: number, signal: AbortSignal, gatherMs = 0, idleMs?: number): Promise<RecordBatch | undefined> {
+    await this.first(signal, idleMs);
     if (!this.queue.size) return undefined;
     if (gatherMs > 0 && this.queue.size < max && !signal.aborted) await this.gather(max, gatherMs, signal);
     const entries: RecordEntry[] = [];
@@ -45,17 +46,23 @@ export class MemoryRecordLog implements RecordLog {
       entries.push(this.queue.peek()!);
       this.queue.shift();
     }
-    return { entries, ack: () => undefined };
+    // Taken at once, so nothing reached the queue between its last entry taken and this instant.
+    return { entries, drainedAt: this.queue.size ? undefined : this.clock.now(), ack: () => undefined };
   }
 
   async backlog(): Promise<RecordBacklog> {
     return { entries: this.queue.size, bytes: undefined };
   }
 
-  /** Until an entry waits, or `signal` aborts. */
-  private async first(signal: AbortSignal): Promise<void> {
+  /** Until an entry waits, `signal` aborts, or `idleMs` pass. */
+  private async first(signal: AbortSignal, idleMs?: number): Promise<void> {
+    let idle = false;
+    const timer = idleMs === undefined ? undefined : this.clock.after(idleMs, () => {
+      idle = true;
+      this.wake?.();
+    });
     while (!this.queue.size) {
-      if (signal.aborted) return;
+      if (signal.aborted || idle) break;
       await new Promise<void>((ok) => {
         const done = () => {
           this.wake = undefined;
@@ -66,6 +73,7 @@ export class MemoryRecordLog implements RecordLog {
         signal.addEventListener('abort', done, { once: true });
       });
     }
+    timer?.stop();
   }
 
   /** Until `want` entries wait, `ms` have passed, or `signal` aborts (a stop writes what waits at once). */

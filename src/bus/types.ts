@@ -72,6 +72,12 @@ export type RecordEntry = { kind: 'odds'; o: Ordered } | { kind: 'note'; note: R
 /** Entries read for the recorder: written, then acknowledged. */
 export interface RecordBatch {
   readonly entries: readonly RecordEntry[];
+  /**
+   * When the log had handed out all it held (ms, the log's clock): every entry that reached it
+   * before then is in this batch or in one before. Undefined when the batch left entries behind,
+   * or the log cannot tell.
+   */
+  readonly drainedAt?: number;
   ack(): Promise<void> | void;
 }
 
@@ -92,10 +98,17 @@ export interface RecordLog {
   append(e: RecordEntry): void;
   /**
    * The next entries after the last acknowledged ones, at most `max`; undefined once `signal`
-   * aborts. Once one waits, those arriving within `gatherMs` join it, unless `max` wait sooner.
+   * aborts, or after about `idleMs` (when given) with nothing to hand out. Once one waits, those
+   * arriving within `gatherMs` join it, unless `max` wait sooner.
    */
-  next(max: number, signal: AbortSignal, gatherMs?: number): Promise<RecordBatch | undefined>;
+  next(max: number, signal: AbortSignal, gatherMs?: number, idleMs?: number): Promise<RecordBatch | undefined>;
   backlog(): Promise<RecordBacklog>;
+  /**
+   * How long an entry handed out and never acknowledged waits before the log hands it out again
+   * (to the next recorder): until then a new recorder cannot know of it. 0 where none outlives
+   * its reader (the in-process queue).
+   */
+  readonly redeliverMs: number;
 }
 
 /**

@@ -31,7 +31,7 @@ const USAGE = `usage: npm run export -- (--market MID | --event EID | --day YYYY
   --event   every market of an event, one file each (<mid>.json) in the folder PATH
   --day     every market recorded that day (UTC), one file each in the folder PATH
   --from    from this time (ISO 8601, or ms since 1970); default: the record's start
-  --to      up to this time; default: now
+  --to      up to this time; default: now. Never past what the record holds complete (its live end, a second or so behind now)
 The service's database is DATABASE_URL (or the running service's embedded one); the record's is
 RECORD_DATABASE_URL when set, else the same.`;
 
@@ -110,8 +110,13 @@ export async function exportMarket(record: RecordSnapshots, ref: MarketReference
   let after: string | undefined;
   let n = 0;
   let unreadable = 0;
+  // What the record holds complete when the export starts, however far `to` reaches: the pages
+  // past the complete mark are the live end's, to be asked again later, not waited for here.
+  const complete = await record.read((db) => new RecordReader(db).complete());
+  const to = complete === null ? args.to : Math.min(args.to, complete);
+  if (to < args.from) return { images: 0, unreadable: 0 };
   do {
-    const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, args.to, PAGE, after));
+    const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, to, PAGE, after));
     for (const c of page.changes) {
       if (c.kind === 'unreadable') unreadable++;
       if (c.kind === 'market') bf.setTerms(termsOf(c.frame));

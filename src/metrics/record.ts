@@ -14,6 +14,7 @@ export interface RecordGaugeSource {
 export class RecordMetrics {
   readonly written: Counter<'table'>;
   readonly lost: Counter<'where'>;
+  readonly late: Counter;
   readonly writeSeconds: Histogram;
   readonly failures: Counter;
   readonly leader: Gauge;
@@ -29,6 +30,10 @@ export class RecordMetrics {
     this.lost = new Counter({
       name: 'odds_record_lost_total', labelNames: ['where'], registers,
       help: 'Entries that never reached the record: dropped unread by the in-process queue past RECORD_QUEUE_MAX (log), refused as malformed (invalid), not handed to the bus while it was down (unsent), or refused by Postgres (refused)',
+    });
+    this.late = new Counter({
+      name: 'odds_record_late_total', registers,
+      help: 'Images and state frames written with a time at or before the record\'s complete mark: they reached the recorder more than RECORD_SETTLE_MS behind it (a pod\'s clock behind the recorder\'s by more, or held on the way), and a reader already past that time at the live end does not see them',
     });
     // Every label from zero: an alert on increase() sees the first loss, not a series that appears with it.
     for (const where of ['log', 'unsent', 'invalid', 'refused'] satisfies RecordLoss[]) this.lost.inc({ where }, 0);

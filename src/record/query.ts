@@ -45,9 +45,14 @@ export type Change = ({ kind: 'odds' } & RecordedImage) | ({ kind: 'market' | 'r
 
 export interface ChangesPage {
   changes: Change[];
-  /** Where the next page starts (`after`), or null when the range is done. */
+  /** Where the next page starts (`after`), or null when the range is done: given while the range reaches past `complete`. */
   next: string | null;
+  /** How far the record is complete (ms): no row at or before it is committed later. A page stops there. Null: the record keeps no mark (written by a recorder before it did). */
+  complete: number | null;
 }
+
+/** Once seen, `record_complete` stays: the record's migrations made it, and nothing drops it. */
+let markKept = false;
 
 interface OddsRow {
   mid: string;
@@ -236,11 +241,17 @@ export class RecordReader {
   async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
     const [start, asked] = after ? after.split('.').map(Number) : [from, 0];
     if (start < from || start > to) throw errors.badParam('after', 'must be the next value of a page of the same range, as given');
+    const complete = await this.complete();
+    // A page never reads past the mark: a row there may yet be committed before one it read, and
+    // a cursor past it would never go back for it. Each ms up to the mark is whole, so a cursor's
+    // count of the changes of its ms stays true.
+    const end = complete === null ? to : Math.min(to, complete);
+    if (start > end) return { changes: [], next: `${start}.${asked}`, complete };
     const [oddsSkip, statesSkip] = asked ? await this.passed(mid, start, asked) : [0, 0];
     const [odds, states] = await Promise.all([
-      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq OFFSET $4 LIMIT $5`, [mid, start, to, oddsSkip, limit + 1]),
+      this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq OFFSET $4 LIMIT $5`, [mid, start, end, oddsSkip, limit + 1]),
       this.db.query<{ kind: 'market' | 'result' | 'freshness'; at: number; body: Record<string, unknown> }>(
-        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n OFFSET $4 LIMIT $5`, [mid, start, to, statesSkip, limit + 1]),
+        `SELECT kind, at, body FROM record_states WHERE mid = $1 AND at >= $2 AND at <= $3 ORDER BY at, kind, src, n OFFSET $4 LIMIT $5`, [mid, start, end, statesSkip, limit + 1]),
     ]);
     type Item = { t: number; row?: OddsRow; state?: RecordedState & { kind: 'market' | 'result' | 'freshness' } };
     // Stable: in one ms the images come first, then the state frames, as `passed` counts them.
@@ -265,7 +276,22 @@ export class RecordReader {
       built.set(`${r.epoch}/${r.seq}`, m);
       changes.push(m ? { kind: 'odds', ...recorded(m) } : { kind: 'unreadable', ...unreadable(r) });
     }
-    return { changes, next: items.length > limit ? cursor(page, oddsSkip + statesSkip, start) : null };
+    const skip = oddsSkip + statesSkip;
+    // Short of `to`, the range is not done: the next page starts where this one stopped, and a
+    // client at the live end asks again once the mark has moved on.
+    const next = items.length > limit || end < to ? (page.length ? cursor(page, skip, start) : `${start}.${skip}`) : null;
+    return { changes, next, complete };
+  }
+
+  /** The record's complete mark; null where it keeps none (its tables written by a recorder before the mark). */
+  async complete(): Promise<number | null> {
+    if (!markKept) {
+      const { rows: [r] } = await this.db.query<{ kept: boolean }>(`SELECT to_regclass('record_complete') IS NOT NULL AS kept`);
+      if (!r.kept) return null;
+      markKept = true;
+    }
+    const { rows: [row] } = await this.db.query<{ at: number }>('SELECT at FROM record_complete');
+    return row ? Number(row.at) : null;
   }
 
   /** Of the `asked` changes of the ms `start` a cursor passed, how many were images and how many state frames (images first), never more than the ms holds. */

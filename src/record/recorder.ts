@@ -5,7 +5,7 @@ import { migrate } from '../db/migrate.js';
 import { isRefusedData } from '../db/pool.js';
 import type { RecordMetrics } from '../metrics/record.js';
 import type { RecordBatch, RecordEntry, RecordLog } from '../bus/types.js';
-import { RowEncoder, type Rows } from './rows.js';
+import { RowEncoder, Rows } from './rows.js';
 import { RecordWriter } from './writer.js';
 import { Lease } from './lease.js';
 import pg from 'pg';
@@ -23,6 +23,8 @@ const RETENTION_MS = 3_600_000;
 const FLUSH_MS = 5000;
 /** How long a stop waits for a write under way once it gives up (a frozen Postgres answers nothing). */
 const GIVE_UP_MS = 1000;
+/** How often an idle recorder moves the record's complete mark on, so a reader at the live end waits no longer than this for it. */
+const IDLE_MARK_MS = 1000;
 
 export interface RecorderOptions {
   /** The record's Postgres (RECORD_DATABASE_URL, else the service's). */
@@ -35,6 +37,12 @@ export interface RecorderOptions {
   flushMs: number;
   connectTimeoutMs: number;
   writeTimeoutMs: number;
+  /**
+   * How far behind the recorder's clock an entry may reach the log (RECORD_SETTLE_MS, 1000 by
+   * default): a pod's clock behind the recorder's, and the time from an entry's stamp until the
+   * bus holds it. The complete mark stays this far behind what the log has handed out.
+   */
+  settleMs?: number;
 }
 
 /** Told when this pod becomes the recorder: what it publishes from now on is recorded, starting with where every market stands. */
@@ -49,6 +57,7 @@ export interface RecorderDeps {
   now?: () => number;
 }
 
+const DEFAULT_SETTLE_MS = 1000;
 const entryTime = (e: RecordEntry): number => (e.kind === 'odds' ? e.o.publishTime : e.note.at);
 
 /**
@@ -74,6 +83,10 @@ export class Recorder implements Component {
   private pendingSince: number | undefined;
   private lastRetention = Number.NEGATIVE_INFINITY;
   private readonly now: () => number;
+  /** The record's complete mark as this recorder last wrote it: an entry at or before it is late. */
+  private complete = Number.NEGATIVE_INFINITY;
+  /** Until then a batch moves no mark: entries a recorder before this one took and never wrote may still be handed out again (RecordLog.redeliverMs). */
+  private holdUntil = Number.POSITIVE_INFINITY;
 
   constructor(private readonly opts: RecorderOptions, private readonly deps: RecorderDeps) {
     this.now = deps.now ?? Date.now;
@@ -140,6 +153,7 @@ export class Recorder implements Component {
       throw err;
     }
     this.deps.metrics.leader.set(1);
+    this.holdUntil = this.now() + this.deps.log.redeliverMs;
     this.deps.logger.info('recorder: this pod records', { days: this.opts.days });
     for (const t of this.takeovers) t.tookOver();
     return true;
@@ -181,9 +195,10 @@ export class Recorder implements Component {
       // A steady feed gathered for flushMs costs a write per interval, not one per publish: a write is
       // several round trips and wake-ups, which at hundreds of small batches a second cost the pod
       // more than its fan-out.
-      const batch = await this.deps.log.next(this.opts.batch, flushing ? this.idle.signal : AbortSignal.any([this.idle.signal, AbortSignal.timeout(60_000)]), flushing ? 0 : this.opts.flushMs);
+      const batch = await this.deps.log.next(this.opts.batch, flushing ? this.idle.signal : AbortSignal.any([this.idle.signal, AbortSignal.timeout(60_000)]), flushing ? 0 : this.opts.flushMs, flushing ? undefined : IDLE_MARK_MS);
       if (!batch) {
         if (flushing) return;
+        await this.markIdle();
         continue;
       }
       if (batch.entries.length) this.pendingSince = entryTime(batch.entries[0]);
@@ -197,7 +212,39 @@ export class Recorder implements Component {
   private async write(batch: RecordBatch, signal: AbortSignal): Promise<void> {
     const rows: Rows = this.encoder.encode(batch.entries);
     if (rows.invalid) this.deps.metrics.lost.inc({ where: 'invalid' }, rows.invalid);
-    await this.writeRows(rows, signal);
+    // Of what `changes` pages (images and state frames): a socket's ledger is read whole, not from a cursor.
+    const late = batch.entries.reduce((n, e) => ((e.kind === 'odds' || e.note.topic === 'state') && entryTime(e) <= this.complete ? n + 1 : n), 0);
+    if (late) this.deps.metrics.late.inc(late);
+    await this.writeRows(rows, signal, this.markOf(batch));
+  }
+
+  /**
+   * The complete mark a batch's commit moves the record to: everything that reached the log
+   * before the batch drained it is in the batch or written before, and whatever comes later is
+   * stamped no earlier than `settleMs` before that (docs/record.md). Why a mark rather than a
+   * cursor in commit order: pages stay in time order with their cursors as they were, a range in
+   * the past reads as before, and the mark is one row written in the batch's own transaction.
+   * None while the log cannot say it drained, or a recorder before this one may have entries
+   * handed out and unwritten.
+   */
+  private markOf(batch: RecordBatch): number | undefined {
+    if (batch.drainedAt === undefined || this.now() < this.holdUntil) return undefined;
+    return batch.drainedAt - (this.opts.settleMs ?? DEFAULT_SETTLE_MS);
+  }
+
+  /**
+   * Nothing came for a while: if the log holds nothing unwritten (with NATS, nothing unread nor
+   * handed out unacknowledged, a recorder's before this one included), the record is complete up
+   * to now, less the settling time. A failure here waits for the next try: the mark only lags.
+   */
+  private async markIdle(): Promise<void> {
+    const at = this.now();
+    try {
+      if ((await this.deps.log.backlog()).entries) return;
+      this.complete = Math.max(this.complete, await this.writer.mark(at - (this.opts.settleMs ?? DEFAULT_SETTLE_MS)));
+    } catch (err) {
+      this.deps.logger.debug('recorder: the complete mark was not moved; tried again when idle', { err: (err as Error).message });
+    }
   }
 
   /**
@@ -205,19 +252,20 @@ export class Recorder implements Component {
    * it refuses (a value a column cannot hold) would fail as they are for ever, holding back
    * everything after them: they are halved until the refused one is found and set aside.
    */
-  private async writeRows(rows: Rows, signal: AbortSignal): Promise<void> {
+  private async writeRows(rows: Rows, signal: AbortSignal, mark?: number): Promise<void> {
     const { metrics, logger } = this.deps;
     const backoff = new Backoff(100, 5000);
     for (;;) {
       const t0 = performance.now();
       try {
-        await this.writer.write(rows);
+        const complete = await this.writer.write(rows, mark);
+        if (complete !== undefined) this.complete = Math.max(this.complete, complete);
         metrics.writeSeconds.observe((performance.now() - t0) / 1000);
         for (const [table, lines] of Object.entries(rows.lines)) if (lines.length) metrics.written.inc({ table: table.slice(7) }, lines.length);
         return;
       } catch (err) {
         metrics.failures.inc();
-        if (isRefusedData(err)) return this.setAside(rows, err as Error, signal);
+        if (isRefusedData(err)) return this.setAside(rows, err as Error, signal, mark);
         if (backoff.attempts % 10 === 0) logger.warn('recorder: write failed; trying again', { err: (err as Error).message, attempts: backoff.attempts + 1 });
         await wait(backoff.next(), signal);
         if (signal.aborted) return;
@@ -226,13 +274,15 @@ export class Recorder implements Component {
   }
 
   /** Rows Postgres refused: each half written on its own, down to the one refused, which is logged and counted lost. */
-  private async setAside(rows: Rows, err: Error, signal: AbortSignal): Promise<void> {
+  private async setAside(rows: Rows, err: Error, signal: AbortSignal, mark: number | undefined): Promise<void> {
     if (rows.size > 1) {
       for (const half of rows.halves()) if (!signal.aborted) await this.writeRows(half, signal);
-      return;
+    } else {
+      const [table, line] = rows.first ?? ['', ''];
+      this.deps.metrics.lost.inc({ where: 'refused' });
+      this.deps.logger.warn('recorder: Postgres refused a row; it is set aside and the rest written', { table, row: line.slice(0, 200), err: err.message, code: (err as { code?: string }).code });
     }
-    const [table, line] = rows.first ?? ['', ''];
-    this.deps.metrics.lost.inc({ where: 'refused' });
-    this.deps.logger.warn('recorder: Postgres refused a row; it is set aside and the rest written', { table, row: line.slice(0, 200), err: err.message, code: (err as { code?: string }).code });
+    // The batch's mark only once each of its rows is written or set aside.
+    if (mark !== undefined && !signal.aborted) await this.writeRows(new Rows(), signal, mark);
   }
 }

@@ -12,6 +12,13 @@ export interface WriterOptions {
   writeTimeoutMs: number;
 }
 
+/** The one row of `record_complete`, moved forward only: two recorders' clocks never take it back. */
+async function moveMark(c: pg.ClientBase, at: number): Promise<number> {
+  const { rows: [row] } = await c.query<{ at: string }>(
+    `INSERT INTO record_complete (one, at) VALUES (true, $1) ON CONFLICT (one) DO UPDATE SET at = GREATEST(record_complete.at, EXCLUDED.at) RETURNING at`, [Math.floor(at)]);
+  return Number(row.at);
+}
+
 /** Lines per chunk handed to COPY: large enough to cost few writes, small enough to stream. */
 const CHUNK = 1000;
 
@@ -32,8 +39,13 @@ export class RecordWriter {
 
   constructor(private readonly opts: WriterOptions) {}
 
-  async write(rows: Rows): Promise<void> {
+  /**
+   * Writes `rows` and, when given, moves the record's complete mark to `mark` in the same
+   * transaction (a reader that sees the mark sees the rows). Answers the mark in force then.
+   */
+  async write(rows: Rows, mark?: number): Promise<number | undefined> {
     const c = await this.connection();
+    let complete: number | undefined;
     try {
       await c.query('BEGIN');
       for (const table of RECORD_TABLES) {
@@ -43,12 +55,19 @@ export class RecordWriter {
         await pipeline(Readable.from(chunks(lines)), c.query(copyFrom(`COPY stage_${table} FROM STDIN`)));
         await c.query(`INSERT INTO ${table} SELECT * FROM stage_${table} ON CONFLICT DO NOTHING`);
       }
+      if (mark !== undefined) complete = await moveMark(c, mark);
       await c.query('COMMIT');
     } catch (err) {
       this.partitions.forget();
       this.drop();
       throw err;
     }
+    return complete;
+  }
+
+  /** Moves the record's complete mark to `at` (never back); answers the mark in force. */
+  async mark(at: number): Promise<number> {
+    return this.run((c) => moveMark(c, at));
   }
 
   /** Runs `fn` on the writer's connection between writes (retention). */

@@ -14,6 +14,7 @@ export interface TestRecord {
   log: MemoryRecordLog;
   recorder: Recorder;
   pool: pg.Pool;
+  metrics: RecordMetrics;
 }
 
 /**
@@ -23,14 +24,15 @@ export interface TestRecord {
  */
 export async function testRecord(t: Test, url: string, opts: Partial<RecorderOptions> = {}): Promise<TestRecord> {
   const logger = createLogger('error', false);
+  const metrics = new RecordMetrics(new Registry());
   const log = new MemoryRecordLog(10_000, { appended: () => undefined, dropped: () => undefined });
   const recorder = new Recorder(
-    { url, days: 400, batch: 1000, flushMs: 0, connectTimeoutMs: 2000, writeTimeoutMs: 10_000, ...opts },
-    { log, metrics: new RecordMetrics(new Registry()), logger },
+    { url, days: 400, batch: 1000, flushMs: 0, settleMs: 1000, connectTimeoutMs: 2000, writeTimeoutMs: 10_000, ...opts },
+    { log, metrics, logger },
   );
   await recorder.start();
   t.teardown(() => recorder.stop());
   const pool = createPool(url, loadConfig({}), logger);
   t.teardown(() => pool.end());
-  return { log, recorder, pool };
+  return { log, recorder, pool, metrics };
 }

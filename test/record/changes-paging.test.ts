@@ -71,3 +71,31 @@ t.test('a cursor outside the range is refused, never a page from before `from`',
   await t.rejects(snapshots.read((db) => new RecordReader(db).changes(MID, T + 20, T + 100, 10, `${T}.0`)), { code: 'BAD_PARAM' });
   await t.rejects(snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 10, `${T + 20}.0`)), { code: 'BAD_PARAM' });
 });
+
+/** Every node type of a plan (EXPLAIN FORMAT JSON). */
+const nodes = (plan: { 'Node Type': string; Plans?: unknown[] }): string[] =>
+  [plan['Node Type'], ...((plan.Plans ?? []) as (typeof plan)[]).flatMap(nodes)];
+
+t.test("a page reads its range's state frames in index order, never sorting the range", async (t) => {
+  const statements: { text: string; values: unknown[] }[] = [];
+  const capture = (db: RecordDb): RecordDb => ({
+    query: ((text: string, values: unknown[]) => {
+      statements.push({ text, values });
+      return db.query(text, values);
+    }) as RecordDb['query'],
+  });
+  await snapshots.read((db) => new RecordReader(capture(db)).changes(MID, T, T + 100, 2));
+  const states = statements.filter((s) => /FROM record_states\b.*ORDER BY/s.test(s.text));
+  t.equal(states.length, 1, 'one statement reads the page\'s state frames');
+  const c = await pool.connect();
+  try {
+    // A few rows would be read whole whatever the indexes; what matters is the order an index gives.
+    await c.query('SET enable_seqscan = off');
+    const { rows: [plan] } = await c.query<{ 'QUERY PLAN': [{ Plan: { 'Node Type': string } }] }>(`EXPLAIN (FORMAT JSON) ${states[0].text}`, states[0].values);
+    const types = nodes(plan['QUERY PLAN'][0].Plan);
+    t.notOk(types.includes('Sort') || types.includes('Incremental Sort'), `no sort: ${types.join(' > ')}`);
+  } finally {
+    await c.query('RESET enable_seqscan');
+    c.release();
+  }
+});

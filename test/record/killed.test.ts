@@ -6,7 +6,7 @@
  * exactly once.
  */
 import t from 'tap';
-import { postJson, startTestService } from '../helpers/service.js';
+import { http, postJson, startTestService } from '../helpers/service.js';
 import { demoDatabase, sqlClient } from '../helpers/db.js';
 import { NATS_BINARY, NatsServer } from '../helpers/nats.js';
 import { scrape, value } from '../helpers/metrics.js';
@@ -44,6 +44,22 @@ if (!NATS_BINARY) {
         if (r.body.status === 1) published++;
       }
     };
+    // A reader at the live end all along, following `next` through A's route: B's batch written
+    // late by A (below) holds times it has passed, unless the pages wait for the record's mark.
+    const read: number[] = [];
+    let reading = true;
+    const from = Date.now();
+    const reader = (async () => {
+      let after = '';
+      while (reading) {
+        const r = await http<{ changes: { kind: string; seq: number }[]; next: string | null }>(a.url, `/api/v1/record/changes?mid=${MID}&from=${from}&limit=50${after}`);
+        for (const c of r.body.changes ?? []) if (c.kind === 'odds') read.push(c.seq);
+        if (r.body.next) after = `&after=${r.body.next}`;
+        // Short of a page: it has all the record holds complete; it asks again a moment later.
+        if ((r.body.changes ?? []).length < 50) await new Promise((ok) => setTimeout(ok, 100));
+      }
+    })();
+    t.teardown(() => { reading = false; });
     await publish(100);
     await waitFor(async () => (await recorded()).length > 0, 'B recording');
     b.child.kill('SIGKILL');
@@ -64,5 +80,9 @@ if (!NATS_BINARY) {
     t.same(rows.map((r) => Number(r.seq)), Array.from({ length: published }, (_, i) => i + 1), 'nothing missing');
     t.same(rows.filter((r) => Number(r.n) !== 1), [], 'nothing twice');
     t.equal(value(await scrape(a.metricsUrl), 'odds_record_lost_total'), 0, 'nothing lost, as the recorder counts');
+    await waitFor(() => read.length >= published, () => `the live reader read ${read.length} of ${published}`, 60_000, 100);
+    reading = false;
+    await reader;
+    t.same(read, Array.from({ length: published }, (_, i) => i + 1), 'the reader at the live end read every image once, in order');
   });
 }

@@ -48,7 +48,7 @@ t.test('a commit between two statements of a read is not half seen', async (t) =
   });
   const snapshots = new RecordSnapshots(pool);
   const page = await snapshots.read((db) => new RecordReader(straddled(db)).changes(MID, T, T + 10, 100));
-  t.equal(statements, 2, 'the read took two statements, the commit between them');
+  t.ok(statements > 2, `the read took ${statements} statements, the commit after its first`);
   t.same(page.changes.map((c) => [c.kind, 'seq' in c ? c.seq : c.at]), [['odds', 1], ['market', T + 2]], 'the read shows the record as it was when it began: no settlement without the image before it');
   const after = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 100));
   t.same(after.changes.map((c) => [c.kind, 'seq' in c ? c.seq : c.at]), [['odds', 1], ['market', T + 2], ['odds', 3], ['result', T + 4]], 'the next read shows the commit whole');

@@ -59,6 +59,7 @@ function readNote(data: Uint8Array): RecordNote | undefined {
  */
 export class NatsRecordLog implements RecordLog {
   readonly stream: string;
+  readonly redeliverMs = ACK_WAIT_NS / 1e6;
   private readonly made = new WeakSet<NatsConnection>();
 
   constructor(private readonly o: NatsRecordLogOptions) {
@@ -91,7 +92,9 @@ export class NatsRecordLog implements RecordLog {
     this.o.counts.appended();
   }
 
-  async next(max: number, signal: AbortSignal): Promise<RecordBatch | undefined> {
+  async next(max: number, signal: AbortSignal, _gatherMs?: number, idleMs?: number): Promise<RecordBatch | undefined> {
+    // The server holds a pull open for at least a second; a shorter idle wait would cut one short, and what it then delivered would wait out ACK_WAIT.
+    const expires = signal.aborted ? 500 : idleMs === undefined ? FETCH_MS : Math.max(1000, Math.min(FETCH_MS, idleMs));
     for (;;) {
       const nc = this.o.link.connection;
       if (!nc || nc.isClosed()) {
@@ -101,7 +104,7 @@ export class NatsRecordLog implements RecordLog {
       }
       await this.ensure(nc);
       const consumer = await nc.jetstream().consumers.get(this.stream, DURABLE);
-      const msgs = await consumer.fetch({ max_messages: max, expires: signal.aborted ? 500 : FETCH_MS });
+      const msgs = await consumer.fetch({ max_messages: max, expires });
       const stop = () => msgs.stop();
       signal.addEventListener('abort', stop, { once: true });
       const got: JsMsg[] = [];
@@ -110,8 +113,10 @@ export class NatsRecordLog implements RecordLog {
       } finally {
         signal.removeEventListener('abort', stop);
       }
-      if (got.length) return this.batch(got);
-      if (signal.aborted) return undefined;
+      // A pull that ended short of `max` (expired) was handed everything the stream took meanwhile; a full one, when the server said none was left.
+      const drained = !signal.aborted && (got.length < max || got[got.length - 1]?.info.pending === 0);
+      if (got.length) return this.batch(got, drained ? Date.now() : undefined);
+      if (signal.aborted || idleMs !== undefined) return undefined;
     }
   }
 
@@ -123,7 +128,7 @@ export class NatsRecordLog implements RecordLog {
     return { entries: consumer.num_pending + consumer.num_ack_pending, bytes: stream.state.bytes };
   }
 
-  private batch(got: JsMsg[]): RecordBatch {
+  private batch(got: JsMsg[], drainedAt: number | undefined): RecordBatch {
     const entries: RecordEntry[] = [];
     let invalid = 0;
     for (const m of got) {
@@ -134,6 +139,7 @@ export class NatsRecordLog implements RecordLog {
     if (invalid) this.o.counts.dropped(invalid, 'invalid');
     return {
       entries,
+      drainedAt,
       ack: async () => {
         for (let i = 0; i < got.length - 1; i++) got[i].ack();
         // The last is confirmed: every ack before it on the same connection has reached the server too.
