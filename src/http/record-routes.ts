@@ -128,7 +128,9 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
   route('/api/v1/record/changes', (q) => {
     const { from, to } = range(q, Date.now());
     const [mid, limit, after] = [marketOf(q), pageSize(q), cursorOf(q)];
-    return (db) => body(new RecordReader(db).changes(mid, from, to, limit, after));
+    // `to` left out: what the record holds complete now, its last page's `next` null.
+    const open = !q.get('to');
+    return (db) => body(new RecordReader(db).changes(mid, from, to, limit, after, open));
   });
   route('/api/v1/record/sockets', (q) => {
     const span = range(q, Date.now());

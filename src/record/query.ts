@@ -238,7 +238,13 @@ export class RecordReader {
    * reads is bounded by the page and the changes the record holds in that ms, never by the count
    * a cursor carries (a made-up one read a million rows a table).
    */
-  async changes(mid: string, from: number, to: number, limit: number, after?: string): Promise<ChangesPage> {
+  /**
+   * `open`: the caller left `to` out, asking for what the record holds now: the range then ends at
+   * the complete mark and its last page says so (`next` null), so a client that pages until `next`
+   * is null stops. With a `to` past the mark, pages follow the live end (`next` given while `to`
+   * lies beyond it).
+   */
+  async changes(mid: string, from: number, to: number, limit: number, after?: string, open = false): Promise<ChangesPage> {
     const [start, asked] = after ? after.split('.').map(Number) : [from, 0];
     if (start < from || start > to) throw errors.badParam('after', 'must be the next value of a page of the same range, as given');
     const complete = await this.complete();
@@ -246,7 +252,7 @@ export class RecordReader {
     // a cursor past it would never go back for it. Each ms up to the mark is whole, so a cursor's
     // count of the changes of its ms stays true.
     const end = complete === null ? to : Math.min(to, complete);
-    if (start > end) return { changes: [], next: `${start}.${asked}`, complete };
+    if (start > end) return { changes: [], next: open ? null : `${start}.${asked}`, complete };
     const [oddsSkip, statesSkip] = asked ? await this.passed(mid, start, asked) : [0, 0];
     const [odds, states] = await Promise.all([
       this.db.query<OddsRow>(`SELECT ${COLS} FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 ORDER BY pt, epoch, seq OFFSET $4 LIMIT $5`, [mid, start, end, oddsSkip, limit + 1]),
@@ -279,7 +285,7 @@ export class RecordReader {
     const skip = oddsSkip + statesSkip;
     // Short of `to`, the range is not done: the next page starts where this one stopped, and a
     // client at the live end asks again once the mark has moved on.
-    const next = items.length > limit || end < to ? (page.length ? cursor(page, skip, start) : `${start}.${skip}`) : null;
+    const next = items.length > limit || (!open && end < to) ? (page.length ? cursor(page, skip, start) : `${start}.${skip}`) : null;
     return { changes, next, complete };
   }
 

@@ -49,10 +49,12 @@ if (!NATS_BINARY) {
     const read: number[] = [];
     let reading = true;
     const from = Date.now();
+    // A `to` ahead of now follows the live end: `next` on every page while the range reaches past the mark.
+    const follow = Date.now() + 3_600_000;
     const reader = (async () => {
       let after = '';
       while (reading) {
-        const r = await http<{ changes: { kind: string; seq: number }[]; next: string | null }>(a.url, `/api/v1/record/changes?mid=${MID}&from=${from}&limit=50${after}`);
+        const r = await http<{ changes: { kind: string; seq: number }[]; next: string | null }>(a.url, `/api/v1/record/changes?mid=${MID}&from=${from}&to=${follow}&limit=50${after}`);
         for (const c of r.body.changes ?? []) if (c.kind === 'odds') read.push(c.seq);
         if (r.body.next) after = `&after=${r.body.next}`;
         // Short of a page: it has all the record holds complete; it asks again a moment later.

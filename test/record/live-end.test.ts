@@ -78,3 +78,22 @@ t.test('an image later than the settling time is written all the same, and count
   t.same((await page(T, T)).changes.map(key), ['odds h/1'], 'in the record, where a range read from now on finds it');
   await waitFor(async () => (await late()) === before + 1, 'odds_record_late_total counted it');
 });
+
+t.test('a range with its end left out is what the record holds complete now: paged to next null, then done', async (t) => {
+  const X = Date.now();
+  for (let s = 1; s <= 3; s++) odds('o', s, X + s);
+  await recorded(10);
+  // The mark past these images, so the open range holds them.
+  await waitFor(async () => ((await page(X, X)).complete ?? 0) > X + 3, 'the mark past the images');
+  const read: string[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  do {
+    const p: ChangesPage = await snapshots.read((db) => new RecordReader(db).changes(MID, X, Date.now() + 60_000, 2, after, true));
+    read.push(...p.changes.filter((c) => 'epoch' in c && c.epoch === 'o').map(key));
+    after = p.next ?? undefined;
+    t.ok(++pages <= 3, 'pages end: the last says next null though the range reached past the mark');
+    if (pages > 3) break;
+  } while (after);
+  t.same(read, ['odds o/1', 'odds o/2', 'odds o/3'], 'everything complete, once');
+});
