@@ -76,6 +76,14 @@ t.test('market types', async (t) => {
   }
 });
 
+t.test('a line\'s bounds go with a line market\'s terms only: given to a market of another type, they are left out, not its batch refused', async (t) => {
+  const line = { lineMinUnit: 0.5, lineMaxUnit: 300.5, lineInterval: 1 };
+  const termsOf = (over: Partial<MarketDefinition>) => new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ ...line, ...over }) }]), 'f:1').items.find((i) => i.kind === 'terms')!;
+  t.match(termsOf({ marketType: 'TOTAL_RUNS', bettingType: 'LINE' }), { lmin: 0.5, lmax: 300.5, lint: 1 });
+  const odds = termsOf({});
+  t.same(['lmin', 'lmax', 'lint'].filter((k) => k in odds), [], 'a match-odds market\'s terms hold none of them');
+});
+
 t.test('market status and in play: the market row, the event and the frame', async (t) => {
   const tr = new Translator();
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def({ status: 'INACTIVE' }) }]), 'f:1');
