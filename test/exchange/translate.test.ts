@@ -57,6 +57,16 @@ t.test('names and league from a catalogue when the definition has none; fallback
   t.match(plain[3], { kind: 'market', na: 'Over Under 25', ty: 'goals' });
 });
 
+t.test('a definition that moves a market to another event, or gives it another type, is not applied: the market is unreliable, no batch is refused', async (t) => {
+  for (const [over, to] of [[{ eventId: '34000002' }, 'event 34000002 (match-odd)'], [{ marketType: 'OVER_UNDER_25' }, 'event 34000001 (goals)']] as const) {
+    const tr = new Translator();
+    tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+    const { items, problems } = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def(over) }]), 'f:2');
+    t.same(problems, [`f:2: market 1.5's definition moves it from event 34000001 (match-odd) to ${to}; a market keeps its event and type, so the change is not applied`]);
+    t.same(items, [{ kind: 'stale', mid: '1.5', why: 'unreliable' }], 'no market, event or terms item the service would refuse with its batch');
+  }
+});
+
 t.test('a later definition without names keeps the names the earlier one gave', async (t) => {
   const tr = new Translator();
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
