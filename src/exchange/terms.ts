@@ -1,5 +1,6 @@
 import { validateReference } from '../ingest/validate.js';
-import { settledStatus, termsRunnerStatus, winners } from './mapping.js';
+import { isLineType } from '../refdata/types.js';
+import { marketType, settledStatus, termsRunnerStatus, winners } from './mapping.js';
 import type { MarketDefinition, RunnerDefinition } from './stream.js';
 
 /**
@@ -43,6 +44,9 @@ export function termsOf(mid: string, def: MarketDefinition, runners: readonly Ru
     bsp: def.bspMarket, cc: def.countryCode, ven: def.venue, race: def.raceType, mbr: def.marketBaseRate, reg: def.regulators,
     lmin: def.lineMinUnit, lmax: def.lineMaxUnit, lint: def.lineInterval,
   };
+  // A line's range is refused on any other market, with the batch it came in: a definition that
+  // gives one to a market of another type loses it here.
+  if (!isLineType(marketType(def))) out.lmin = out.lmax = out.lint = null;
   for (const key of Object.keys(out)) out[key] = given(mid, key, out[key]);
   // A line's bounds are taken together: one refused beside the other leaves both out.
   if (out.lmin !== null && out.lmax !== null && !taken(mid, { lmin: out.lmin, lmax: out.lmax })) out.lmin = out.lmax = null;

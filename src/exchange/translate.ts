@@ -233,7 +233,13 @@ export class Translator {
 
   /** Why this change cannot be taken (a market never defined, no room for a new one); undefined when it can. */
   private admit(mc: MarketChange): string | undefined {
-    if (this.markets.has(mc.id)) return undefined;
+    const known = this.markets.get(mc.id)?.def;
+    const def = mc.marketDefinition;
+    // The service keeps a market's event and type for life and refuses a batch that changes either.
+    if (known && def && (def.eventId !== known.eventId || marketType(def) !== marketType(known))) {
+      return `market ${mc.id}'s definition moves it from event ${known.eventId} (${marketType(known)}) to event ${def.eventId} (${marketType(def)}); a market keeps its event and type, so the change is not applied`;
+    }
+    if (known) return undefined;
     if (!mc.marketDefinition) return `market ${mc.id} has no definition yet`;
     if (this.markets.size < this.maxMarkets) return undefined;
     const oldest = this.closed.values().next();

@@ -25,9 +25,9 @@ const PROTO_TYPE = 'application/x-protobuf';
  */
 function readBatch(bytes: Uint8Array, binary: boolean, { ingest, maxItems }: Pick<IngestRoutesDeps, 'ingest' | 'maxItems'>): Batch {
   if (binary) {
-    const decoded = decodeIngestProto(bytes, maxItems);
-    if ('error' in decoded) throw errors.badBody(decoded.error);
-    return batchOf(0, bytes.byteLength, ingest.read(decoded.data));
+    // A batch whose items cannot be read is still answered under its id, when it could be read.
+    const { id = 0, ...decoded } = decodeIngestProto(bytes, maxItems);
+    return batchOf(id, bytes.byteLength, 'error' in decoded ? { refusal: errors.badBody(decoded.error) } : ingest.read(decoded.data));
   }
   const body = parseJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw errors.badBody('must be {"data": [item, ...]}');

@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { Runner } from '../refdata/types.js';
+import type { MarketType, Runner } from '../refdata/types.js';
+import { marketChangeRefusal, termsChangeRefusal } from './validate-change.js';
 import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem, type RunnerTermsChange, type TermsItem } from './items.js';
 
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
@@ -123,22 +124,11 @@ async function applyNested(db: Client, parent: string, eid: number, list: Nested
   }
 }
 
-/**
- * A replay publishes a recording's markets as they were: one that would give a market the service
- * holds another type is another market under the same ID, or an export that could not say the
- * type. Changing it would leave the market's terms, runners and newest image those of its old
- * type, so it is refused whole, naming both types.
- */
-async function keepsType(db: Client, m: MarketItem): Promise<void> {
-  if (m.type === undefined) return;
-  const held = (await db.query<{ ty: string | null }>('SELECT ty FROM markets WHERE mid = $1 AND parent_mid IS NULL', [m.id])).rows[0];
-  if (held && held.ty !== m.type) {
-    throw new ApplyError(`market ${m.id} is a ${held.ty} market here: a replay (/ingest?replay=1) may not make it ${m.type} (nothing of this batch was written); replay into another service, or publish the change without replay=1`);
-  }
-}
-
-async function applyMarket(db: Client, m: MarketItem, replay: boolean): Promise<WriteOutcome> {
-  if (replay) await keepsType(db, m);
+async function applyMarket(db: Client, m: MarketItem): Promise<WriteOutcome> {
+  // A nested market's row is left to the guard below, which names what it is.
+  const stored = (await db.query<{ ty: MarketType; eid: number }>('SELECT ty, eid FROM markets WHERE mid = $1 AND parent_mid IS NULL', [m.id])).rows[0];
+  const refusal = stored && marketChangeRefusal({ type: stored.ty, eventId: stored.eid }, m);
+  if (refusal) throw new ApplyError(refusal);
   const given = {
     eid: m.eventId, na: m.name, ty: m.type, s: m.isActive, go: m.concluded, rt: m.recalled, di: m.displayOrder, bl: m.ball,
     ...info(m), ...(m.runners ? { has_r: true } : {}),
@@ -154,13 +144,6 @@ async function applyMarket(db: Client, m: MarketItem, replay: boolean): Promise<
   if (row.ty !== 'player-race' && m.nested) throw new ApplyError('m is only allowed on a player-race market');
   if (m.runners) await replaceRunners(db, m.id, m.runners);
   if (m.nested) await applyNested(db, m.id, row.eid, m.nested);
-  // A new type keeps the presence rules: a player-race holds no runners of its own, any other type no nested markets.
-  if (m.type !== undefined && row.ty === 'player-race') {
-    await db.query('UPDATE markets SET has_r = false WHERE mid = $1 AND has_r', [m.id]);
-    await db.query('DELETE FROM runners WHERE mid = $1', [m.id]);
-  } else if (m.type !== undefined && !m.nested) {
-    await db.query('DELETE FROM markets WHERE parent_mid = $1', [m.id]);
-  }
   return outcome;
 }
 
@@ -198,12 +181,14 @@ async function applyRunnerTerms(db: Client, mid: string, r: RunnerTermsChange): 
 
 /** A market's terms, and its runners' terms runner by runner: only a top-level market's, only its own runners'. */
 async function applyTerms(db: Client, item: TermsItem): Promise<WriteOutcome> {
-  const market = (await db.query<{ nested: boolean; rids: string[] }>(
-    `SELECT m.parent_mid IS NOT NULL AS nested, array(SELECT r.rid FROM runners r WHERE r.mid = m.mid) AS rids FROM markets m WHERE m.mid = $1`,
+  const market = (await db.query<{ nested: boolean; ty: MarketType; rids: string[] }>(
+    `SELECT m.parent_mid IS NOT NULL AS nested, m.ty, array(SELECT r.rid FROM runners r WHERE r.mid = m.mid) AS rids FROM markets m WHERE m.mid = $1`,
     [item.marketId])).rows[0];
   if (!market) throw new ApplyError(`market ${item.marketId} does not exist`);
   if (market.nested) throw new ApplyError(`market ${item.marketId} is nested in a player race: terms are its player race's`);
   const t = item.terms;
+  const refusal = termsChangeRefusal(market.ty, item.marketId, t);
+  if (refusal) throw new ApplyError(refusal);
   const given = {
     bd: t.betDelay, tip: t.turnInPlay, sus: at(t.suspendAt), bt: t.bettingType, nw: t.winners, ewd: t.eachWayDivisor, bsp: t.startingPrice,
     cc: t.country, ven: t.venue, race: t.raceType, mbr: t.commission, reg: t.regulators, lmin: t.lineMin, lmax: t.lineMax, lint: t.lineInterval,
@@ -238,14 +223,14 @@ export const modelKey = (item: ReferenceItem): string => `${item.kind === 'terms
  * reload with it), so the writer can have this pod show them before it acks.
  * Throws ApplyError for a problem with the item itself.
  */
-export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>, replay = false): Promise<WriteOutcome> {
+export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<string>): Promise<WriteOutcome> {
   keys?.add(modelKey(item));
   try {
     switch (item.kind) {
       case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.id], given: { na: item.name, a: item.active }, required: REQUIRED.sport });
       case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.id], given: { si: item.sportId, na: item.name }, required: REQUIRED.league });
       case 'event': return await applyEvent(db, item, keys);
-      case 'market': return await applyMarket(db, item, replay);
+      case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);
       case 'terms': return await applyTerms(db, item);
     }

@@ -97,6 +97,8 @@ export function validateOddsItem(o: Record<string, unknown>): { image: OddsImage
 
 /** A `suspend` item: the event, the reason, the source time, and the market types it stops (all when absent). */
 export function validateSuspend(o: Record<string, unknown>): { stop: BetStop } | { error: string } {
+  // A market named beside the event would be ignored, and every market of the event stopped: say so instead.
+  if ('mid' in o) return { error: 'mid has no place on a suspend item, which stops every market of its event (eid): to suspend one market, send its odds image with st SUSPENDED' };
   if (!isPositiveId(o.eid)) return { error: 'eid must be a positive integer event ID' };
   const why = reason({ sr: o.sr, st: 'SUSPENDED' });
   if (o.sr === undefined || why) return { error: why ?? `sr must be a reason of 1 to ${MAX_REASON} characters (no NUL, no lone surrogate)` };

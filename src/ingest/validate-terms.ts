@@ -81,6 +81,8 @@ function runnerTerms(v: unknown, at: string): RunnerTermsChange {
 
 /** A `terms` item: the market, the terms it changes and the runners' terms it changes. */
 export function validateTerms(o: Obj): TermsItem {
+  // The one runner's term a publisher may put beside the market's: taken silently, it would set nothing.
+  if ('hc' in o) fail('hc', "is a runner's handicap, not a market's term: give it in r, as r[i].hc");
   const terms: Record<string, unknown> = {};
   for (const [name, key] of TERMS_KEYS) {
     const value = opt(o, key, nullable(TERM_CHECKS[key]));

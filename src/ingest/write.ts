@@ -93,14 +93,13 @@ async function lockKey(client: pg.PoolClient, key: PublisherKey): Promise<void> 
  * Writes checked reference items in one transaction: all of them or, on the
  * first refused item, none; with a key, only while the key is not revoked.
  * `keys` gathers the read model's keys of the rows written. Rows another
- * transaction is writing are waited for up to `lockWaitMs`. A `replay`'s
- * market item may not change a market's type (apply.ts). Errors come out
+ * transaction is writing are waited for up to `lockWaitMs`. Errors come out
  * coded: ITEM_REJECTED naming the item, UNAUTHORIZED for a revoked key,
  * BUSY when the rows stayed taken (retryable), DB_UNAVAILABLE when Postgres
  * is unreachable.
  */
 export async function writeReference(
-  pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey, keys?: Set<string>, lockWaitMs = LOCK_WAIT_MS, replay = false,
+  pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey, keys?: Set<string>, lockWaitMs = LOCK_WAIT_MS,
 ): Promise<WriteOutcome[]> {
   const statementMs = Number(pool.options.statement_timeout ?? 0);
   try {
@@ -112,7 +111,7 @@ export async function writeReference(
       const out: WriteOutcome[] = [];
       for (const [i, item] of items) {
         try {
-          out.push(await applyItem(db, item, keys, replay));
+          out.push(await applyItem(db, item, keys));
         } catch (err) {
           if (err instanceof ApplyError) throw errors.badItem(describeItem(i, item), err.message);
           throw err;

@@ -6,18 +6,25 @@
 import { odds as pb } from './gen/odds.js';
 import { MARKET_STATUSES, type IngestItemInput, type RunnerOdds } from './messages.js';
 import { overLimit } from './ingest-count.js';
-import { WHY_WIRE, enumName, enumValue, int, runnersFromProto, runnersToProto, settlementFromProto, settlementToProto, termsJson, termsToProto, traded, type Int64 } from './wire.js';
+import { WHY_WIRE, enumName, enumValue, runnersFromProto, runnersToProto, settlementFromProto, settlementToProto, termsJson, termsToProto, traded, type Int64 } from './wire.js';
 import { TERMS_RUNNER_STATUSES } from '../refdata/types.js';
 import type { WireRunnerSettlement, WireTerms } from '../refdata/wire.js';
 
 const v1 = pb.v1;
 type Obj = Record<string, unknown>;
 
+/**
+ * A 64-bit ID as a plain number, even one past 2^53: ingest's validation refuses it as it refuses
+ * the same number in JSON (the item alone for an odds-path item, naming the item and its field
+ * for a reference item), rather than the decoder refusing the whole message unnamed.
+ */
+const wide = (v: Int64): number => (typeof v === 'number' ? v : v.toNumber());
+
 /** Copies the scalar fields present on a decoded message; absent `optional` fields read as null. */
 function present(src: object, keys: readonly string[], out: IngestItemInput): IngestItemInput {
   for (const k of keys) {
     const v = (src as Obj)[k];
-    if (v != null) out[k] = typeof v === 'object' ? int(v as Int64, k) : v;
+    if (v != null) out[k] = typeof v === 'object' ? wide(v as Int64) : v;
   }
   return out;
 }
@@ -30,8 +37,7 @@ function parseIf(json: string, what: string): unknown {
   }
 }
 
-const runners = (r: pb.v1.Runner[], what: string) =>
-  r.map((x, i) => ({ rid: int(x.rid, `${what}[${i}].rid`), na: x.na }));
+const runners = (r: pb.v1.Runner[]) => r.map((x) => ({ rid: wide(x.rid), na: x.na }));
 
 /** Keys JSON gives as null, which the proto form lists in `cleared`: each becomes null again. */
 function clear(out: Obj, cleared: readonly string[]): Obj {
@@ -50,7 +56,7 @@ function termsFromProtoItem(t: pb.v1.TermsItem): IngestItemInput {
   clear(out, t.cleared);
   if (t.has_r) {
     out.r = (t.r as pb.v1.RunnerTermsItem[]).map((x, i) => {
-      const runner: Obj = { rid: int(x.rid, `r[${i}].rid`) };
+      const runner: Obj = { rid: wide(x.rid) };
       if (x.st != null) runner.st = enumName(TERMS_RUNNER_STATUSES, x.st, `r[${i}].st`);
       return clear(present(x, ['af', 'rd', 'hc'], runner as IngestItemInput), x.cleared);
     });
@@ -75,10 +81,10 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
       const keys = ['mid', 'eid', 'na', 'si', 's', 'go', 'rt', 'ty', 'di', 'bl'];
       const out = present(m, keys, { kind: 'market' });
       if (m.if_json != null) out.if = parseIf(m.if_json, 'if_json');
-      if (m.has_r) out.r = runners(m.r as pb.v1.Runner[], 'r');
+      if (m.has_r) out.r = runners(m.r as pb.v1.Runner[]);
       if (m.has_m) {
         out.m = (m.m as pb.v1.NestedMarket[]).map((n, i) => {
-          const r = runners(n.r as pb.v1.Runner[], `m[${i}].r`);
+          const r = runners(n.r as pb.v1.Runner[]);
           const nested: Obj = { mid: n.mid, s: n.s, go: n.go, r };
           if (n.if_json != null) nested.if = parseIf(n.if_json, `m[${i}].if_json`);
           return nested;
@@ -96,7 +102,7 @@ function itemFromProto(it: pb.v1.IngestItem): IngestItemInput {
     }
     case 'suspend': {
       const s = it.suspend as pb.v1.SuspendItem;
-      const out: IngestItemInput = { kind: 'suspend', eid: int(s.eid, 'eid'), sr: s.sr, ts: s.ts };
+      const out: IngestItemInput = { kind: 'suspend', eid: wide(s.eid), sr: s.sr, ts: s.ts };
       if (s.tys.length) out.tys = s.tys;
       return out;
     }
@@ -120,9 +126,10 @@ export const UNREADABLE = Symbol('unreadable odds item');
 /**
  * An IngestBatch as the plain items the JSON ingest takes, counted on the wire
  * first (items, runners, levels) so an oversized one is refused before it is
- * built. Never throws.
+ * built, with its `id` when it carries one: once the message decodes, a
+ * refusal of its items carries it too, for the ack to echo. Never throws.
  */
-export function decodeIngestProto(bytes: Uint8Array, maxItems: number): { data: IngestItemInput[] } | { error: string } {
+export function decodeIngestProto(bytes: Uint8Array, maxItems: number): ({ data: IngestItemInput[] } | { error: string }) & { id?: number } {
   let batch: pb.v1.IngestBatch;
   try {
     const over = overLimit(bytes, maxItems);
@@ -131,17 +138,18 @@ export function decodeIngestProto(bytes: Uint8Array, maxItems: number): { data: 
   } catch (e) {
     return { error: `malformed protobuf IngestBatch: ${(e as Error).message}` };
   }
+  const id = batch.id ? { id: batch.id } : {};
   const data: IngestItemInput[] = [];
   for (let i = 0; i < batch.data.length; i++) {
     const it = batch.data[i];
     try {
       data.push(itemFromProto(it));
     } catch (e) {
-      if (it.item !== 'odds') return { error: `data[${i}]: ${(e as Error).message}` };
+      if (it.item !== 'odds') return { error: `data[${i}]: ${(e as Error).message}`, ...id };
       data.push({ kind: 'odds', mid: it.odds!.mid, [UNREADABLE]: (e as Error).message });
     }
   }
-  return { data };
+  return { data, ...id };
 }
 
 const ifJson = (v: unknown) => (v === undefined ? undefined : JSON.stringify(v));
@@ -190,6 +198,6 @@ function itemToProto(item: Obj): pb.v1.IngestItem.$Properties {
 }
 
 /** The inverse of decodeIngestProto, for publishers, tests and benchmarks. Throws on an unknown kind. */
-export function encodeIngestProto(data: Obj[]): Uint8Array {
-  return v1.IngestBatch.encode({ data: data.map(itemToProto) }).finish();
+export function encodeIngestProto(data: Obj[], id?: number): Uint8Array {
+  return v1.IngestBatch.encode({ data: data.map(itemToProto), id }).finish();
 }

@@ -17,7 +17,7 @@ export type MarketType = (typeof MARKET_TYPES)[number];
  * lay side No, with price = run line and size = rate. Every other type (and a player-race's nested
  * market) is a runner market, priced in decimal odds.
  */
-const LINE_TYPES = ['session', 'ball-by-ball', 'odd-even', 'khadometer', 'line-market', 'other-market'] as const satisfies readonly MarketType[];
+export const LINE_TYPES = ['session', 'ball-by-ball', 'odd-even', 'khadometer', 'line-market', 'other-market'] as const satisfies readonly MarketType[];
 export type LineType = (typeof LINE_TYPES)[number];
 export const isLineType = (ty: MarketType | null): ty is LineType => (LINE_TYPES as readonly unknown[]).includes(ty);
 

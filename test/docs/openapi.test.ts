@@ -110,14 +110,16 @@ t.test('reference reads: every sport, event, market and result of the demo data 
 });
 
 t.test('the terms route with every term and a settlement, as a publisher gave them', async (t) => {
-  const mid = '1.200001001';
+  // A line market with runners, as an exchange's line market is: every term has a meaning on it, the line's range too.
+  const mid = '1.299000101';
+  const market = { kind: 'market', mid, eid: 30000001, na: 'Total Runs', ty: 'line-market', r: [{ rid: 101, na: 'Over' }, { rid: 102, na: 'Under' }] };
   const terms = {
     kind: 'terms', mid, bd: 5, tip: true, sus: 1795313378336, bt: 'ODDS', nw: 1, ewd: 4, bsp: false, cc: 'IN', ven: 'Wankhede', race: 'T20', mbr: 5,
     reg: ['MGA'], lmin: 0, lmax: 300, lint: 1, r: [{ rid: 101, st: 'ACTIVE', af: 40.1, hc: 0 }, { rid: 102, st: 'REMOVED', af: 59.9, rd: 1795313000000 }],
   };
   const result = { kind: 'result', mid, res: '101', rt: false, ia: false, cert: 'provisional', at: 1795313378336, rs: [{ rid: 101, st: 'WINNER', dh: 1 }, { rid: 102, st: 'REMOVED', vf: 1 }] };
-  t.same(api.errorsOf('IngestBatch', { data: [terms, result] }), [], 'the items sent are ones the document describes');
-  t.equal((await postJson(svc.url, '/api/v1/ingest', { data: [terms, result] })).status, 200);
+  t.same(api.errorsOf('IngestBatch', { data: [market, terms, result] }), [], 'the items sent are ones the document describes');
+  t.equal((await postJson(svc.url, '/api/v1/ingest', { data: [market, terms, result] })).status, 200);
   const r = await get(`/api/v1/markets/terms?mid=${mid}`);
   t.same((r.body as { terms: object }[])[0].terms && Object.keys((r.body as { terms: object }[])[0].terms).length, 16, 'every term');
   api.check(t, 'GET', '/api/v1/markets/terms', r);

@@ -57,6 +57,16 @@ t.test('names and league from a catalogue when the definition has none; fallback
   t.match(plain[3], { kind: 'market', na: 'Over Under 25', ty: 'goals' });
 });
 
+t.test('a definition that moves a market to another event, or gives it another type, is not applied: the market is unreliable, no batch is refused', async (t) => {
+  for (const [over, to] of [[{ eventId: '34000002' }, 'event 34000002 (match-odd)'], [{ marketType: 'OVER_UNDER_25' }, 'event 34000001 (goals)']] as const) {
+    const tr = new Translator();
+    tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
+    const { items, problems } = tr.translate(mcm(2, [{ id: '1.5', marketDefinition: def(over) }]), 'f:2');
+    t.same(problems, [`f:2: market 1.5's definition moves it from event 34000001 (match-odd) to ${to}; a market keeps its event and type, so the change is not applied`]);
+    t.same(items, [{ kind: 'stale', mid: '1.5', why: 'unreliable' }], 'no market, event or terms item the service would refuse with its batch');
+  }
+});
+
 t.test('a later definition without names keeps the names the earlier one gave', async (t) => {
   const tr = new Translator();
   tr.translate(mcm(1, [{ id: '1.5', marketDefinition: def() }]), 'f:1');
@@ -90,6 +100,14 @@ t.test('the service\'s own types, as an export writes them: that type; a nameles
   t.same(items.find((i) => i.kind === 'terms'), { kind: 'terms', mid: '1.9', bd: 3, bt: 'LINE', nw: 1, lmin: 0, lmax: 500, lint: 1, r: [] }, 'the terms, the line\'s range with them');
   t.same(items.find((i) => i.kind === 'odds'), { kind: 'odds', mid: '1.9', ts: 1, st: 'OPEN', ip: false, r: [{ rid: 1, st: 'ACTIVE', b: [[41, 100], [42, 100]], l: [[40, 100], [39, 100]] }] },
     'its lines published, best first as lines are (the lowest Yes, the highest No), not withheld as crossed odds');
+});
+
+t.test('a line\'s bounds go with a line market\'s terms only: given to a market of another type, they are left out, not its batch refused', async (t) => {
+  const line = { lineMinUnit: 0.5, lineMaxUnit: 300.5, lineInterval: 1 };
+  const termsOf = (over: Partial<MarketDefinition>) => new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ ...line, ...over }) }]), 'f:1').items.find((i) => i.kind === 'terms')!;
+  t.match(termsOf({ marketType: 'TOTAL_RUNS', bettingType: 'LINE' }), { lmin: 0.5, lmax: 300.5, lint: 1 });
+  const odds = termsOf({});
+  t.same(['lmin', 'lmax', 'lint'].filter((k) => k in odds), [], 'a match-odds market\'s terms hold none of them');
 });
 
 t.test('market status and in play: the market row, the event and the frame', async (t) => {

@@ -93,11 +93,11 @@ function jsonExpected(body: Buffer): number | 'skip' {
 
 /**
  * Whether a protobuf body is sure to be refused: it does not decode, or holds a reference item (random bytes may decode
- * to an empty batch, a heartbeat, or to odds and stale items alone, each refused by itself in a 200).
+ * to an empty batch, a heartbeat, or to odds, stale and suspend items alone, each refused by itself in a 200).
  */
 function protoRefused(body: Buffer): boolean {
   const decoded = decodeIngestProto(body, MAX_ITEMS);
-  return 'error' in decoded || decoded.data.some((item) => item.kind !== 'odds' && item.kind !== 'stale');
+  return 'error' in decoded || decoded.data.some((item) => item.kind !== 'odds' && item.kind !== 'stale' && item.kind !== 'suspend');
 }
 
 /** Items protobufjs can encode: the codec refuses unknown kinds and odds statuses. */
@@ -214,7 +214,8 @@ t.test(`/ingest socket: generated batches in both subprotocols get status 0 acks
         msg = protoBody(g);
         if (!protoRefused(msg)) continue;
         binary = true;
-        id = 0;
+        // Random bytes may carry IngestBatch.id (field 2): the ack echoes it whenever the message decodes.
+        id = decodeIngestProto(msg, MAX_ITEMS).id ?? 0;
       }
       sock.send(msg, binary);
       sent++;

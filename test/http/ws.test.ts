@@ -299,6 +299,29 @@ t.test('protobuf ingest over HTTP and over the socket', async (t) => {
   await c.next((f) => f.op === 'odds' && f.mid === M1 && f.r[0].b[0][0] === 12);
 });
 
+t.test('a protobuf batch\'s id is echoed by its ack, refusals too: an out-of-range eid is refused as in JSON, under the batch\'s id', async (t) => {
+  const { decodeServerProto } = await import('../../src/odds/codec.js');
+  const { encodeIngestProto } = await import('../../src/odds/ingest-codec.js');
+  const { odds: pb } = await import('../../src/odds/gen/odds.js');
+  const pub = new WebSocket(svc.url.replace('http', 'ws') + '/ingest', ['odds.v1.proto']);
+  await new Promise((ok) => pub.once('open', ok));
+  t.teardown(() => pub.close());
+  const acks: unknown[] = [];
+  pub.on('message', (d: Buffer) => acks.push(decodeServerProto(new Uint8Array(d))));
+  const past = '9007199254740993';
+  pub.send(encodeIngestProto([{ kind: 'suspend', eid: past, sr: 'goal', ts: Date.now() }, image(M1, 13)], 21));
+  pub.send(encodeIngestProto([{ kind: 'market', mid: '1.77', eid: past, na: 'Match Odds', ty: 'match-odd' }], 22));
+  pub.send(pb.v1.IngestBatch.encode({ id: 23, data: [{ market: { mid: '1.77', if_json: '{nope' } }] }).finish());
+  pub.send(encodeIngestProto([], 24));
+  await waitFor(() => acks.length >= 4, () => `four acks, got ${JSON.stringify(acks)}`);
+  t.match(acks, [
+    { op: 'ack', id: 21, status: 1, message: 'Ingested 1 item; refused 1', refused: [{ i: 0, mid: '', message: /^item 0 \(suspend \d+\): eid must be a positive integer event ID$/ }] },
+    { op: 'ack', id: 22, status: 0, code: 'ITEM_REJECTED', message: /^item 0 \(market 1\.77\): eid must be a positive integer$/ },
+    { op: 'ack', id: 23, status: 0, code: 'BAD_BODY', message: 'request body data[0]: if_json is not valid JSON' },
+    { op: 'ack', id: 24, status: 1, message: 'Ingested 0 items' },
+  ], 'the suspend refused alone and the image beside it taken; the market refusing its batch; an unreadable item; a heartbeat');
+});
+
 t.test('since.seqs may hold no more markets than the request names, and is counted before it is read', async (t) => {
   const seqs = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`1.${100000 + i}`, i]));
   for (const format of ['json', 'proto'] as const) {

@@ -131,21 +131,49 @@ t.test('odds for a market acknowledged a moment ago are accepted at once (read y
   t.same(refused, []);
 });
 
-t.test('a market that changes type keeps the presence rules: r never on player-race, m only on it', async (t) => {
+t.test('a market keeps its type and its event: a change of either is refused, naming both, and the market stays as it was', async (t) => {
   const mid = '5.55000077';
-  const hasMarket = (r: { body: { data: Record<string, Obj[]> } }) => r.body.data['55000001'].some((m) => m.mid === mid);
-  await ingest(SPORT, LEAGUE, EVENT, { ...MARKET, mid });
-  await eventually(() => markets(55000001), hasMarket);
-  t.equal((await ingest({ kind: 'market', mid, ty: 'player-race' })).status, 200);
-  let m = (await eventually(() => markets(55000001), (r) => r.body.data['55000001'].find((x) => x.mid === mid)?.ty === 'player-race')).body.data['55000001'].find((x) => x.mid === mid)!;
-  t.notOk('r' in m, 'the runners it had are gone');
-  t.same(m.m, [], 'and it lists nested markets, none yet');
-  await ingest({ kind: 'market', mid, m: [{ mid: `${mid}.1`, s: true, go: false, r: [{ rid: 1, na: 'Price' }] }] });
-  await eventually(() => markets(55000001), (r) => (r.body.data['55000001'].find((x) => x.mid === mid)?.m as Obj[] | undefined)?.length === 1);
-  t.equal((await ingest({ kind: 'market', mid, ty: 'match-odd' })).status, 200);
-  m = (await eventually(() => markets(55000001), (r) => r.body.data['55000001'].find((x) => x.mid === mid)?.ty === 'match-odd')).body.data['55000001'].find((x) => x.mid === mid)!;
-  t.notOk('m' in m, 'back to match-odd: no nested markets');
-  t.same(await result(`${mid}.1`).then((r) => r.body), [], 'and its nested market is gone with them');
+  const race = '5.55000078';
+  const nested = { mid: `${race}.1`, s: true, go: false, r: [{ rid: 1, na: 'Price' }] };
+  const other = { kind: 'event', eid: 77000001, na: 'Other Sport Match', st: '2030-01-01T19:00:00.000Z', si: 77, li: 7701 };
+  t.equal((await ingest(SPORT, LEAGUE, EVENT, { kind: 'sport', si: 77, na: 'Bandy', a: true }, { kind: 'league', li: 7701, si: 77, na: 'Bandy League' }, other,
+    { ...MARKET, mid }, { kind: 'market', mid: race, eid: 55000001, na: 'Top Checkout', ty: 'player-race', m: [nested] })).status, 200);
+  await ingest({ kind: 'result', mid, res: '1', rs: [{ rid: 1, st: 'WINNER' }, { rid: 2, st: 'LOSER' }] });
+  const before = (await markets(55000001)).body.data['55000001'].filter((m) => m.mid === mid || m.mid === race);
+  const refusals: [Obj, string][] = [
+    [{ kind: 'market', mid, ty: 'player-race' }, `item 0 (market ${mid}): ty player-race would change the type of market ${mid} (match-odd): a market's type never changes; a market of another type needs its own mid`],
+    [{ kind: 'market', mid: race, ty: 'match-odd' }, `item 0 (market ${race}): ty match-odd would change the type of market ${race} (player-race): a market's type never changes; a market of another type needs its own mid`],
+    [{ kind: 'market', mid, eid: 77000001 }, `item 0 (market ${mid}): eid 77000001 would move market ${mid} from event 55000001: a market stays in the event it was created in; a market of another event needs its own mid`],
+    [{ kind: 'market', mid, eid: 55000002 }, `item 0 (market ${mid}): eid 55000002 would move market ${mid} from event 55000001: a market stays in the event it was created in; a market of another event needs its own mid`],
+  ];
+  await ingest({ ...EVENT, eid: 55000002, na: 'Smith v Price' });
+  for (const [item, message] of refusals) {
+    const r = await ingest(item);
+    t.equal(r.status, 400, JSON.stringify(item));
+    t.equal(r.body.message, message);
+  }
+  t.same((await markets(55000001)).body.data['55000001'].filter((m) => m.mid === mid || m.mid === race), before, 'runners, nested markets and event as they were');
+  t.same((await markets(77000001)).body.data['77000001'], [], 'nothing moved to the other sport\'s event');
+  t.match((await result(mid)).body, [{ mid, mt: 'match-odd', res: '1' }], 'its result, and its type, as they were');
+  t.equal((await ingest({ ...MARKET, mid, s: false })).status, 200, 'restating its type and event is no change of them');
+});
+
+t.test('a line\'s range and step (lmin, lmax, lint) only on a line market; a handicap only on a runner: refused, nothing written', async (t) => {
+  const mid = '5.55000079';
+  t.equal((await ingest({ ...MARKET, mid }, { kind: 'market', mid: '5.55000080', eid: 55000001, na: 'Total 180s', ty: 'line-market' })).status, 200);
+  const terms = () => http<Obj[]>(svc.url, `/api/v1/markets/terms?mid=${mid}`);
+  const held = (await terms()).body;
+  for (const [item, message] of [
+    [{ kind: 'terms', mid, bd: 5, lmin: 0, lmax: 100, lint: 0.5 }, `item 0 (terms ${mid}): lmin, lmax, lint are only for line markets (session, ball-by-ball, odd-even, khadometer, line-market, other-market); market ${mid} is match-odd`],
+    [{ kind: 'terms', mid, hc: -1.5 }, `item 0 (terms ${mid}): hc is a runner's handicap, not a market's term: give it in r, as r[i].hc`],
+  ] as const) {
+    const r = await ingest(item);
+    t.equal(r.status, 400, JSON.stringify(item));
+    t.equal(r.body.message, message);
+  }
+  t.same((await terms()).body, held, 'not even the bet delay beside them was written');
+  t.equal((await ingest({ kind: 'terms', mid: '5.55000080', lmin: 0, lmax: 30, lint: 1 })).status, 200, 'a line market takes them');
+  t.equal((await ingest({ kind: 'terms', mid, lmin: null, bd: 5 })).status, 200, 'clearing them is taken anywhere');
 });
 
 /** The last frame of `op` for `mid` the socket was sent before the answer to a ping sent now: frames on one socket are ordered. */

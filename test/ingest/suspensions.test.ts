@@ -86,6 +86,22 @@ for (const format of ['json', 'proto'] as const) {
   });
 }
 
+t.test('a suspend item that names a market as well as its event is refused alone, its refusal naming that market, and nothing is stopped', async (t) => {
+  await ingest(image(MARKETS.odds, 2.1), image(MARKETS.goals, 2.2), image(MARKETS.corners, 2.3));
+  const c = await Client.connect(svc.url);
+  t.teardown(() => c.close());
+  await c.request({ op: 'subscribe', eids: [EVENT] });
+  await c.settled();
+  const from = c.frames.length;
+  const r = await ingest({ kind: 'suspend', eid: EVENT, mid: MARKETS.goals, sr: 'goal', ts: Date.now() });
+  t.same(r.body.refused, [{
+    i: 0, mid: MARKETS.goals,
+    message: `item 0 (suspend ${EVENT}): mid has no place on a suspend item, which stops every market of its event (eid): to suspend one market, send its odds image with st SUSPENDED`,
+  }]);
+  await c.settled();
+  t.same(c.frames.slice(from).filter((f) => f.op === 'odds' && (f as OddsMessage).st === 'SUSPENDED'), [], 'no market of the event suspended');
+});
+
 // A suspend item is a few bytes that publish an image for each market of its event: 100 of them on
 // an event of 2,000 markets (6 KB) published 200,000 images and held the event loop 3 s; 5,000 of
 // them, within every bound a batch has, would have made 10 million.

@@ -40,6 +40,8 @@ t.test('a bad term is refused naming its field and the rule', async (t) => {
     [{ reg: 'GBR' }, 'reg must be an array of at most 20'],
     [{ lint: 0 }, 'lint must be above 0'],
     [{ lmin: 5, lmax: 4 }, 'lmax must be at least lmin (5)'],
+    [{ hc: -1.5 }, 'hc is a runner\'s handicap, not a market\'s term: give it in r, as r[i].hc'],
+    [{ hc: null, bd: 0 }, 'hc is a runner\'s handicap, not a market\'s term: give it in r, as r[i].hc'],
     [{ r: [{ rid: 0 }] }, 'r[0].rid must be a positive integer'],
     [{ r: [{ rid: 1 }, { rid: 1 }] }, 'r[1].rid repeats runner 1'],
     [{ r: [{ rid: 1, st: 'REMOVED_VACANT' }] }, 'r[0].st must be one of ACTIVE, REMOVED, WINNER, LOSER, PLACED, HIDDEN'],

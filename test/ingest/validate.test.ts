@@ -1,5 +1,5 @@
 import t from 'tap';
-import { validateOdds, validateOddsItem, validateStale } from '../../src/ingest/validate-odds.js';
+import { validateOdds, validateOddsItem, validateStale, validateSuspend } from '../../src/ingest/validate-odds.js';
 import { checkPrices, pricingOf } from '../../src/ingest/prices.js';
 import { INGEST_LIMITS } from '../../src/odds/messages.js';
 import type { OddsImage } from '../../src/odds/image.js';
@@ -51,6 +51,13 @@ t.test('late must be a boolean; stale items name a known reason', async (t) => {
   t.same(validateStale({ kind: 'stale', mid: '1.234', why: 'late' }), { mid: '1.234', why: 'late' });
   t.match(errorOf(validateStale({ kind: 'stale', mid: '1.234', why: 'because' })), /^why must be one of/);
   t.match(errorOf(validateStale({ kind: 'stale', why: 'late' })), /^mid must match/);
+});
+
+t.test('a suspend item names its event only: one naming a market too is refused, not taken as a stop of the whole event', async (t) => {
+  const stop = { kind: 'suspend', eid: 30000011, sr: 'goal', ts: 1_700_000_000_000 };
+  t.same(validateSuspend(stop), { stop: { eventId: 30000011, suspensionReason: 'goal', sourceTime: 1_700_000_000_000 } });
+  t.equal(errorOf(validateSuspend({ ...stop, mid: '1.234' })),
+    'mid has no place on a suspend item, which stops every market of its event (eid): to suspend one market, send its odds image with st SUSPENDED');
 });
 
 t.test('prices a runner market cannot have are refused, naming the level and the rule', async (t) => {

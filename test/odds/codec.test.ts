@@ -3,7 +3,8 @@ import { decodeServerJson, decodeServerProto, encodeJson, encodeProto } from '..
 import { decodeClient, encodeClientProto } from '../../src/odds/client-codec.js';
 import { decodeIngestProto, encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { odds as pb } from '../../src/odds/gen/odds.js';
-import { validateOddsItem } from '../../src/ingest/validate-odds.js';
+import { validateOddsItem, validateSuspend } from '../../src/ingest/validate-odds.js';
+import { validateReference } from '../../src/ingest/validate.js';
 import type { ClientMessage, OddsMessage, ServerMessage } from '../../src/odds/messages.js';
 
 /** uWS hands messages over as an ArrayBuffer of exactly the frame's bytes. */
@@ -299,9 +300,13 @@ t.test('ingest decode returns an error, never throws, for', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{}] }).finish();
     t.strictSame(decodeIngestProto(bytes, 5000), { error: 'data[0]: item carries no kind' });
   });
-  t.test('an int64 beyond the safe integer range', async (t) => {
-    const bytes = pb.v1.IngestBatch.encode({ data: [{ sport: { si: '9007199254740993' as never } }] }).finish();
-    t.match(decodeIngestProto(bytes, 5000), { error: /data\[0\]: si is outside the safe integer range/ });
+  t.test('an int64 beyond the safe integer range: read as the number, for ingest to refuse as it refuses the same JSON (by item, naming the field)', async (t) => {
+    const bytes = pb.v1.IngestBatch.encode({ data: [{ sport: { si: '9007199254740993' as never } }, { suspend: { eid: '-9007199254740993' as never, sr: 'goal', ts: 1 } }] }).finish();
+    const decoded = decodeIngestProto(bytes, 5000);
+    if (!('data' in decoded)) return t.fail(decoded.error);
+    t.same(decoded.data.map((item) => [item.kind, Number.isSafeInteger(item.si ?? item.eid)]), [['sport', false], ['suspend', false]]);
+    t.same(validateReference(decoded.data[0]), { error: 'si must be a positive integer' });
+    t.same(validateSuspend(decoded.data[1]), { error: 'eid must be a positive integer event ID' });
   });
   t.test('a stale item without a reason: read without one, for ingest to refuse', async (t) => {
     const bytes = pb.v1.IngestBatch.encode({ data: [{ stale: { mid: '1.1' } }, { stale: { mid: '1.2', why: 9 as never } }] }).finish();

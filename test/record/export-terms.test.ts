@@ -131,7 +131,7 @@ t.test('a replay that would change a market\'s type is refused, and the market l
 
   const replayed = await runTool(REPLAY, [only, '--speed', 'max', '--url', ingestUrl(a.url)], {});
   t.equal(replayed.code, 1, 'the replay says it did not publish everything');
-  t.match(replayed.stdout + replayed.stderr, `market ${SESSION} is a session market here: a replay (/ingest?replay=1) may not make it other-market`, 'naming both types');
+  t.match(replayed.stdout + replayed.stderr, `ty other-market would change the type of market ${SESSION} (session)`, 'naming both types');
   const [marketsAfter, termsAfter] = [await marketsOf(a), await termsOf(a)];
   t.same(marketsAfter.get(SESSION), marketsBefore.get(SESSION), 'the market is still a session market without runners');
   t.same(termsAfter.get(SESSION), termsBefore.get(SESSION), 'with its terms');
