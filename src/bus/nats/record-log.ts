@@ -93,8 +93,9 @@ export class NatsRecordLog implements RecordLog {
   }
 
   async next(max: number, signal: AbortSignal, _gatherMs?: number, idleMs?: number): Promise<RecordBatch | undefined> {
-    // The server holds a pull open for at least a second; a shorter idle wait would cut one short, and what it then delivered would wait out ACK_WAIT.
-    const expires = signal.aborted ? 500 : idleMs === undefined ? FETCH_MS : Math.max(1000, Math.min(FETCH_MS, idleMs));
+    // The server holds a pull open for at least a second (nats.js refuses less: the stop's last pull
+    // once asked 500 ms and threw); a shorter idle wait would cut one short, and what it then delivered would wait out ACK_WAIT.
+    const expires = signal.aborted ? 1000 : idleMs === undefined ? FETCH_MS : Math.max(1000, Math.min(FETCH_MS, idleMs));
     for (;;) {
       const nc = this.o.link.connection;
       if (!nc || nc.isClosed()) {
