@@ -99,7 +99,7 @@ function recordParts(config: Config, databaseUrl: string, log: RecordLog, metric
  * states and the ledger that write to it, the snapshots its routes read (in its own Postgres when
  * it has one), and what of it runs; without a log, the plain states, no ledger, nothing to run.
  */
-function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger) {
+function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger, clock: Clock) {
   const record = log && recordParts(config, databaseUrl, log, metrics, logger);
   // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
   const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, logger) : pool;
@@ -111,7 +111,7 @@ function recording(config: Config, databaseUrl: string, log: RecordLog | undefin
   ];
   // In the service's own pool the record's reads take a quarter of it at most; in a pool of their own, all of it.
   const share = { concurrent: recordPool === pool ? Math.max(1, Math.floor(config.pgPoolMax / 4)) : RECORD_POOL_MAX, waitMs: config.pgConnectTimeoutMs };
-  const snapshots = record && new RecordSnapshots(recordPool, share);
+  const snapshots = record && new RecordSnapshots(recordPool, share, clock);
   return { record, snapshots, states: recordedStates ?? new MarketStates(), ledger: record ? new RecordedLedger(record.taps) : UNRECORDED, running };
 }
 
@@ -150,7 +150,7 @@ export async function startService(config: Config, databaseUrl: string, log: Log
     book, log, check: validateOdds, metrics: busMetrics,
     record: { appended: () => recordMetrics.appended.inc(), dropped: (n, where) => recordMetrics.lost.inc({ where }, n) },
   });
-  const recorded = recording(config, databaseUrl, bus.record, recordMetrics, pool, log);
+  const recorded = recording(config, databaseUrl, bus.record, recordMetrics, pool, log, clock);
   const { record, snapshots, states, ledger } = recorded;
   const odds = new OddsMetrics(metrics.registry);
   const authMetrics = new AuthMetrics(metrics.registry);

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { errors } from '../errors.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 
 /** Where a reader's statements go: one connection inside one snapshot of the record. */
 export type RecordDb = Pick<pg.ClientBase, 'query'>;
@@ -29,6 +30,7 @@ export class RecordSnapshots {
   constructor(
     private readonly pool: Pick<pg.Pool, 'connect'>,
     private readonly share: SnapshotShare = { concurrent: Infinity, waitMs: 0 },
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async read<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
@@ -48,14 +50,14 @@ export class RecordSnapshots {
     }
     return new Promise((resolve, reject) => {
       const go = () => {
-        clearTimeout(timer);
+        timer.stop();
         this.running++;
         resolve();
       };
-      const timer = setTimeout(() => {
+      const timer = this.clock.after(this.share.waitMs, () => {
         this.waiting.splice(this.waiting.indexOf(go), 1);
         reject(errors.recordBusy(this.running, this.share.waitMs));
-      }, this.share.waitMs);
+      });
       this.waiting.push(go);
     });
   }
