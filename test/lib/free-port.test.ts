@@ -1,5 +1,6 @@
 import t from 'tap';
-import { freePort, outgoingPortsFrom } from '../../src/lib/free-port.js';
+import { createServer } from 'node:net';
+import { bindRefusal, freePort, outgoingPortsFrom } from '../../src/lib/free-port.js';
 
 t.test('a port is picked below the range the kernel gives outgoing connections, where none of them can take it first', async (t) => {
   const tried: number[] = [];
@@ -30,4 +31,16 @@ t.test('the range is read from the kernel, its default where it cannot be', asyn
   const port = await freePort();
   const from = outgoingPortsFrom();
   t.ok(from > 20_100 ? port >= 20_000 && port < from : port > 0, `a real pick on this machine: ${port}, outgoing connections from ${from}`);
+});
+
+t.test('why a start could not take its port, asked before anything is made (npm start, main.ts): taken, or no such address here', async (t) => {
+  const holder = createServer();
+  await new Promise<void>((ok) => holder.listen(0, '127.0.0.1', ok));
+  t.teardown(() => holder.close());
+  const port = (holder.address() as { port: number }).port;
+  t.equal(await bindRefusal('127.0.0.1', port), 'EADDRINUSE', 'a port another server holds');
+  t.equal(await bindRefusal('192.0.2.1', port), 'EADDRNOTAVAIL', 'an address this machine does not have (TEST-NET-1)');
+  await new Promise<void>((ok) => holder.close(() => ok()));
+  t.equal(await bindRefusal('127.0.0.1', port), undefined, 'free once it is let go, and the try leaves it free');
+  t.equal(await bindRefusal('127.0.0.1', port), undefined);
 });
