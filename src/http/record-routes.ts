@@ -137,9 +137,14 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
     const key = q.get('key');
     if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
     const [limit, after] = [pageSize(q), socketCursorOf(q, span.from, span.to)];
+    // `to` left out: what the record holds complete now (as `changes`), so a socket opened before
+    // the listing's end is never committed after it; the pages after keep that end (their Link's `to`).
+    const open = !q.get('to');
     return async (db) => {
-      const page = await new SocketRecord(db).list(span.from, span.to, key, limit, after);
-      return { body: page.sockets, headers: nextSockets(span, key, limit, page.next) };
+      const complete = open ? await new RecordReader(db).complete() : null;
+      const listed = complete === null ? span : { from: span.from, to: Math.min(span.to, complete) };
+      const page = listed.to < listed.from ? { sockets: [], next: null } : await new SocketRecord(db).list(listed.from, listed.to, key, limit, after);
+      return { body: page.sockets, headers: nextSockets(listed, key, limit, page.next) };
     };
   });
   route('/api/v1/record/socket', (q) => {

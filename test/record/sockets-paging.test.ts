@@ -104,3 +104,19 @@ t.test('a cursor that is not a page\'s next, or lies outside the range, is refus
     api.check(t, 'GET', '/api/v1/record/sockets', r);
   }
 });
+
+t.test('with its end left out, a listing is what the record holds complete now: a socket opened just now is listed once the complete mark passes it', async (t) => {
+  const X = Date.now();
+  open('pnew.1', X);
+  await waitFor(async () => Number((await pool.query<{ n: number }>(`SELECT count(*) AS n FROM record_ledger WHERE op = 'open'`)).rows[0].n) === TOTAL + 1, 'the new socket recorded');
+  const mark = async () => Number((await pool.query<{ at: string }>('SELECT at FROM record_complete')).rows[0]?.at ?? 0);
+  const listed = async () => (await http<{ conn: string }[]>(svc.url, `/api/v1/record/sockets?from=${T}&limit=1000`)).body.map((s) => s.conn);
+  if ((await mark()) < X) t.notOk((await listed()).includes('pnew.1'), 'not listed while the mark is before it: a socket opened before it may still be committed');
+  await waitFor(async () => (await mark()) >= X, 'the complete mark past the new socket');
+  const all = await listed();
+  t.ok(all.includes('pnew.1'), 'listed once the mark passes it');
+  t.equal(all.length, TOTAL + 1, 'with every socket before it');
+  const link = (await http(svc.url, `/api/v1/record/sockets?from=${T}&limit=2`)).headers.get('link');
+  const to = Number(/&to=(\d+)&/.exec(link ?? '')?.[1]);
+  t.ok(to >= X && to <= (await mark()), `the pages after keep the listing's end, the mark then (${to})`);
+});
