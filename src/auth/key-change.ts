@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { LISTENER_NAME } from '../db/listen.js';
+import { holdClient } from '../db/pool.js';
 
 /**
  * Where a running service says that its auth holds a key's change: sent from
@@ -35,6 +36,8 @@ async function services(db: pg.PoolClient): Promise<number[]> {
  */
 export async function changeKey<T>(pool: pg.Pool, change: (db: pg.PoolClient) => Promise<T>, idOf: (result: T) => string | undefined, timeoutMs: number): Promise<KeyChange<T>> {
   const db = await pool.connect();
+  // Held: a connection lost while waiting fails the statement under way, and is not reused.
+  const held = holdClient(db);
   /** Pids that confirmed, by key ID: a confirmation may arrive before the change's own answer is read. */
   const confirmed = new Map<string, Set<number>>();
   let wake = (): void => undefined;
@@ -45,11 +48,6 @@ export async function changeKey<T>(pool: pg.Pool, change: (db: pg.PoolClient) =>
     pids.add(n.processId);
     wake();
   };
-  // Checked out, it has no error listener from the pool: a connection lost while waiting would be an
-  // uncaught 'error'. The statement under way fails with it instead, and the connection is not reused.
-  let lost: Error | undefined;
-  const onLost = (err: Error): void => void (lost = err);
-  db.on('error', onLost);
   db.on('notification', heard);
   try {
     await db.query(`LISTEN ${KEY_APPLIED}`);
@@ -74,8 +72,7 @@ export async function changeKey<T>(pool: pg.Pool, change: (db: pg.PoolClient) =>
     }
   } finally {
     db.off('notification', heard);
-    if (!lost) await db.query('UNLISTEN *').catch(() => undefined);
-    db.off('error', onLost);
-    db.release(lost);
+    if (!held.lost) await db.query('UNLISTEN *').catch(() => undefined);
+    held.release();
   }
 }

@@ -112,8 +112,7 @@ export async function exportMarket(record: RecordSnapshots, ref: MarketReference
   let unreadable = 0;
   // What the record holds complete when the export starts, however far `to` reaches: the pages
   // past the complete mark are the live end's, to be asked again later, not waited for here.
-  const complete = await record.read((db) => new RecordReader(db).complete());
-  const to = complete === null ? args.to : Math.min(args.to, complete);
+  const to = await record.read((db) => new RecordReader(db).completeBy(args.to));
   if (to < args.from) return { images: 0, unreadable: 0 };
   do {
     const page = await record.read((db) => new RecordReader(db).changes(ref.mid, args.from, to, PAGE, after));

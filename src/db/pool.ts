@@ -127,19 +127,45 @@ export function asDatabaseError(err: unknown): unknown {
  * connection, and every later query on it would queue behind it and time out.
  */
 export async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const held = holdClient(await pool.connect());
   let broken: Error | undefined;
-  const onError = (err: Error) => (broken = err);
-  client.on('error', onError);
   try {
-    return await fn(client);
+    return await held.run(fn);
   } catch (err) {
-    if (!broken && (isUnavailable(err) || isDatabaseError(err))) broken = err as Error;
+    if (isUnavailable(err) || isDatabaseError(err)) broken = err as Error;
     throw err;
   } finally {
-    client.off('error', onError);
-    client.release(broken ?? false);
+    held.release(broken);
   }
+}
+
+export interface HeldClient {
+  /** The error the connection was lost with while held, if it was. */
+  readonly lost: Error | undefined;
+  run<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  /** Back to the pool, or destroyed when it was lost or `broken` says it cannot be reused. */
+  release(broken?: Error): void;
+}
+
+/**
+ * A checked-out client, listened to while it is held: the pool listens for errors on idle clients
+ * only, so a connection lost while held (a network cut, an ended backend) would otherwise be an
+ * uncaught 'error' that takes the process down. The statement under way fails with it instead.
+ */
+export function holdClient(client: pg.PoolClient): HeldClient {
+  let lost: Error | undefined;
+  const onError = (err: Error): void => void (lost = err);
+  client.on('error', onError);
+  return {
+    get lost() {
+      return lost;
+    },
+    run: (fn) => fn(client),
+    release(broken) {
+      client.off('error', onError);
+      client.release(lost ?? broken ?? false);
+    },
+  };
 }
 
 /**

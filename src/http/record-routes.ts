@@ -51,12 +51,13 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** A page of sockets' `next`: the last one listed, by its opening time and name. */
 const SOCKET_CURSOR = /^(\d{1,15})\.(p[0-9a-z]{1,40}\.\d{1,15})$/;
 
-function range(q: Query, now: number): { from: number; to: number } {
+/** `open`: `to` left out, so the range is what the record holds complete now (its complete mark). */
+function range(q: Query, now: number): { from: number; to: number; open: boolean } {
   const from = instant(q, 'from');
   const to = instant(q, 'to', now);
   if (to < from) throw errors.badParam('to', 'must not be before from');
   if (to - from > MAX_RANGE_MS) throw errors.badParam('to', 'must be within ten years of from');
-  return { from, to };
+  return { from, to, open: !q.get('to') };
 }
 
 export function pageSize(q: Query): number {
@@ -126,10 +127,8 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
     return (db) => body(new RecordReader(db).priceAt(mid, at));
   });
   route('/api/v1/record/changes', (q) => {
-    const { from, to } = range(q, Date.now());
+    const { from, to, open } = range(q, Date.now());
     const [mid, limit, after] = [marketOf(q), pageSize(q), cursorOf(q)];
-    // `to` left out: what the record holds complete now, its last page's `next` null.
-    const open = !q.get('to');
     return (db) => body(new RecordReader(db).changes(mid, from, to, limit, after, open));
   });
   route('/api/v1/record/sockets', (q) => {
@@ -137,12 +136,10 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
     const key = q.get('key');
     if (key !== undefined && !KEY_ID.test(key)) throw errors.badParam('key', 'must be an API key ID (1 to 64 letters, digits, . _ or -)');
     const [limit, after] = [pageSize(q), socketCursorOf(q, span.from, span.to)];
-    // `to` left out: what the record holds complete now (as `changes`), so a socket opened before
-    // the listing's end is never committed after it; the pages after keep that end (their Link's `to`).
-    const open = !q.get('to');
     return async (db) => {
-      const complete = open ? await new RecordReader(db).complete() : null;
-      const listed = complete === null ? span : { from: span.from, to: Math.min(span.to, complete) };
+      // Left open, the listing ends at the mark, so no socket opened before its end is committed
+      // after it; the pages after keep that end (their Link's `to`).
+      const listed = span.open ? { from: span.from, to: await new RecordReader(db).completeBy(span.to) } : span;
       const page = listed.to < listed.from ? { sockets: [], next: null } : await new SocketRecord(db).list(listed.from, listed.to, key, limit, after);
       return { body: page.sockets, headers: nextSockets(listed, key, limit, page.next) };
     };

@@ -18,28 +18,31 @@ export function outgoingPortsFrom(path = '/proc/sys/net/ipv4/ip_local_port_range
   }
 }
 
-/** Whether a server could take this loopback port just now (0: any, and which). */
-export function bindable(port: number): Promise<number | undefined> {
+/** One bind of `host:port`, at once let go: the port taken (0 asks the kernel for one), or why not. */
+function tryBind(host: string, port: number): Promise<{ port: number } | { refused: string }> {
   return new Promise((ok) => {
     const srv = createServer();
-    srv.once('error', () => ok(undefined));
-    srv.listen(port, '127.0.0.1', () => {
+    srv.once('error', (err: NodeJS.ErrnoException) => ok({ refused: err.code ?? err.message }));
+    srv.listen(port, host, () => {
       const taken = (srv.address() as { port: number }).port;
-      srv.close(() => ok(taken));
+      srv.close(() => ok({ port: taken }));
     });
   });
+}
+
+/** Whether a server could take this loopback port just now (0: any, and which). */
+export async function bindable(port: number): Promise<number | undefined> {
+  const r = await tryBind('127.0.0.1', port);
+  return 'port' in r ? r.port : undefined;
 }
 
 /**
  * Why a server could not take `host:port` just now: the bind's error code (EADDRINUSE: another
  * process holds it; EADDRNOTAVAIL: no such address here; EACCES), or undefined when it could.
  */
-export function bindRefusal(host: string, port: number): Promise<string | undefined> {
-  return new Promise((ok) => {
-    const srv = createServer();
-    srv.once('error', (err: NodeJS.ErrnoException) => ok(err.code ?? err.message));
-    srv.listen(port, host, () => srv.close(() => ok(undefined)));
-  });
+export async function bindRefusal(host: string, port: number): Promise<string | undefined> {
+  const r = await tryBind(host, port);
+  return 'refused' in r ? r.refused : undefined;
 }
 
 /**

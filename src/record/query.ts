@@ -289,6 +289,12 @@ export class RecordReader {
     return { changes, next, complete };
   }
 
+  /** `to`, or the complete mark when that comes first: how far a read may go and not miss a row committed after it. */
+  async completeBy(to: number): Promise<number> {
+    const complete = await this.complete();
+    return complete === null ? to : Math.min(to, complete);
+  }
+
   /** The record's complete mark; null where it keeps none (its tables written by a recorder before the mark). */
   async complete(): Promise<number | null> {
     if (!markKept) {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { errors } from '../errors.js';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { holdClient } from '../db/pool.js';
 
 /** Where a reader's statements go: one connection inside one snapshot of the record. */
 export type RecordDb = Pick<pg.ClientBase, 'query'>;
@@ -63,24 +64,20 @@ export class RecordSnapshots {
   }
 
   private async once<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
-    // The pool listens for errors on idle connections only: a connection lost mid-answer (a network
-    // cut, a backend ended) would otherwise be an uncaught 'error' that takes the process down. The
-    // answer's own statement fails with it, and that is what the caller sees.
-    const lost = (): void => undefined;
-    c.on('error', lost);
+    const held = holdClient(await this.pool.connect());
     try {
-      await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const out = await answer(c);
-      await c.query('COMMIT');
-      c.release();
+      const out = await held.run(async (c) => {
+        await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const answered = await answer(c);
+        await c.query('COMMIT');
+        return answered;
+      });
+      held.release();
       return out;
     } catch (err) {
       // The connection may be mid-transaction or lost (a frozen Postgres, a timeout): it is not reused.
-      c.release(err as Error);
+      held.release(err as Error);
       throw err;
-    } finally {
-      c.off('error', lost);
     }
   }
 }
