@@ -3,6 +3,15 @@ import pg from 'pg';
 /** The advisory lock the recording pod holds: one per database, so one recorder per record. */
 const LEASE_KEY = 7_406_140;
 
+/** Whoever holds it is the cluster's one recorder (recorder.ts). */
+export interface RecordLease {
+  readonly held: boolean;
+  /** Tries once: true when this pod now holds the lease. `lost` is called once if it is lost later. */
+  acquire(lost: () => void): Promise<boolean>;
+  /** Gives the lease up (the pod stops). */
+  release(): void;
+}
+
 /**
  * The recorder's lease: a session-level advisory lock on the record's Postgres, held on an idle
  * connection of its own. Whoever holds it is the one recorder of the cluster; it is released
@@ -10,7 +19,7 @@ const LEASE_KEY = 7_406_140;
  * went away), and another pod's next try takes it. An idle connection is left alone by a
  * Postgres that is merely slow or frozen, so the recorder keeps its lease through a stall.
  */
-export class Lease {
+export class Lease implements RecordLease {
   private client: pg.Client | undefined;
   private lostHandler: (() => void) | undefined;
 

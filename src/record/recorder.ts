@@ -1,17 +1,12 @@
 import type { Logger } from '../log.js';
 import type { Component } from '../lib/component.js';
 import { Backoff, wait } from '../lib/retry.js';
-import { migrate } from '../db/migrate.js';
 import { isRefusedData } from '../db/pool.js';
 import type { RecordMetrics } from '../metrics/record.js';
 import type { RecordBatch, RecordEntry, RecordLog } from '../bus/types.js';
 import { RowEncoder, Rows } from './rows.js';
-import { RecordWriter } from './writer.js';
-import { Lease } from './lease.js';
-import pg from 'pg';
-
-/** The record's migrations, apart from the service's: the record may live in a database of its own. */
-const RECORD_SQL = new URL('../../../sql/record/', import.meta.url).pathname;
+import { RecordWriter, type RecordStore } from './writer.js';
+import { Lease, type RecordLease } from './lease.js';
 /** How often a pod without the lease tries to take it; and how often the recorder drops old partitions. */
 const LEASE_RETRY_MS = 2000;
 const RETENTION_MS = 3_600_000;
@@ -55,6 +50,10 @@ export interface RecorderDeps {
   metrics: RecordMetrics;
   logger: Logger;
   now?: () => number;
+  /** Where rows go; by default the record's Postgres at `url` (writer.ts). */
+  store?: RecordStore;
+  /** Who records; by default the advisory lock on the record's Postgres at `url` (lease.ts). */
+  lease?: RecordLease;
 }
 
 const DEFAULT_SETTLE_MS = 1000;
@@ -74,8 +73,8 @@ export class Recorder implements Component {
   private readonly stopping = new AbortController();
   /** Aborted first at stop: waiting for entries ends, and what the log still holds is written (for FLUSH_MS) before the recorder stops. */
   private readonly idle = new AbortController();
-  private readonly lease: Lease;
-  private readonly writer: RecordWriter;
+  private readonly lease: RecordLease;
+  private readonly writer: RecordStore;
   private readonly encoder = new RowEncoder();
   private readonly takeovers: Takeover[] = [];
   private loop: Promise<void> | undefined;
@@ -90,8 +89,8 @@ export class Recorder implements Component {
 
   constructor(private readonly opts: RecorderOptions, private readonly deps: RecorderDeps) {
     this.now = deps.now ?? Date.now;
-    this.lease = new Lease(opts.url, opts.connectTimeoutMs);
-    this.writer = new RecordWriter({ url: opts.url, connectTimeoutMs: opts.connectTimeoutMs, writeTimeoutMs: opts.writeTimeoutMs });
+    this.lease = deps.lease ?? new Lease(opts.url, opts.connectTimeoutMs);
+    this.writer = deps.store ?? new RecordWriter({ url: opts.url, connectTimeoutMs: opts.connectTimeoutMs, writeTimeoutMs: opts.writeTimeoutMs });
   }
 
   /** Whether this pod records: it holds the lease. */
@@ -138,7 +137,7 @@ export class Recorder implements Component {
 
   /** Drops the partitions past the retention now (the hourly pass does the same). */
   async retain(): Promise<string[]> {
-    const dropped = await this.writer.run((c) => this.writer.partitions.retain(c, this.opts.days, this.now()));
+    const dropped = await this.writer.retain(this.opts.days, this.now());
     this.lastRetention = this.now();
     if (dropped.length) this.deps.logger.info('record retention: partitions dropped', { dropped: dropped.length, first: dropped[0] });
     return dropped;
@@ -147,7 +146,7 @@ export class Recorder implements Component {
   private async tryLease(): Promise<boolean> {
     if (!(await this.lease.acquire(() => this.deps.metrics.leader.set(0)))) return false;
     try {
-      await this.migrate();
+      await this.writer.migrate(this.deps.logger);
     } catch (err) {
       this.lease.release();
       throw err;
@@ -157,16 +156,6 @@ export class Recorder implements Component {
     this.deps.logger.info('recorder: this pod records', { days: this.opts.days });
     for (const t of this.takeovers) t.tookOver();
     return true;
-  }
-
-  private async migrate(): Promise<void> {
-    const pool = new pg.Pool({ connectionString: this.opts.url, max: 1, connectionTimeoutMillis: this.opts.connectTimeoutMs });
-    pool.on('error', () => undefined);
-    try {
-      await migrate(pool, this.deps.logger, RECORD_SQL);
-    } finally {
-      await pool.end();
-    }
   }
 
   private async run(held: boolean): Promise<void> {

@@ -2,8 +2,29 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import type { Logger } from '../log.js';
+import { migrate } from '../db/migrate.js';
 import { Partitions, RECORD_TABLES } from './partitions.js';
 import type { Rows } from './rows.js';
+
+/** The record's migrations, apart from the service's: the record may live in a database of its own. */
+const RECORD_SQL = new URL('../../../sql/record/', import.meta.url).pathname;
+
+/** Where the recorder writes (recorder.ts): the record's Postgres, or a unit test's fake. */
+export interface RecordStore {
+  /** Applies the record's migrations; run by the pod that takes the lease, before its first write. */
+  migrate(logger: Logger): Promise<void>;
+  /**
+   * Writes `rows` and, when given, moves the record's complete mark to `mark` in the same
+   * transaction (a reader that sees the mark sees the rows). Answers the mark in force then.
+   */
+  write(rows: Rows, mark?: number): Promise<number | undefined>;
+  /** Moves the record's complete mark to `at` (never back); answers the mark in force. */
+  mark(at: number): Promise<number>;
+  /** Drops the partitions past the retention (partitions.ts); answers their names. */
+  retain(keepDays: number, now: number): Promise<string[]>;
+  close(): void;
+}
 
 export interface WriterOptions {
   url: string;
@@ -33,16 +54,22 @@ function* chunks(lines: readonly string[]): Generator<string> {
  * therefore leaves each row once. A failed or unanswered write drops the connection; the caller
  * tries the same rows again.
  */
-export class RecordWriter {
+export class RecordWriter implements RecordStore {
   private client: pg.Client | undefined;
-  readonly partitions = new Partitions();
+  private readonly partitions = new Partitions();
 
   constructor(private readonly opts: WriterOptions) {}
 
-  /**
-   * Writes `rows` and, when given, moves the record's complete mark to `mark` in the same
-   * transaction (a reader that sees the mark sees the rows). Answers the mark in force then.
-   */
+  async migrate(logger: Logger): Promise<void> {
+    const pool = new pg.Pool({ connectionString: this.opts.url, max: 1, connectionTimeoutMillis: this.opts.connectTimeoutMs });
+    pool.on('error', () => undefined);
+    try {
+      await migrate(pool, logger, RECORD_SQL);
+    } finally {
+      await pool.end();
+    }
+  }
+
   async write(rows: Rows, mark?: number): Promise<number | undefined> {
     const c = await this.connection();
     let complete: number | undefined;
@@ -65,13 +92,16 @@ export class RecordWriter {
     return complete;
   }
 
-  /** Moves the record's complete mark to `at` (never back); answers the mark in force. */
   async mark(at: number): Promise<number> {
     return this.run((c) => moveMark(c, at));
   }
 
-  /** Runs `fn` on the writer's connection between writes (retention). */
-  async run<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  async retain(keepDays: number, now: number): Promise<string[]> {
+    return this.run((c) => this.partitions.retain(c, keepDays, now));
+  }
+
+  /** Runs `fn` on the writer's connection between writes. */
+  private async run<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
     const c = await this.connection();
     try {
       return await fn(c);
