@@ -102,6 +102,18 @@ t.test('the service\'s own types, as an export writes them: that type; a nameles
     'its lines published, best first as lines are (the lowest Yes, the highest No), not withheld as crossed odds');
 });
 
+t.test('an exchange\'s line market (bettingType LINE, its runner named) is published as the exchange prices it: the runner listed, back the lines to sell, lay the lines to buy, sizes as stakes', async (t) => {
+  const line = def({ marketType: 'TOTAL_RUNS', bettingType: 'LINE', lineMinUnit: 0.5, lineMaxUnit: 400.5, lineInterval: 1, runners: [{ id: 47973, name: 'Total Runs', status: 'ACTIVE', sortPriority: 1 } as MarketDefinition['runners'][0]] });
+  const { items, problems } = new Translator().translate(mcm(1, [{ id: '1.9', marketDefinition: line, rc: [{ id: 47973, atb: [[150.5, 12.4], [149.5, 30]], atl: [[151.5, 8], [152.5, 20]], ltp: 151.5 }] }]), 'f:1');
+  t.same(problems, []);
+  const market = items.find((i) => i.kind === 'market')!;
+  t.equal(market.ty, 'line-market');
+  t.same((market as { r?: { rid: number }[] }).r?.map((r) => r.rid), [47973], 'its runner listed: priced per runner, not as a Yes/No book');
+  t.match(items.find((i) => i.kind === 'terms'), { bt: 'LINE', lmin: 0.5, lmax: 400.5, lint: 1 }, 'bt LINE says how to read its prices (docs/protocol.md)');
+  t.match(items.find((i) => i.kind === 'odds'), { r: [{ rid: 47973, b: [[150.5, 12.4], [149.5, 30]], l: [[151.5, 8], [152.5, 20]], ltp: 151.5 }] },
+    'b the exchange\'s back (sell the line, wins below it), best the highest; l its lay (buy, wins above), best the lowest; not turned into Yes and No');
+});
+
 t.test('a line\'s bounds go with a line market\'s terms only: given to a market of another type, they are left out, not its batch refused', async (t) => {
   const line = { lineMinUnit: 0.5, lineMaxUnit: 300.5, lineInterval: 1 };
   const termsOf = (over: Partial<MarketDefinition>) => new Translator().translate(mcm(1, [{ id: '1.5', marketDefinition: def({ ...line, ...over }) }]), 'f:1').items.find((i) => i.kind === 'terms')!;
