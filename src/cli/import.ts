@@ -80,12 +80,12 @@ async function importItems(
       else valid.push([p, checked.item]);
     }
     try {
-      count(await writeReference(pool, valid.map(([p, item]) => [p.at, item] as const), log));
+      count(await writeReference(valid.map(([p, item]) => [p.at, item] as const), { pool, log }));
     } catch (err) {
       if (!(err instanceof ServiceError) || err.code !== 'ITEM_REJECTED') throw err;
       for (const [p, item] of valid) {
         try {
-          count(await writeReference(pool, [[p.at, item]], log));
+          count(await writeReference([[p.at, item]], { pool, log }));
         } catch (one) {
           if (!(one instanceof ServiceError) || one.code !== 'ITEM_REJECTED') throw one;
           summary.rejected.push(`${p.file} ${one.message}`);

@@ -124,7 +124,7 @@ export class Ingest {
       if ('refusal' in items) throw items.refusal;
       const judged = await this.judge.judge(items, feeder);
       const written = new Set<string>();
-      const outcomes = items.reference.length ? await writeReference(this.deps.pool, items.reference, this.deps.log, key, written, this.deps.lockWaitMs) : [];
+      const outcomes = items.reference.length ? await writeReference(items.reference, { pool: this.deps.pool, log: this.deps.log, key, keys: written, lockWaitMs: this.deps.lockWaitMs }) : [];
       // Read your writes: the ack comes once this pod's REST and frames show what the batch committed.
       if (written.size) await this.deps.sync.show(written);
       // After the last await and in the same turn as the claim and the publishing: a revoked key neither claims nor publishes.

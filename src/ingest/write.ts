@@ -89,18 +89,26 @@ async function lockKey(client: pg.PoolClient, key: PublisherKey): Promise<void> 
   throw errors.keyRevoked();
 }
 
+/** How a reference write is made, beyond its items. */
+export interface ReferenceWrite {
+  pool: pg.Pool;
+  log: Logger;
+  /** The publisher's key: the write holds only while it is not revoked. None for the import tool. */
+  key?: PublisherKey;
+  /** Gathers the read model's keys of the rows written. */
+  keys?: Set<string>;
+  /** How long rows another transaction is writing are waited for. */
+  lockWaitMs?: number;
+}
+
 /**
  * Writes checked reference items in one transaction: all of them or, on the
- * first refused item, none; with a key, only while the key is not revoked.
- * `keys` gathers the read model's keys of the rows written. Rows another
- * transaction is writing are waited for up to `lockWaitMs`. Errors come out
- * coded: ITEM_REJECTED naming the item, UNAUTHORIZED for a revoked key,
- * BUSY when the rows stayed taken (retryable), DB_UNAVAILABLE when Postgres
- * is unreachable.
+ * first refused item, none. Errors come out coded: ITEM_REJECTED naming the
+ * item, UNAUTHORIZED for a revoked key, BUSY when the rows stayed taken
+ * (retryable), DB_UNAVAILABLE when Postgres is unreachable.
  */
-export async function writeReference(
-  pool: pg.Pool, items: readonly (readonly [number, ReferenceItem])[], log: Logger, key?: PublisherKey, keys?: Set<string>, lockWaitMs = LOCK_WAIT_MS,
-): Promise<WriteOutcome[]> {
+export async function writeReference(items: readonly (readonly [number, ReferenceItem])[], how: ReferenceWrite): Promise<WriteOutcome[]> {
+  const { pool, log, key, keys, lockWaitMs = LOCK_WAIT_MS } = how;
   const statementMs = Number(pool.options.statement_timeout ?? 0);
   try {
     // A deadlock the row locks' order cannot prevent (a trigger's rows) is tried again.
