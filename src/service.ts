@@ -102,7 +102,8 @@ function recordParts(config: Config, databaseUrl: string, log: RecordLog, metric
 function recording(config: Config, databaseUrl: string, log: RecordLog | undefined, metrics: RecordMetrics, pool: pg.Pool, logger: Logger, clock: Clock) {
   const record = log && recordParts(config, databaseUrl, log, metrics, logger);
   // The record's routes read its own Postgres when it has one: a pool of a few connections, apart from the service's.
-  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX }, logger) : pool;
+  // One connection beyond the reads' share: a read whose client hung up is cancelled over it (snapshot.ts).
+  const recordPool = config.recordDatabaseUrl && record ? createPool(config.recordDatabaseUrl, { ...config, pgPoolMax: RECORD_POOL_MAX + 1 }, logger) : pool;
   const recordedStates = record && new RecordedStates(record.taps);
   if (recordedStates) record.recorder.watch(recordedStates);
   const running: Component[] = [

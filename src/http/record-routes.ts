@@ -107,13 +107,14 @@ export function registerRecord(router: Router, deps: RecordRoutesDeps): void {
    * snapshot of the record: its body (sent as JSON) and any headers.
    */
   const route = (path: string, answer: (q: Query) => (db: RecordDb) => Promise<{ body: unknown; headers?: Record<string, string> }>) =>
-    router.getAsync(path, async (req: HttpRequest) => {
+    router.getAsync(path, async (req: HttpRequest, signal: AbortSignal) => {
       const q = parseQuery(req.getQuery());
       const record = deps.record;
       if (!record) throw errors.recordOff();
       const read = answer(q);
       try {
-        const { body, headers } = await record.read(read);
+        // A client that hangs up stops its read: its statement is cancelled, its turn given back (snapshot.ts).
+        const { body, headers } = await record.read(read, signal);
         return { body: JSON.stringify(body), headers };
       } catch (err) {
         throw asDatabaseError(err);

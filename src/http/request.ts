@@ -197,13 +197,24 @@ export interface BodyAccount {
 export class Exchange {
   aborted = false;
   private onAbort: (() => void) | undefined;
+  private leaving: AbortController | undefined;
 
   /** `head`: the request is a HEAD, answered with the headers alone. */
   constructor(readonly res: HttpResponse, private readonly head = false) {
     res.onAborted(() => {
       this.aborted = true;
       this.onAbort?.();
+      this.leaving?.abort();
     });
+  }
+
+  /** Aborts when the client goes away before its answer: work done only for the answer stops. */
+  get signal(): AbortSignal {
+    if (!this.leaving) {
+      this.leaving = new AbortController();
+      if (this.aborted) this.leaving.abort();
+    }
+    return this.leaving.signal;
   }
 
   reply(status: number, body: string | Buffer, headers?: Readonly<Record<string, string>>, type?: string, close = false): void {

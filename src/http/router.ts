@@ -89,7 +89,8 @@ export class Router {
    * An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before
    * its first await, or never. With `need`, as `get`. HEAD too.
    */
-  getAsync(path: string, fn: (req: HttpRequest) => Promise<Answer>, need?: Role): void {
+  /** `fn` is given the request, and a signal that aborts if the client goes away before its answer. */
+  getAsync(path: string, fn: (req: HttpRequest, signal: AbortSignal) => Promise<Answer>, need?: Role): void {
     this.remember(path, 'GET', 'HEAD');
     const handler = (method: 'GET' | 'HEAD') => (res: HttpResponse, req: HttpRequest) => {
       if (this.refusedFraming(res, req, path, method)) return;
@@ -100,7 +101,7 @@ export class Router {
       } catch (err) {
         refused = err as ServiceError;
       }
-      void this.finish(ex, path, method, performance.now(), () => (refused ? Promise.reject(refused) : fn(req)));
+      void this.finish(ex, path, method, performance.now(), () => (refused ? Promise.reject(refused) : fn(req, ex.signal)));
     };
     this.app.get(path, handler('GET'));
     this.app.head(path, handler('HEAD'));

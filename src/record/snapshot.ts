@@ -6,6 +6,13 @@ import { holdClient } from '../db/pool.js';
 /** Where a reader's statements go: one connection inside one snapshot of the record. */
 export type RecordDb = Pick<pg.ClientBase, 'query'>;
 
+/** The pool the reads take their connections from (a pg.Pool). */
+export interface SnapshotPool {
+  connect(): Promise<pg.PoolClient>;
+  /** On another connection: how a read whose caller left has its statement cancelled. */
+  query(sql: string, values: unknown[]): Promise<unknown>;
+}
+
 /** How many reads hold a connection at once, and how long one more waits for a turn before it is refused (BUSY). */
 export interface SnapshotShare {
   concurrent: number;
@@ -23,61 +30,94 @@ export interface SnapshotShare {
  * so the reads take at most `share.concurrent` of the pool at once: in the service's own pool,
  * slow record reads would otherwise hold every connection, and a subscribe or a key check wait
  * for one until it failed (test/record/snapshot-share.test.ts).
+ *
+ * A read whose caller leaves (`signal`: the client hung up) stops: waiting for its turn, it leaves
+ * the queue; reading, its statement under way is cancelled in Postgres (`pg_cancel_backend`, on
+ * another of the pool's connections, so the pool keeps one beyond the share) and it issues no
+ * other. It keeps its turn until its statement has ended, so callers that hang up at once cannot
+ * have more statements running than the share allows.
  */
 export class RecordSnapshots {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
 
   constructor(
-    private readonly pool: Pick<pg.Pool, 'connect'>,
+    private readonly pool: SnapshotPool,
     private readonly share: SnapshotShare = { concurrent: Infinity, waitMs: 0 },
     private readonly clock: Clock = systemClock,
   ) {}
 
-  async read<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
-    await this.turn();
+  async read<T>(answer: (db: RecordDb) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    await this.turn(signal);
     try {
-      return await this.once(answer);
+      return await this.once(answer, signal);
     } finally {
       this.running--;
       this.waiting.shift()?.();
     }
   }
 
-  private turn(): Promise<void> {
+  private turn(signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(errors.aborted());
     if (this.running < this.share.concurrent) {
       this.running++;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const go = () => {
+      const done = () => {
         timer.stop();
+        signal?.removeEventListener('abort', left);
+        // Gone already when its turn came (the queue hands turns out by shift).
+        const queued = this.waiting.indexOf(go);
+        if (queued >= 0) this.waiting.splice(queued, 1);
+      };
+      const go = () => {
+        done();
         this.running++;
         resolve();
       };
+      const left = () => {
+        done();
+        reject(errors.aborted());
+      };
       const timer = this.clock.after(this.share.waitMs, () => {
-        this.waiting.splice(this.waiting.indexOf(go), 1);
+        done();
         reject(errors.recordBusy(this.running, this.share.waitMs));
       });
+      signal?.addEventListener('abort', left, { once: true });
       this.waiting.push(go);
     });
   }
 
-  private async once<T>(answer: (db: RecordDb) => Promise<T>): Promise<T> {
-    const held = holdClient(await this.pool.connect());
+  private async once<T>(answer: (db: RecordDb) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const client = await this.pool.connect();
+    const held = holdClient(client);
+    // pg's own field (the backend's pid, from the connection's start), not in its types.
+    const pid = (client as unknown as { processID: number }).processID;
+    const cancel = () => void this.pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
+    signal?.addEventListener('abort', cancel, { once: true });
     try {
       const out = await held.run(async (c) => {
-        await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        const answered = await answer(c);
-        await c.query('COMMIT');
+        const db = signal ? stopping(c, signal) : c;
+        await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        const answered = await answer(db);
+        await db.query('COMMIT');
         return answered;
       });
       held.release();
       return out;
     } catch (err) {
-      // The connection may be mid-transaction or lost (a frozen Postgres, a timeout): it is not reused.
+      // The connection may be mid-transaction, lost (a frozen Postgres, a timeout) or its statement cancelled: it is not reused.
       held.release(err as Error);
-      throw err;
+      throw signal?.aborted ? errors.aborted() : err;
+    } finally {
+      signal?.removeEventListener('abort', cancel);
     }
   }
+}
+
+/** The connection, refusing every statement once `signal` has aborted: a read whose caller left asks nothing more. */
+function stopping(c: RecordDb, signal: AbortSignal): RecordDb {
+  const query = (...args: unknown[]): Promise<unknown> => (signal.aborted ? Promise.reject(errors.aborted()) : (c.query as (...a: unknown[]) => Promise<unknown>)(...args));
+  return { query: query as RecordDb['query'] };
 }

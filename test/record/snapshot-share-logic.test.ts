@@ -3,8 +3,8 @@
  * clock the test moves: at most `concurrent` reads hold a connection, one more waits its turn for
  * `waitMs` and is then refused BUSY; an answer is one transaction on one connection, given back
  * clean when it succeeds and never reused when it fails; a connection lost mid-answer is the
- * answer's failure, not the process's. test/record/snapshot-share.test.ts and snapshot.test.ts
- * hold the same against a real Postgres.
+ * answer's failure, not the process's; a read whose caller left stops, its statement cancelled.
+ * test/record/snapshot-share.test.ts and snapshot.test.ts hold the same against a real Postgres.
  */
 import t from 'tap';
 import { EventEmitter } from 'node:events';
@@ -17,6 +17,9 @@ import { FakeClock } from '../helpers/clock.js';
 class FakeClient extends EventEmitter {
   readonly statements: string[] = [];
   released: 'clean' | 'destroyed' | undefined;
+  constructor(readonly processID: number) {
+    super();
+  }
   async query(sql: string): Promise<{ rows: unknown[] }> {
     this.statements.push(sql);
     return { rows: [] };
@@ -28,10 +31,16 @@ class FakeClient extends EventEmitter {
 
 class FakePool {
   readonly handed: FakeClient[] = [];
+  /** The backends asked to cancel their statement, by pid. */
+  readonly cancelled: number[] = [];
   async connect(): Promise<pg.PoolClient> {
-    const c = new FakeClient();
+    const c = new FakeClient(1000 + this.handed.length);
     this.handed.push(c);
     return c as unknown as pg.PoolClient;
+  }
+  async query(sql: string, values: unknown[]): Promise<unknown> {
+    if (sql === 'SELECT pg_cancel_backend($1)') this.cancelled.push(values[0] as number);
+    return { rows: [] };
   }
 }
 
@@ -101,4 +110,55 @@ t.test('a connection lost mid-answer fails that answer only: the process lives, 
   t.equal(pool.handed[0].released, 'destroyed', 'the connection is destroyed, not handed out again');
   t.equal(pool.handed[0].listenerCount('error'), 0, 'and the read\'s listener is off it');
   t.equal(await snapshots.read(async () => 'next'), 'next', 'the next read is answered');
+});
+
+t.test('a read whose caller left while it waited leaves the queue: refused ABORTED, the next in line takes the turn', async (t) => {
+  const pool = new FakePool();
+  const snapshots = new RecordSnapshots(pool, { concurrent: 1, waitMs: 5000 }, new FakeClock());
+  const [a, b, c] = [held(), held(), held()];
+  const first = snapshots.read(a.answer);
+  await turn();
+  const leaving = new AbortController();
+  const left = snapshots.read(b.answer, leaving.signal).then(() => 'answered', (err: ServiceError) => err);
+  const third = snapshots.read(c.answer);
+  await turn();
+  leaving.abort();
+  const refused = await left;
+  t.ok(refused instanceof ServiceError && refused.code === 'ABORTED', `refused ABORTED (${String(refused)})`);
+  a.go();
+  await first;
+  await turn();
+  t.equal(pool.handed.length, 2, 'the turn went to the read still waiting, and no connection was taken for the one that left');
+  c.go();
+  t.equal(await third, 'done');
+  await t.rejects(snapshots.read(async () => 'late', AbortSignal.abort()), { code: 'ABORTED' }, 'a caller already gone takes no turn at all');
+  t.equal(pool.handed.length, 2);
+});
+
+t.test('a read whose caller left mid-answer: its statement is cancelled in Postgres, it asks nothing more, and it keeps its turn until the statement ended', async (t) => {
+  const pool = new FakePool();
+  const snapshots = new RecordSnapshots(pool, { concurrent: 1, waitMs: 5000 }, new FakeClock());
+  const leaving = new AbortController();
+  let endStatement = (): void => undefined;
+  const statementEnded = new Promise<void>((ok) => (endStatement = ok));
+  let after: unknown;
+  const read = snapshots.read(async (db) => {
+    await db.query('SELECT 1');
+    // The statement a cancel ends: Postgres answers it with an error once cancelled.
+    await statementEnded;
+    after = await db.query('SELECT 2').then(() => 'asked', (err: ServiceError) => err.code);
+    throw new Error('canceling statement due to user request');
+  }, leaving.signal);
+  await turn();
+  const next = snapshots.read(async () => 'next');
+  leaving.abort();
+  await turn();
+  t.same(pool.cancelled, [1000], 'its backend asked to cancel the statement under way');
+  t.equal(pool.handed.length, 1, 'the next read waits: the cancelled one keeps its turn until its statement has ended');
+  endStatement();
+  await t.rejects(read, { code: 'ABORTED' }, 'the read ends ABORTED');
+  t.equal(after, 'ABORTED', 'a statement after the caller left is refused, never sent');
+  t.same(pool.handed[0].statements, ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', 'SELECT 1'], 'nothing more reached Postgres');
+  t.equal(pool.handed[0].released, 'destroyed', 'its connection (mid-transaction, its statement cancelled) is not reused');
+  t.equal(await next, 'next', 'then the next read is answered');
 });

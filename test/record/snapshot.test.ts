@@ -4,10 +4,11 @@
  * settlement without the image published before it (the state frames read after the commit, the
  * images before it). Here a commit is made to land between the two statements of a read, on a
  * real Postgres written by the real recorder: the answer holds neither of its rows; the next read
- * holds both.
+ * holds both. A client that hangs up on a record answer stops its read in Postgres.
  */
 import t from 'tap';
-import { freshDatabase } from '../helpers/db.js';
+import { freshDatabase, sqlClient } from '../helpers/db.js';
+import { http, startTestService } from '../helpers/service.js';
 import { testRecord } from '../helpers/record.js';
 import { waitFor } from '../helpers/wait.js';
 import { imageOf } from '../helpers/images.js';
@@ -95,4 +96,26 @@ t.test('a read\'s connection drops with no word from Postgres (a network cut, a 
   await t.rejects(read, /terminated/i, 'the read fails with why');
   const page = await snapshots.read((db) => new RecordReader(db).changes(MID, T, T + 10, 1));
   t.equal(page.changes.length, 1, 'the next read is answered');
+});
+
+t.test('a client that hangs up on a record answer stops its read: the statement under way is cancelled in Postgres, not left to run', async (t) => {
+  // A statement timeout of ten minutes: only the cancel can end the read's statement within the test.
+  const svc = await startTestService(t, { RECORD: 'on', DEMO_DATA: 'off', PG_STATEMENT_TIMEOUT_MS: '600000' }, url);
+  const locker = await sqlClient(t, url);
+  // The record's tables held: a read of them waits until they are let go, or its statement is cancelled.
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE record_odds, record_states IN ACCESS EXCLUSIVE MODE');
+  const waiting = async () => Number((await pool.query<{ n: number }>(
+    `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE 'select%' AND pid <> pg_backend_pid()`)).rows[0].n);
+  const path = `/api/v1/record/changes?mid=${MID}&from=${T}&to=${T + 10}`;
+  const hangUp = new AbortController();
+  const asked = fetch(svc.url + path, { signal: hangUp.signal }).then(() => 'answered', () => 'hung up');
+  await waitFor(async () => (await waiting()) === 1, 'the record read waiting on the held tables');
+  hangUp.abort();
+  t.equal(await asked, 'hung up');
+  await waitFor(async () => (await waiting()) === 0, 'the hung-up read\'s statement cancelled (its statement timeout is ten minutes)');
+  await locker.query('ROLLBACK');
+  const next = await http<{ changes: unknown[] }>(svc.url, path);
+  t.equal(next.status, 200, 'the next read is answered');
+  t.equal(next.body.changes.length, 4, 'whole');
 });
