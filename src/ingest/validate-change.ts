@@ -32,14 +32,19 @@ export function marketChangeRefusal(stored: StoredMarket, item: MarketItem): str
 /** The terms only a line market has, by their wire keys. */
 const LINE_TERMS = [['lineMin', 'lmin'], ['lineMax', 'lmax'], ['lineInterval', 'lint']] as const;
 
+/** Betting types whose prices are lines, not odds: a client reads such a market's book by them (docs/protocol.md). */
+const LINE_BETTING = new Set(['LINE', 'RANGE']);
+
 /**
  * A line's range and step mean something only on a line market (the types priced as a line);
- * on a runner market they would be published as terms no bet is taken under. Clearing them
- * (null) is always allowed.
+ * on a runner market they would be published as terms no bet is taken under. So does a line
+ * betting type: on a runner market it would tell a client to read decimal odds as lines.
+ * Clearing them (null) is always allowed.
  */
 export function termsChangeRefusal(type: MarketType, marketId: string, terms: TermsChange): string | undefined {
   if (isLineType(type)) return undefined;
-  const given = LINE_TERMS.filter(([name]) => terms[name] != null).map(([, key]) => key);
+  const given: string[] = LINE_TERMS.filter(([name]) => terms[name] != null).map(([, key]) => key);
+  if (terms.bettingType != null && LINE_BETTING.has(terms.bettingType)) given.unshift(`bt ${terms.bettingType}`);
   if (!given.length) return undefined;
   return `${given.join(', ')} ${given.length > 1 ? 'are' : 'is'} only for line markets (${LINE_TYPES.join(', ')}); market ${marketId} is ${type}`;
 }

@@ -36,3 +36,15 @@ t.test('lmin, lmax and lint only on a line market: refused on a runner market, n
   t.equal(termsChangeRefusal('match-odd', '1.5', { lineMin: null, lineMax: null, lineInterval: null }), undefined, 'clearing them is always allowed');
   t.equal(termsChangeRefusal('match-odd', '1.5', { betDelay: 5, winners: 1 }), undefined, 'the other terms are any market\'s');
 });
+
+t.test('a line betting type (bt LINE or RANGE) only on a line market: on a runner market it would have its odds read as lines', async (t) => {
+  t.equal(termsChangeRefusal('match-odd', '1.5', { bettingType: 'LINE' }),
+    'bt LINE is only for line markets (session, ball-by-ball, odd-even, khadometer, line-market, other-market); market 1.5 is match-odd');
+  t.equal(termsChangeRefusal('goals', '1.5', { bettingType: 'RANGE', lineMin: 0 }),
+    'bt RANGE, lmin are only for line markets (session, ball-by-ball, odd-even, khadometer, line-market, other-market); market 1.5 is goals');
+  t.equal(termsChangeRefusal('line-market', '1.5', { bettingType: 'LINE' }), undefined, 'an exchange\'s line market');
+  t.equal(termsChangeRefusal('match-odd', '1.5', { bettingType: 'ODDS' }), undefined);
+  t.equal(termsChangeRefusal('other-market', '1.5', { bettingType: 'ASIAN_HANDICAP_DOUBLE_LINE' }), undefined);
+  t.equal(termsChangeRefusal('match-odd', '1.5', { bettingType: 'ASIAN_HANDICAP_SINGLE_LINE' }), undefined, 'Asian handicaps are priced in odds');
+  t.equal(termsChangeRefusal('match-odd', '1.5', { bettingType: null }), undefined, 'clearing it is always allowed');
+});
