@@ -1,4 +1,4 @@
-/** Field number 2 below is `ClientMessage.id` in proto/odds.proto. */
+/** Field number 2 below is `ClientMessage.id` and `IngestBatch.id` in proto/odds.proto. */
 import protobuf from 'protobufjs/minimal.js';
 
 const VARINT = 0;
@@ -28,6 +28,26 @@ export function peekId(data: ArrayBuffer, isBinary: boolean): number {
     }
   } catch {
     // cut off within the first bytes: no id to give
+  }
+  return 0;
+}
+
+/**
+ * A protobuf `IngestBatch`'s id, for refusing the batch unread: its encoder writes it after the
+ * items, so the top-level fields are stepped over by their lengths, none of them read, until it
+ * comes; no more than `maxItems` fields and the id (a batch holds at most INGEST_MAX_ITEMS items:
+ * past them the cost stays bounded). 0 when it is not there.
+ */
+export function peekBatchId(data: ArrayBuffer, maxItems: number): number {
+  try {
+    const r = protobuf.Reader.create(new Uint8Array(data));
+    for (let fields = 0; fields <= maxItems && r.pos < r.len; fields++) {
+      const tag = r.uint32();
+      if (tag === ((2 << 3) | VARINT)) return r.uint32();
+      r.skipType(tag & 7);
+    }
+  } catch {
+    // malformed: no id to give
   }
   return 0;
 }
