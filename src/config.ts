@@ -178,6 +178,7 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
 /** 0 (off), or a whole number from `min` to `max`. */
 function intOrOff(env: Env, name: string, fallback: number, min: number, max: number): number {
   const value = int(env, name, fallback, 0, max);
+  note(env, name, `0 (off), or ${min} to ${max}`, fallback);
   if (value !== 0 && value < min) throw new ConfigError(name, `must be 0 (off) or between ${min} and ${max}, got ${value}`);
   return value;
 }
@@ -255,6 +256,7 @@ function prefix(env: Env): string {
 /** A key's byte budget must hold at least one message of the largest size, or such a message could never be read. */
 function keyBytes(env: Env, maxMessage: number): number {
   const value = int(env, 'WS_KEY_BYTES_PER_SECOND', Math.max(1024 * 1024, maxMessage), 256, 1024 * 1024 * 1024);
+  note(env, 'WS_KEY_BYTES_PER_SECOND', `WS_MAX_MESSAGE_BYTES (${maxMessage}) to ${1024 * 1024 * 1024}`, Math.max(1024 * 1024, maxMessage));
   if (value < maxMessage) throw new ConfigError('WS_KEY_BYTES_PER_SECOND', `must be at least WS_MAX_MESSAGE_BYTES (${maxMessage}), got ${value}`);
   return value;
 }

@@ -2,7 +2,7 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../src/config.js';
+import { describeSettings, loadConfig } from '../src/config.js';
 
 t.test('defaults: port 8080, embedded database with demo data and simulator', async (t) => {
   const c = loadConfig({});
@@ -133,4 +133,20 @@ t.test('bad NATS credentials or TLS settings fail naming the variable', async (t
     [{ NATS_TLS_KEY: file }, /^NATS_TLS_CERT: NATS_TLS_CERT and NATS_TLS_KEY go together/],
   ];
   for (const [env, msg] of cases) t.throws(() => loadConfig(env), { name: 'ConfigError', message: msg }, JSON.stringify(env));
+});
+
+t.test('--help states each whole-number setting\'s range as loadConfig takes it: both ends taken, one past either refused', async (t) => {
+  let checked = 0;
+  for (const { name, rule } of describeSettings()) {
+    const range = /^(0 \(off\), or )?(\d+) to (\d+)$/.exec(rule);
+    if (!range) continue;
+    const [min, max] = [Number(range[2]), Number(range[3])];
+    const takes = (v: number) => { try { loadConfig({ [name]: String(v) }); return true; } catch { return false; } };
+    t.ok(takes(min) && takes(min + 1) && takes(max), `${name}: ${rule}, both ends taken, and one past the lower`);
+    if (min > 0 && !(range[1] && min === 1)) t.notOk(takes(min - 1), `${name}: ${min - 1} refused`);
+    if (range[1]) t.ok(takes(0), `${name}: 0 taken`);
+    t.notOk(takes(max + 1), `${name}: ${max + 1} refused`);
+    checked++;
+  }
+  t.ok(checked > 50, `${checked} settings checked`);
 });

@@ -4,7 +4,8 @@
  * day) as Betfair historic stream files, one `mcm` a line, one file a market, which `npm run
  * replay` (and any reader of Betfair's historic data) reads back. Exit 0 when every market was
  * written whole, 1 when one could not be (no reference data, no record) or lacks images the record
- * holds but cannot rebuild (each counted on stderr), 2 for bad usage.
+ * holds but cannot rebuild (each counted on stderr), 2 for bad usage. An event's player race that
+ * only its nested markets priced is no market to write: they are, each in its own file.
  */
 import { createWriteStream } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -28,7 +29,7 @@ import { runsAsTool } from './fresh.js';
 
 const USAGE = `usage: npm run export -- (--market MID | --event EID | --day YYYY-MM-DD) [--from TIME] [--to TIME] [--out PATH]
   --market  one market's record: to PATH (a file), or to stdout
-  --event   every market of an event, one file each (<mid>.json) in the folder PATH
+  --event   every market of an event, one file each (<mid>.json) in the folder PATH; a player race's are its nested markets'
   --day     every market recorded that day (UTC), one file each in the folder PATH
   --from    from this time (ISO 8601, or ms since 1970); default: the record's start
   --to      up to this time; default: now. Never past what the record holds complete (its live end, a second or so behind now)
@@ -94,6 +95,11 @@ async function markets(db: pg.Pool, record: pg.Pool, args: ExportArgs): Promise<
   return (await record.query<{ mid: string }>('SELECT DISTINCT mid FROM record_odds WHERE pt >= $1 AND pt <= $2 ORDER BY mid', [args.from, args.to])).rows.map((r) => r.mid);
 }
 
+/** Whether the record holds an image of the market in the range. */
+async function recorded(record: pg.Pool, mid: string, args: Pick<ExportArgs, 'from' | 'to'>): Promise<boolean> {
+  return (await record.query('SELECT 1 FROM record_odds WHERE mid = $1 AND pt >= $2 AND pt <= $3 LIMIT 1', [mid, args.from, args.to])).rowCount !== 0;
+}
+
 /** What one market's export wrote, and the images the record holds of it but could not rebuild (left out). */
 export interface Exported {
   images: number;
@@ -142,6 +148,12 @@ async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise
       failed++;
       continue;
     }
+    // An event's player race is priced through its nested markets, each written on its own: the
+    // race gets a file only when a publisher priced it too, rather than an empty one and exit 1.
+    if ('event' in args.what && ref.type === 'player-race' && !(await recorded(record, mid, args))) {
+      process.stderr.write(`export: ${mid}: a player race, priced through its nested markets; no file of its own\n`);
+      continue;
+    }
     const path = 'market' in args.what ? args.out : join(args.out!, `${mid}.json`);
     const out = path ? createWriteStream(path) : process.stdout;
     const { images, unreadable } = await exportMarket(snapshots, ref, args, out);
@@ -150,6 +162,7 @@ async function run(args: ExportArgs, service: pg.Pool, record: pg.Pool): Promise
       await once(out, 'finish');
     }
     process.stderr.write(`export: ${mid}: ${images} images${path ? ` to ${path}` : ''}\n`);
+    if (!images && !unreadable) process.stderr.write(`export: ${mid}: no image recorded in the range\n`);
     if (unreadable) process.stderr.write(`export: ${mid}: ${unreadable} images the record holds but cannot rebuild (a full image Postgres refused); left out\n`);
     if (!images || unreadable) failed++;
   }

@@ -278,7 +278,9 @@ function main(argv: string[]): void {
     client.close();
   });
   client.connect();
-  process.on('SIGINT', () => {
+  // Ctrl-C, and what timeout, a supervisor or a closed terminal send: the socket closes with 1000,
+  // so the server (and its record of the socket) sees a client that left, not a dropped link.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {
     process.exitCode = 0;
     client.close();
     // A server that never answers the close frame must not keep the user waiting.

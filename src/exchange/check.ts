@@ -30,8 +30,9 @@ function ladder(v: unknown, at: string, byPosition: boolean): string | undefined
     if (!Array.isArray(level) || level.length !== (byPosition ? 3 : 2) || !level.every(isNum)) return `${at}[${i}] must be ${shape}`;
     const [price, size] = byPosition ? level.slice(1) : level;
     if (byPosition && !(Number.isInteger(level[0]) && level[0] >= 0 && level[0] < LIMITS.levels)) return `${at}[${i}] position must be a whole number from 0`;
-    // A removal by position carries price 0: [2, 0, 0].
-    if (size < 0 || (size > 0 && !(price > 0))) return `${at}[${i}] must have a size of 0 or more, and a positive price when the size is not 0`;
+    // A removal by position carries price 0: [2, 0, 0]. A line market's price is its line, 0 runs
+    // included; a runner market's odds are held to the service's price rule when published.
+    if (size < 0 || (size > 0 && !(price >= 0))) return `${at}[${i}] must have a size of 0 or more, and a price of 0 or more when the size is not 0`;
   }
   return undefined;
 }

@@ -123,9 +123,11 @@ export class BetfairExport {
    */
   private definition(image: RecordedImage): Obj {
     const { ref, terms } = this;
-    const type = ref.type ? BETFAIR_TYPE[ref.type] ?? ref.type : 'OTHER';
     const line = ref.type === 'line-market' || (isLineType(ref.type) && ref.runners.size === 0);
-    const own = ref.type !== null && BETFAIR_TYPE[ref.type] === undefined;
+    // Betfair's ODD_OR_EVEN trades odds on runners: an odd-even market priced as one line goes in
+    // the service's own word, as a type Betfair has no name for does, so its runner goes unnamed.
+    const type = ref.type ? (line ? undefined : BETFAIR_TYPE[ref.type]) ?? ref.type : 'OTHER';
+    const own = type === ref.type;
     const runnerTermsById = new Map((terms.r ?? []).map((r) => [r.rid, r]));
     const name = (rid: number) => ref.runners.get(rid) ?? (own ? undefined : `Selection ${rid}`);
     return {

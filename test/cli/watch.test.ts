@@ -8,6 +8,7 @@ import { http, keyLive, startTestService } from '../helpers/service.js';
 import { createKey } from '../../src/auth/keys.js';
 import { HANDSHAKE_TIMEOUT_MS } from '../../src/exchange/publisher.js';
 import { UsageError } from '../../src/cli/args.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CLI = new URL('../../src/cli/watch.js', import.meta.url).pathname;
 const MID = '1.200001001';
@@ -23,7 +24,7 @@ const BOUND_MS = 60_000;
  * matches it, as a user watching the feed would. A CLI that neither shows it nor exits within
  * BOUND_MS is killed and fails the test, saying what it was waiting for and what it printed.
  */
-function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout', env: NodeJS.ProcessEnv = {}): Promise<Run> {
+function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout', env: NodeJS.ProcessEnv = {}, signal: NodeJS.Signals = 'SIGINT'): Promise<Run> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: undefined, HOST: undefined, URL: undefined, ...env } });
   let stdout = '';
   let stderr = '';
@@ -32,7 +33,7 @@ function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout',
   const check = () => {
     if (until && !interrupted && until.test(on === 'stdout' ? stdout : stderr)) {
       interrupted = true;
-      child.kill('SIGINT');
+      child.kill(signal);
     }
   };
   child.stdout.setEncoding('utf8').on('data', (s: string) => {
@@ -50,7 +51,7 @@ function run(args: string[], until?: RegExp, on: 'stdout' | 'stderr' = 'stdout',
   return new Promise((resolve, reject) => child.on('close', (code, signal) => {
     clearTimeout(guard);
     if (!hung) return resolve({ code, signal, stdout, stderr });
-    const waited = interrupted ? 'to exit after SIGINT' : until ? `for ${until} on ${on}` : 'to exit';
+    const waited = interrupted ? `to exit after ${signal}` : until ? `for ${until} on ${on}` : 'to exit';
     reject(new Error(`watch ${args.join(' ')}: waited ${BOUND_MS / 1000} s ${waited}; stdout: ${stdout || '(none)'}; stderr: ${stderr || '(none)'}`));
   }));
 }
@@ -244,6 +245,24 @@ t.test('a server that hangs up: close code and reason, then a reconnect that ask
   t.match(r.stderr, /^watch: connection closed unexpectedly: code 4008 reason "too slow"; reconnecting in \d+ ms$/m);
   t.ok(asked.length >= 2, 'it subscribed again on the new connection');
   t.match(JSON.parse(asked[1]), { op: 'subscribe', mids: [MID] });
+});
+
+t.test('SIGTERM and SIGHUP (timeout, a supervisor, a closed terminal) stop it as Ctrl-C does: its socket closed with 1000, exit 0', async (t) => {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => [...p][0] ?? false });
+  t.teardown(() => new Promise((ok) => wss.close(ok)));
+  const closes: number[] = [];
+  wss.on('connection', (ws) => {
+    ws.on('message', () => ws.send(JSON.stringify({ op: 'ack', id: 1, status: 1, message: `Subscribed from market ${MID}` })));
+    ws.on('close', (code) => closes.push(code));
+  });
+  await new Promise((ok) => wss.once('listening', ok));
+  const { port } = wss.address() as { port: number };
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+    const r = await run(['--url', `ws://127.0.0.1:${port}/ws`, MID], / ack id=1 ok /, 'stdout', {}, signal);
+    t.same({ code: r.code, signal: r.signal }, { code: 0, signal: null }, `${signal}: exit 0 (stderr: ${r.stderr})`);
+    await waitFor(() => closes.length > 0, `${signal}: the server saw the socket close`);
+    t.equal(closes.shift(), 1000, `${signal}: a normal close, not a dropped connection (1006)`);
+  }
 });
 
 t.test('odds lines show the best level of each runner and mark con frames', async (t) => {

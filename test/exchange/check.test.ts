@@ -25,6 +25,8 @@ t.test('a market change: the first problem, naming its key; the market it names 
   t.equal(checkChange({ id: '1.2', img: 'yes' }, 'mc[0]'), 'mc[0].img must be true or false');
   t.equal(checkChange({ id: '1.2', tv: '5' }, 'mc[0]'), 'mc[0].tv must be a number');
   t.match(checkChange({ id: '1.2', rc: {} }, 'mc[0]'), /^mc\[0\]\.rc must be an array of at most/);
+  t.equal(checkChange({ id: '1.2', rc: [{ id: 1, atb: [[0, 90]], atl: [[0, 110]], batb: [[2, 0, 0]] }] }, 'mc[0]'), undefined, 'a line of 0 runs (a ball\'s), and a removal by position');
+  t.equal(checkChange({ id: '1.2', rc: [{ id: 1, atb: [[-1, 90]] }] }, 'mc[0]'), 'mc[0].rc[0].atb[0] must have a size of 0 or more, and a price of 0 or more when the size is not 0');
   t.equal(changeMid({ id: '1.2', rc: 'garbage' }), '1.2', 'a bad change of a known market makes that market unreliable');
   t.equal(changeMid({ id: 7 }), undefined);
 });

@@ -1,13 +1,16 @@
 /**
- * Export and replay keep a market's type and terms: a session (line) market and a match odds
- * market, published with terms (bet delay, betting type, a line's range, winners, country,
- * commission, runners' factors) that move as they go in play, are recorded, exported with
- * `npm run export` and replayed with `npm run replay` into a fresh service and into the service
- * they came from: each market comes back as the type it was, with the terms it had, and every
- * line price is published (none refused as crossed odds), book for book.
+ * Export and replay keep a market's type and terms: a session (line) market, an odd-even market
+ * priced as one line (a type Betfair names, though its ODD_OR_EVEN trades odds on runners), a
+ * ball-by-ball market at a line of 0 runs and a match odds market, published with terms (bet
+ * delay, betting type, a line's range, winners, country, commission, runners' factors) that move
+ * as they go in play, are recorded, exported with `npm run export` and replayed with `npm run
+ * replay` into a fresh service and into the service they came from: each market comes back as
+ * the type it was, with the terms it had, and every line price is published (none refused as
+ * crossed odds, nor a line of 0 as a bad price), book for book. An event's export passes over a
+ * player race whose prices are its nested markets'.
  */
 import t, { type Test } from 'tap';
-import { readFile, writeFile, mkdir } from 'node:fs/promises';
+import { readFile, readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { http, postJson, startTestService, type TestService } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
@@ -24,7 +27,10 @@ const STARTED = Date.now();
 const EID = 40000001;
 const SESSION = '4.400000011';
 const MATCH = '4.400000012';
-const MIDS = [SESSION, MATCH];
+const ODD_EVEN = '4.400000013';
+const BALL = '4.400000014';
+const LINES = [SESSION, ODD_EVEN, BALL];
+const MIDS = [...LINES, MATCH];
 
 const REFERENCE: Obj[] = [
   { kind: 'sport', si: 4, na: 'Cricket', a: true },
@@ -32,14 +38,22 @@ const REFERENCE: Obj[] = [
   { kind: 'event', eid: EID, na: 'India v England', st: '2030-06-01T09:30:00.000Z', go: false, ip: false, si: 4, li: 4001, tv: null },
   { kind: 'market', mid: SESSION, eid: EID, na: '10 Over Runs IND', ty: 'session', s: true, go: false, rt: false, di: 2 },
   { kind: 'market', mid: MATCH, eid: EID, na: 'Match Odds', ty: 'match-odd', s: true, go: false, rt: false, r: [{ rid: 1, na: 'India' }, { rid: 2, na: 'England' }] },
+  { kind: 'market', mid: ODD_EVEN, eid: EID, na: '10 Over Runs IND Odd', ty: 'odd-even', s: true, go: false, rt: false, di: 3 },
+  { kind: 'market', mid: BALL, eid: EID, na: '7.1 Ball Runs', ty: 'ball-by-ball', s: true, go: false, rt: false, di: 4, bl: 7.1 },
 ];
 /** Before the off: no bet delay. */
 const TERMS_BEFORE: Obj[] = [
-  { kind: 'terms', mid: SESSION, bd: 0, tip: true, bt: 'LINE', nw: 1, lmin: 0, lmax: 500, lint: 1, cc: 'IN', mbr: 5 },
+  ...LINES.map((mid) => ({ kind: 'terms', mid, bd: 0, tip: true, bt: 'LINE', nw: 1, lmin: 0, lmax: 500, lint: 1, cc: 'IN', mbr: 5 })),
   { kind: 'terms', mid: MATCH, bd: 0, tip: true, bt: 'ODDS', nw: 1, cc: 'IN', mbr: 5, reg: ['GBR'], r: [{ rid: 1, st: 'ACTIVE', af: 55.5 }, { rid: 2, st: 'ACTIVE', af: 44.5 }] },
 ];
 /** In play: the bets wait. */
-const TERMS_IN_PLAY: Obj[] = [{ kind: 'terms', mid: SESSION, bd: 3 }, { kind: 'terms', mid: MATCH, bd: 5 }];
+const TERMS_IN_PLAY: Obj[] = [...LINES.map((mid) => ({ kind: 'terms', mid, bd: 3 })), { kind: 'terms', mid: MATCH, bd: 5 }];
+
+/** A ball's line of runs, from 0: the Yes line at or above the No line, as the line rule asks. */
+const ballImage = (runs: number): Obj => ({ kind: 'odds', mid: BALL, ts: Date.now(), st: 'OPEN', ip: true, r: [{ rid: 1, st: 'ACTIVE', b: [[runs, 90], [runs + 1, 100]], l: [[runs, 110]] }] });
+/** The images of every market, the `i`th time. */
+const images = (i: number, inPlay: boolean): Obj[] =>
+  [lineImage(SESSION, (inPlay ? 50 : 40) + i), lineImage(ODD_EVEN, (inPlay ? 60 : 30) + i), ballImage(inPlay ? i : 0), image(MATCH, (inPlay ? 3 : 2) + i / 10)];
 
 const ingest = async (svc: TestService, ...data: Obj[]) => {
   const r = await postJson<{ status: number; message: string }>(svc.url, '/api/v1/ingest', { data });
@@ -86,13 +100,13 @@ async function expectSame(t: Test, from: TestService, to: TestService, what: str
   }
 }
 
-t.test('a session market and a match odds market, exported and replayed, keep their type, terms and prices', async (t) => {
+t.test('line markets (a session, an odd-even, a ball at 0 runs) and a match odds market, exported and replayed, keep their type, terms and prices', async (t) => {
   const dir = await tempDir(t);
   const a = await startTestService(t, { RECORD: 'on', DEMO_DATA: 'off' });
   await ingest(a, ...REFERENCE, ...TERMS_BEFORE);
-  for (let i = 0; i < 4; i++) await ingest(a, lineImage(SESSION, 40 + i), image(MATCH, 2 + i / 10));
+  for (let i = 0; i < 4; i++) await ingest(a, ...images(i, false));
   await ingest(a, ...TERMS_IN_PLAY);
-  for (let i = 0; i < 4; i++) await ingest(a, lineImage(SESSION, 50 + i), image(MATCH, 3 + i / 10));
+  for (let i = 0; i < 4; i++) await ingest(a, ...images(i, true));
   await recorded(a);
 
   const folder = join(dir, 'event');
@@ -105,7 +119,7 @@ t.test('a session market and a match odds market, exported and replayed, keep th
   await expectSame(t, a, b, 'into a fresh service');
   for (const mid of MIDS) {
     await waitFor(async () => (await books(b, mid)).length === (await books(a, mid)).length, `${mid}: every image recorded again`);
-    t.same(await books(b, mid), await books(a, mid), `${mid}: every book the same, the session's lines as lines`);
+    t.same(await books(b, mid), await books(a, mid), `${mid}: every book the same, the line markets' lines as lines`);
   }
 
   const again = await runTool(REPLAY, [folder, '--speed', 'max', '--url', ingestUrl(a.url)], {});
@@ -116,7 +130,7 @@ t.test('a session market and a match odds market, exported and replayed, keep th
 t.test('a replay that would change a market\'s type is refused, and the market left as it was', async (t) => {
   const dir = await tempDir(t);
   const a = await startTestService(t, { RECORD: 'on', DEMO_DATA: 'off' });
-  await ingest(a, ...REFERENCE, ...TERMS_BEFORE, lineImage(SESSION, 40), image(MATCH, 2));
+  await ingest(a, ...REFERENCE, ...TERMS_BEFORE, ...images(0, false));
   await recorded(a, false);
   const folder = join(dir, 'event');
   t.equal((await runTool(EXPORT, ['--event', String(EID), '--out', folder], { DATABASE_URL: a.databaseUrl })).code, 0);
@@ -136,4 +150,25 @@ t.test('a replay that would change a market\'s type is refused, and the market l
   t.same(marketsAfter.get(SESSION), marketsBefore.get(SESSION), 'the market is still a session market without runners');
   t.same(termsAfter.get(SESSION), termsBefore.get(SESSION), 'with its terms');
   t.same(a.book.get(SESSION), bookBefore, 'and its lines');
+});
+
+t.test('an event\'s export passes over a player race priced through its nested markets, and says why a market it writes has no image', async (t) => {
+  const dir = await tempDir(t);
+  const a = await startTestService(t, { RECORD: 'on', DEMO_DATA: 'off' });
+  const race = '4.400000015';
+  const nested = [`${race}.1`, `${race}.2`];
+  await ingest(a, ...REFERENCE.slice(0, 3), { kind: 'market', mid: race, eid: EID, na: 'Top Batter Race', ty: 'player-race', s: true, go: false, rt: false,
+    m: nested.map((mid, i) => ({ mid, s: true, go: false, r: [{ rid: 1 + 2 * i, na: `Batter ${1 + 2 * i}` }, { rid: 2 + 2 * i, na: `Batter ${2 + 2 * i}` }], if: null })) });
+  await ingest(a, image(nested[0], 2, [1, 2]), image(nested[1], 3, [3, 4]));
+  for (const mid of nested) await waitFor(async () => (await books(a, mid)).length === 1, `${mid}: its image recorded`);
+
+  const folder = join(dir, 'event');
+  const exported = await runTool(EXPORT, ['--event', String(EID), '--out', folder], { DATABASE_URL: a.databaseUrl });
+  t.equal(exported.code, 0, `every market with prices written: ${exported.stderr}`);
+  t.same((await readdir(folder)).sort(), nested.map((mid) => `${mid}.json`), 'a file for each nested market, none for the race');
+  t.match(exported.stderr, `export: ${race}: a player race, priced through its nested markets; no file of its own`);
+
+  const unpriced = await runTool(EXPORT, ['--market', race, '--out', join(dir, 'race.json')], { DATABASE_URL: a.databaseUrl });
+  t.equal(unpriced.code, 1, 'a market asked for by name with no image fails');
+  t.match(unpriced.stderr, `export: ${race}: no image recorded`, 'saying why');
 });
