@@ -27,10 +27,11 @@ const same = <T>(a: T | undefined, b: T | undefined, toWire: (x: T) => object): 
   (a === undefined) === (b === undefined) && (a === undefined || JSON.stringify(toWire(a)) === JSON.stringify(toWire(b!)));
 
 function marketFrames(broadcaster: Broadcaster, before: Market | undefined, after: Market): void {
-  if (stateMoved(before, after) || before!.recalled !== after.recalled || !same(before!.terms, after.terms, termsToWire)) broadcaster.publishState(stateFrame(after.id, after));
+  const recallMoved = before !== undefined && before.recalled !== after.recalled;
+  if (stateMoved(before, after) || recallMoved || !same(before!.terms, after.terms, termsToWire)) broadcaster.publishState(stateFrame(after.id, after));
   for (const n of after.nested ?? []) {
-    // A nested market is recalled with its player race.
-    if (stateMoved(before?.nested?.find((x) => x.id === n.id), n)) broadcaster.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
+    // A nested market is recalled with its player race: its own subscribers, who may not hold the race, are told too.
+    if (recallMoved || stateMoved(before?.nested?.find((x) => x.id === n.id), n)) broadcaster.publishState(stateFrame(n.id, { ...n, recalled: after.recalled }));
   }
 }
 

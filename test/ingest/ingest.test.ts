@@ -85,6 +85,19 @@ t.test('a player-race market with nested markets, and ball-by-ball with bl', asy
   t.equal(ball.di, 3);
 });
 
+t.test('a player race recalled: a socket holding only one of its nested markets is told, its market frame carrying the recall', async (t) => {
+  const RACE = '5.55000005';
+  const NESTED = `${RACE}.1`;
+  t.equal((await ingest({ kind: 'market', mid: RACE, eid: 55000001, na: 'Most 180s', ty: 'player-race', s: true, go: false, rt: false,
+    m: [{ mid: NESTED, s: true, go: false, r: [{ rid: 1, na: 'Price' }, { rid: 2, na: 'Smith' }], if: null }] })).status, 200);
+  const sub = await Client.connect(svc.url);
+  t.teardown(() => sub.close());
+  await sub.request({ op: 'subscribe', mids: [NESTED] });
+  t.equal((await ingest({ kind: 'market', mid: RACE, rt: true })).status, 200);
+  const told = await sub.next((f) => f.op === 'market' && f.mid === NESTED, 10_000);
+  t.match(told, { op: 'market', mid: NESTED, s: true, go: false, rt: true }, 'told of the recall (it was not: its own state had not moved)');
+});
+
 t.test('the ingest rules are enforced, each refusal naming the item and field', async (t) => {
   const cases: [Obj, RegExp][] = [
     [{ ...MARKET, mid: '5.9', ty: 'coin-toss' }, /^item 0 \(market 5.9\): ty must be one of/],

@@ -38,12 +38,13 @@ t.test('a new market: its state with the REST keys, and the sockets whose filter
   t.same(r.appeared, [['1.2', 7, 4], ['1.2.1', 7, 4]]);
 });
 
-t.test('a market frame only when active, concluded or recalled moves; a nested market carries its race\'s recall', async (t) => {
+t.test('a market frame only when active, concluded or recalled moves; a nested market carries its race\'s recall, told when it moves', async (t) => {
   const r = recorder();
   r.frames([{ kind: 'market', before: market(), after: market({ name: 'renamed' }) }]);
   t.same(r.calls, [], 'a new name is no state');
   r.frames([{ kind: 'market', before: race(), after: race({ recalled: true }) }]);
-  t.same(r.calls, [{ op: 'market', mid: '1.2', s: true, go: false, rt: true }], 'the recall, once: the nested market did not move');
+  t.same(r.calls, [{ op: 'market', mid: '1.2', s: true, go: false, rt: true }, { op: 'market', mid: '1.2.1', s: true, go: false, rt: true }],
+    'the recall, on the race and on its nested market, whose subscribers may not hold the race');
   r.calls.length = 0;
   r.frames([{ kind: 'market', before: race({ recalled: true }), after: race({ recalled: true }, [{ isActive: false, concluded: false }]) }]);
   t.same(r.calls, [{ op: 'market', mid: '1.2.1', s: false, go: false, rt: true }]);
