@@ -12,7 +12,7 @@ import { Lane, type KeyQueues } from '../ingest/lane.js';
 import { limitHeaders } from '../ingest/limits.js';
 import { LIVENESS, parseLiveness, type Feeder, type Freshness } from '../relay/freshness.js';
 import { parseJson } from './request.js';
-import { peekId } from './peek.js';
+import { peekBatchId, peekId } from './peek.js';
 import type { Router } from './router.js';
 import { upgrade, type UpgradeDeps } from './upgrade.js';
 
@@ -202,7 +202,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       const unread = socket.lane.boundRefusal(readBytes(data.byteLength));
       try {
         batch = unread
-          ? { id: isBinary ? 0 : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
+          ? { id: isBinary ? peekBatchId(data, deps.maxItems + 1) : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
           : readBatch(new Uint8Array(data), isBinary, deps);
       } catch (err) {
         // A message that is no batch is refused in its place too, so acks keep the order sent.

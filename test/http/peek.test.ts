@@ -6,7 +6,8 @@
 import t from 'tap';
 import type { HttpRequest } from 'uWebSockets.js';
 import { framingError } from '../../src/http/framing.js';
-import { peekId } from '../../src/http/peek.js';
+import { peekBatchId, peekId } from '../../src/http/peek.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 import { encodeClientProto } from '../../src/odds/client-codec.js';
 
 const text = (s: string) => new Uint8Array(Buffer.from(s)).buffer;
@@ -24,6 +25,15 @@ t.test('a protobuf id among the first fields; a message cut short gives 0', asyn
   t.equal(peekId(new Uint8Array(bytes).buffer, true), 1234);
   t.equal(peekId(new Uint8Array(bytes.subarray(0, 1)).buffer, true), 0);
   t.equal(peekId(new ArrayBuffer(0), true), 0);
+});
+
+t.test('a protobuf IngestBatch\'s id past its items, skipped by their length; 0 past the fields looked at, or cut short', async (t) => {
+  const items = Array.from({ length: 3 }, (_, i) => ({ kind: 'stale', mid: `1.${i}`, why: 'late' }));
+  const bytes = encodeIngestProto(items, 4_000_000_000);
+  t.equal(peekBatchId(new Uint8Array(bytes).buffer, 4), 4_000_000_000, 'after three items');
+  t.equal(peekBatchId(new Uint8Array(bytes).buffer, 3), 0, 'not among the first three fields');
+  t.equal(peekBatchId(new Uint8Array(encodeIngestProto(items)).buffer, 10), 0, 'none given');
+  t.equal(peekBatchId(new Uint8Array(bytes.subarray(0, bytes.length - 3)).buffer, 10), 0, 'cut short');
 });
 
 /** A request with these headers, as uWS hands them over. */
