@@ -46,6 +46,7 @@ export const errors = {
   keyUnknown: () => new ServiceError('UNAUTHORIZED', 'the API key is not valid or was revoked'),
   /** `/ws` with a key in its header and another in its URL: taking either would act as a key its caller may not have meant. */
   keysDiffer: () => new ServiceError('UNAUTHORIZED', 'the x-api-key header and ?key= in the URL name different API keys: send one key, in one of them'),
+  keysRepeated: () => new ServiceError('UNAUTHORIZED', 'the x-api-key header is given more than once, naming different API keys: send one key, once'),
   /** A publisher's key in the `/ingest` URL: URLs end up in logs, so it is refused even when right. */
   keyInUrl: () => new ServiceError('UNAUTHORIZED', 'publishers send the API key in the x-api-key header only; a key in the /ingest URL is refused (and should be treated as exposed)'),
   roleForbidden: (role: string, need: string) => new ServiceError('FORBIDDEN', `this API key's role (${role}) may not do this; it needs ${need}`),

@@ -202,7 +202,7 @@ export function registerIngest(app: TemplatedApp, router: Router, deps: IngestRo
       const unread = socket.lane.boundRefusal(readBytes(data.byteLength));
       try {
         batch = unread
-          ? { id: isBinary ? peekBatchId(data, deps.maxItems) : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
+          ? { id: isBinary ? peekBatchId(data, deps.maxItems + 1) : peekId(data, false), bytes: data.byteLength, items: { refusal: unread } }
           : readBatch(new Uint8Array(data), isBinary, deps);
       } catch (err) {
         // A message that is no batch is refused in its place too, so acks keep the order sent.

@@ -1,4 +1,4 @@
-/** Field number 2 below is `ClientMessage.id` and `IngestBatch.id` in proto/odds.proto. */
+/** Field number 2 below is `ClientMessage.id`, and `IngestBatch.id`, in proto/odds.proto. */
 import protobuf from 'protobufjs/minimal.js';
 
 const VARINT = 0;
@@ -33,21 +33,23 @@ export function peekId(data: ArrayBuffer, isBinary: boolean): number {
 }
 
 /**
- * A protobuf `IngestBatch`'s id, for refusing the batch unread: its encoder writes it after the
- * items, so the top-level fields are stepped over by their lengths, none of them read, until it
- * comes; no more than `maxItems` fields and the id (a batch holds at most INGEST_MAX_ITEMS items:
- * past them the cost stays bounded). 0 when it is not there.
+ * An `/ingest` protobuf batch's id, for refusing it unread: `IngestBatch.id` comes after its items
+ * (`data`, field 1) as every encoder writes it, so it is looked for past them, each item skipped by
+ * its length, never read. At most `maxFields` fields are looked at (a batch of more items is
+ * refused anyway); 0 when the id is not among them or the message is cut short.
  */
-export function peekBatchId(data: ArrayBuffer, maxItems: number): number {
+export function peekBatchId(data: ArrayBuffer, maxFields: number): number {
+  let id = 0;
   try {
     const r = protobuf.Reader.create(new Uint8Array(data));
-    for (let fields = 0; fields <= maxItems && r.pos < r.len; fields++) {
+    for (let fields = 0; fields < maxFields && r.pos < r.len; fields++) {
       const tag = r.uint32();
-      if (tag === ((2 << 3) | VARINT)) return r.uint32();
-      r.skipType(tag & 7);
+      // The last one given is the field's value, as a decoder reads it.
+      if (tag === ((2 << 3) | VARINT)) id = r.uint32();
+      else r.skipType(tag & 7);
     }
   } catch {
-    // malformed: no id to give
+    return 0;
   }
-  return 0;
+  return id;
 }

@@ -8,6 +8,21 @@ export type Query = ReadonlyMap<string, string>;
 
 const decode = (text: string): string => decodeURIComponent(text.replace(/\+/g, ' '));
 
+/**
+ * The caller's `x-api-key` header. uWS gives the first of several, so a request naming two keys
+ * (a proxy appending its own, a client's mistake) was served as whichever came first: which one
+ * the caller meant cannot be told, so two that differ are refused, as the header and `?key=`
+ * naming different keys are. Read only when keys are in force.
+ */
+export function apiKeyHeader(req: HttpRequest): string | undefined {
+  const key = req.getHeader('x-api-key');
+  if (!key) return undefined;
+  let differ = false;
+  req.forEach((name, value) => (differ ||= name === 'x-api-key' && value !== key));
+  if (differ) throw errors.keysRepeated();
+  return key;
+}
+
 /** Strict query parsing: a parameter given twice or badly percent-encoded is an error, not a guess. */
 export function parseQuery(raw: string | undefined): Query {
   const out = new Map<string, string>();

@@ -5,7 +5,7 @@ import type { HttpMetrics } from '../metrics/http.js';
 import type { Logger } from '../log.js';
 import { PUBLIC, type Auth, type Principal } from '../auth/auth.js';
 import type { Role } from '../auth/keys.js';
-import { Exchange, sendError, write, type BodyBudget } from './request.js';
+import { Exchange, apiKeyHeader, sendError, write, type BodyBudget } from './request.js';
 import type { ClientAddresses } from './address.js';
 import type { HostPolicy } from './host.js';
 import type { ReadyGate } from './readiness.js';
@@ -161,7 +161,7 @@ export class Router {
     const closed = this.gate.closed();
     if (closed) throw errors.notReady(closed);
     // With auth off the header and address are not read: calls into uWS per request for nothing.
-    const p = this.auth.enabled ? this.auth.authenticate(req.getHeader('x-api-key') || undefined, need, () => this.addresses.of(res, req)) : PUBLIC;
+    const p = this.auth.enabled ? this.auth.authenticate(apiKeyHeader(req), need, () => this.addresses.of(res, req)) : PUBLIC;
     this.auth.limit(p);
     return p;
   }

@@ -9,7 +9,7 @@ import type { OriginPolicy } from './origin.js';
 import type { HostPolicy } from './host.js';
 import type { ClientAddresses } from './address.js';
 import type { ReadyGate } from './readiness.js';
-import { parseQuery, sendError, type Query } from './request.js';
+import { apiKeyHeader, parseQuery, sendError, type Query } from './request.js';
 import { framingError, refuseFraming } from './framing.js';
 
 export const SUBPROTOCOLS: Readonly<Record<string, Format>> = { 'odds.v1.proto': 'proto', 'odds.v1.json': 'json' };
@@ -61,7 +61,8 @@ function pickProtocol(header: string): { name: string; format: Format } {
  * there it is refused, not ignored.
  */
 function token(req: HttpRequest, query: Query, role: Role, auth: Auth): string | undefined {
-  const header = req.getHeader('x-api-key') || undefined;
+  // With keys off the header is not read: every caller is the one client.
+  const header = auth.enabled ? apiKeyHeader(req) : undefined;
   if (role === 'subscriber') {
     const inUrl = query.get('key') || undefined;
     if (auth.enabled && header !== undefined && inUrl !== undefined && header !== inUrl) throw errors.keysDiffer();

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { MarketType, Runner } from '../refdata/types.js';
-import { marketChangeRefusal, termsChangeRefusal } from './validate-change.js';
-import { REQUIRED, itemId, type EventItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem, type RunnerTermsChange, type TermsItem } from './items.js';
+import { eventLeagueRefusal, marketChangeRefusal, sportChangeRefusal, termsChangeRefusal } from './validate-change.js';
+import { REQUIRED, itemId, type EventItem, type LeagueItem, type MarketItem, type NestedItem, type ReferenceItem, type ResultItem, type RunnerTermsChange, type TermsItem } from './items.js';
 
 /** A problem with one item that Postgres found: a missing parent, a broken rule. */
 export class ApplyError extends Error {}
@@ -100,9 +100,20 @@ async function replaceRunners(db: Client, mid: string, runners: Runner[]): Promi
 
 const info = (o: { info?: unknown }): Columns => (o.info !== undefined ? { has_if: true, info: o.info === null ? null : JSON.stringify(o.info) } : {});
 
+/** A league, keeping its sport (validate-change.ts). */
+async function applyLeague(db: Client, l: LeagueItem): Promise<WriteOutcome> {
+  const stored = (await db.query<{ si: number }>('SELECT si FROM leagues WHERE li = $1', [l.id])).rows[0];
+  const refusal = stored && sportChangeRefusal(stored.si, l);
+  if (refusal) throw new ApplyError(refusal);
+  return upsert(db, { table: 'leagues', key: ['li', l.id], given: { si: l.sportId, na: l.name }, required: REQUIRED.league });
+}
+
+/** An event, keeping its sport, in a league of that sport (validate-change.ts). */
 async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise<WriteOutcome> {
+  const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.id])).rows[0];
+  const refusal = current && sportChangeRefusal(current.si, e);
+  if (refusal) throw new ApplyError(refusal);
   if (e.leagueName !== undefined) {
-    const current = (await db.query<{ si: number; li: number }>('SELECT si, li FROM events WHERE eid = $1', [e.id])).rows[0];
     const li = e.leagueId ?? current?.li;
     if (li === undefined) throw new ApplyError('le needs li to name its league');
     keys?.add(`league:${li}`);
@@ -110,7 +121,13 @@ async function applyEvent(db: Client, e: EventItem, keys?: Set<string>): Promise
     await upsert(db, { table: 'leagues', key: ['li', li], given: { na: e.leagueName }, createOnly: { si: e.sportId ?? current?.si }, required: ['si'], name: `league ${li}` });
   }
   const given = { na: e.name, st: e.startTime, go: e.concluded, ip: e.inPlay, si: e.sportId, li: e.leagueId, tv: e.liveTv };
-  return upsert(db, { table: 'events', key: ['eid', e.id], given, required: REQUIRED.event });
+  const outcome = await upsert(db, { table: 'events', key: ['eid', e.id], given, required: REQUIRED.event });
+  if (e.leagueId === undefined && e.sportId === undefined) return outcome;
+  const row = (await db.query<{ sportId: number; leagueId: number; leagueSportId: number }>(
+    'SELECT e.si AS "sportId", e.li AS "leagueId", l.si AS "leagueSportId" FROM events e JOIN leagues l ON l.li = e.li WHERE e.eid = $1', [e.id])).rows[0];
+  const league = eventLeagueRefusal(row);
+  if (league) throw new ApplyError(league);
+  return outcome;
 }
 
 async function applyNested(db: Client, parent: string, eid: number, list: NestedItem[]): Promise<void> {
@@ -228,7 +245,7 @@ export async function applyItem(db: Client, item: ReferenceItem, keys?: Set<stri
   try {
     switch (item.kind) {
       case 'sport': return await upsert(db, { table: 'sports', key: ['si', item.id], given: { na: item.name, a: item.active }, required: REQUIRED.sport });
-      case 'league': return await upsert(db, { table: 'leagues', key: ['li', item.id], given: { si: item.sportId, na: item.name }, required: REQUIRED.league });
+      case 'league': return await applyLeague(db, item);
       case 'event': return await applyEvent(db, item, keys);
       case 'market': return await applyMarket(db, item);
       case 'result': return await applyResult(db, item);

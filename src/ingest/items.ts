@@ -7,7 +7,7 @@ import type { MarketTerms, MarketType, Runner, RunnerTerms, Settlement } from '.
  * and creating a row needs the columns listed in REQUIRED.
  */
 interface SportItem { kind: 'sport'; id: number; name?: string; active?: boolean }
-interface LeagueItem { kind: 'league'; id: number; sportId?: number; name?: string }
+export interface LeagueItem { kind: 'league'; id: number; sportId?: number; name?: string }
 export interface EventItem {
   kind: 'event'; id: number; name?: string; leagueName?: string; startTime?: string; concluded?: boolean; inPlay?: boolean;
   sportId?: number; leagueId?: number; liveTv?: string | null;

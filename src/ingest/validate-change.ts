@@ -1,8 +1,8 @@
 import { LINE_TYPES, isLineType, type MarketType } from '../refdata/types.js';
-import type { MarketItem, TermsChange } from './items.js';
+import type { EventItem, LeagueItem, MarketItem, TermsChange } from './items.js';
 
 /**
- * What an item may change of a market that already exists, judged against the market as it
+ * What an item may change of a market, an event or a league that already exists, judged against the market as it
  * stands (the write's transaction reads it, with the rows locked). A refusal names the field by
  * its wire key and says what to do instead; undefined when the change is one the market can take.
  */
@@ -27,6 +27,23 @@ export function marketChangeRefusal(stored: StoredMarket, item: MarketItem): str
     return `eid ${item.eventId} would move market ${item.id} from event ${stored.eventId}: a market stays in the event it was created in; a market of another event needs its own mid`;
   }
   return undefined;
+}
+
+/**
+ * A league and an event keep their sport, for the same reason a market keeps its event: a move
+ * would carry every event of the league, every market of the event, into another sport, as an
+ * exchange's competition and event never change their sport.
+ */
+export function sportChangeRefusal(stored: number, item: LeagueItem | EventItem): string | undefined {
+  if (item.sportId === undefined || item.sportId === stored) return undefined;
+  const [a, what, key, holds] = item.kind === 'league' ? ['a', 'league', 'li', 'events'] : ['an', 'event', 'eid', 'markets'];
+  return `si ${item.sportId} would move ${what} ${item.id} from sport ${stored}: ${a} ${what} stays in the sport it was created in (its ${holds} with it); ${a} ${what} of another sport needs its own ${key}`;
+}
+
+/** An event's league is one of its own sport: a league of another would list it under that sport. */
+export function eventLeagueRefusal(event: { sportId: number; leagueId: number; leagueSportId: number }): string | undefined {
+  if (event.leagueSportId === event.sportId) return undefined;
+  return `li ${event.leagueId} is a league of sport ${event.leagueSportId}, not of the event's sport ${event.sportId}: an event's league is one of its sport`;
 }
 
 /** The terms only a line market has, by their wire keys. */

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { connect } from 'node:net';
 import { spawn } from 'node:child_process';
-import { http, keyLive, startTestService } from '../helpers/service.js';
+import { http, keyLive, raw, startTestService } from '../helpers/service.js';
 import { Client, image } from '../helpers/ws.js';
 import { scrape, value } from '../helpers/metrics.js';
 import { waitFor } from '../helpers/wait.js';
@@ -81,6 +81,38 @@ t.test('/ws with a key in the header and another as ?key= is refused with 401 sa
   const both = new WebSocket(`${ws}?key=${alice}`, { headers: { 'x-api-key': alice } });
   await new Promise((ok, fail) => { both.once('open', ok); both.once('error', fail); });
   both.close();
+});
+
+t.test('x-api-key given twice naming different keys is refused with 401 saying so, on /ws, /ingest and REST, whichever comes first; the same key twice is served', async (t) => {
+  const { default: WebSocket } = await import('ws');
+  const base = svc.url.replace('http', 'ws');
+  // ws sends an array as one header line per value; fetch would join them into one.
+  const twice = (a: string, b: string) => ({ 'x-api-key': [a, b] as unknown as string });
+  const handshake = (path: string, headers: Record<string, string>) => new Promise<{ status: number | undefined; body: unknown }>((ok, fail) => {
+    const socket = new WebSocket(base + path, { headers });
+    socket.once('open', () => {
+      socket.close();
+      ok({ status: 101, body: undefined });
+    });
+    socket.once('error', fail);
+    socket.once('unexpected-response', (req, res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (s: string) => (text += s)).on('end', () => {
+        req.destroy();
+        ok({ status: res.statusCode, body: JSON.parse(text) });
+      });
+    });
+  });
+  const refused = { status: 401, body: { status: 0, message: 'the x-api-key header is given more than once, naming different API keys: send one key, once' } };
+  for (const [first, second] of [[alice, root], [root, alice], [alice, 'nonsense']]) {
+    const named = `${first.slice(0, 16)} then ${second.slice(0, 16)}`;
+    t.same(await handshake('/ws', twice(first, second)), refused, `/ws: ${named}`);
+    t.same(await handshake('/ingest', twice(first, second)), refused, `/ingest: ${named}`);
+    const r = await raw<Reply>(svc.url, '/api/v1/markets/terms?mid=1.200001001', { headers: twice(first, second) });
+    t.same({ status: r.status, body: r.body }, refused, `REST: ${named}`);
+  }
+  t.equal((await handshake('/ws', twice(alice, alice))).status, 101, 'the same key twice opens');
+  t.equal((await raw(svc.url, '/api/v1/sports', { headers: twice(alice, alice) })).status, 200, 'and is served');
 });
 
 t.test('subscribe and unsubscribe touch only the caller\'s own set and sockets', async (t) => {

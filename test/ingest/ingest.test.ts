@@ -171,6 +171,28 @@ t.test('a market keeps its type and its event: a change of either is refused, na
   t.equal((await ingest({ ...MARKET, mid, s: false })).status, 200, 'restating its type and event is no change of them');
 });
 
+t.test('an event keeps its sport and its league is one of that sport; a league keeps its sport: refused, naming both, nothing moved', async (t) => {
+  const other = [{ kind: 'sport', si: 78, na: 'Floorball', a: true }, { kind: 'league', li: 7801, si: 78, na: 'Floorball League' }];
+  const eid = 55000003;
+  t.equal((await ingest(SPORT, LEAGUE, ...other, { ...EVENT, eid, na: 'Wright v Cross' }, { ...MARKET, mid: '5.55000081', eid })).status, 200);
+  const before = (await events(55)).body.data['55'].find((e) => e.eid === eid);
+  const refusals: [Obj[], string][] = [
+    [[{ kind: 'event', eid, si: 78 }], `item 0 (event ${eid}): si 78 would move event ${eid} from sport 55: an event stays in the sport it was created in (its markets with it); an event of another sport needs its own eid`],
+    [[{ kind: 'event', eid, si: 78, li: 7801 }], `item 0 (event ${eid}): si 78 would move event ${eid} from sport 55: an event stays in the sport it was created in (its markets with it); an event of another sport needs its own eid`],
+    [[{ kind: 'event', eid, li: 7801 }], `item 0 (event ${eid}): li 7801 is a league of sport 78, not of the event's sport 55: an event's league is one of its sport`],
+    [[{ ...EVENT, eid: 55000004, li: 7801 }], `item 0 (event 55000004): li 7801 is a league of sport 78, not of the event's sport 55: an event's league is one of its sport`],
+    [[{ kind: 'league', li: 5501, si: 78 }], 'item 0 (league 5501): si 78 would move league 5501 from sport 55: a league stays in the sport it was created in (its events with it); a league of another sport needs its own li'],
+  ];
+  for (const [items, message] of refusals) {
+    const r = await ingest(...items);
+    t.equal(r.status, 400, JSON.stringify(items));
+    t.equal(r.body.message, message);
+  }
+  t.same((await events(55)).body.data['55'].find((e) => e.eid === eid), before, 'the event as it was, in its sport and league');
+  t.same((await events(78)).body.data['78'], [], 'nothing moved to the other sport');
+  t.equal((await ingest({ kind: 'league', li: 5501, si: 55, na: 'Premier League Darts' }, { kind: 'event', eid, si: 55, li: 5501 })).status, 200, 'restating them is no change');
+});
+
 t.test('a line\'s range and step (lmin, lmax, lint) only on a line market; a handicap only on a runner: refused, nothing written', async (t) => {
   const mid = '5.55000079';
   t.equal((await ingest({ ...MARKET, mid }, { kind: 'market', mid: '5.55000080', eid: 55000001, na: 'Total 180s', ty: 'line-market' })).status, 200);

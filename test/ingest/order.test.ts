@@ -6,6 +6,8 @@ import { http } from '../helpers/service.js';
 import { waitFor } from '../helpers/wait.js';
 import { scrape, value } from '../helpers/metrics.js';
 import type { AckMessage, OddsMessage } from '../../src/odds/messages.js';
+import { decodeServerProto } from '../../src/odds/codec.js';
+import { encodeIngestProto } from '../../src/odds/ingest-codec.js';
 
 /**
  * Batches from one publisher connection take effect in the order sent, even
@@ -116,6 +118,23 @@ t.test('batches past the in-flight limit are refused, not queued, and were not a
   for (const a of pub.acks.values()) {
     t.equal(seen.has(200 + a.id), a.status === 1, `batch ${a.id} ${a.status ? 'applied' : 'not applied'}`);
   }
+});
+
+t.test('a protobuf batch refused unread for a limit is answered under its own id, as a JSON one is: a publisher matching acks by id finds each', async (t) => {
+  const svc = await startTestService(t, { INGEST_MAX_IN_FLIGHT: '3' });
+  const ws = new WebSocket(svc.url.replace(/^http/, 'ws') + '/ingest', ['odds.v1.proto']);
+  t.teardown(() => ws.close());
+  const acks: AckMessage[] = [];
+  ws.on('message', (d: Buffer) => acks.push(decodeServerProto(new Uint8Array(d)) as AckMessage));
+  await new Promise((ok, fail) => ws.once('open', ok).once('error', fail));
+  const N = 30;
+  // As any encoder writes an IngestBatch, its items (field 1) come before its id (field 2); each waits on a transaction.
+  for (let i = 1; i <= N; i++) ws.send(encodeIngestProto([{ kind: 'market', mid: M, s: true }, image(M, 2 + i / 100)], 100 + i));
+  await waitFor(() => acks.length === N, () => `an ack for each of the ${N} batches (${acks.length} so far)`, 15000, 10);
+  const limited = acks.filter((a) => a.status === 0);
+  t.ok(limited.length > 0, `some batches refused (${limited.length} of ${N})`);
+  t.match(limited[0], { code: 'LIMIT', message: /3 batches are already in flight on this connection/ });
+  t.same(acks.map((a) => a.id).sort((a, b) => a - b), Array.from({ length: N }, (_, i) => 101 + i), 'every ack under its batch\'s id');
 });
 
 t.test('a publisher that stops reading its acks loses none: past WS_MAX_BACKPRESSURE of them it is closed (4008) after the ones it had, in order', async (t) => {

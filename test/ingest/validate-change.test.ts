@@ -1,5 +1,5 @@
 import t from 'tap';
-import { marketChangeRefusal, termsChangeRefusal } from '../../src/ingest/validate-change.js';
+import { eventLeagueRefusal, marketChangeRefusal, sportChangeRefusal, termsChangeRefusal } from '../../src/ingest/validate-change.js';
 import type { MarketItem } from '../../src/ingest/items.js';
 
 /**
@@ -24,6 +24,21 @@ t.test('a new type is refused, naming both types: a match-odds market does not b
 t.test('a new event is refused, naming both: a market does not move to another match, or another sport\'s', async (t) => {
   t.equal(marketChangeRefusal(STORED, market({ eventId: 40000001 })),
     'eid 40000001 would move market 1.5 from event 30000011: a market stays in the event it was created in; a market of another event needs its own mid');
+});
+
+t.test('a league and an event keep their sport: another si is refused, naming both; restating it, or leaving it out, is no change', async (t) => {
+  t.equal(sportChangeRefusal(55, { kind: 'event', id: 55000001, sportId: 78 }),
+    'si 78 would move event 55000001 from sport 55: an event stays in the sport it was created in (its markets with it); an event of another sport needs its own eid');
+  t.equal(sportChangeRefusal(55, { kind: 'league', id: 5501, sportId: 78 }),
+    'si 78 would move league 5501 from sport 55: a league stays in the sport it was created in (its events with it); a league of another sport needs its own li');
+  t.equal(sportChangeRefusal(55, { kind: 'event', id: 55000001, sportId: 55, leagueId: 5502 }), undefined);
+  t.equal(sportChangeRefusal(55, { kind: 'league', id: 5501, name: 'Renamed' }), undefined);
+});
+
+t.test('an event\'s league is one of its sport', async (t) => {
+  t.equal(eventLeagueRefusal({ sportId: 55, leagueId: 7801, leagueSportId: 78 }),
+    'li 7801 is a league of sport 78, not of the event\'s sport 55: an event\'s league is one of its sport');
+  t.equal(eventLeagueRefusal({ sportId: 55, leagueId: 5501, leagueSportId: 55 }), undefined);
 });
 
 t.test('lmin, lmax and lint only on a line market: refused on a runner market, naming each given', async (t) => {
