@@ -101,15 +101,3 @@ t.test('the handshake announces the bounds a connection keeps, as configured; a 
   t.same(limited.map((a) => [a.code, a.message]), limited.map(() => ['LIMIT', '2 batches are already in flight on this connection; wait for their acks before sending more (this batch was not applied)']));
   t.same(acks.filter((a) => a.status === 1).map((a) => Object.keys(a)), acks.filter((a) => a.status === 1).map(() => ['op', 'id', 'status', 'message']), 'an ack that took its batch carries no code');
 });
-  const ws = new WebSocket(`${small.url.replace(/^http/, 'ws')}/ingest`, ['odds.v1.proto']);
-  t.teardown(() => ws.close());
-  await new Promise((ok) => ws.once('open', ok));
-  const acks: { id: number; status: number; code?: string }[] = [];
-  ws.on('message', (data: Buffer) => acks.push(decodeServerProto(new Uint8Array(data)) as unknown as { id: number; status: number; code?: string }));
-  const sports = (id: number) => Array.from({ length: 40 }, (_, i) => ({ kind: 'sport', si: 1000 * id + i, na: `Sport ${id}.${i}`, a: true }));
-  // Sent in one turn, as in JSON above: the third and fourth find two in flight, and are refused unread.
-  for (let id = 101; id <= 104; id++) ws.send(encodeIngestProto(sports(id), id));
-  await waitFor(() => acks.length === 4, () => `four acks (${acks.length})`);
-  t.same(acks.map((a) => a.id), [101, 102, 103, 104], 'every batch answered under its own id, in the order sent (a refused one was answered under id 0)');
-  t.ok(acks.some((a) => a.status === 0 && a.code === 'LIMIT'), `refused for the bound: ${JSON.stringify(acks)}`);
-});
