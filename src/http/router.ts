@@ -87,9 +87,9 @@ export class Router {
 
   /**
    * An answer that needs an await: the abort handler goes on before it. `fn` reads `req` before
-   * its first await, or never. With `need`, as `get`. HEAD too.
+   * its first await, or never; its `signal` aborts if the client goes away before its answer.
+   * With `need`, as `get`. HEAD too.
    */
-  /** `fn` is given the request, and a signal that aborts if the client goes away before its answer. */
   getAsync(path: string, fn: (req: HttpRequest, signal: AbortSignal) => Promise<Answer>, need?: Role): void {
     this.remember(path, 'GET', 'HEAD');
     const handler = (method: 'GET' | 'HEAD') => (res: HttpResponse, req: HttpRequest) => {

@@ -34,8 +34,9 @@ export interface SnapshotShare {
  * A read whose caller leaves (`signal`: the client hung up) stops: waiting for its turn, it leaves
  * the queue; reading, its statement under way is cancelled in Postgres (`pg_cancel_backend`, on
  * another of the pool's connections, so the pool keeps one beyond the share) and it issues no
- * other. It keeps its turn until its statement has ended, so callers that hang up at once cannot
- * have more statements running than the share allows.
+ * other; its connection, which that cancel may reach late, is never reused. It keeps its turn
+ * until its statement has ended, so callers that hang up at once cannot have more statements
+ * running than the share allows.
  */
 export class RecordSnapshots {
   private running = 0;
@@ -102,6 +103,9 @@ export class RecordSnapshots {
         await db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
         const answered = await answer(db);
         await db.query('COMMIT');
+        // Its caller left while the COMMIT was under way: the cancel sent for this backend may land
+        // yet, and on a connection given back it would end another read's statement.
+        if (signal?.aborted) throw errors.aborted();
         return answered;
       });
       held.release();

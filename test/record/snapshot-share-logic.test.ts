@@ -162,3 +162,29 @@ t.test('a read whose caller left mid-answer: its statement is cancelled in Postg
   t.equal(pool.handed[0].released, 'destroyed', 'its connection (mid-transaction, its statement cancelled) is not reused');
   t.equal(await next, 'next', 'then the next read is answered');
 });
+
+t.test('a read whose caller left while its COMMIT was under way: its connection is not given back, where the cancel sent for its backend would end another read\'s statement', async (t) => {
+  const pool = new FakePool();
+  const snapshots = new RecordSnapshots(pool);
+  const leaving = new AbortController();
+  let commit = (): void => undefined;
+  const committed = new Promise<void>((ok) => (commit = ok));
+  const read = snapshots.read(async (db) => {
+    // Its COMMIT held until the test lets it answer: the caller leaves while it is under way.
+    const client = pool.handed[0];
+    const plain = client.query.bind(client);
+    client.query = async (sql: string) => {
+      if (sql === 'COMMIT') await committed;
+      return plain(sql);
+    };
+    await db.query('SELECT 1');
+    return 'answered';
+  }, leaving.signal);
+  await turn();
+  t.same(pool.handed[0].statements, ['BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', 'SELECT 1'], 'its COMMIT under way');
+  leaving.abort();
+  commit();
+  await t.rejects(read, { code: 'ABORTED' }, 'the read ends ABORTED');
+  t.same(pool.cancelled, [1000], 'a cancel was sent for its backend, landing whenever it lands');
+  t.equal(pool.handed[0].released, 'destroyed', 'so its connection is not handed to another read (before: given back clean)');
+});
