@@ -74,7 +74,7 @@ export class Recorder implements Component {
   /** Aborted first at stop: waiting for entries ends, and what the log still holds is written (for FLUSH_MS) before the recorder stops. */
   private readonly idle = new AbortController();
   private readonly lease: RecordLease;
-  private readonly writer: RecordStore;
+  private readonly store: RecordStore;
   private readonly encoder = new RowEncoder();
   private readonly takeovers: Takeover[] = [];
   private loop: Promise<void> | undefined;
@@ -90,7 +90,7 @@ export class Recorder implements Component {
   constructor(private readonly opts: RecorderOptions, private readonly deps: RecorderDeps) {
     this.now = deps.now ?? Date.now;
     this.lease = deps.lease ?? new Lease(opts.url, opts.connectTimeoutMs);
-    this.writer = deps.store ?? new RecordWriter({ url: opts.url, connectTimeoutMs: opts.connectTimeoutMs, writeTimeoutMs: opts.writeTimeoutMs });
+    this.store = deps.store ?? new RecordWriter({ url: opts.url, connectTimeoutMs: opts.connectTimeoutMs, writeTimeoutMs: opts.writeTimeoutMs });
   }
 
   /** Whether this pod records: it holds the lease. */
@@ -124,7 +124,7 @@ export class Recorder implements Component {
     this.stopping.abort();
     await this.stopped(GIVE_UP_MS);
     this.lease.release();
-    this.writer.close();
+    this.store.close();
     this.deps.metrics.leader.set(0);
   }
 
@@ -137,7 +137,7 @@ export class Recorder implements Component {
 
   /** Drops the partitions past the retention now (the hourly pass does the same). */
   async retain(): Promise<string[]> {
-    const dropped = await this.writer.retain(this.opts.days, this.now());
+    const dropped = await this.store.retain(this.opts.days, this.now());
     this.lastRetention = this.now();
     if (dropped.length) this.deps.logger.info('record retention: partitions dropped', { dropped: dropped.length, first: dropped[0] });
     return dropped;
@@ -146,7 +146,7 @@ export class Recorder implements Component {
   private async tryLease(): Promise<boolean> {
     if (!(await this.lease.acquire(() => this.deps.metrics.leader.set(0)))) return false;
     try {
-      await this.writer.migrate(this.deps.logger);
+      await this.store.migrate(this.deps.logger);
     } catch (err) {
       this.lease.release();
       throw err;
@@ -230,7 +230,7 @@ export class Recorder implements Component {
     const at = this.now();
     try {
       if ((await this.deps.log.backlog()).entries) return;
-      this.complete = Math.max(this.complete, await this.writer.mark(at - (this.opts.settleMs ?? DEFAULT_SETTLE_MS)));
+      this.complete = Math.max(this.complete, await this.store.mark(at - (this.opts.settleMs ?? DEFAULT_SETTLE_MS)));
     } catch (err) {
       this.deps.logger.debug('recorder: the complete mark was not moved; tried again when idle', { err: (err as Error).message });
     }
@@ -247,7 +247,7 @@ export class Recorder implements Component {
     for (;;) {
       const t0 = performance.now();
       try {
-        const complete = await this.writer.write(rows, mark);
+        const complete = await this.store.write(rows, mark);
         if (complete !== undefined) this.complete = Math.max(this.complete, complete);
         metrics.writeSeconds.observe((performance.now() - t0) / 1000);
         for (const [table, lines] of Object.entries(rows.lines)) if (lines.length) metrics.written.inc({ table: table.slice(7) }, lines.length);

@@ -92,6 +92,11 @@ export class RecordSnapshots {
 
   private async once<T>(answer: (db: RecordDb) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
     const client = await this.pool.connect();
+    if (signal?.aborted) {
+      // Its caller left while it waited for a connection: nothing was asked on it, so it goes back clean.
+      client.release();
+      throw errors.aborted();
+    }
     const held = holdClient(client);
     // pg's own field (the backend's pid, from the connection's start), not in its types.
     const pid = (client as unknown as { processID: number }).processID;

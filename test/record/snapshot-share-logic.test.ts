@@ -188,3 +188,22 @@ t.test('a read whose caller left while its COMMIT was under way: its connection 
   t.same(pool.cancelled, [1000], 'a cancel was sent for its backend, landing whenever it lands');
   t.equal(pool.handed[0].released, 'destroyed', 'so its connection is not handed to another read (before: given back clean)');
 });
+
+t.test('a read whose caller left while a connection was being made for it gives the connection back clean, having asked nothing', async (t) => {
+  const pool = new FakePool();
+  let connected = (): void => undefined;
+  const connecting = new Promise<void>((ok) => (connected = ok));
+  const connect = pool.connect.bind(pool);
+  pool.connect = async () => {
+    await connecting;
+    return connect();
+  };
+  const leaving = new AbortController();
+  const read = new RecordSnapshots(pool).read(async () => 'answered', leaving.signal);
+  leaving.abort();
+  connected();
+  await t.rejects(read, { code: 'ABORTED' });
+  t.same(pool.handed[0].statements, [], 'nothing asked on it');
+  t.equal(pool.handed[0].released, 'clean', 'back to the pool, not destroyed');
+  t.same(pool.cancelled, [], 'and nothing cancelled');
+});
