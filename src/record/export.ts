@@ -35,6 +35,9 @@ type Obj = Record<string, unknown>;
 
 const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
 
+/** The keys given a value: a definition leaves out what the record does not hold. */
+const given = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null));
+
 /** The market's terms in Betfair's own definition keys (the adapter's mapping, backwards); a term not given is left out. */
 function definitionTerms(t: WireTerms): Obj {
   const out: Obj = {
@@ -42,7 +45,7 @@ function definitionTerms(t: WireTerms): Obj {
     bspMarket: t.bsp, countryCode: t.cc, venue: t.ven, raceType: t.race, marketBaseRate: t.mbr, regulators: t.reg,
     lineMinUnit: t.lmin, lineMaxUnit: t.lmax, lineInterval: t.lint,
   };
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined && v !== null));
+  return given(out);
 }
 
 /** A runner's terms in the definition's keys: the exchange's own status where the image's says the same (PLACED is a WINNER there). */
@@ -50,7 +53,7 @@ function runnerTerms(status: string, t: WireRunnerTerms | undefined): Obj {
   if (!t) return { status };
   const same = t.st === status || (t.st === 'PLACED' && status === 'WINNER');
   const out: Obj = { status: same ? t.st : status, adjustmentFactor: t.af, removalDate: iso(t.rd), hc: t.hc };
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined && v !== null));
+  return given(out);
 }
 
 /** The price levels that changed from `a` to `b`: [price, size], size 0 where a price left the ladder. */

@@ -247,11 +247,10 @@ export class RecordReader {
   async changes(mid: string, from: number, to: number, limit: number, after?: string, open = false): Promise<ChangesPage> {
     const [start, asked] = after ? after.split('.').map(Number) : [from, 0];
     if (start < from || start > to) throw errors.badParam('after', 'must be the next value of a page of the same range, as given');
-    const complete = await this.complete();
     // A page never reads past the mark: a row there may yet be committed before one it read, and
     // a cursor past it would never go back for it. Each ms up to the mark is whole, so a cursor's
     // count of the changes of its ms stays true.
-    const end = complete === null ? to : Math.min(to, complete);
+    const { complete, end } = await this.bounded(to);
     if (start > end) return { changes: [], next: open ? null : `${start}.${asked}`, complete };
     const [oddsSkip, statesSkip] = asked ? await this.passed(mid, start, asked) : [0, 0];
     const [odds, states] = await Promise.all([
@@ -291,8 +290,13 @@ export class RecordReader {
 
   /** `to`, or the complete mark when that comes first: how far a read may go and not miss a row committed after it. */
   async completeBy(to: number): Promise<number> {
+    return (await this.bounded(to)).end;
+  }
+
+  /** The complete mark, and `to` or the mark when that comes first. */
+  private async bounded(to: number): Promise<{ complete: number | null; end: number }> {
     const complete = await this.complete();
-    return complete === null ? to : Math.min(to, complete);
+    return { complete, end: complete === null ? to : Math.min(to, complete) };
   }
 
   /** The record's complete mark; null where it keeps none (its tables written by a recorder before the mark). */
