@@ -64,73 +64,118 @@ interface Ids<T> {
 }
 
 /**
- * Which IDs a list holds already: an open-addressing table over a hash of each
- * ID's length and last characters, since a Set of 50 strings costs more than
- * reading them. A slot holds an index into the list plus one; 0 is empty.
- * Shared, since lists are read synchronously one at a time.
+ * Where the distinct IDs of the list read last lie in its source, and an
+ * open-addressing table over a hash of each ID's length and last characters
+ * to find repeats, since a Set of 50 strings costs more than reading them. A
+ * slot holds an index into `starts` plus one; 0 is empty. Shared, since lists
+ * are read synchronously one at a time.
  */
+const starts = new Int32Array(MAX_IDS);
+const ends = new Int32Array(MAX_IDS);
 const SLOTS = 128;
 const slots = new Int32Array(SLOTS);
 /** IDs of a list mostly differ towards their end. */
 const HASHED = 8;
 
-function addOnce<T>(list: T[], id: T, text: string, start: number, end: number): void {
+function sameStretch(text: string, a: number, b: number, length: number): boolean {
+  for (let i = 0; i < length; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
+  return true;
+}
+
+/** Adds the ID between `start` and `end` as the `distinct`th unless it is there already; returns the count of distinct IDs. */
+function addOnce(text: string, start: number, end: number, distinct: number): number {
   let h = end - start;
   for (let i = Math.max(start, end - HASHED); i < end; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
   for (let s = (h ^ (h >>> 7)) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
-    const at = slots[s];
-    if (at === 0) {
-      slots[s] = list.push(id);
-      return;
+    const at = slots[s] - 1;
+    if (at < 0) {
+      starts[distinct] = start;
+      ends[distinct] = end;
+      slots[s] = distinct + 1;
+      return distinct + 1;
     }
-    if (list[at - 1] === id) return;
+    if (ends[at] - starts[at] === end - start && sameStretch(text, starts[at], start, end - start)) return distinct;
+  }
+}
+
+/**
+ * A checked list of IDs read in place: each distinct one is visited where it
+ * is written in `source`, nothing cut out, in the caller's order of first
+ * appearance. Valid until the next list is read.
+ */
+export class IdPlaces {
+  constructor(
+    readonly source: string,
+    readonly count: number,
+    /** As `Ids.key`. */
+    readonly key: string,
+  ) {}
+
+  each(visit: (text: string, start: number, end: number) => void): void {
+    for (let i = 0; i < this.count; i++) visit(this.source, starts[i], ends[i]);
   }
 }
 
 /**
  * A comma-joined list of 1 to 50 IDs, without spaces, read in place from
- * `source` between `from` and its end. `whole`: the source is the query
- * `name=<list>` and nothing else, so it is the key as it stands.
+ * `source` between `from` and its end, each checked by `rule`. `whole`: the
+ * source is the query `name=<list>` and nothing else, so it is the key as it
+ * stands.
  */
-function idList<T>(source: string, from: number, whole: boolean, name: string, rule: IdRule<T>, describe: string): Ids<T> {
+function idPlaces(source: string, from: number, whole: boolean, name: string, rule: IdRule<unknown>, describe: string): IdPlaces {
   if (from === source.length) throw errors.badParam(name, `must list 1 to ${MAX_IDS} ${describe}, comma-separated without spaces`);
-  const list: T[] = [];
   slots.fill(0);
   let count = 0;
+  let distinct = 0;
   let bad: string | undefined;
   for (let start = from; start <= source.length;) {
     let end = source.indexOf(',', start);
     if (end < 0) end = source.length;
     // Past the limit items are only counted: too many is the error reported, whatever they hold.
     if (++count <= MAX_IDS && bad === undefined) {
-      const id = rule(source, start, end);
-      if (id === undefined) bad = source.slice(start, end);
-      else addOnce(list, id, source, start, end);
+      if (rule(source, start, end) === undefined) bad = source.slice(start, end);
+      else distinct = addOnce(source, start, end, distinct);
     }
     start = end + 1;
   }
   if (count > MAX_IDS) throw errors.badParam(name, `lists ${count} IDs; at most ${MAX_IDS} are allowed`);
   if (bad !== undefined) throw errors.badParam(name, `has "${bad}": IDs must be ${describe}, comma-separated without spaces`);
-  if (list.length < count) return { list, key: `${name}=${list.join(',')}` };
-  return { list, key: whole ? source : `${name}=${source.slice(from)}` };
+  if (distinct < count) {
+    let key = `${name}=`;
+    for (let i = 0; i < distinct; i++) key += (i ? ',' : '') + source.slice(starts[i], ends[i]);
+    return new IdPlaces(source, distinct, key);
+  }
+  return new IdPlaces(source, distinct, whole ? source : `${name}=${source.slice(from)}`);
 }
 
 /**
- * The ID list of parameter `name` in query `q` (parsed from `raw`). When the
- * query is that parameter alone and plain (anything else would make it
- * longer), the IDs are read from the raw query itself: a flat string reads
- * faster than a slice of one, and it is the key with no new string made.
+ * The ID list of parameter `name` in query `q` (parsed from `raw`), read in
+ * place. When the query is that parameter alone and plain (anything else
+ * would make it longer), the IDs are read from the raw query itself: a flat
+ * string reads faster than a slice of one, and it is the key with no new
+ * string made.
  */
-export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: true): Ids<T>;
-export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: false): Ids<T> | undefined;
-export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: boolean): Ids<T> | undefined {
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required?: true): IdPlaces;
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required: boolean): IdPlaces | undefined;
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required = true): IdPlaces | undefined {
   const text = q.get(name);
   if (text === undefined) {
     if (required) throw errors.badParam(name, `is required: 1 to ${MAX_IDS} ${describe}, comma-separated`);
     return undefined;
   }
   const whole = q.size === 1 && raw.length === name.length + 1 + text.length;
-  return whole ? idList(raw, name.length + 1, true, name, rule, describe) : idList(text, 0, false, name, rule, describe);
+  return whole ? idPlaces(raw, name.length + 1, true, name, rule, describe) : idPlaces(text, 0, false, name, rule, describe);
+}
+
+/** As `queryIdPlaces`, each ID as `rule` reads it. */
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: true): Ids<T>;
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: false): Ids<T> | undefined;
+export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: boolean): Ids<T> | undefined {
+  const places = queryIdPlaces(q, raw, name, rule, describe, required);
+  if (!places) return undefined;
+  const list: T[] = [];
+  places.each((text, start, end) => list.push(rule(text, start, end)!));
+  return { list, key: places.key };
 }
 
 /** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */

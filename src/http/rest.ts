@@ -1,7 +1,7 @@
 import { errors } from '../errors.js';
-import { MARKET_ID, MAX_IDS, POSITIVE_ID, isMarketId } from '../refdata/ids.js';
+import { MARKET_ID_AT, MAX_IDS, POSITIVE_ID, isMarketId } from '../refdata/ids.js';
 import type { ReadModel } from '../refdata/model.js';
-import { parseJson, parseQuery, queryIds, type Query } from './request.js';
+import { parseJson, parseQuery, queryIdPlaces, queryIds, type IdPlaces, type Query } from './request.js';
 import type { Router } from './router.js';
 import type { HttpRequest } from 'uWebSockets.js';
 import { AnswerCache, Pieces } from './cache.js';
@@ -61,14 +61,17 @@ export function registerProbes(router: Router, readiness: ReadyProbe): void {
   });
 }
 
-/** Each ID's element, in order, comma-separated, those without one left out: one string, concatenated as it goes (no array of them, no join). */
-function joined(ids: readonly string[], json: (id: string) => string | undefined): string {
+/** The element for the ID written in `text` from `start` to `end`, or undefined for none. */
+type ElementAt = (text: string, start: number, end: number) => string | undefined;
+
+/** `[<element>,...]`: each ID's element, in order, those without one left out; one string, concatenated as it goes (no array of them, no join). */
+function listOf(ids: IdPlaces, json: ElementAt): Pieces {
   let out = '';
-  for (const id of ids) {
-    const element = json(id);
+  ids.each((text, start, end) => {
+    const element = json(text, start, end);
     if (element !== undefined) out = out ? out + ',' + element : element;
-  }
-  return out;
+  });
+  return new Pieces().add(OPEN_LIST).add(out).add(CLOSE_LIST);
 }
 
 /** `{"data":{"<id>":<array>,...}}`, in the order of the request. */
@@ -139,18 +142,19 @@ export function registerRest(router: Router, deps: RestDeps): void {
    * A JSON array of each requested market's element, in the order of the request, unknown markets
    * left out. Routes that take the same parameter keep their answers apart by `route`.
    */
-  const byMarket = (route: string, json: (mid: string) => string | undefined) => cached((q, raw) => {
-    const mids = queryIds(q, raw, 'mid', MARKET_ID, MARKET_IDS, true);
+  const byMarket = (route: string, json: ElementAt) => cached((q, raw) => {
+    const mids = queryIdPlaces(q, raw, 'mid', MARKET_ID_AT, MARKET_IDS);
     return {
       key: route + mids.key,
-      answer: () => new Pieces().add(OPEN_LIST).add(joined(mids.list, json)).add(CLOSE_LIST),
+      answer: () => listOf(mids, json),
     };
   });
 
-  router.get('/api/v1/markets/result', byMarket('', (mid) => model.resultJson(mid)), READ);
+  // Read where the query writes them: the most IDs of any route, and the one polled for settlement.
+  router.get('/api/v1/markets/result', byMarket('', (text, start, end) => model.resultJsonAt(text, start, end)), READ);
   // Beside the contract's routes: what its result keys cannot carry (docs/rest.md#market-terms).
-  router.get('/api/v1/markets/terms', byMarket('terms?', (mid) => {
-    const terms = model.termsOf(mid);
+  router.get('/api/v1/markets/terms', byMarket('terms?', (text, start, end) => {
+    const terms = model.termsOf(text.slice(start, end));
     return terms && JSON.stringify(terms);
   }), READ);
 

@@ -1,4 +1,5 @@
 import { bettingTypeOf, type Event, type Market, type MarketFacts, type MarketResult, type MarketType, type Sport } from './types.js';
+import { TextTable } from '../lib/text-table.js';
 import { eventToWire, marketToWire, resultToWire, settlementToWire, sportToWire, termsToWire, type WireMarketTerms } from './wire.js';
 
 export interface Entry<T> {
@@ -23,6 +24,7 @@ function bytes(json: string): Buffer {
   out.write(json);
   return out;
 }
+
 const EMPTY = bytes('[]');
 
 const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>
@@ -53,7 +55,8 @@ export class Collections {
   protected markets = new Map<string, Entry<Market>>();
   protected marketsByEvent = new Map<number, Set<string>>();
   protected marketsBody = new Map<number, Buffer>();
-  protected results = new Map<string, Entry<MarketResult>>();
+  /** Looked up by IDs where a query string writes them (`resultJsonAt`). */
+  protected results = new TextTable<Entry<MarketResult>>();
   protected nestedParent = new Map<string, string>();
   protected generation = 0;
 
@@ -91,6 +94,12 @@ export class Collections {
 
   resultJson(mid: string): string | undefined {
     return this.results.get(mid)?.json;
+  }
+
+  /** The REST element of the result of the market whose ID is written in `text` from `start` to `end`. */
+  resultJsonAt(text: string, start: number, end: number): string | undefined {
+    const slot = this.results.slotOf(text, start, end);
+    return slot < 0 ? undefined : this.results.valueAt(slot).json;
   }
 
   /** A known market's terms and settlement (a nested market has no terms of its own); undefined when the market is unknown. */

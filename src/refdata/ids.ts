@@ -24,18 +24,21 @@ export const POSITIVE_ID: IdRule<number> = (text, start, end) => {
 const MARKET_CHARS = new Uint8Array(128);
 for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-') MARKET_CHARS[c.charCodeAt(0)] = 1;
 
-/** [A-Za-z0-9._:-]{1,64} */
-export const MARKET_ID: IdRule<string> = (text, start, end) => {
+/** [A-Za-z0-9._:-]{1,64}, checked where it is written: nothing is cut out. */
+export const MARKET_ID_AT: IdRule<true> = (text, start, end) => {
   if (end <= start || end - start > 64) return undefined;
   for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);
     if (c >= 128 || MARKET_CHARS[c] === 0) return undefined;
   }
-  return text.slice(start, end);
+  return true;
 };
 
+/** [A-Za-z0-9._:-]{1,64} */
+export const MARKET_ID: IdRule<string> = (text, start, end) => (MARKET_ID_AT(text, start, end) ? text.slice(start, end) : undefined);
+
 export function isMarketId(v: unknown): v is string {
-  return typeof v === 'string' && MARKET_ID(v, 0, v.length) !== undefined;
+  return typeof v === 'string' && MARKET_ID_AT(v, 0, v.length) === true;
 }
 
 export function isPositiveId(v: unknown): v is number {

@@ -36,8 +36,11 @@ export function goneMarkets(changes: readonly ModelChange[]): string[] {
   return gone;
 }
 
+/** One kind of element by ID: a Map, or the results' TextTable. */
+type Entries<T> = Pick<ReadonlyMap<string, Entry<T>>, 'get' | 'has'> & Iterable<[string, Entry<T>]>;
+
 /** What differs between two generations of one kind of element, by their serialised (REST) form. */
-function diff<T>(kind: ModelChange['kind'], before: Map<string, Entry<T>>, after: Map<string, Entry<T>>): ModelChange[] {
+function diff<T>(kind: ModelChange['kind'], before: Entries<T>, after: Entries<T>): ModelChange[] {
   const out: ModelChange[] = [];
   for (const [id, e] of after) {
     const old = before.get(id);

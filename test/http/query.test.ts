@@ -4,8 +4,8 @@
  * answer cache's key, and JSON bodies that must be UTF-8.
  */
 import t from 'tap';
-import { MAX_IDS, MARKET_ID, POSITIVE_ID, isMarketId, isPositiveId } from '../../src/refdata/ids.js';
-import { parseJson, parseQuery, queryIds } from '../../src/http/request.js';
+import { MAX_IDS, MARKET_ID, MARKET_ID_AT, POSITIVE_ID, isMarketId, isPositiveId } from '../../src/refdata/ids.js';
+import { parseJson, parseQuery, queryIdPlaces, queryIds } from '../../src/http/request.js';
 
 t.test('a query: each parameter once, decoded when encoded, an empty value kept', async (t) => {
   t.same([...parseQuery('mid=1.2,1.3&depth=3')], [['mid', '1.2,1.3'], ['depth', '3']]);
@@ -27,6 +27,24 @@ t.test('ID lists: checked by their rule, duplicates collapsed in first order, bo
   t.throws(() => queryIds(parseQuery('eid=1,x,2'), 'eid=1,x,2', 'eid', POSITIVE_ID, 'positive whole numbers', true), { message: /has "x"/ });
   const many = `eid=${Array.from({ length: MAX_IDS + 1 }, (_, i) => i + 1).join(',')}`;
   t.throws(() => queryIds(parseQuery(many), many, 'eid', POSITIVE_ID, 'positive whole numbers', true), { message: new RegExp(`lists ${MAX_IDS + 1} IDs; at most ${MAX_IDS}`) });
+});
+
+t.test('ID lists read in place: each distinct ID visited where the query writes it, with the cache key', async (t) => {
+  const raw = 'mid=1.5,a:b,1.5,1.55';
+  const places = queryIdPlaces(parseQuery(raw), raw, 'mid', MARKET_ID_AT, 'market IDs');
+  const seen: string[] = [];
+  places.each((text, start, end) => {
+    if (text !== raw) t.fail('read from the raw query itself when it is the list alone');
+    seen.push(text.slice(start, end));
+  });
+  t.same(seen, ['1.5', 'a:b', '1.55'], 'in first order, the repeat once, a longer ID apart from its prefix');
+  t.equal(places.key, 'mid=1.5,a:b,1.55', 'the key as if the repeat were not there');
+  const mixed = 'depth=2&mid=x,y';
+  const other = queryIdPlaces(parseQuery(mixed), mixed, 'mid', MARKET_ID_AT, 'market IDs');
+  const inOther: string[] = [];
+  other.each((text, start, end) => inOther.push(text.slice(start, end)));
+  t.same({ ids: inOther, key: other.key }, { ids: ['x', 'y'], key: 'mid=x,y' }, 'beside other parameters: the key is the list alone');
+  t.throws(() => queryIdPlaces(parseQuery('mid=1.5,1%206'), 'mid=1.5,1%206', 'mid', MARKET_ID_AT, 'market IDs'), { code: 'BAD_PARAM', message: /has "1 6"/ });
 });
 
 t.test('the ID rules: positive whole numbers without a leading zero, market IDs of their own characters', async (t) => {
