@@ -3,6 +3,7 @@ import { errors, type ServiceError } from '../errors.js';
 import { STATUS_LINES, errorBody, httpStatus } from './status.js';
 import { MAX_IDS, type IdRule } from '../refdata/ids.js';
 import { ByteBudget } from '../lib/byte-budget.js';
+import { randomInt } from 'node:crypto';
 
 export type Query = ReadonlyMap<string, string>;
 
@@ -65,17 +66,23 @@ interface Ids<T> {
 
 /**
  * Where the distinct IDs of the list read last lie in its source, and an
- * open-addressing table over a hash of each ID's length and last characters
- * to find repeats, since a Set of 50 strings costs more than reading them. A
- * slot holds an index into `starts` plus one; 0 is empty. Shared, since lists
- * are read synchronously one at a time.
+ * open-addressing table over a hash of each ID to find repeats, since a Set of
+ * 50 strings costs more than reading them. A slot holds an index into `starts`
+ * plus one; 0 is empty. Shared, since lists are read synchronously one at a
+ * time; `listsRead` tells an IdPlaces whether they are still its own.
  */
 const starts = new Int32Array(MAX_IDS);
 const ends = new Int32Array(MAX_IDS);
 const SLOTS = 128;
 const slots = new Int32Array(SLOTS);
-/** IDs of a list mostly differ towards their end. */
-const HASHED = 8;
+let listsRead = 0;
+/**
+ * Every character is hashed, from a seed of this process: IDs that all land
+ * in one slot are then not for a caller to choose, since 50 of them would
+ * compare each against all before, a thousand and more comparisons of up to 64
+ * characters in one request.
+ */
+const SEED = randomInt(0x7fffffff);
 
 function sameStretch(text: string, a: number, b: number, length: number): boolean {
   for (let i = 0; i < length; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
@@ -84,9 +91,10 @@ function sameStretch(text: string, a: number, b: number, length: number): boolea
 
 /** Adds the ID between `start` and `end` as the `distinct`th unless it is there already; returns the count of distinct IDs. */
 function addOnce(text: string, start: number, end: number, distinct: number): number {
-  let h = end - start;
-  for (let i = Math.max(start, end - HASHED); i < end; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
-  for (let s = (h ^ (h >>> 7)) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
+  let h = SEED;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  for (let s = (h ^ (h >>> 13)) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
     const at = slots[s] - 1;
     if (at < 0) {
       starts[distinct] = start;
@@ -101,9 +109,12 @@ function addOnce(text: string, start: number, end: number, distinct: number): nu
 /**
  * A checked list of IDs read in place: each distinct one is visited where it
  * is written in `source`, nothing cut out, in the caller's order of first
- * appearance. Valid until the next list is read.
+ * appearance. Valid until the next list is read; visited later it throws
+ * rather than hand out another list's IDs.
  */
 export class IdPlaces {
+  private readonly read = listsRead;
+
   constructor(
     readonly source: string,
     readonly count: number,
@@ -112,6 +123,7 @@ export class IdPlaces {
   ) {}
 
   each(visit: (text: string, start: number, end: number) => void): void {
+    if (this.read !== listsRead) throw new Error(`the places of ID list ${this.key} were read over by another list`);
     for (let i = 0; i < this.count; i++) visit(this.source, starts[i], ends[i]);
   }
 }
@@ -120,10 +132,12 @@ export class IdPlaces {
  * A comma-joined list of 1 to 50 IDs, without spaces, read in place from
  * `source` between `from` and its end, each checked by `rule`. `whole`: the
  * source is the query `name=<list>` and nothing else, so it is the key as it
- * stands.
+ * stands. `values`, when given, takes what `rule` read of each distinct ID,
+ * so no ID is read twice.
  */
-function idPlaces(source: string, from: number, whole: boolean, name: string, rule: IdRule<unknown>, describe: string): IdPlaces {
+function idPlaces(source: string, from: number, whole: boolean, name: string, rule: IdRule<unknown>, describe: string, values?: unknown[]): IdPlaces {
   if (from === source.length) throw errors.badParam(name, `must list 1 to ${MAX_IDS} ${describe}, comma-separated without spaces`);
+  listsRead++;
   slots.fill(0);
   let count = 0;
   let distinct = 0;
@@ -133,8 +147,12 @@ function idPlaces(source: string, from: number, whole: boolean, name: string, ru
     if (end < 0) end = source.length;
     // Past the limit items are only counted: too many is the error reported, whatever they hold.
     if (++count <= MAX_IDS && bad === undefined) {
-      if (rule(source, start, end) === undefined) bad = source.slice(start, end);
-      else distinct = addOnce(source, start, end, distinct);
+      const value = rule(source, start, end);
+      if (value === undefined) bad = source.slice(start, end);
+      else if (addOnce(source, start, end, distinct) > distinct) {
+        distinct++;
+        values?.push(value);
+      }
     }
     start = end + 1;
   }
@@ -155,27 +173,25 @@ function idPlaces(source: string, from: number, whole: boolean, name: string, ru
  * string reads faster than a slice of one, and it is the key with no new
  * string made.
  */
-export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required?: true): IdPlaces;
-export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required: boolean): IdPlaces | undefined;
-export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required = true): IdPlaces | undefined {
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required?: true, values?: unknown[]): IdPlaces;
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required: boolean, values?: unknown[]): IdPlaces | undefined;
+export function queryIdPlaces(q: Query, raw: string, name: string, rule: IdRule<unknown>, describe: string, required = true, values?: unknown[]): IdPlaces | undefined {
   const text = q.get(name);
   if (text === undefined) {
     if (required) throw errors.badParam(name, `is required: 1 to ${MAX_IDS} ${describe}, comma-separated`);
     return undefined;
   }
   const whole = q.size === 1 && raw.length === name.length + 1 + text.length;
-  return whole ? idPlaces(raw, name.length + 1, true, name, rule, describe) : idPlaces(text, 0, false, name, rule, describe);
+  return whole ? idPlaces(raw, name.length + 1, true, name, rule, describe, values) : idPlaces(text, 0, false, name, rule, describe, values);
 }
 
 /** As `queryIdPlaces`, each ID as `rule` reads it. */
 export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: true): Ids<T>;
 export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: false): Ids<T> | undefined;
 export function queryIds<T>(q: Query, raw: string, name: string, rule: IdRule<T>, describe: string, required: boolean): Ids<T> | undefined {
-  const places = queryIdPlaces(q, raw, name, rule, describe, required);
-  if (!places) return undefined;
   const list: T[] = [];
-  places.each((text, start, end) => list.push(rule(text, start, end)!));
-  return { list, key: places.key };
+  const places = queryIdPlaces(q, raw, name, rule, describe, required, list);
+  return places && { list, key: places.key };
 }
 
 /** `close` ends the connection after the answer: while draining, so keep-alive clients move on before exit. */
