@@ -3,6 +3,7 @@ import { errors, type ServiceError } from '../errors.js';
 import { STATUS_LINES, errorBody, httpStatus } from './status.js';
 import { MAX_IDS, type IdRule } from '../refdata/ids.js';
 import { ByteBudget } from '../lib/byte-budget.js';
+import { textHash } from '../lib/text-table.js';
 import { randomInt } from 'node:crypto';
 
 export type Query = ReadonlyMap<string, string>;
@@ -91,10 +92,7 @@ function sameStretch(text: string, a: number, b: number, length: number): boolea
 
 /** Adds the ID between `start` and `end` as the `distinct`th unless it is there already; returns the count of distinct IDs. */
 function addOnce(text: string, start: number, end: number, distinct: number): number {
-  let h = SEED;
-  for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-  for (let s = (h ^ (h >>> 13)) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
+  for (let s = textHash(SEED, text, start, end) & (SLOTS - 1); ; s = (s + 1) & (SLOTS - 1)) {
     const at = slots[s] - 1;
     if (at < 0) {
       starts[distinct] = start;

@@ -113,13 +113,17 @@ export class TextTable<V> implements Iterable<[string, V]> {
     for (let s = 0; s < old.length; s += 2) if (old[s] !== undefined) this.place(old[s] as string, old[s + 1] as V);
   }
 
-  /** FNV-1a over the UTF-16 units, then a finaliser so the low bits the mask keeps depend on every unit. */
   private hash(text: string, start: number, end: number): number {
-    let h = this.seed ^ 0x811c9dc5;
-    for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-    return h ^ (h >>> 13);
+    return textHash(this.seed, text, start, end);
   }
+}
+
+/** FNV-1a over the UTF-16 units from `seed`, then a finaliser so the low bits a mask keeps depend on every unit. */
+export function textHash(seed: number, text: string, start: number, end: number): number {
+  let h = seed ^ 0x811c9dc5;
+  for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  return h ^ (h >>> 13);
 }
 
 function sameText(key: string, text: string, start: number): boolean {
