@@ -13,8 +13,9 @@ import { readByPeer } from '../helpers/net.js';
 import { connect } from 'node:net';
 
 const own = await ownPostgres(t);
-// Ten seconds a statement, two to connect: a frozen read is refused after these, and a read held by a lock below is not.
-const svc = await startTestService(t, { RECORD: 'on', RECORD_DATABASE_URL: own.url, PG_STATEMENT_TIMEOUT_MS: '10000', PG_CONNECT_TIMEOUT_MS: '2000' });
+// Twenty seconds a statement, two to connect: a frozen read is refused after these, and the reads held by a lock below
+// have the twenty seconds to be seen waiting, on a machine however busy.
+const svc = await startTestService(t, { RECORD: 'on', RECORD_DATABASE_URL: own.url, PG_STATEMENT_TIMEOUT_MS: '20000', PG_CONNECT_TIMEOUT_MS: '2000' });
 const MID = '1.9901';
 const path = `/api/v1/record/changes?mid=${MID}&from=${Date.now() - 60_000}&to=${Date.now()}`;
 /** The record's share of its own pool: reads at once. */
