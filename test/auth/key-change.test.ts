@@ -32,7 +32,11 @@ async function service(t: Test, afterMs?: number): Promise<FakeService> {
   conn.on('notification', (n) => {
     if (afterMs === undefined || !n.payload?.startsWith('key:')) return;
     const id = n.payload.slice(4);
-    setTimeout(() => void conn.query('SELECT pg_notify($1, $2)', [KEY_APPLIED, id]).then(() => s.confirmed.push(id)), afterMs);
+    // Counted as it is sent: the command may hear it (and return) before this client has read its own answer.
+    setTimeout(() => {
+      s.confirmed.push(id);
+      void conn.query('SELECT pg_notify($1, $2)', [KEY_APPLIED, id]).catch(() => undefined);
+    }, afterMs);
   });
   await conn.query('LISTEN refdata');
   return s;
