@@ -24,7 +24,6 @@ function bytes(json: string): Buffer {
   out.write(json);
   return out;
 }
-
 const EMPTY = bytes('[]');
 
 const byStartThenId = (a: Entry<Event>, b: Entry<Event>): number =>

@@ -34,9 +34,6 @@ export const MARKET_ID_AT: IdRule<true> = (text, start, end) => {
   return true;
 };
 
-/** [A-Za-z0-9._:-]{1,64} */
-export const MARKET_ID: IdRule<string> = (text, start, end) => (MARKET_ID_AT(text, start, end) ? text.slice(start, end) : undefined);
-
 export function isMarketId(v: unknown): v is string {
   return typeof v === 'string' && MARKET_ID_AT(v, 0, v.length) === true;
 }

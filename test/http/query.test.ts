@@ -4,7 +4,10 @@
  * answer cache's key, and JSON bodies that must be UTF-8.
  */
 import t from 'tap';
-import { MAX_IDS, MARKET_ID, MARKET_ID_AT, POSITIVE_ID, isMarketId, isPositiveId } from '../../src/refdata/ids.js';
+import { MAX_IDS, MARKET_ID_AT, POSITIVE_ID, isMarketId, isPositiveId, type IdRule } from '../../src/refdata/ids.js';
+
+/** A rule that reads a string out, as a route needing the ID itself would write one. */
+const MARKET_ID: IdRule<string> = (text, start, end) => (MARKET_ID_AT(text, start, end) ? text.slice(start, end) : undefined);
 import { parseJson, parseQuery, queryIdPlaces, queryIds } from '../../src/http/request.js';
 
 t.test('a query: each parameter once, decoded when encoded, an empty value kept', async (t) => {
